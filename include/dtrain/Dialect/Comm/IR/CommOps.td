@@ -1,0 +1,142 @@
+//===- CommOps.td - comm dialect operations ----------------*- tablegen -*-===//
+
+#ifndef DTRAIN_DIALECT_COMM_IR_COMMOPS_TD
+#define DTRAIN_DIALECT_COMM_IR_COMMOPS_TD
+
+include "dtrain/Dialect/Comm/IR/CommBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class Comm_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Comm_Dialect, mnemonic, traits>;
+
+// The data of a collective: a tensor (value semantics) or a memref (in place).
+def Comm_FloatTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
+def Comm_Buffer : AnyTypeOf<[Comm_FloatTensor, MemRefOf<[F16, BF16, F32, F64]>],
+                            "ranked tensor or memref of f16, bf16, f32 or f64">;
+
+//===----------------------------------------------------------------------===//
+// Communicators
+//===----------------------------------------------------------------------===//
+
+def Comm_WorldOp : Comm_Op<"world", [Pure]> {
+  let summary = "The communicator of all ranks of the job";
+  let description = [{
+    ```mlir
+    %world = comm.world : !comm.communicator
+    ```
+  }];
+  let results = (outs Comm_CommunicatorType:$communicator);
+  let assemblyFormat = "attr-dict `:` type($communicator)";
+}
+
+def Comm_RankOp : Comm_Op<"rank", [Pure]> {
+  let summary = "This process's rank in a communicator, in [0, size)";
+  let arguments = (ins Comm_CommunicatorType:$communicator);
+  let results = (outs Index:$rank);
+  let assemblyFormat = "$communicator attr-dict";
+}
+
+def Comm_SizeOp : Comm_Op<"size", [Pure]> {
+  let summary = "The number of ranks in a communicator";
+  let arguments = (ins Comm_CommunicatorType:$communicator);
+  let results = (outs Index:$size);
+  let assemblyFormat = "$communicator attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+// Collectives order among themselves on a communication resource (every rank
+// must issue them in the same order) and read and write their memref.
+class Comm_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Comm_Op<mnemonic, traits # [
+        DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  code extraCollectiveDeclaration = [{
+    /// True once bufferized: the op then works in place on a memref.
+    bool hasBufferSemantics() {
+      return ::llvm::isa<::mlir::MemRefType>(getBuffer().getType());
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Comm_AllReduceOp : Comm_CollectiveOp<"all_reduce"> {
+  let summary = "Combine a buffer across all ranks of a communicator";
+  let description = [{
+    Every rank of `communicator` contributes `input`; every rank receives the
+    elementwise `sum`, `mean` (the sum divided by the number of ranks) or
+    `max` of all contributions. All ranks must reach the op with buffers of
+    the same type and the same reduction.
+
+    On a tensor the op returns the combined tensor; on a memref it combines
+    in place and has no result.
+
+    ```mlir
+    %avg = comm.all_reduce <mean> %grad on %world : tensor<784x128xf32>
+    comm.all_reduce <sum> %buf on %world : memref<1024xf32>
+    ```
+  }];
+  let arguments = (ins Comm_ReductionKindAttr:$reduction, Comm_Buffer:$input,
+                       Comm_CommunicatorType:$communicator);
+  let results = (outs Optional<Comm_FloatTensor>:$result);
+  let assemblyFormat = [{
+    $reduction $input `on` $communicator attr-dict `:` type($input)
+    custom<InPlaceResult>(ref(type($input)), type($result))
+  }];
+  let extraClassDeclaration = extraCollectiveDeclaration # [{
+    ::mlir::Value getBuffer() { return getInput(); }
+    ::mlir::OpOperand &getBufferMutable() { return getInputMutable(); }
+  }];
+}
+
+def Comm_AllReduceStartOp : Comm_CollectiveOp<"all_reduce_start"> {
+  let summary = "Start an all-reduce that completes at a later comm.wait";
+  let description = [{
+    Starts the all-reduce that `comm.all_reduce` describes and returns at
+    once with a request. On a tensor the op also returns the in-flight
+    tensor, which only `comm.wait` may use: it returns the combined value.
+    This is how communication overlaps the rest of the backward pass.
+
+    ```mlir
+    %req, %inflight = comm.all_reduce_start <mean> %grad on %world : tensor<128xf32>
+    ...
+    %avg = comm.wait %req, %inflight : tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Comm_ReductionKindAttr:$reduction, Comm_Buffer:$input,
+                       Comm_CommunicatorType:$communicator);
+  let results = (outs Comm_RequestType:$request,
+                      Optional<Comm_FloatTensor>:$inflight);
+  let assemblyFormat = [{
+    $reduction $input `on` $communicator attr-dict `:` type($input)
+    custom<InPlaceResult>(ref(type($input)), type($inflight))
+  }];
+  let extraClassDeclaration = extraCollectiveDeclaration # [{
+    ::mlir::Value getBuffer() { return getInput(); }
+    ::mlir::OpOperand &getBufferMutable() { return getInputMutable(); }
+  }];
+}
+
+def Comm_WaitOp : Comm_CollectiveOp<"wait"> {
+  let summary = "Complete a started collective";
+  let description = [{
+    Blocks until the collective of `request` is complete on this rank. The
+    buffer is the in-flight tensor (or, once bufferized, the memref) of the
+    start op; on a tensor the op returns the final value.
+
+    ```mlir
+    %avg = comm.wait %req, %inflight : tensor<128xf32>
+    comm.wait %req, %buf : memref<128xf32>
+    ```
+  }];
+  let arguments = (ins Comm_RequestType:$request, Comm_Buffer:$buffer);
+  let results = (outs Optional<Comm_FloatTensor>:$result);
+  let assemblyFormat = [{
+    $request `,` $buffer attr-dict `:` type($buffer)
+    custom<InPlaceResult>(ref(type($buffer)), type($result))
+  }];
+  let extraClassDeclaration = extraCollectiveDeclaration;
+}
+
+#endif // DTRAIN_DIALECT_COMM_IR_COMMOPS_TD

@@ -1,0 +1,51 @@
+//===- TrainDialect.td - train dialect definition ----------*- tablegen -*-===//
+
+#ifndef DTRAIN_DIALECT_TRAIN_IR_TRAINDIALECT_TD
+#define DTRAIN_DIALECT_TRAIN_IR_TRAINDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Train_Dialect : Dialect {
+  let name = "train";
+  let cppNamespace = "::mlir::dtrain::train";
+  let summary = "The structure of a training step and its optimizer updates";
+  let description = [{
+    The `train` dialect says what the values of a training step are and how
+    parameters are updated from their gradients.
+
+    The role of each argument of a training-step function is given by one of
+    these argument attributes, whose value names the tensor (for parameters,
+    the ONNX initializer name, so that checkpoints and the exported model can
+    find it):
+
+    | attribute | the argument is |
+    |-----------|-----------------|
+    | `train.param = "fc1.weight"` | a trainable parameter |
+    | `train.optimizer_state = "fc1.weight.momentum"` | optimizer state kept across steps |
+    | `train.input = "x"` | a batch of model inputs |
+    | `train.label = "y"` | a batch of labels |
+
+    An argument has at most one role, its type is a ranked tensor or a
+    memref, and each name is used at most once per function.
+
+    ```mlir
+    func.func @train_step(%w: tensor<784x10xf32> {train.param = "fc.weight"},
+                          %x: tensor<32x784xf32> {train.input = "x"},
+                          %y: tensor<32xi64> {train.label = "y"}) -> ...
+    ```
+  }];
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Names of the argument attributes that give an argument its role.
+    static constexpr llvm::StringLiteral kParamAttrName = "train.param";
+    static constexpr llvm::StringLiteral kOptimizerStateAttrName =
+        "train.optimizer_state";
+    static constexpr llvm::StringLiteral kInputAttrName = "train.input";
+    static constexpr llvm::StringLiteral kLabelAttrName = "train.label";
+  }];
+}
+
+class Train_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Train_Dialect, mnemonic, traits>;
+
+#endif // DTRAIN_DIALECT_TRAIN_IR_TRAINDIALECT_TD

@@ -1,0 +1,52 @@
+//===- Passes.td - Dist phase passes -----------------------*- tablegen -*-===//
+//
+// The Dist phase rewrites a training step into a data-parallel one: gradient
+// exchange, merging into buckets, sparsification and precision.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTRAIN_DIST_PASSES_TD
+#define DTRAIN_DIST_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AsyncCollectives : Pass<"dtrain-async-collectives", "func::FuncOp"> {
+  let summary = "Split blocking collectives into start/wait pairs that overlap "
+                "with computation";
+  let description = [{
+    Replaces each `comm.all_reduce` on a tensor by a `comm.all_reduce_start`
+    at the same place and a `comm.wait` sunk to just before the first use of
+    the result in the same block (or to the block's terminator). The
+    computation between the two, such as the rest of the backward pass, then
+    runs while the gradient is on the network: this is wait-free
+    backpropagation (WFBP) once the data-parallel pass has issued each
+    exchange as soon as its gradient exists.
+
+    Every rank runs the same rewrite, so the order in which collectives are
+    started is the same on all ranks, as MPI and NCCL require. Collectives
+    already on memrefs are left alone: their buffers may be aliased, and
+    sinking a wait past an aliasing access would be wrong.
+
+    Example:
+
+    ```mlir
+    %g = nn.matmul ...
+    %a = comm.all_reduce <mean> %g on %world : tensor<4x8xf32>
+    %h = nn.relu %x : ...          // independent work
+    %p = train.sgd_update %w, %a {lr = 1.0e-1 : f64} : tensor<4x8xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %g = nn.matmul ...
+    %req, %inflight = comm.all_reduce_start <mean> %g on %world : tensor<4x8xf32>
+    %h = nn.relu %x : ...
+    %a = comm.wait %req, %inflight : tensor<4x8xf32>
+    %p = train.sgd_update %w, %a {lr = 1.0e-1 : f64} : tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::dtrain::comm::CommDialect"];
+}
+
+#endif // DTRAIN_DIST_PASSES_TD

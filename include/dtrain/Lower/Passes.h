@@ -1,0 +1,31 @@
+//===- Passes.h - Lower phase passes ----------------------------*- C++ -*-===//
+
+#ifndef DTRAIN_LOWER_PASSES_H
+#define DTRAIN_LOWER_PASSES_H
+
+#include "dtrain_rt.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::dtrain::lower {
+
+/// All-reduce implementations of the runtime, with the runtime's codes.
+enum class AllReduceAlgorithm : int32_t {
+  Default = DTRAIN_RT_ALLREDUCE_DEFAULT,
+  Mpi = DTRAIN_RT_ALLREDUCE_MPI,
+  Ring = DTRAIN_RT_ALLREDUCE_RING,
+};
+
+#define GEN_PASS_DECL
+#include "dtrain/Lower/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "dtrain/Lower/Passes.h.inc"
+
+} // namespace mlir::dtrain::lower
+
+#endif // DTRAIN_LOWER_PASSES_H

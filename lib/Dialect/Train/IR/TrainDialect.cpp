@@ -1,0 +1,69 @@
+//===- TrainDialect.cpp - train dialect and its argument roles ------------===//
+
+#include "dtrain/Dialect/Train/IR/TrainDialect.h"
+#include "dtrain/Dialect/Train/IR/TrainOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::dtrain::train;
+
+#include "dtrain/Dialect/Train/IR/TrainDialect.cpp.inc"
+
+void TrainDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dtrain/Dialect/Train/IR/TrainOps.cpp.inc"
+      >();
+}
+
+static constexpr llvm::StringLiteral kRoleAttrNames[] = {
+    TrainDialect::kParamAttrName, TrainDialect::kOptimizerStateAttrName,
+    TrainDialect::kInputAttrName, TrainDialect::kLabelAttrName};
+
+LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attribute) {
+  StringRef attrName = attribute.getName().strref();
+  auto emitArgError = [&]() {
+    return op->emitOpError() << "argument #" << argIndex << " attribute '"
+                             << attrName << "' ";
+  };
+  if (!llvm::is_contained(kRoleAttrNames, attrName))
+    return emitArgError() << "is not a train dialect argument attribute "
+                             "(expected train.param, train.optimizer_state, "
+                             "train.input or train.label)";
+  auto name = dyn_cast<StringAttr>(attribute.getValue());
+  if (!name || name.empty())
+    return emitArgError() << "must be a non-empty string naming the tensor";
+
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function || regionIndex != 0)
+    return emitArgError() << "is only valid on function arguments";
+  Type argType = function.getArgumentTypes()[argIndex];
+  if (!isa<RankedTensorType, MemRefType>(argType))
+    return emitArgError() << "needs a ranked tensor or memref argument, got "
+                          << argType;
+
+  // One role per argument, one argument per name. Checked from the first
+  // role attribute of each argument, so each problem is reported once.
+  DictionaryAttr argAttrs = function.getArgAttrDict(argIndex);
+  StringRef firstRole = *llvm::find_if(kRoleAttrNames, [&](StringRef role) {
+    return static_cast<bool>(argAttrs.get(role));
+  });
+  if (firstRole != attrName)
+    return emitArgError() << "conflicts with '" << firstRole
+                          << "': an argument has a single role";
+  for (unsigned other = 0; other < argIndex; ++other) {
+    DictionaryAttr otherAttrs = function.getArgAttrDict(other);
+    if (!otherAttrs)
+      continue;
+    for (StringRef role : kRoleAttrNames)
+      if (otherAttrs.get(role) == name)
+        return emitArgError() << "reuses the name " << name
+                              << " of argument #" << other;
+  }
+  return success();
+}

@@ -1,0 +1,352 @@
+//===- LowerCommToRuntime.cpp - comm ops to runtime calls -----------------===//
+//
+// Implements --dtrain-lower-comm-to-runtime: comm ops on memrefs become calls
+// of the C ABI in runtime/include/dtrain_rt.h, with communicators and
+// requests as opaque pointers. The integer codes passed to the runtime come
+// from that header, so the compiler and the runtime cannot disagree on them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtrain/Lower/Passes.h"
+
+#include "dtrain/Dialect/Comm/IR/CommOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::dtrain::lower {
+#define GEN_PASS_DEF_LOWERCOMMTORUNTIME
+#include "dtrain/Lower/Passes.h.inc"
+} // namespace mlir::dtrain::lower
+
+using namespace mlir;
+using namespace mlir::dtrain;
+using namespace mlir::dtrain::comm;
+
+//===----------------------------------------------------------------------===//
+// The runtime's C ABI as seen from MLIR
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The runtime functions this pass calls, with their signatures in MLIR
+/// types (pointers are !llvm.ptr, int32_t is i32, int64_t is i64).
+enum class RuntimeFunction { CommWorld, CommRank, CommSize, AllReduce,
+                             AllReduceStart, Wait };
+} // namespace
+
+static StringRef getRuntimeFunctionName(RuntimeFunction function) {
+  switch (function) {
+  case RuntimeFunction::CommWorld:
+    return "dtrain_rt_comm_world";
+  case RuntimeFunction::CommRank:
+    return "dtrain_rt_comm_rank";
+  case RuntimeFunction::CommSize:
+    return "dtrain_rt_comm_size";
+  case RuntimeFunction::AllReduce:
+    return "dtrain_rt_all_reduce_with";
+  case RuntimeFunction::AllReduceStart:
+    return "dtrain_rt_all_reduce_start";
+  case RuntimeFunction::Wait:
+    return "dtrain_rt_wait";
+  }
+  llvm_unreachable("unknown runtime function");
+}
+
+static FunctionType getRuntimeFunctionType(MLIRContext *ctx,
+                                           RuntimeFunction function) {
+  Builder b(ctx);
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  switch (function) {
+  case RuntimeFunction::CommWorld:
+    return b.getFunctionType({}, {ptr});
+  case RuntimeFunction::CommRank:
+  case RuntimeFunction::CommSize:
+    return b.getFunctionType({ptr}, {i32});
+  case RuntimeFunction::AllReduce:
+    return b.getFunctionType({ptr, ptr, i64, i32, i32, i32}, {});
+  case RuntimeFunction::AllReduceStart:
+    return b.getFunctionType({ptr, ptr, i64, i32, i32}, {ptr});
+  case RuntimeFunction::Wait:
+    return b.getFunctionType({ptr}, {});
+  }
+  llvm_unreachable("unknown runtime function");
+}
+
+static constexpr RuntimeFunction kAllRuntimeFunctions[] = {
+    RuntimeFunction::CommWorld,      RuntimeFunction::CommRank,
+    RuntimeFunction::CommSize,       RuntimeFunction::AllReduce,
+    RuntimeFunction::AllReduceStart, RuntimeFunction::Wait};
+
+/// Calls `function`, declaring it in the enclosing module on first use.
+static func::CallOp createRuntimeCall(OpBuilder &builder, Operation *from,
+                                      RuntimeFunction function,
+                                      ValueRange args) {
+  MLIRContext *ctx = builder.getContext();
+  StringRef name = getRuntimeFunctionName(function);
+  FunctionType type = getRuntimeFunctionType(ctx, function);
+  auto module = from->getParentOfType<ModuleOp>();
+  if (!module.lookupSymbol(name)) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(module.getBody());
+    auto decl = func::FuncOp::create(builder, module.getLoc(), name, type);
+    decl.setPrivate();
+  }
+  return func::CallOp::create(builder, from->getLoc(), name,
+                              type.getResults(), args);
+}
+
+static int32_t getRuntimeDType(Type elementType) {
+  if (elementType.isF32())
+    return DTRAIN_RT_F32;
+  if (elementType.isF64())
+    return DTRAIN_RT_F64;
+  if (elementType.isF16())
+    return DTRAIN_RT_F16;
+  if (elementType.isBF16())
+    return DTRAIN_RT_BF16;
+  llvm_unreachable("element type excluded by the comm op verifiers");
+}
+
+static int32_t getRuntimeReduction(ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::sum:
+    return DTRAIN_RT_SUM;
+  case ReductionKind::mean:
+    return DTRAIN_RT_MEAN;
+  case ReductionKind::max:
+    return DTRAIN_RT_MAX;
+  }
+  llvm_unreachable("unknown reduction kind");
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+/// The address of the first element and the element count of a contiguous
+/// memref, as the runtime takes them.
+static std::pair<Value, Value> getBufferAddressAndCount(OpBuilder &b,
+                                                        Location loc,
+                                                        Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value aligned = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value elementBytes = arith::ConstantIndexOp::create(
+      b, loc, type.getElementType().getIntOrFloatBitWidth() / 8);
+  Value offsetBytes =
+      arith::MulIOp::create(b, loc, metadata.getOffset(), elementBytes);
+  Value address = arith::AddIOp::create(b, loc, aligned, offsetBytes);
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+      arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address)
+          .getResult());
+
+  Value count = arith::ConstantIndexOp::create(b, loc, 1);
+  for (Value size : metadata.getSizes())
+    count = arith::MulIOp::create(b, loc, count, size);
+  count = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), count);
+  return {pointer, count};
+}
+
+static Value createI32Constant(OpBuilder &b, Location loc, int32_t value) {
+  return arith::ConstantIntOp::create(b, loc, value, 32);
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct WorldOpLowering : public OpConversionPattern<WorldOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WorldOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, createRuntimeCall(rewriter, op,
+                                             RuntimeFunction::CommWorld, {})
+                               .getResults());
+    return success();
+  }
+};
+
+/// comm.rank and comm.size: an i32 from the runtime, as an index.
+template <typename OpTy, RuntimeFunction function>
+struct CommQueryLowering : public OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto call =
+        createRuntimeCall(rewriter, op, function, {adaptor.getCommunicator()});
+    rewriter.replaceOpWithNewOp<arith::IndexCastOp>(
+        op, rewriter.getIndexType(), call.getResult(0));
+    return success();
+  }
+};
+
+struct AllReduceOpLowering : public OpConversionPattern<AllReduceOp> {
+  AllReduceOpLowering(const TypeConverter &converter, MLIRContext *ctx,
+                      lower::AllReduceAlgorithm algorithm)
+      : OpConversionPattern(converter, ctx), algorithm(algorithm) {}
+
+  LogicalResult
+  matchAndRewrite(AllReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [pointer, count] =
+        getBufferAddressAndCount(rewriter, loc, adaptor.getInput());
+    Type elementType =
+        cast<MemRefType>(op.getInput().getType()).getElementType();
+    createRuntimeCall(
+        rewriter, op, RuntimeFunction::AllReduce,
+        {adaptor.getCommunicator(), pointer, count,
+         createI32Constant(rewriter, loc, getRuntimeDType(elementType)),
+         createI32Constant(rewriter, loc,
+                           getRuntimeReduction(op.getReduction())),
+         createI32Constant(rewriter, loc, static_cast<int32_t>(algorithm))});
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  lower::AllReduceAlgorithm algorithm;
+};
+
+struct AllReduceStartOpLowering
+    : public OpConversionPattern<AllReduceStartOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AllReduceStartOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [pointer, count] =
+        getBufferAddressAndCount(rewriter, loc, adaptor.getInput());
+    Type elementType =
+        cast<MemRefType>(op.getInput().getType()).getElementType();
+    auto call = createRuntimeCall(
+        rewriter, op, RuntimeFunction::AllReduceStart,
+        {adaptor.getCommunicator(), pointer, count,
+         createI32Constant(rewriter, loc, getRuntimeDType(elementType)),
+         createI32Constant(rewriter, loc,
+                           getRuntimeReduction(op.getReduction()))});
+    rewriter.replaceOp(op, call.getResults());
+    return success();
+  }
+};
+
+struct WaitOpLowering : public OpConversionPattern<WaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    createRuntimeCall(rewriter, op, RuntimeFunction::Wait,
+                      {adaptor.getRequest()});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+struct LowerCommToRuntimePass
+    : public lower::impl::LowerCommToRuntimeBase<LowerCommToRuntimePass> {
+  using LowerCommToRuntimeBase::LowerCommToRuntimeBase;
+
+  /// Reports every op this pass cannot lower, and runtime symbols that the
+  /// module already defines differently, before anything is rewritten.
+  LogicalResult checkLowerable(ModuleOp module) {
+    bool ok = true;
+    module.walk([&](Operation *op) {
+      Value buffer;
+      if (auto allReduce = dyn_cast<AllReduceOp>(op))
+        buffer = allReduce.getBuffer();
+      else if (auto start = dyn_cast<AllReduceStartOp>(op))
+        buffer = start.getBuffer();
+      else if (auto wait = dyn_cast<WaitOp>(op))
+        buffer = wait.getBuffer();
+      else
+        return;
+      auto memrefType = dyn_cast<MemRefType>(buffer.getType());
+      if (!memrefType) {
+        op->emitError() << "'" << op->getName()
+                        << "' on a tensor must be bufferized (e.g. by "
+                           "--one-shot-bufferize) before "
+                           "--dtrain-lower-comm-to-runtime";
+        ok = false;
+      } else if (!memrefType.areTrailingDimsContiguous(memrefType.getRank())) {
+        op->emitError() << "'" << op->getName()
+                        << "' needs a contiguous buffer, got " << memrefType
+                        << "; bufferize with "
+                           "function-boundary-type-conversion=identity-layout-"
+                           "map or copy into a contiguous buffer";
+        ok = false;
+      }
+    });
+    for (RuntimeFunction function : kAllRuntimeFunctions) {
+      StringRef name = getRuntimeFunctionName(function);
+      Operation *existing = module.lookupSymbol(name);
+      if (!existing)
+        continue;
+      auto decl = dyn_cast<func::FuncOp>(existing);
+      FunctionType expected =
+          getRuntimeFunctionType(module.getContext(), function);
+      if (!decl || decl.getFunctionType() != expected) {
+        existing->emitError() << "symbol '" << name
+                              << "' is reserved for the dtrain runtime and "
+                                 "must be a func.func of type "
+                              << expected;
+        ok = false;
+      }
+    }
+    return success(ok);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (failed(checkLowerable(module)))
+      return signalPassFailure();
+
+    TypeConverter converter;
+    converter.addConversion([](Type type) { return type; });
+    converter.addConversion([ctx](CommunicatorType) -> Type {
+      return LLVM::LLVMPointerType::get(ctx);
+    });
+    converter.addConversion([ctx](RequestType) -> Type {
+      return LLVM::LLVMPointerType::get(ctx);
+    });
+
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<CommDialect>();
+    target.addLegalDialect<arith::ArithDialect, LLVM::LLVMDialect,
+                           memref::MemRefDialect>();
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
+      return converter.isSignatureLegal(op.getFunctionType()) &&
+             converter.isLegal(&op.getBody());
+    });
+    target.addDynamicallyLegalOp<func::CallOp, func::ReturnOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
+
+    RewritePatternSet patterns(ctx);
+    patterns.add<WorldOpLowering,
+                 CommQueryLowering<RankOp, RuntimeFunction::CommRank>,
+                 CommQueryLowering<SizeOp, RuntimeFunction::CommSize>,
+                 AllReduceStartOpLowering, WaitOpLowering>(converter, ctx);
+    patterns.add<AllReduceOpLowering>(converter, ctx, algorithm);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                         target);
+
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

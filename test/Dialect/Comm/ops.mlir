@@ -1,0 +1,34 @@
+// RUN: dtrain-opt %s | FileCheck %s
+// RUN: dtrain-opt %s | dtrain-opt | FileCheck %s
+// RUN: dtrain-opt %s --mlir-print-op-generic | dtrain-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @tensors
+func.func @tensors(%g: tensor<128xf32>, %h: tensor<4x8xbf16>, %l: tensor<f64>)
+    -> (tensor<128xf32>, tensor<4x8xbf16>, tensor<f64>, index, index) {
+  // CHECK: %[[WORLD:.*]] = comm.world : !comm.communicator
+  %world = comm.world : !comm.communicator
+  // CHECK: comm.rank %[[WORLD]]
+  %rank = comm.rank %world
+  // CHECK: comm.size %[[WORLD]]
+  %size = comm.size %world
+  // CHECK: %[[REQ:.*]], %[[INFLIGHT:.*]] = comm.all_reduce_start <mean> %{{.*}} on %[[WORLD]] : tensor<128xf32>
+  %req, %inflight = comm.all_reduce_start <mean> %g on %world : tensor<128xf32>
+  // CHECK: comm.all_reduce <max> %{{.*}} on %[[WORLD]] : tensor<4x8xbf16>
+  %m = comm.all_reduce <max> %h on %world : tensor<4x8xbf16>
+  // CHECK: comm.all_reduce <sum> %{{.*}} on %[[WORLD]] : tensor<f64>
+  %s = comm.all_reduce <sum> %l on %world : tensor<f64>
+  // CHECK: comm.wait %[[REQ]], %[[INFLIGHT]] : tensor<128xf32>
+  %avg = comm.wait %req, %inflight : tensor<128xf32>
+  return %avg, %m, %s, %rank, %size : tensor<128xf32>, tensor<4x8xbf16>, tensor<f64>, index, index
+}
+
+// CHECK-LABEL: func.func @memrefs
+func.func @memrefs(%world: !comm.communicator, %buf: memref<1024xf16>, %dyn: memref<?x4xf32>) {
+  // CHECK: comm.all_reduce <sum> %{{.*}} on %{{.*}} : memref<1024xf16>
+  comm.all_reduce <sum> %buf on %world : memref<1024xf16>
+  // CHECK: %[[REQ:.*]] = comm.all_reduce_start <mean> %[[DYN:.*]] on %{{.*}} : memref<?x4xf32>
+  %req = comm.all_reduce_start <mean> %dyn on %world : memref<?x4xf32>
+  // CHECK: comm.wait %[[REQ]], %[[DYN]] : memref<?x4xf32>
+  comm.wait %req, %dyn : memref<?x4xf32>
+  return
+}

@@ -1,0 +1,66 @@
+// RUN: dtrain-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{'func.func' op argument #0 attribute 'train.param' must be a non-empty string naming the tensor}}
+func.func @param_not_a_string(%w: tensor<4xf32> {train.param = 1 : i32}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0 attribute 'train.weight' is not a train dialect argument attribute (expected train.param, train.optimizer_state, train.input or train.label)}}
+func.func @unknown_role(%w: tensor<4xf32> {train.weight = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0 attribute 'train.input' conflicts with 'train.param': an argument has a single role}}
+func.func @two_roles(%w: tensor<4xf32> {train.param = "w", train.input = "x"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #1 attribute 'train.param' reuses the name "w" of argument #0}}
+func.func @duplicate_name(%a: tensor<4xf32> {train.param = "w"}, %b: tensor<4xf32> {train.param = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0 attribute 'train.param' needs a ranked tensor or memref argument, got 'f32'}}
+func.func @scalar_param(%w: f32 {train.param = "w"}) {
+  return
+}
+
+// -----
+
+func.func @negative_lr(%w: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.sgd_update' op learning rate must be positive, got -1}}
+  %0 = train.sgd_update %w, %g {lr = -1.0 : f64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @negative_weight_decay(%w: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.sgd_update' op weight_decay must be non-negative, got -0.5}}
+  %0 = train.sgd_update %w, %g {lr = 0.1 : f64, weight_decay = -0.5 : f64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @missing_lr(%w: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.sgd_update' op requires attribute 'lr'}}
+  %0 = train.sgd_update %w, %g : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @grad_type(%w: tensor<4xf32>, %g: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.sgd_update' op failed to verify that all of {param, grad, result} have same type}}
+  %0 = "train.sgd_update"(%w, %g) {lr = 0.1 : f64} : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

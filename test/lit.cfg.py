@@ -1,0 +1,50 @@
+# -*- Python -*-
+# lit configuration of dtrain's regression tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "DTRAIN"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.dtrain_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
+config.substitutions.append(("%dtrain_libs", config.dtrain_libs_dir))
+config.substitutions.append(("%dtrain_src", config.dtrain_src_root))
+config.substitutions.append(
+    ("%dtrain_runtime_include", os.path.join(config.dtrain_src_root, "runtime", "include")))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+# dtrain's tools come first on PATH; FileCheck, not and the stock mlir-opt
+# come from Debian's LLVM 22.
+llvm_config.with_environment("PATH", config.dtrain_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tools = [
+    "dtrain-opt",
+    # The stock mlir-opt, for the plugin test: never dtrain's.
+    ToolSubst("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")),
+    "mlir-translate",
+]
+llvm_config.add_tool_substitutions(tools, [config.dtrain_tools_dir, config.llvm_tools_dir])
+
+# Execution tests compile generated code with clang and run it under mpirun.
+if config.clang and config.mpiexec and os.path.exists(config.mpiexec):
+    config.available_features.add("mpi")
+    config.substitutions.append(("%clang", config.clang))
+    # As root (containers, CI) Open MPI needs explicit consent; more ranks than
+    # cores need --oversubscribe; stdin from /dev/null and a timeout keep a
+    # broken launch from hanging the suite.
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    config.substitutions.append(
+        ("%mpirun", "timeout 120 %s --oversubscribe" % config.mpiexec))
