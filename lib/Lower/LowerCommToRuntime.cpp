@@ -261,15 +261,20 @@ struct LowerCommToRuntimePass
   LogicalResult checkLowerable(ModuleOp module) {
     bool ok = true;
     module.walk([&](Operation *op) {
+      // Which buffer the op has, and whether the runtime call receives it
+      // (a wait only names its request).
       Value buffer;
-      if (auto allReduce = dyn_cast<AllReduceOp>(op))
+      bool passedToRuntime = true;
+      if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
         buffer = allReduce.getBuffer();
-      else if (auto start = dyn_cast<AllReduceStartOp>(op))
+      } else if (auto start = dyn_cast<AllReduceStartOp>(op)) {
         buffer = start.getBuffer();
-      else if (auto wait = dyn_cast<WaitOp>(op))
+      } else if (auto wait = dyn_cast<WaitOp>(op)) {
         buffer = wait.getBuffer();
-      else
+        passedToRuntime = false;
+      } else {
         return;
+      }
       auto memrefType = dyn_cast<MemRefType>(buffer.getType());
       if (!memrefType) {
         op->emitError() << "'" << op->getName()
@@ -277,7 +282,8 @@ struct LowerCommToRuntimePass
                            "--one-shot-bufferize) before "
                            "--dtrain-lower-comm-to-runtime";
         ok = false;
-      } else if (!memrefType.areTrailingDimsContiguous(memrefType.getRank())) {
+      } else if (passedToRuntime &&
+                 !memrefType.areTrailingDimsContiguous(memrefType.getRank())) {
         op->emitError() << "'" << op->getName()
                         << "' needs a contiguous buffer, got " << memrefType
                         << "; bufferize with "

@@ -9,18 +9,24 @@ using namespace mlir;
 using namespace mlir::dtrain::comm;
 
 //===----------------------------------------------------------------------===//
-// In-place result: present, with the buffer's type, exactly when the buffer
-// is a tensor. The assembly format leaves it implicit.
+// The buffer type of a collective also gives its in-place result: present,
+// with the same type, exactly when the buffer is a tensor. The assembly
+// format prints the buffer type only.
 //===----------------------------------------------------------------------===//
 
-static ParseResult parseInPlaceResult(OpAsmParser &, Type bufferType,
-                                      Type &resultType) {
+static ParseResult parseBufferType(OpAsmParser &parser, Type &bufferType,
+                                   Type &resultType) {
+  if (parser.parseType(bufferType))
+    return failure();
   if (isa<RankedTensorType>(bufferType))
     resultType = bufferType;
   return success();
 }
 
-static void printInPlaceResult(OpAsmPrinter &, Operation *, Type, Type) {}
+static void printBufferType(OpAsmPrinter &printer, Operation *, Type bufferType,
+                            Type) {
+  printer << bufferType;
+}
 
 static LogicalResult verifyInPlaceResult(Operation *op, Value buffer,
                                          Value result) {

@@ -81,8 +81,8 @@ def Comm_AllReduceOp : Comm_CollectiveOp<"all_reduce"> {
                        Comm_CommunicatorType:$communicator);
   let results = (outs Optional<Comm_FloatTensor>:$result);
   let assemblyFormat = [{
-    $reduction $input `on` $communicator attr-dict `:` type($input)
-    custom<InPlaceResult>(ref(type($input)), type($result))
+    $reduction $input `on` $communicator attr-dict `:`
+    custom<BufferType>(type($input), type($result))
   }];
   let extraClassDeclaration = extraCollectiveDeclaration # [{
     ::mlir::Value getBuffer() { return getInput(); }
@@ -109,8 +109,8 @@ def Comm_AllReduceStartOp : Comm_CollectiveOp<"all_reduce_start"> {
   let results = (outs Comm_RequestType:$request,
                       Optional<Comm_FloatTensor>:$inflight);
   let assemblyFormat = [{
-    $reduction $input `on` $communicator attr-dict `:` type($input)
-    custom<InPlaceResult>(ref(type($input)), type($inflight))
+    $reduction $input `on` $communicator attr-dict `:`
+    custom<BufferType>(type($input), type($inflight))
   }];
   let extraClassDeclaration = extraCollectiveDeclaration # [{
     ::mlir::Value getBuffer() { return getInput(); }
@@ -133,8 +133,8 @@ def Comm_WaitOp : Comm_CollectiveOp<"wait"> {
   let arguments = (ins Comm_RequestType:$request, Comm_Buffer:$buffer);
   let results = (outs Optional<Comm_FloatTensor>:$result);
   let assemblyFormat = [{
-    $request `,` $buffer attr-dict `:` type($buffer)
-    custom<InPlaceResult>(ref(type($buffer)), type($result))
+    $request `,` $buffer attr-dict `:`
+    custom<BufferType>(type($buffer), type($result))
   }];
   let extraClassDeclaration = extraCollectiveDeclaration;
 }

@@ -1,0 +1,112 @@
+// RUN: dtrain-opt %s --dtrain-lower-comm-to-runtime --canonicalize --split-input-file | FileCheck %s
+// RUN: dtrain-opt %s --dtrain-lower-comm-to-runtime=algorithm=ring --canonicalize --split-input-file | FileCheck %s --check-prefix=RING
+
+// The runtime functions are declared once, with the C ABI's signatures.
+// CHECK-DAG: func.func private @dtrain_rt_comm_world() -> !llvm.ptr
+// CHECK-DAG: func.func private @dtrain_rt_comm_rank(!llvm.ptr) -> i32
+// CHECK-DAG: func.func private @dtrain_rt_comm_size(!llvm.ptr) -> i32
+// CHECK-DAG: func.func private @dtrain_rt_all_reduce_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32)
+// CHECK-DAG: func.func private @dtrain_rt_all_reduce_start(!llvm.ptr, !llvm.ptr, i64, i32, i32) -> !llvm.ptr
+// CHECK-DAG: func.func private @dtrain_rt_wait(!llvm.ptr)
+
+// CHECK-LABEL: func.func @collectives
+// CHECK-SAME: (%[[G:.*]]: memref<128xf32>, %[[H:.*]]: memref<4x8xbf16>, %[[D:.*]]: memref<16xf64>, %[[E:.*]]: memref<3xf16>)
+// Codes from dtrain_rt.h: dtypes F32=0 F64=1 F16=2 BF16=3; reductions
+// SUM=0 MEAN=1 MAX=2; algorithms DEFAULT=0 MPI=1 RING=2.
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : i32
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : i32
+// CHECK-DAG: %[[N128:.*]] = arith.constant 128 : i64
+// CHECK-DAG: %[[N32:.*]] = arith.constant 32 : i64
+// CHECK-DAG: %[[N16:.*]] = arith.constant 16 : i64
+// CHECK-DAG: %[[N3:.*]] = arith.constant 3 : i64
+// CHECK:     %[[WORLD:.*]] = call @dtrain_rt_comm_world() : () -> !llvm.ptr
+// CHECK:     %[[GI:.*]] = memref.extract_aligned_pointer_as_index %[[G]]
+// CHECK:     %[[GP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
+// CHECK:     %[[REQ:.*]] = call @dtrain_rt_all_reduce_start(%[[WORLD]], %[[GP]], %[[N128]], %[[C0]], %[[C1]])
+// CHECK:     memref.extract_aligned_pointer_as_index %[[H]]
+// CHECK:     %[[HP:.*]] = llvm.inttoptr
+// CHECK:     call @dtrain_rt_all_reduce_with(%[[WORLD]], %[[HP]], %[[N32]], %[[C3]], %[[C2]], %[[C0]])
+// CHECK:     %[[DP:.*]] = llvm.inttoptr
+// CHECK:     call @dtrain_rt_all_reduce_with(%[[WORLD]], %[[DP]], %[[N16]], %[[C1]], %[[C0]], %[[C0]])
+// CHECK:     %[[EP:.*]] = llvm.inttoptr
+// CHECK:     call @dtrain_rt_all_reduce_with(%[[WORLD]], %[[EP]], %[[N3]], %[[C2]], %[[C1]], %[[C0]])
+// CHECK:     call @dtrain_rt_wait(%[[REQ]])
+// CHECK:     %[[RANK:.*]] = call @dtrain_rt_comm_rank(%[[WORLD]])
+// CHECK:     arith.index_cast %[[RANK]] : i32 to index
+// CHECK:     %[[SIZE:.*]] = call @dtrain_rt_comm_size(%[[WORLD]])
+// CHECK:     arith.index_cast %[[SIZE]] : i32 to index
+// CHECK-NOT: comm.
+// RING-LABEL: func.func @collectives
+// RING-DAG:  %[[C2:.*]] = arith.constant 2 : i32
+// RING-DAG:  %[[C3:.*]] = arith.constant 3 : i32
+// RING-DAG:  %[[N32:.*]] = arith.constant 32 : i64
+// RING:      call @dtrain_rt_all_reduce_with(%{{.*}}, %{{.*}}, %[[N32]], %[[C3]], %[[C2]], %[[C2]])
+func.func @collectives(%g: memref<128xf32>, %h: memref<4x8xbf16>, %d: memref<16xf64>,
+                       %e: memref<3xf16>) -> (index, index) {
+  %world = comm.world : !comm.communicator
+  %req = comm.all_reduce_start <mean> %g on %world : memref<128xf32>
+  comm.all_reduce <max> %h on %world : memref<4x8xbf16>
+  comm.all_reduce <sum> %d on %world : memref<16xf64>
+  comm.all_reduce <mean> %e on %world : memref<3xf16>
+  comm.wait %req, %g : memref<128xf32>
+  %rank = comm.rank %world
+  %size = comm.size %world
+  return %rank, %size : index, index
+}
+
+// -----
+
+// Dynamic sizes multiply into the count; a contiguous view is passed as its
+// aligned pointer plus offset (in bytes).
+// CHECK-LABEL: func.func @dynamic_and_offset
+// CHECK-SAME: (%[[C:.*]]: !llvm.ptr, %[[BUF:.*]]: memref<?x4xf32>, %[[N:.*]]: index)
+// CHECK:      %{{.*}}, %{{.*}}, %[[SIZES:.*]]:2, %{{.*}}:2 = memref.extract_strided_metadata %[[BUF]]
+// CHECK:      %[[CNT:.*]] = arith.muli %[[SIZES]]#0, %c4
+// CHECK:      %[[CNT64:.*]] = arith.index_castui %[[CNT]] : index to i64
+// CHECK:      call @dtrain_rt_all_reduce_with(%[[C]], %{{.*}}, %[[CNT64]],
+// CHECK:      %[[VIEW:.*]] = memref.subview
+// CHECK:      %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[VIEW]]
+// CHECK:      %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[VIEW]]
+// CHECK:      %[[BYTES:.*]] = arith.muli %[[OFF]], %c4
+// CHECK:      %[[SUM:.*]] = arith.addi %[[ADDR]], %[[BYTES]]
+// CHECK:      %[[SUM64:.*]] = arith.index_castui %[[SUM]] : index to i64
+// CHECK:      %[[PTR:.*]] = llvm.inttoptr %[[SUM64]]
+// CHECK:      call @dtrain_rt_all_reduce_with(%[[C]], %[[PTR]], %c8_i64,
+func.func @dynamic_and_offset(%world: !comm.communicator, %buf: memref<?x4xf32>, %n: index) {
+  comm.all_reduce <sum> %buf on %world : memref<?x4xf32>
+  %view = memref.subview %buf[%n, 0] [2, 4] [1, 1] : memref<?x4xf32> to memref<2x4xf32, strided<[4, 1], offset: ?>>
+  comm.all_reduce <sum> %view on %world : memref<2x4xf32, strided<[4, 1], offset: ?>>
+  return
+}
+
+// -----
+
+// Communicators and requests cross calls, returns and scf regions as
+// pointers.
+// CHECK-LABEL: func.func @start_in_callee
+// CHECK-SAME: (%{{.*}}: !llvm.ptr, %{{.*}}: memref<8xf32>) -> !llvm.ptr
+// CHECK-LABEL: func.func @caller
+// CHECK:      %[[W:.*]] = call @dtrain_rt_comm_world()
+// CHECK:      %[[R:.*]] = call @start_in_callee(%[[W]], %{{.*}}) : (!llvm.ptr, memref<8xf32>) -> !llvm.ptr
+// CHECK:      scf.for {{.*}} iter_args(%[[ITER:.*]] = %[[R]]) -> (!llvm.ptr)
+// CHECK:        call @dtrain_rt_wait(%[[ITER]])
+// CHECK:        call @dtrain_rt_all_reduce_start(%[[W]],
+func.func @start_in_callee(%world: !comm.communicator, %buf: memref<8xf32>) -> !comm.request {
+  %req = comm.all_reduce_start <sum> %buf on %world : memref<8xf32>
+  return %req : !comm.request
+}
+func.func @caller(%buf: memref<8xf32>, %n: index) {
+  %world = comm.world : !comm.communicator
+  %req = call @start_in_callee(%world, %buf) : (!comm.communicator, memref<8xf32>) -> !comm.request
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %last = scf.for %i = %c0 to %n step %c1 iter_args(%r = %req) -> (!comm.request) {
+    comm.wait %r, %buf : memref<8xf32>
+    %next = comm.all_reduce_start <sum> %buf on %world : memref<8xf32>
+    scf.yield %next : !comm.request
+  }
+  comm.wait %last, %buf : memref<8xf32>
+  return
+}
