@@ -18,6 +18,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
 config.substitutions.append(("%dtrain_libs", config.dtrain_libs_dir))
 config.substitutions.append(("%dtrain_src", config.dtrain_src_root))
+config.substitutions.append(("%llvm_lib_dir", config.llvm_lib_dir))
 config.substitutions.append(
     ("%dtrain_runtime_include", os.path.join(config.dtrain_src_root, "runtime", "include")))
 

@@ -46,7 +46,7 @@ static StringRef getRuntimeFunctionName(RuntimeFunction function) {
   case RuntimeFunction::AllReduce:
     return "dtrain_rt_all_reduce_with";
   case RuntimeFunction::AllReduceStart:
-    return "dtrain_rt_all_reduce_start";
+    return "dtrain_rt_all_reduce_start_with";
   case RuntimeFunction::Wait:
     return "dtrain_rt_wait";
   }
@@ -67,7 +67,7 @@ static FunctionType getRuntimeFunctionType(MLIRContext *ctx,
   case RuntimeFunction::AllReduce:
     return b.getFunctionType({ptr, ptr, i64, i32, i32, i32}, {});
   case RuntimeFunction::AllReduceStart:
-    return b.getFunctionType({ptr, ptr, i64, i32, i32}, {ptr});
+    return b.getFunctionType({ptr, ptr, i64, i32, i32, i32}, {ptr});
   case RuntimeFunction::Wait:
     return b.getFunctionType({ptr}, {});
   }
@@ -187,53 +187,42 @@ struct CommQueryLowering : public OpConversionPattern<OpTy> {
   }
 };
 
-struct AllReduceOpLowering : public OpConversionPattern<AllReduceOp> {
-  AllReduceOpLowering(const TypeConverter &converter, MLIRContext *ctx,
-                      lower::AllReduceAlgorithm algorithm)
-      : OpConversionPattern(converter, ctx), algorithm(algorithm) {}
+/// The runtime arguments of an all-reduce: communicator, buffer address,
+/// element count, and the dtype, reduction and algorithm codes.
+static SmallVector<Value> getAllReduceArgs(OpBuilder &b, Location loc,
+                                           Value communicator, Value buffer,
+                                           ReductionKind reduction,
+                                           lower::AllReduceAlgorithm algorithm) {
+  auto [pointer, count] = getBufferAddressAndCount(b, loc, buffer);
+  Type elementType = cast<MemRefType>(buffer.getType()).getElementType();
+  return {communicator,
+          pointer,
+          count,
+          createI32Constant(b, loc, getRuntimeDType(elementType)),
+          createI32Constant(b, loc, getRuntimeReduction(reduction)),
+          createI32Constant(b, loc, static_cast<int32_t>(algorithm))};
+}
+
+/// comm.all_reduce and comm.all_reduce_start: the same arguments, a blocking
+/// call or one that returns the request.
+template <typename OpTy, RuntimeFunction function>
+struct AllReduceLowering : public OpConversionPattern<OpTy> {
+  AllReduceLowering(const TypeConverter &converter, MLIRContext *ctx,
+                    lower::AllReduceAlgorithm algorithm)
+      : OpConversionPattern<OpTy>(converter, ctx), algorithm(algorithm) {}
 
   LogicalResult
-  matchAndRewrite(AllReduceOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto [pointer, count] =
-        getBufferAddressAndCount(rewriter, loc, adaptor.getInput());
-    Type elementType =
-        cast<MemRefType>(op.getInput().getType()).getElementType();
-    createRuntimeCall(
-        rewriter, op, RuntimeFunction::AllReduce,
-        {adaptor.getCommunicator(), pointer, count,
-         createI32Constant(rewriter, loc, getRuntimeDType(elementType)),
-         createI32Constant(rewriter, loc,
-                           getRuntimeReduction(op.getReduction())),
-         createI32Constant(rewriter, loc, static_cast<int32_t>(algorithm))});
-    rewriter.eraseOp(op);
+    auto call = createRuntimeCall(
+        rewriter, op, function,
+        getAllReduceArgs(rewriter, op.getLoc(), adaptor.getCommunicator(),
+                         adaptor.getInput(), op.getReduction(), algorithm));
+    rewriter.replaceOp(op, call.getResults());
     return success();
   }
 
   lower::AllReduceAlgorithm algorithm;
-};
-
-struct AllReduceStartOpLowering
-    : public OpConversionPattern<AllReduceStartOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(AllReduceStartOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto [pointer, count] =
-        getBufferAddressAndCount(rewriter, loc, adaptor.getInput());
-    Type elementType =
-        cast<MemRefType>(op.getInput().getType()).getElementType();
-    auto call = createRuntimeCall(
-        rewriter, op, RuntimeFunction::AllReduceStart,
-        {adaptor.getCommunicator(), pointer, count,
-         createI32Constant(rewriter, loc, getRuntimeDType(elementType)),
-         createI32Constant(rewriter, loc,
-                           getRuntimeReduction(op.getReduction()))});
-    rewriter.replaceOp(op, call.getResults());
-    return success();
-  }
 };
 
 struct WaitOpLowering : public OpConversionPattern<WaitOp> {
@@ -341,8 +330,11 @@ struct LowerCommToRuntimePass
     patterns.add<WorldOpLowering,
                  CommQueryLowering<RankOp, RuntimeFunction::CommRank>,
                  CommQueryLowering<SizeOp, RuntimeFunction::CommSize>,
-                 AllReduceStartOpLowering, WaitOpLowering>(converter, ctx);
-    patterns.add<AllReduceOpLowering>(converter, ctx, algorithm);
+                 WaitOpLowering>(converter, ctx);
+    patterns.add<AllReduceLowering<AllReduceOp, RuntimeFunction::AllReduce>,
+                 AllReduceLowering<AllReduceStartOp,
+                                   RuntimeFunction::AllReduceStart>>(
+        converter, ctx, algorithm);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);

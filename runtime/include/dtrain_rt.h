@@ -32,7 +32,9 @@ enum {
   DTRAIN_RT_BF16 = 3,
 };
 
-/* Reduction of a collective. MEAN is SUM divided by the communicator size. */
+/* Reduction of a collective. MEAN is SUM divided by the communicator size
+ * (the division is correctly rounded). MAX with a NaN input: RING and the
+ * 16-bit types give NaN; MPI with f32/f64 follows the MPI library. */
 enum {
   DTRAIN_RT_SUM = 0,
   DTRAIN_RT_MEAN = 1,
@@ -42,7 +44,9 @@ enum {
 /* All-reduce implementations. MPI calls MPI_Allreduce / MPI_Iallreduce; RING
  * is dtrain's own bandwidth-optimal ring (reduce-scatter then all-gather over
  * point-to-point messages). DEFAULT reads the environment variable
- * DTRAIN_ALLREDUCE=mpi|ring (mpi when unset). */
+ * DTRAIN_ALLREDUCE=mpi|ring (mpi when unset or empty; any other value
+ * aborts), once per process. Both give identical results whenever the
+ * reduction is exact (e.g. sums of small integers). */
 enum {
   DTRAIN_RT_ALLREDUCE_DEFAULT = 0,
   DTRAIN_RT_ALLREDUCE_MPI = 1,
@@ -52,12 +56,17 @@ enum {
 typedef struct dtrain_rt_comm dtrain_rt_comm_t;
 typedef struct dtrain_rt_request dtrain_rt_request_t;
 
-/* Initializes MPI (if the host program has not) and the runtime. Idempotent;
- * argc/argv may be NULL. Every other function initializes on first use, so
- * generated code need not call this. */
+/* Initializes MPI (if the host program has not; requesting
+ * MPI_THREAD_MULTIPLE and accepting what is provided) and the runtime.
+ * Idempotent; argc/argv may be NULL. Every other function initializes on
+ * first use, so generated code need not call this. The runtime sets
+ * MPI_ERRORS_RETURN on MPI_COMM_WORLD (also when the host initialized MPI)
+ * so that it can report failed MPI calls by name. */
 void dtrain_rt_init(int *argc, char ***argv);
 
-/* Finalizes MPI if dtrain_rt_init started it. Also registered with atexit. */
+/* Finalizes MPI if the runtime initialized it (registered with atexit in
+ * that case; calling it twice is harmless). When the host program
+ * initialized MPI this does nothing: the host finalizes MPI. */
 void dtrain_rt_finalize(void);
 
 /* The communicator of all ranks of the job (MPI_COMM_WORLD). */
@@ -74,25 +83,37 @@ _Noreturn
 void dtrain_rt_abort(dtrain_rt_comm_t *comm, const char *message);
 
 /* In-place all-reduce of COUNT elements of DTYPE at BUFFER across COMM.
- * Every rank must pass the same COUNT, DTYPE and REDUCTION; when they differ
- * the job aborts with a message naming the ranks and values (the check costs
- * one small all-reduce; DTRAIN_CHECK_COLLECTIVES=0 turns it off). */
+ * COUNT >= 0; BUFFER may be NULL only when COUNT is 0. Every rank must pass
+ * the same COUNT, DTYPE, REDUCTION and algorithm, through the same entry
+ * point (blocking or start); when they differ the job aborts with a message
+ * naming the ranks and values (the check costs one small all-reduce;
+ * DTRAIN_CHECK_COLLECTIVES=0 turns it off, read once per process). */
 void dtrain_rt_all_reduce(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
                           int32_t dtype, int32_t reduction);
 
 /* The same with an explicit DTRAIN_RT_ALLREDUCE_* algorithm. */
 void dtrain_rt_all_reduce_with(dtrain_rt_comm_t *comm, void *buffer,
-                               int64_t count, int32_t dtype,
-                               int32_t reduction, int32_t algorithm);
+                               int64_t count, int32_t dtype, int32_t reduction,
+                               int32_t algorithm);
 
-/* Starts an in-place all-reduce and returns at once; BUFFER must not be read
- * or written until dtrain_rt_wait returns for the request. */
+/* Starts an in-place all-reduce with the DEFAULT algorithm and returns a
+ * request; BUFFER must not be read or written until dtrain_rt_wait returns
+ * for it. With MPI this is MPI_Iallreduce and returns at once. RING has no
+ * progress thread yet, so the exchange runs to completion inside this call
+ * (the request is already complete; wait still does MEAN's division and
+ * frees it). Requests may be waited for in any order. */
 dtrain_rt_request_t *dtrain_rt_all_reduce_start(dtrain_rt_comm_t *comm,
                                                 void *buffer, int64_t count,
                                                 int32_t dtype,
                                                 int32_t reduction);
 
-/* Completes a started collective and frees the request. */
+/* The same with an explicit DTRAIN_RT_ALLREDUCE_* algorithm. */
+dtrain_rt_request_t *
+dtrain_rt_all_reduce_start_with(dtrain_rt_comm_t *comm, void *buffer,
+                                int64_t count, int32_t dtype,
+                                int32_t reduction, int32_t algorithm);
+
+/* Completes a started collective and frees the request (NULL aborts). */
 void dtrain_rt_wait(dtrain_rt_request_t *request);
 
 #ifdef __cplusplus

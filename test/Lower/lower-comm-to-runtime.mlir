@@ -6,7 +6,7 @@
 // CHECK-DAG: func.func private @dtrain_rt_comm_rank(!llvm.ptr) -> i32
 // CHECK-DAG: func.func private @dtrain_rt_comm_size(!llvm.ptr) -> i32
 // CHECK-DAG: func.func private @dtrain_rt_all_reduce_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32)
-// CHECK-DAG: func.func private @dtrain_rt_all_reduce_start(!llvm.ptr, !llvm.ptr, i64, i32, i32) -> !llvm.ptr
+// CHECK-DAG: func.func private @dtrain_rt_all_reduce_start_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> !llvm.ptr
 // CHECK-DAG: func.func private @dtrain_rt_wait(!llvm.ptr)
 
 // CHECK-LABEL: func.func @collectives
@@ -24,7 +24,7 @@
 // CHECK:     %[[WORLD:.*]] = call @dtrain_rt_comm_world() : () -> !llvm.ptr
 // CHECK:     %[[GI:.*]] = memref.extract_aligned_pointer_as_index %[[G]]
 // CHECK:     %[[GP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
-// CHECK:     %[[REQ:.*]] = call @dtrain_rt_all_reduce_start(%[[WORLD]], %[[GP]], %[[N128]], %[[C0]], %[[C1]])
+// CHECK:     %[[REQ:.*]] = call @dtrain_rt_all_reduce_start_with(%[[WORLD]], %[[GP]], %[[N128]], %[[C0]], %[[C1]], %[[C0]])
 // CHECK:     memref.extract_aligned_pointer_as_index %[[H]]
 // CHECK:     %[[HP:.*]] = llvm.inttoptr
 // CHECK:     call @dtrain_rt_all_reduce_with(%[[WORLD]], %[[HP]], %[[N32]], %[[C3]], %[[C2]], %[[C0]])
@@ -42,6 +42,7 @@
 // RING-DAG:  %[[C2:.*]] = arith.constant 2 : i32
 // RING-DAG:  %[[C3:.*]] = arith.constant 3 : i32
 // RING-DAG:  %[[N32:.*]] = arith.constant 32 : i64
+// RING:      call @dtrain_rt_all_reduce_start_with(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C2]])
 // RING:      call @dtrain_rt_all_reduce_with(%{{.*}}, %{{.*}}, %[[N32]], %[[C3]], %[[C2]], %[[C2]])
 func.func @collectives(%g: memref<128xf32>, %h: memref<4x8xbf16>, %d: memref<16xf64>,
                        %e: memref<3xf16>) -> (index, index) {
@@ -92,7 +93,7 @@ func.func @dynamic_and_offset(%world: !comm.communicator, %buf: memref<?x4xf32>,
 // CHECK:      %[[R:.*]] = call @start_in_callee(%[[W]], %{{.*}}) : (!llvm.ptr, memref<8xf32>) -> !llvm.ptr
 // CHECK:      scf.for {{.*}} iter_args(%[[ITER:.*]] = %[[R]]) -> (!llvm.ptr)
 // CHECK:        call @dtrain_rt_wait(%[[ITER]])
-// CHECK:        call @dtrain_rt_all_reduce_start(%[[W]],
+// CHECK:        call @dtrain_rt_all_reduce_start_with(%[[W]],
 func.func @start_in_callee(%world: !comm.communicator, %buf: memref<8xf32>) -> !comm.request {
   %req = comm.all_reduce_start <sum> %buf on %world : memref<8xf32>
   return %req : !comm.request

@@ -11,7 +11,7 @@
 // CHECK-LABEL: func.func @average
 // CHECK-SAME: (%[[G:.*]]: memref<64xf32>) -> memref<64xf32>
 // CHECK:      %[[W:.*]] = call @dtrain_rt_comm_world()
-// CHECK:      %[[REQ:.*]] = call @dtrain_rt_all_reduce_start(%[[W]], %{{.*}}, %c64_i64, %c0_i32, %c1_i32)
+// CHECK:      %[[REQ:.*]] = call @dtrain_rt_all_reduce_start_with(%[[W]], %{{.*}}, %c64_i64, %c0_i32, %c1_i32, %c2_i32)
 // CHECK:      call @dtrain_rt_wait(%[[REQ]])
 // CHECK:      return %[[G]]
 func.func @average(%g: tensor<64xf32>) -> tensor<64xf32> {

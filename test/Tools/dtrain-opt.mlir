@@ -5,7 +5,7 @@
 // RUN: dtrain-opt --help | FileCheck %s --check-prefix=HELP
 // HELP: --dtrain-async-collectives {{.*}}Split blocking collectives into start/wait pairs
 // HELP: --dtrain-lower-comm-to-runtime {{.*}}Lower comm ops on memrefs to calls of the dtrain runtime
-// HELP-NEXT: --algorithm=<value> {{.*}}Algorithm of blocking all-reduces
+// HELP-NEXT: --algorithm=<value> {{.*}}Algorithm of all-reduces
 // HELP-NEXT: =default {{.*}}chosen at run time by DTRAIN_ALLREDUCE
 // HELP-NEXT: =mpi {{.*}}MPI_Allreduce
 // HELP-NEXT: =ring {{.*}}ring all-reduce

@@ -21,7 +21,7 @@ def LowerCommToRuntime : Pass<"dtrain-lower-comm-to-runtime", "ModuleOp"> {
     | `comm.world` | `dtrain_rt_comm_world()` |
     | `comm.rank`, `comm.size` | `dtrain_rt_comm_rank(comm)`, `dtrain_rt_comm_size(comm)` |
     | `comm.all_reduce` | `dtrain_rt_all_reduce_with(comm, ptr, count, dtype, reduction, algorithm)` |
-    | `comm.all_reduce_start` | `dtrain_rt_all_reduce_start(comm, ptr, count, dtype, reduction)` |
+    | `comm.all_reduce_start` | `dtrain_rt_all_reduce_start_with(comm, ptr, count, dtype, reduction, algorithm)` |
     | `comm.wait` | `dtrain_rt_wait(request)` |
 
     `!comm.communicator` and `!comm.request` values become `!llvm.ptr`,
@@ -37,7 +37,7 @@ def LowerCommToRuntime : Pass<"dtrain-lower-comm-to-runtime", "ModuleOp"> {
   let options = [
     Option<"algorithm", "algorithm", "::mlir::dtrain::lower::AllReduceAlgorithm",
            /*default=*/"::mlir::dtrain::lower::AllReduceAlgorithm::Default",
-           "Algorithm of blocking all-reduces",
+           "Algorithm of all-reduces",
            [{::llvm::cl::values(
                clEnumValN(::mlir::dtrain::lower::AllReduceAlgorithm::Default, "default",
                           "chosen at run time by DTRAIN_ALLREDUCE=mpi|ring "

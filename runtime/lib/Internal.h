@@ -1,0 +1,119 @@
+//===- Internal.h - dtrain runtime internals --------------------*- C++ -*-===//
+//
+// Shared by the runtime's sources; not installed, not part of the C ABI.
+// Every source file of the runtime includes this header first, so that the
+// C ABI declarations below get default visibility while the library itself
+// is built with -fvisibility=hidden.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTRAIN_RUNTIME_INTERNAL_H
+#define DTRAIN_RUNTIME_INTERNAL_H
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#pragma GCC visibility push(default)
+#include "dtrain_rt.h"
+#pragma GCC visibility pop
+
+/// Marks the few internal functions that the runtime's own tests call.
+#define DTRAIN_RT_TEST_API __attribute__((visibility("default")))
+
+struct dtrain_rt_comm {
+  MPI_Comm mpi;
+  int rank;
+  int size;
+};
+
+namespace dtrain::rt {
+
+/// Initializes the runtime on first use (dtrain_rt_init(NULL, NULL)); aborts
+/// when the runtime is used after dtrain_rt_finalize.
+void ensureInitialized();
+
+/// Prints "dtrain-rt: rank R: <formatted message>" and aborts every rank of
+/// COMM (the world when COMM is null).
+[[noreturn]] void fatal(dtrain_rt_comm_t *comm, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/// Reports a failed MPI call ("<call> failed: <MPI_Error_string>") and aborts.
+[[noreturn]] DTRAIN_RT_TEST_API void mpiFailed(int rc, const char *call,
+                                               dtrain_rt_comm_t *comm);
+
+inline void checkMPI(int rc, const char *call, dtrain_rt_comm_t *comm) {
+  if (__builtin_expect(rc != MPI_SUCCESS, 0))
+    mpiFailed(rc, call, comm);
+}
+
+/// Calls MPI function FN with the remaining arguments and aborts the job
+/// with a message naming FN when it does not return MPI_SUCCESS.
+#define DTRAIN_MPI_CALL(comm, fn, ...)                                         \
+  ::dtrain::rt::checkMPI(fn(__VA_ARGS__), #fn, (comm))
+
+//===--- Element types and reductions -------------------------------------===//
+
+inline bool isValidDType(int32_t dtype) {
+  return dtype >= DTRAIN_RT_F32 && dtype <= DTRAIN_RT_BF16;
+}
+inline bool isValidReduction(int32_t reduction) {
+  return reduction >= DTRAIN_RT_SUM && reduction <= DTRAIN_RT_MAX;
+}
+inline bool isValidAlgorithm(int32_t algorithm) {
+  return algorithm >= DTRAIN_RT_ALLREDUCE_DEFAULT &&
+         algorithm <= DTRAIN_RT_ALLREDUCE_RING;
+}
+
+/// Names for messages ("f32", "mean", "ring", ...); "?" when invalid.
+DTRAIN_RT_TEST_API const char *dtypeName(int64_t dtype);
+DTRAIN_RT_TEST_API const char *reductionName(int64_t reduction);
+DTRAIN_RT_TEST_API const char *algorithmName(int64_t algorithm);
+
+/// Size in bytes of one element of a valid DTYPE.
+inline int64_t dtypeSize(int32_t dtype) {
+  return dtype == DTRAIN_RT_F64 ? 8 : dtype == DTRAIN_RT_F32 ? 4 : 2;
+}
+
+/// The MPI datatype and operation that all-reduce DTYPE with REDUCTION
+/// (MEAN reduces with the SUM op; see finishReduction). The 16-bit types
+/// travel as MPI_UINT16_T and reduce with the runtime's own commutative ops,
+/// which compute in f32 and round to nearest even.
+struct MPIReduction {
+  MPI_Datatype type;
+  MPI_Op op;
+};
+MPIReduction mpiReduction(int32_t dtype, int32_t reduction);
+
+/// INOUT[i] = INOUT[i] (op) IN[i] for N elements, op = SUM (also for MEAN)
+/// or MAX; 16-bit types compute in f32 and round. MAX propagates NaN.
+void reduceLocal(int32_t dtype, int32_t reduction, void *inout, const void *in,
+                 int64_t n);
+
+/// The post-processing every all-reduce ends with, whatever the algorithm:
+/// for MEAN, divides the N summed elements by COMM_SIZE (16-bit: in f32,
+/// rounded back). Nothing for SUM and MAX.
+void finishReduction(int32_t dtype, int32_t reduction, void *buffer, int64_t n,
+                     int commSize);
+
+/// Creates / frees the user-defined MPI ops behind mpiReduction.
+void createReductionOps(dtrain_rt_comm_t *comm);
+void freeReductionOps();
+
+//===--- Message sizes ----------------------------------------------------===//
+
+/// The most elements one MPI call carries (MPI counts are int): longer
+/// all-reduces are split. INT_MAX unless a test lowered it.
+int64_t maxMessageCount();
+DTRAIN_RT_TEST_API void setMaxMessageCountForTesting(int64_t count);
+
+//===--- Algorithms -------------------------------------------------------===//
+
+/// In-place ring all-reduce (reduce-scatter then all-gather over
+/// MPI_Sendrecv to the ring neighbours), without MEAN's final division.
+void ringAllReduce(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
+                   int32_t dtype, int32_t reduction);
+
+} // namespace dtrain::rt
+
+#endif // DTRAIN_RUNTIME_INTERNAL_H
