@@ -1,0 +1,1490 @@
+//===- ONNXImporter.cpp - ONNX models into the nn dialect -----------------===//
+//
+// Builds `func.func @forward` in the nn dialect from an ONNX graph. Result
+// types come from ONNX shape inference (run after symbolic input dimensions
+// are bound) and every created op is verified at once, so the nn ops' own
+// shape inference checks ONNX's. Shape arithmetic that exporters emit
+// (Shape, Gather, Unsqueeze, Concat, ...) is evaluated at import into
+// constants; weights are never copied into the IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtrain/Import/ONNXImporter.h"
+
+#include "dtrain/Dialect/NN/IR/NNDialect.h"
+#include "dtrain/Dialect/NN/IR/NNOps.h"
+#include "dtrain/Dialect/Train/IR/TrainDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ManagedStatic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include "onnx/defs/parser.h"
+#include "onnx/defs/schema.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::dtrain;
+
+namespace {
+
+/// The newest ONNX the library (ONNX 1.12) knows: IR version 8, opset 17.
+constexpr int64_t kMaxIRVersion = onnx::IR_VERSION;
+constexpr int64_t kMaxOpset = 17;
+constexpr int64_t kMinOpset = 7;
+
+/// Folded shape arithmetic: the integer (or small float) value of an ONNX
+/// tensor known at import time.
+struct ConstantValue {
+  SmallVector<int64_t> shape;
+  SmallVector<int64_t> ints;    // integer tensors
+  SmallVector<double> floats;   // float tensors
+  int32_t elemType = onnx::TensorProto::INT64;
+
+  bool isInteger() const {
+    return elemType == onnx::TensorProto::INT64 ||
+           elemType == onnx::TensorProto::INT32 ||
+           elemType == onnx::TensorProto::BOOL;
+  }
+  int64_t numElements() const {
+    return std::accumulate(shape.begin(), shape.end(), int64_t(1),
+                           std::multiplies<int64_t>());
+  }
+};
+
+class Importer {
+public:
+  Importer(MLIRContext *ctx, StringRef path, const ONNXImportOptions &options)
+      : ctx(ctx), path(path), options(options), builder(ctx),
+        fileLoc(FileLineColLoc::get(ctx, path, 0, 0)) {}
+
+  OwningOpRef<ModuleOp> run(onnx::ModelProto &model);
+
+private:
+  //===--- Diagnostics ----------------------------------------------------===//
+  Location nodeLoc(const onnx::NodeProto &node) {
+    std::string name = node.name().empty() ? node.op_type() + "#" +
+                                                 std::to_string(nodeIndex)
+                                           : node.name();
+    return NameLoc::get(StringAttr::get(ctx, name), fileLoc);
+  }
+  InFlightDiagnostic nodeError(const onnx::NodeProto &node) {
+    return emitError(nodeLoc(node))
+           << "node '" << (node.name().empty() ? "<unnamed>" : node.name())
+           << "' (" << node.op_type() << "): ";
+  }
+
+  //===--- Model-level steps ----------------------------------------------===//
+  LogicalResult checkVersions(const onnx::ModelProto &model);
+  LogicalResult checkSupportedOps(const onnx::GraphProto &graph);
+  LogicalResult bindInputShapes(onnx::GraphProto &graph);
+  LogicalResult checkExternalData(const onnx::TensorProto &tensor);
+  void collectTypes(const onnx::GraphProto &graph);
+
+  //===--- Types and values -----------------------------------------------===//
+  FailureOr<Type> getElementType(int32_t onnxType, Location loc);
+  FailureOr<RankedTensorType> getTensorType(const std::string &name,
+                                            Location loc);
+  FailureOr<Value> getValue(const onnx::NodeProto &node, int index);
+  const ConstantValue *getConstant(const onnx::NodeProto &node, int index);
+  bool hasInput(const onnx::NodeProto &node, int index) {
+    return index < node.input_size() && !node.input(index).empty();
+  }
+  FailureOr<ConstantValue> readConstant(const onnx::TensorProto &tensor,
+                                        Location loc);
+  Value materialize(const ConstantValue &constant, Type elementType);
+  Value scalarConstant(double value, Type elementType);
+
+  //===--- Ops -------------------------------------------------------------===//
+  /// Creates `opName` with the type ONNX inferred for each node output and
+  /// verifies it, so that the op's own inference checks ONNX's.
+  FailureOr<Operation *> createOp(const onnx::NodeProto &node,
+                                  StringRef opName, ValueRange operands,
+                                  ArrayRef<NamedAttribute> attrs,
+                                  ArrayRef<Type> resultTypes);
+  /// The common case: one result, typed as the node's first output.
+  LogicalResult emitSingle(const onnx::NodeProto &node, StringRef opName,
+                           ValueRange operands,
+                           ArrayRef<NamedAttribute> attrs = {});
+  LogicalResult importNode(const onnx::NodeProto &node);
+  LogicalResult foldNode(const onnx::NodeProto &node, bool &folded);
+
+  LogicalResult importGemm(const onnx::NodeProto &node);
+  LogicalResult importFlatten(const onnx::NodeProto &node);
+  LogicalResult importReshape(const onnx::NodeProto &node);
+  LogicalResult importClip(const onnx::NodeProto &node);
+  LogicalResult importSoftmax(const onnx::NodeProto &node, StringRef opName);
+  LogicalResult importReduce(const onnx::NodeProto &node, StringRef opName);
+  LogicalResult importConv(const onnx::NodeProto &node);
+  LogicalResult importPool(const onnx::NodeProto &node);
+  LogicalResult importBatchNorm(const onnx::NodeProto &node);
+  LogicalResult importDropout(const onnx::NodeProto &node);
+  LogicalResult importPad(const onnx::NodeProto &node);
+
+  /// Explicit [top, left, bottom, right] padding of a 2-d window op,
+  /// resolving auto_pad.
+  FailureOr<SmallVector<int64_t>> getPadding2d(const onnx::NodeProto &node,
+                                              ArrayRef<int64_t> inputHW,
+                                              ArrayRef<int64_t> kernel,
+                                              ArrayRef<int64_t> strides,
+                                              ArrayRef<int64_t> dilations);
+
+  MLIRContext *ctx;
+  std::string path;
+  const ONNXImportOptions &options;
+  OpBuilder builder;
+  Location fileLoc;
+  int64_t opset = 0;
+  int nodeIndex = 0;
+
+  llvm::StringMap<onnx::TypeProto> types;
+  llvm::StringMap<Value> values;
+  llvm::StringMap<ConstantValue> constants;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+};
+
+//===----------------------------------------------------------------------===//
+// ONNX attributes
+//===----------------------------------------------------------------------===//
+
+const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
+                                     StringRef name) {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+int64_t getIntAttr(const onnx::NodeProto &node, StringRef name,
+                   int64_t defaultValue) {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  return attr ? attr->i() : defaultValue;
+}
+
+double getFloatAttr(const onnx::NodeProto &node, StringRef name,
+                    double defaultValue) {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  return attr ? attr->f() : defaultValue;
+}
+
+std::string getStringAttr(const onnx::NodeProto &node, StringRef name,
+                          StringRef defaultValue) {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  return attr ? attr->s() : defaultValue.str();
+}
+
+SmallVector<int64_t> getIntsAttr(const onnx::NodeProto &node, StringRef name,
+                                 ArrayRef<int64_t> defaultValue = {}) {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  if (!attr)
+    return SmallVector<int64_t>(defaultValue);
+  return SmallVector<int64_t>(attr->ints().begin(), attr->ints().end());
+}
+
+/// ONNX ops this importer turns into nn ops or folds into constants.
+const llvm::StringSet<> &supportedOps() {
+  static const llvm::StringSet<> ops = {
+      "Add",        "AveragePool",       "BatchNormalization",
+      "Cast",       "Clip",              "Concat",
+      "Constant",   "Conv",              "Div",
+      "Dropout",    "Flatten",           "Gather",
+      "Gemm",       "GlobalAveragePool", "Identity",
+      "LeakyRelu",  "LogSoftmax",        "MatMul",
+      "MaxPool",    "Mul",               "Pad",
+      "ReduceMean", "ReduceSum",         "Relu",
+      "Reshape",    "Shape",             "Sigmoid",
+      "Slice",      "Softmax",           "Squeeze",
+      "Sub",        "Tanh",              "Transpose",
+      "Unsqueeze"};
+  return ops;
+}
+
+//===----------------------------------------------------------------------===//
+// Model-level steps
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::checkVersions(const onnx::ModelProto &model) {
+  if (model.ir_version() > kMaxIRVersion)
+    return emitError(fileLoc)
+           << "model IR version " << model.ir_version()
+           << " is newer than this build of dtrain supports (ONNX 1.12: IR "
+              "version <= "
+           << kMaxIRVersion << "); re-export with an older opset";
+  for (const onnx::OperatorSetIdProto &import : model.opset_import()) {
+    if (!import.domain().empty() && import.domain() != "ai.onnx")
+      continue;
+    opset = import.version();
+  }
+  if (opset == 0)
+    return emitError(fileLoc) << "model imports no default ONNX opset";
+  if (opset > kMaxOpset || opset < kMinOpset)
+    return emitError(fileLoc)
+           << "model uses opset " << opset << "; dtrain supports opsets "
+           << kMinOpset << " to " << kMaxOpset
+           << " (export with opset_version in that range)";
+  return success();
+}
+
+LogicalResult Importer::checkSupportedOps(const onnx::GraphProto &graph) {
+  bool ok = true;
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    nodeIndex = index;
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (defaultDomain && supportedOps().contains(node.op_type()))
+      continue;
+    nodeError(node) << "unsupported operator"
+                    << (defaultDomain ? "" : " of domain '" + node.domain() +
+                                                 "'");
+    ok = false;
+  }
+  return success(ok);
+}
+
+LogicalResult Importer::bindInputShapes(onnx::GraphProto &graph) {
+  llvm::StringSet<> initializerNames;
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    initializerNames.insert(tensor.name());
+  llvm::StringSet<> bound;
+  bool ok = true;
+  for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
+    if (initializerNames.contains(input.name()))
+      continue;
+    if (!input.type().has_tensor_type() ||
+        !input.type().tensor_type().has_shape()) {
+      emitError(fileLoc) << "input '" << input.name()
+                         << "' has no tensor shape";
+      ok = false;
+      continue;
+    }
+    onnx::TensorShapeProto *shape =
+        input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    auto given = options.inputShapes.find(input.name());
+    if (given != options.inputShapes.end()) {
+      bound.insert(input.name());
+      if (static_cast<int64_t>(given->second.size()) != shape->dim_size()) {
+        emitError(fileLoc) << "--input-shape " << input.name() << " has "
+                           << given->second.size()
+                           << " dimensions but the input has rank "
+                           << shape->dim_size();
+        ok = false;
+        continue;
+      }
+      for (auto [dim, size] : llvm::zip(*shape->mutable_dim(), given->second)) {
+        if (dim.has_dim_value() && dim.dim_value() != size) {
+          emitError(fileLoc) << "--input-shape " << input.name()
+                             << " gives size " << size << " where the model "
+                             << "fixes " << dim.dim_value();
+          ok = false;
+        }
+        dim.set_dim_value(size);
+      }
+      continue;
+    }
+    for (auto [index, dim] : llvm::enumerate(*shape->mutable_dim())) {
+      if (dim.has_dim_value() && dim.dim_value() >= 0)
+        continue;
+      if (index == 0 && options.batchSize) {
+        dim.set_dim_value(*options.batchSize);
+        continue;
+      }
+      emitError(fileLoc) << "input '" << input.name() << "' dimension "
+                         << index << " is symbolic ('" << dim.dim_param()
+                         << "'): bind it with "
+                         << (index == 0 ? "--batch-size N or " : "")
+                         << "--input-shape " << input.name() << "=...";
+      ok = false;
+    }
+  }
+  for (const auto &entry : options.inputShapes)
+    if (!bound.contains(entry.getKey())) {
+      emitError(fileLoc) << "--input-shape names '" << entry.getKey()
+                         << "', which is not a data input of the model";
+      ok = false;
+    }
+  return success(ok);
+}
+
+LogicalResult Importer::checkExternalData(const onnx::TensorProto &tensor) {
+  if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
+    return success();
+  for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
+    if (entry.key() != "location")
+      continue;
+    StringRef location = entry.value();
+    bool escapes = llvm::sys::path::is_absolute(location) ||
+                   llvm::any_of(llvm::make_range(
+                                    llvm::sys::path::begin(location),
+                                    llvm::sys::path::end(location)),
+                                [](StringRef part) { return part == ".."; });
+    if (escapes)
+      return emitError(fileLoc)
+             << "initializer '" << tensor.name()
+             << "' has external data at '" << location
+             << "', outside the model's directory (rejected: a model may "
+                "only refer to files beside it)";
+    return success();
+  }
+  return emitError(fileLoc) << "initializer '" << tensor.name()
+                            << "' has external data without a location";
+}
+
+void Importer::collectTypes(const onnx::GraphProto &graph) {
+  for (const auto &list : {graph.input(), graph.value_info(), graph.output()})
+    for (const onnx::ValueInfoProto &info : list)
+      types[info.name()] = info.type();
+}
+
+//===----------------------------------------------------------------------===//
+// Types and values
+//===----------------------------------------------------------------------===//
+
+FailureOr<Type> Importer::getElementType(int32_t onnxType, Location loc) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return Type(builder.getF32Type());
+  case onnx::TensorProto::DOUBLE:
+    return Type(builder.getF64Type());
+  case onnx::TensorProto::FLOAT16:
+    return Type(builder.getF16Type());
+  case onnx::TensorProto::BFLOAT16:
+    return Type(builder.getBF16Type());
+  case onnx::TensorProto::INT64:
+    return Type(builder.getI64Type());
+  case onnx::TensorProto::INT32:
+    return Type(builder.getI32Type());
+  case onnx::TensorProto::BOOL:
+    return Type(builder.getI1Type());
+  default:
+    return emitError(loc) << "unsupported element type "
+                          << onnx::TensorProto_DataType_Name(
+                                 static_cast<onnx::TensorProto_DataType>(
+                                     onnxType));
+  }
+}
+
+FailureOr<RankedTensorType> Importer::getTensorType(const std::string &name,
+                                                    Location loc) {
+  auto it = types.find(name);
+  if (it == types.end() || !it->second.has_tensor_type() ||
+      !it->second.tensor_type().has_shape())
+    return emitError(loc) << "ONNX shape inference gave no shape for '"
+                          << name << "'";
+  const onnx::TypeProto_Tensor &tensor = it->second.tensor_type();
+  SmallVector<int64_t> shape;
+  for (const onnx::TensorShapeProto_Dimension &dim : tensor.shape().dim()) {
+    if (!dim.has_dim_value())
+      return emitError(loc)
+             << "'" << name << "' has a symbolic dimension ('"
+             << dim.dim_param()
+             << "') after binding the inputs: dtrain needs static shapes";
+    shape.push_back(dim.dim_value());
+  }
+  FailureOr<Type> elementType = getElementType(tensor.elem_type(), loc);
+  if (failed(elementType))
+    return failure();
+  return RankedTensorType::get(shape, *elementType);
+}
+
+FailureOr<ConstantValue>
+Importer::readConstant(const onnx::TensorProto &tensor, Location loc) {
+  ConstantValue value;
+  value.elemType = tensor.data_type();
+  value.shape.assign(tensor.dims().begin(), tensor.dims().end());
+  int64_t count = value.numElements();
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+    return emitError(loc) << "constant '" << tensor.name()
+                          << "' stores its data externally; only parameters "
+                             "may";
+  const std::string &raw = tensor.raw_data();
+  auto readRaw = [&](auto zero, auto &out) -> LogicalResult {
+    using T = decltype(zero);
+    if (raw.size() != count * sizeof(T))
+      return emitError(loc) << "tensor '" << tensor.name() << "' holds "
+                            << raw.size() << " bytes, expected "
+                            << count * sizeof(T);
+    for (int64_t i = 0; i < count; ++i) {
+      T element;
+      std::memcpy(&element, raw.data() + i * sizeof(T), sizeof(T));
+      out.push_back(element);
+    }
+    return success();
+  };
+  LogicalResult read = success();
+  switch (value.elemType) {
+  case onnx::TensorProto::INT64:
+    read = raw.empty() ? (value.ints.assign(tensor.int64_data().begin(),
+                                            tensor.int64_data().end()),
+                          success())
+                       : readRaw(int64_t(), value.ints);
+    break;
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::BOOL:
+    read = raw.empty() ? (value.ints.assign(tensor.int32_data().begin(),
+                                            tensor.int32_data().end()),
+                          success())
+           : value.elemType == onnx::TensorProto::BOOL
+               ? readRaw(uint8_t(), value.ints)
+               : readRaw(int32_t(), value.ints);
+    break;
+  case onnx::TensorProto::FLOAT:
+    read = raw.empty() ? (value.floats.assign(tensor.float_data().begin(),
+                                              tensor.float_data().end()),
+                          success())
+                       : readRaw(float(), value.floats);
+    break;
+  case onnx::TensorProto::DOUBLE:
+    read = raw.empty() ? (value.floats.assign(tensor.double_data().begin(),
+                                              tensor.double_data().end()),
+                          success())
+                       : readRaw(double(), value.floats);
+    break;
+  default:
+    return emitError(loc) << "constant '" << tensor.name()
+                          << "' has an unsupported element type "
+                          << onnx::TensorProto_DataType_Name(
+                                 static_cast<onnx::TensorProto_DataType>(
+                                     value.elemType));
+  }
+  if (failed(read))
+    return failure();
+  int64_t got = value.isInteger() ? value.ints.size() : value.floats.size();
+  if (got != count)
+    return emitError(loc) << "tensor '" << tensor.name() << "' has " << got
+                          << " values for " << count << " elements";
+  return value;
+}
+
+Value Importer::materialize(const ConstantValue &constant, Type elementType) {
+  auto type = RankedTensorType::get(constant.shape, elementType);
+  DenseElementsAttr attr;
+  if (isa<FloatType>(elementType)) {
+    SmallVector<APFloat> elements;
+    for (double v : constant.isInteger()
+                        ? SmallVector<double>(constant.ints.begin(),
+                                              constant.ints.end())
+                        : constant.floats) {
+      APFloat f(v);
+      bool lost;
+      f.convert(cast<FloatType>(elementType).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      elements.push_back(f);
+    }
+    attr = DenseElementsAttr::get(type, elements);
+  } else {
+    SmallVector<APInt> elements;
+    for (int64_t v : constant.ints)
+      elements.push_back(APInt(elementType.getIntOrFloatBitWidth(), v,
+                               /*isSigned=*/true));
+    attr = DenseElementsAttr::get(type, elements);
+  }
+  return arith::ConstantOp::create(builder, fileLoc, attr);
+}
+
+Value Importer::scalarConstant(double value, Type elementType) {
+  ConstantValue constant;
+  constant.elemType = onnx::TensorProto::DOUBLE;
+  constant.floats = {value};
+  return materialize(constant, elementType);
+}
+
+const ConstantValue *Importer::getConstant(const onnx::NodeProto &node,
+                                           int index) {
+  if (!hasInput(node, index))
+    return nullptr;
+  auto it = constants.find(node.input(index));
+  return it == constants.end() ? nullptr : &it->second;
+}
+
+FailureOr<Value> Importer::getValue(const onnx::NodeProto &node, int index) {
+  if (!hasInput(node, index))
+    return nodeError(node) << "input #" << index << " is missing";
+  const std::string &name = node.input(index);
+  if (Value value = values.lookup(name))
+    return value;
+  if (const ConstantValue *constant = getConstant(node, index)) {
+    FailureOr<Type> elementType =
+        getElementType(constant->elemType, nodeLoc(node));
+    if (failed(elementType))
+      return failure();
+    Value value = materialize(*constant, *elementType);
+    values[name] = value;
+    return value;
+  }
+  return nodeError(node) << "input '" << name
+                         << "' is neither a graph input, an initializer nor "
+                            "an output of an earlier node";
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+FailureOr<Operation *> Importer::createOp(const onnx::NodeProto &node,
+                                          StringRef opName,
+                                          ValueRange operands,
+                                          ArrayRef<NamedAttribute> attrs,
+                                          ArrayRef<Type> resultTypes) {
+  OperationState state(nodeLoc(node), opName);
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  state.addTypes(resultTypes);
+  Operation *op = builder.create(state);
+  if (failed(verify(op, /*verifyRecursively=*/false)))
+    return failure();
+  return op;
+}
+
+LogicalResult Importer::emitSingle(const onnx::NodeProto &node,
+                                   StringRef opName, ValueRange operands,
+                                   ArrayRef<NamedAttribute> attrs) {
+  FailureOr<RankedTensorType> type = getTensorType(node.output(0),
+                                                   nodeLoc(node));
+  if (failed(type))
+    return failure();
+  FailureOr<Operation *> op = createOp(node, opName, operands, attrs, {*type});
+  if (failed(op))
+    return failure();
+  values[node.output(0)] = (*op)->getResult(0);
+  return success();
+}
+
+LogicalResult Importer::importNode(const onnx::NodeProto &node) {
+  bool folded = false;
+  if (failed(foldNode(node, folded)))
+    return failure();
+  if (folded)
+    return success();
+
+  StringRef type = node.op_type();
+  auto unary = [&](StringRef opName,
+                   ArrayRef<NamedAttribute> attrs = {}) -> LogicalResult {
+    FailureOr<Value> x = getValue(node, 0);
+    return failed(x) ? failure() : emitSingle(node, opName, {*x}, attrs);
+  };
+  auto binary = [&](StringRef opName) -> LogicalResult {
+    FailureOr<Value> lhs = getValue(node, 0), rhs = getValue(node, 1);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    return emitSingle(node, opName, {*lhs, *rhs});
+  };
+
+  if (type == "Identity") {
+    FailureOr<Value> x = getValue(node, 0);
+    if (failed(x))
+      return failure();
+    values[node.output(0)] = *x;
+    return success();
+  }
+  if (type == "Relu")
+    return unary("nn.relu");
+  if (type == "Sigmoid")
+    return unary("nn.sigmoid");
+  if (type == "Tanh")
+    return unary("nn.tanh");
+  if (type == "LeakyRelu")
+    return unary("nn.leaky_relu",
+                 {builder.getNamedAttr(
+                     "alpha", builder.getF64FloatAttr(
+                                  getFloatAttr(node, "alpha", 0.01)))});
+  if (type == "Add")
+    return binary("nn.add");
+  if (type == "Sub")
+    return binary("nn.sub");
+  if (type == "Mul")
+    return binary("nn.mul");
+  if (type == "Div")
+    return binary("nn.div");
+  if (type == "MatMul")
+    return binary("nn.matmul");
+  if (type == "Transpose") {
+    FailureOr<Value> x = getValue(node, 0);
+    if (failed(x))
+      return failure();
+    int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+    SmallVector<int64_t> reversed(llvm::reverse(llvm::seq<int64_t>(0, rank)));
+    return emitSingle(node, "nn.transpose", {*x},
+                      {builder.getNamedAttr(
+                          "permutation", builder.getDenseI64ArrayAttr(
+                                             getIntsAttr(node, "perm",
+                                                         reversed)))});
+  }
+  if (type == "Concat") {
+    SmallVector<Value> operands;
+    for (int i = 0; i < node.input_size(); ++i) {
+      FailureOr<Value> value = getValue(node, i);
+      if (failed(value))
+        return failure();
+      operands.push_back(*value);
+    }
+    int64_t rank = cast<RankedTensorType>(operands[0].getType()).getRank();
+    int64_t axis = getIntAttr(node, "axis", 0);
+    if (axis < 0)
+      axis += rank;
+    return emitSingle(node, "nn.concat", operands,
+                      {builder.getNamedAttr("axis",
+                                            builder.getI64IntegerAttr(axis))});
+  }
+  if (type == "GlobalAveragePool")
+    return unary("nn.global_avg_pool2d");
+  if (type == "Gemm")
+    return importGemm(node);
+  if (type == "Flatten")
+    return importFlatten(node);
+  if (type == "Reshape")
+    return importReshape(node);
+  if (type == "Clip")
+    return importClip(node);
+  if (type == "Softmax")
+    return importSoftmax(node, "nn.softmax");
+  if (type == "LogSoftmax")
+    return importSoftmax(node, "nn.log_softmax");
+  if (type == "ReduceMean")
+    return importReduce(node, "nn.reduce_mean");
+  if (type == "ReduceSum")
+    return importReduce(node, "nn.reduce_sum");
+  if (type == "Conv")
+    return importConv(node);
+  if (type == "MaxPool" || type == "AveragePool")
+    return importPool(node);
+  if (type == "BatchNormalization")
+    return importBatchNorm(node);
+  if (type == "Dropout")
+    return importDropout(node);
+  if (type == "Pad")
+    return importPad(node);
+  return nodeError(node) << "cannot import this operator on non-constant "
+                            "inputs";
+}
+
+//===----------------------------------------------------------------------===//
+// Folding of shape arithmetic
+//===----------------------------------------------------------------------===//
+
+/// Normalizes a possibly negative axis into [0, rank).
+static std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
+  StringRef type = node.op_type();
+  Location loc = nodeLoc(node);
+  auto define = [&](ConstantValue value) {
+    constants[node.output(0)] = std::move(value);
+    folded = true;
+    return success();
+  };
+
+  if (type == "Constant") {
+    ConstantValue value;
+    if (const onnx::AttributeProto *attr = findAttr(node, "value")) {
+      FailureOr<ConstantValue> read = readConstant(attr->t(), loc);
+      if (failed(read))
+        return failure();
+      return define(*read);
+    }
+    if (const onnx::AttributeProto *attr = findAttr(node, "value_float")) {
+      value.elemType = onnx::TensorProto::FLOAT;
+      value.floats = {attr->f()};
+    } else if (const onnx::AttributeProto *attr =
+                   findAttr(node, "value_floats")) {
+      value.elemType = onnx::TensorProto::FLOAT;
+      value.floats.assign(attr->floats().begin(), attr->floats().end());
+      value.shape = {static_cast<int64_t>(value.floats.size())};
+    } else if (const onnx::AttributeProto *attr = findAttr(node, "value_int")) {
+      value.ints = {attr->i()};
+    } else if (const onnx::AttributeProto *attr =
+                   findAttr(node, "value_ints")) {
+      value.ints.assign(attr->ints().begin(), attr->ints().end());
+      value.shape = {static_cast<int64_t>(value.ints.size())};
+    } else {
+      return nodeError(node) << "has no value attribute dtrain can read "
+                                "(value, value_float(s), value_int(s))";
+    }
+    return define(value);
+  }
+
+  if (type == "Shape") {
+    // The shape of any tensor whose type is static is a constant.
+    FailureOr<RankedTensorType> inputType =
+        getTensorType(node.input(0), loc);
+    if (failed(inputType))
+      return failure();
+    ArrayRef<int64_t> dims = inputType->getShape();
+    int64_t rank = dims.size();
+    int64_t start = getIntAttr(node, "start", 0);
+    int64_t end = getIntAttr(node, "end", rank);
+    start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+    end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+    ConstantValue value;
+    value.ints.assign(dims.begin() + start,
+                      dims.begin() + std::max(start, end));
+    value.shape = {static_cast<int64_t>(value.ints.size())};
+    return define(value);
+  }
+
+  // The other foldable ops need every input to be a constant.
+  for (int i = 0; i < node.input_size(); ++i)
+    if (hasInput(node, i) && !getConstant(node, i))
+      return success();
+  const ConstantValue *data = getConstant(node, 0);
+  if (!data)
+    return success();
+
+  if (type == "Identity")
+    return define(*data);
+
+  if (type == "Cast") {
+    ConstantValue value = *data;
+    value.elemType = getIntAttr(node, "to", onnx::TensorProto::FLOAT);
+    if (value.isInteger() && !data->isInteger()) {
+      value.ints.clear();
+      for (double v : data->floats)
+        value.ints.push_back(static_cast<int64_t>(v));
+      value.floats.clear();
+    } else if (!value.isInteger() && data->isInteger()) {
+      value.floats.assign(data->ints.begin(), data->ints.end());
+      value.ints.clear();
+    }
+    return define(value);
+  }
+
+  if (type == "Unsqueeze" || type == "Squeeze") {
+    SmallVector<int64_t> axes = getIntsAttr(node, "axes");
+    if (const ConstantValue *axesInput = getConstant(node, 1))
+      axes.assign(axesInput->ints.begin(), axesInput->ints.end());
+    ConstantValue value = *data;
+    if (type == "Unsqueeze") {
+      int64_t rank = data->shape.size() + axes.size();
+      for (int64_t &axis : axes)
+        axis = axis < 0 ? axis + rank : axis;
+      llvm::sort(axes);
+      for (int64_t axis : axes) {
+        if (axis < 0 || axis > static_cast<int64_t>(value.shape.size()))
+          return nodeError(node) << "axis " << axis << " is out of range";
+        value.shape.insert(value.shape.begin() + axis, 1);
+      }
+    } else {
+      SmallVector<int64_t> shape;
+      int64_t rank = data->shape.size();
+      for (int64_t d = 0; d < rank; ++d) {
+        bool squeezed = axes.empty()
+                            ? data->shape[d] == 1
+                            : llvm::any_of(axes, [&](int64_t axis) {
+                                return (axis < 0 ? axis + rank : axis) == d;
+                              });
+        if (!squeezed)
+          shape.push_back(data->shape[d]);
+      }
+      value.shape = shape;
+    }
+    return define(value);
+  }
+
+  // Gather, Concat, Slice and arithmetic on shape vectors: rank <= 1.
+  if (data->shape.size() > 1 || !data->isInteger())
+    return success();
+
+  if (type == "Gather") {
+    const ConstantValue *indices = getConstant(node, 1);
+    ConstantValue value;
+    value.elemType = data->elemType;
+    value.shape = indices->shape;
+    int64_t size = data->numElements();
+    for (int64_t index : indices->ints) {
+      std::optional<int64_t> i = normalizeAxis(index, size);
+      if (!i)
+        return nodeError(node) << "index " << index
+                               << " is out of range for " << size
+                               << " elements";
+      value.ints.push_back(data->ints[*i]);
+    }
+    return define(value);
+  }
+
+  if (type == "Concat") {
+    ConstantValue value;
+    value.elemType = data->elemType;
+    for (int i = 0; i < node.input_size(); ++i) {
+      const ConstantValue *part = getConstant(node, i);
+      if (part->shape.size() != 1)
+        return success();
+      value.ints.append(part->ints.begin(), part->ints.end());
+    }
+    value.shape = {static_cast<int64_t>(value.ints.size())};
+    return define(value);
+  }
+
+  if (type == "Slice") {
+    auto ints = [&](int index, StringRef attr) {
+      if (const ConstantValue *c = getConstant(node, index))
+        return SmallVector<int64_t>(c->ints);
+      return getIntsAttr(node, attr);
+    };
+    SmallVector<int64_t> starts = ints(1, "starts"), ends = ints(2, "ends"),
+                         steps = ints(4, "steps");
+    int64_t size = data->numElements();
+    if (starts.size() != 1 || ends.size() != 1 || steps.size() > 1)
+      return nodeError(node) << "slices a shape vector along more than one "
+                                "axis";
+    int64_t step = steps.empty() ? 1 : steps[0];
+    if (step == 0)
+      return nodeError(node) << "step 0 is not allowed";
+    auto clampIndex = [&](int64_t i, int64_t lo, int64_t hi) {
+      if (i < 0)
+        i += size;
+      return std::clamp(i, lo, hi);
+    };
+    int64_t start = step > 0 ? clampIndex(starts[0], 0, size)
+                             : clampIndex(starts[0], -1, size - 1);
+    int64_t end = step > 0 ? clampIndex(ends[0], 0, size)
+                           : clampIndex(ends[0], -1, size - 1);
+    ConstantValue value;
+    value.elemType = data->elemType;
+    for (int64_t i = start; step > 0 ? i < end : i > end; i += step)
+      value.ints.push_back(data->ints[i]);
+    value.shape = {static_cast<int64_t>(value.ints.size())};
+    return define(value);
+  }
+
+  if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div") {
+    const ConstantValue *rhs = getConstant(node, 1);
+    if (rhs->shape.size() > 1 || !rhs->isInteger())
+      return success();
+    int64_t n = std::max(data->numElements(), rhs->numElements());
+    if ((data->numElements() != n && data->numElements() != 1) ||
+        (rhs->numElements() != n && rhs->numElements() != 1))
+      return nodeError(node) << "operand sizes " << data->numElements()
+                             << " and " << rhs->numElements()
+                             << " do not broadcast";
+    ConstantValue value;
+    value.elemType = data->elemType;
+    value.shape = data->numElements() == n ? data->shape : rhs->shape;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t a = data->ints[data->numElements() == 1 ? 0 : i];
+      int64_t b = rhs->ints[rhs->numElements() == 1 ? 0 : i];
+      if (type == "Div" && b == 0)
+        return nodeError(node) << "divides a shape value by zero";
+      value.ints.push_back(type == "Add"   ? a + b
+                           : type == "Sub" ? a - b
+                           : type == "Mul" ? a * b
+                                           : a / b);
+    }
+    return define(value);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Operators with attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
+  FailureOr<Value> a = getValue(node, 0), b = getValue(node, 1);
+  if (failed(a) || failed(b))
+    return failure();
+  Location loc = nodeLoc(node);
+  FailureOr<RankedTensorType> resultType = getTensorType(node.output(0), loc);
+  if (failed(resultType))
+    return failure();
+  SmallVector<NamedAttribute> attrs;
+  if (getIntAttr(node, "transA", 0))
+    attrs.push_back(builder.getNamedAttr("transpose_lhs", builder.getUnitAttr()));
+  if (getIntAttr(node, "transB", 0))
+    attrs.push_back(builder.getNamedAttr("transpose_rhs", builder.getUnitAttr()));
+  FailureOr<Operation *> product =
+      createOp(node, "nn.matmul", {*a, *b}, attrs, {*resultType});
+  if (failed(product))
+    return failure();
+  Value result = (*product)->getResult(0);
+  Type elementType = resultType->getElementType();
+  double alpha = getFloatAttr(node, "alpha", 1.0);
+  if (alpha != 1.0) {
+    FailureOr<Operation *> scaled =
+        createOp(node, "nn.mul", {result, scalarConstant(alpha, elementType)},
+                 {}, {*resultType});
+    if (failed(scaled))
+      return failure();
+    result = (*scaled)->getResult(0);
+  }
+  if (hasInput(node, 2)) {
+    FailureOr<Value> c = getValue(node, 2);
+    if (failed(c))
+      return failure();
+    Value bias = *c;
+    double beta = getFloatAttr(node, "beta", 1.0);
+    if (beta != 1.0) {
+      FailureOr<Operation *> scaledBias =
+          createOp(node, "nn.mul", {bias, scalarConstant(beta, elementType)},
+                   {}, {bias.getType()});
+      if (failed(scaledBias))
+        return failure();
+      bias = (*scaledBias)->getResult(0);
+    }
+    FailureOr<Operation *> sum =
+        createOp(node, "nn.add", {result, bias}, {}, {*resultType});
+    if (failed(sum))
+      return failure();
+    result = (*sum)->getResult(0);
+  }
+  values[node.output(0)] = result;
+  return success();
+}
+
+LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  // ONNX shape inference gives the 2-d result type.
+  return emitSingle(node, "nn.reshape", {*x});
+}
+
+LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  if (hasInput(node, 1) && !getConstant(node, 1))
+    return nodeError(node) << "the target shape '" << node.input(1)
+                           << "' is computed at run time; dtrain needs it "
+                              "constant at import";
+  return emitSingle(node, "nn.reshape", {*x});
+}
+
+LogicalResult Importer::importClip(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  SmallVector<NamedAttribute> attrs;
+  auto bound = [&](int index, StringRef name) -> LogicalResult {
+    std::optional<double> value;
+    if (opset < 11) {
+      if (findAttr(node, name))
+        value = getFloatAttr(node, name, 0.0);
+    } else if (hasInput(node, index)) {
+      const ConstantValue *c = getConstant(node, index);
+      if (!c || c->numElements() != 1)
+        return nodeError(node) << "the " << name
+                               << " bound must be a constant scalar";
+      value = c->isInteger() ? double(c->ints[0]) : c->floats[0];
+    }
+    if (value)
+      attrs.push_back(
+          builder.getNamedAttr(name, builder.getF64FloatAttr(*value)));
+    return success();
+  };
+  if (failed(bound(1, "min")) || failed(bound(2, "max")))
+    return failure();
+  return emitSingle(node, "nn.clip", {*x}, attrs);
+}
+
+LogicalResult Importer::importSoftmax(const onnx::NodeProto &node,
+                                      StringRef opName) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  int64_t axis = getIntAttr(node, "axis", opset < 13 ? 1 : -1);
+  std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+  if (!normalized)
+    return nodeError(node) << "axis " << axis << " is out of range for rank "
+                           << rank;
+  // Before opset 13 the input is coerced to 2-d at `axis`; that is the
+  // same as a softmax over one axis only when it is the last one.
+  if (opset < 13 && *normalized != rank - 1)
+    return nodeError(node) << "axis " << axis
+                           << " with opset < 13 normalizes over all "
+                              "trailing dimensions, which dtrain does not "
+                              "support; re-export with opset >= 13";
+  return emitSingle(node, opName, {*x},
+                    {builder.getNamedAttr(
+                        "axis", builder.getI64IntegerAttr(*normalized))});
+}
+
+LogicalResult Importer::importReduce(const onnx::NodeProto &node,
+                                     StringRef opName) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  SmallVector<int64_t> axes = getIntsAttr(node, "axes");
+  if (hasInput(node, 1)) {
+    const ConstantValue *c = getConstant(node, 1);
+    if (!c)
+      return nodeError(node) << "the axes must be constant";
+    axes.assign(c->ints.begin(), c->ints.end());
+  }
+  if (axes.empty()) {
+    if (getIntAttr(node, "noop_with_empty_axes", 0)) {
+      values[node.output(0)] = *x;
+      return success();
+    }
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  }
+  for (int64_t &axis : axes) {
+    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+    if (!normalized)
+      return nodeError(node) << "axis " << axis << " is out of range for rank "
+                             << rank;
+    axis = *normalized;
+  }
+  llvm::sort(axes);
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  SmallVector<NamedAttribute> attrs = {
+      builder.getNamedAttr("dims", builder.getDenseI64ArrayAttr(axes))};
+  if (getIntAttr(node, "keepdims", 1))
+    attrs.push_back(builder.getNamedAttr("keep_dims", builder.getUnitAttr()));
+  return emitSingle(node, opName, {*x}, attrs);
+}
+
+FailureOr<SmallVector<int64_t>>
+Importer::getPadding2d(const onnx::NodeProto &node, ArrayRef<int64_t> inputHW,
+                       ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                       ArrayRef<int64_t> dilations) {
+  std::string autoPad = getStringAttr(node, "auto_pad", "NOTSET");
+  if (autoPad == "NOTSET") {
+    SmallVector<int64_t> pads = getIntsAttr(node, "pads", {0, 0, 0, 0});
+    if (pads.size() != 4)
+      return nodeError(node) << "pads has " << pads.size()
+                             << " values; a 2-d window takes 4";
+    // ONNX orders [top, left, bottom, right] as nn does.
+    return pads;
+  }
+  if (autoPad == "VALID")
+    return SmallVector<int64_t>{0, 0, 0, 0};
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    return nodeError(node) << "auto_pad '" << autoPad
+                           << "' is not one of NOTSET, VALID, SAME_UPPER, "
+                              "SAME_LOWER";
+  SmallVector<int64_t> pads(4);
+  for (int d = 0; d < 2; ++d) {
+    int64_t out = (inputHW[d] + strides[d] - 1) / strides[d];
+    int64_t extent = dilations[d] * (kernel[d] - 1) + 1;
+    int64_t total =
+        std::max<int64_t>(0, (out - 1) * strides[d] + extent - inputHW[d]);
+    int64_t small = total / 2, large = total - small;
+    pads[d] = autoPad == "SAME_UPPER" ? small : large;
+    pads[d + 2] = autoPad == "SAME_UPPER" ? large : small;
+  }
+  return pads;
+}
+
+LogicalResult Importer::importConv(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0), w = getValue(node, 1);
+  if (failed(x) || failed(w))
+    return failure();
+  auto xType = cast<RankedTensorType>(x->getType());
+  auto wType = cast<RankedTensorType>(w->getType());
+  if (xType.getRank() != 4 || wType.getRank() != 4)
+    return nodeError(node) << "only 2-d convolutions (rank-4 input and "
+                              "weights) are supported, got "
+                           << xType << " and " << wType;
+  SmallVector<int64_t> strides = getIntsAttr(node, "strides", {1, 1});
+  SmallVector<int64_t> dilations = getIntsAttr(node, "dilations", {1, 1});
+  SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
+  FailureOr<SmallVector<int64_t>> pads = getPadding2d(
+      node, xType.getShape().drop_front(2), kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  SmallVector<Value> operands = {*x, *w};
+  if (hasInput(node, 2)) {
+    FailureOr<Value> b = getValue(node, 2);
+    if (failed(b))
+      return failure();
+    operands.push_back(*b);
+  }
+  return emitSingle(
+      node, "nn.conv2d", operands,
+      {builder.getNamedAttr("strides", builder.getDenseI64ArrayAttr(strides)),
+       builder.getNamedAttr("dilations",
+                            builder.getDenseI64ArrayAttr(dilations)),
+       builder.getNamedAttr("padding", builder.getDenseI64ArrayAttr(*pads)),
+       builder.getNamedAttr("groups", builder.getI64IntegerAttr(
+                                          getIntAttr(node, "group", 1)))});
+}
+
+LogicalResult Importer::importPool(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  if (node.output_size() > 1 && !node.output(1).empty())
+    return nodeError(node) << "the Indices output of MaxPool is not "
+                              "supported";
+  auto xType = cast<RankedTensorType>(x->getType());
+  if (xType.getRank() != 4)
+    return nodeError(node) << "only 2-d pooling (rank-4 input) is "
+                              "supported, got "
+                           << xType;
+  bool isMax = node.op_type() == "MaxPool";
+  SmallVector<int64_t> kernel = getIntsAttr(node, "kernel_shape");
+  if (kernel.size() != 2)
+    return nodeError(node) << "kernel_shape must have 2 values";
+  SmallVector<int64_t> strides = getIntsAttr(node, "strides", {1, 1});
+  SmallVector<int64_t> dilations = getIntsAttr(node, "dilations", {1, 1});
+  FailureOr<SmallVector<int64_t>> pads = getPadding2d(
+      node, xType.getShape().drop_front(2), kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  SmallVector<NamedAttribute> attrs = {
+      builder.getNamedAttr("kernel", builder.getDenseI64ArrayAttr(kernel)),
+      builder.getNamedAttr("strides", builder.getDenseI64ArrayAttr(strides)),
+      builder.getNamedAttr("padding", builder.getDenseI64ArrayAttr(*pads))};
+  if (isMax)
+    attrs.push_back(builder.getNamedAttr(
+        "dilations", builder.getDenseI64ArrayAttr(dilations)));
+  if (getIntAttr(node, "ceil_mode", 0))
+    attrs.push_back(builder.getNamedAttr("ceil_mode", builder.getUnitAttr()));
+  if (!isMax && getIntAttr(node, "count_include_pad", 0))
+    attrs.push_back(
+        builder.getNamedAttr("count_include_pad", builder.getUnitAttr()));
+  return emitSingle(node, isMax ? "nn.max_pool2d" : "nn.avg_pool2d", {*x},
+                    attrs);
+}
+
+LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
+  SmallVector<Value> operands;
+  for (int i = 0; i < 5; ++i) {
+    FailureOr<Value> value = getValue(node, i);
+    if (failed(value))
+      return failure();
+    operands.push_back(*value);
+  }
+  NamedAttribute epsilon = builder.getNamedAttr(
+      "epsilon", builder.getF64FloatAttr(getFloatAttr(node, "epsilon", 1e-5)));
+  bool training = getIntAttr(node, "training_mode", 0) != 0 ||
+                  (opset < 14 && node.output_size() > 1);
+  if (!training)
+    return emitSingle(node, "nn.batch_norm", operands, {epsilon});
+
+  // Training: normalize with the batch statistics; the running statistics
+  // are the momentum-weighted mix that ONNX outputs 1 and 2 name.
+  Location loc = nodeLoc(node);
+  FailureOr<RankedTensorType> yType = getTensorType(node.output(0), loc);
+  if (failed(yType))
+    return failure();
+  auto statType = cast<RankedTensorType>(operands[3].getType());
+  FailureOr<Operation *> op =
+      createOp(node, "nn.batch_norm_train",
+               {operands[0], operands[1], operands[2]}, {epsilon},
+               {*yType, statType, statType});
+  if (failed(op))
+    return failure();
+  values[node.output(0)] = (*op)->getResult(0);
+  double momentum = getFloatAttr(node, "momentum", 0.9);
+  Type elementType = statType.getElementType();
+  for (int i = 1; i <= 2; ++i) {
+    if (node.output_size() <= i || node.output(i).empty())
+      continue;
+    // running' = momentum * running + (1 - momentum) * batch
+    Value running = operands[2 + i];
+    Value batch = (*op)->getResult(i);
+    FailureOr<Operation *> keep = createOp(
+        node, "nn.mul", {running, scalarConstant(momentum, elementType)}, {},
+        {statType});
+    FailureOr<Operation *> take =
+        failed(keep) ? keep
+                     : createOp(node, "nn.mul",
+                                {batch, scalarConstant(1.0 - momentum,
+                                                       elementType)},
+                                {}, {statType});
+    if (failed(take))
+      return failure();
+    FailureOr<Operation *> mixed =
+        createOp(node, "nn.add",
+                 {(*keep)->getResult(0), (*take)->getResult(0)}, {},
+                 {statType});
+    if (failed(mixed))
+      return failure();
+    values[node.output(i)] = (*mixed)->getResult(0);
+  }
+  return success();
+}
+
+LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  if (node.output_size() > 1 && !node.output(1).empty())
+    return nodeError(node) << "the mask output of Dropout is not supported";
+  double ratio = getFloatAttr(node, "ratio", 0.5);
+  if (const ConstantValue *c = getConstant(node, 1))
+    ratio = c->isInteger() ? double(c->ints[0]) : c->floats[0];
+  else if (hasInput(node, 1))
+    return nodeError(node) << "the ratio must be constant";
+  return emitSingle(node, "nn.dropout", {*x},
+                    {builder.getNamedAttr("ratio",
+                                          builder.getF64FloatAttr(ratio))});
+}
+
+LogicalResult Importer::importPad(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  std::string mode = getStringAttr(node, "mode", "constant");
+  if (mode != "constant")
+    return nodeError(node) << "mode '" << mode
+                           << "' is not supported (only constant)";
+  SmallVector<int64_t> pads = getIntsAttr(node, "pads");
+  double value = getFloatAttr(node, "value", 0.0);
+  if (opset >= 11) {
+    const ConstantValue *p = getConstant(node, 1);
+    if (!p)
+      return nodeError(node) << "the pads must be constant";
+    pads.assign(p->ints.begin(), p->ints.end());
+    if (hasInput(node, 2)) {
+      const ConstantValue *v = getConstant(node, 2);
+      if (!v || v->numElements() != 1)
+        return nodeError(node) << "the padding value must be a constant "
+                                  "scalar";
+      value = v->isInteger() ? double(v->ints[0]) : v->floats[0];
+    }
+  }
+  return emitSingle(
+      node, "nn.pad", {*x},
+      {builder.getNamedAttr("pads", builder.getDenseI64ArrayAttr(pads)),
+       builder.getNamedAttr("value", builder.getF64FloatAttr(value))});
+}
+
+//===----------------------------------------------------------------------===//
+// The model
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
+  if (failed(checkVersions(model)))
+    return nullptr;
+  onnx::GraphProto &graph = *model.mutable_graph();
+  bool ok = succeeded(checkSupportedOps(graph));
+  ok &= succeeded(bindInputShapes(graph));
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    ok &= succeeded(checkExternalData(tensor));
+  if (!ok)
+    return nullptr;
+
+  try {
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(/*check_type=*/true, /*strict_mode=*/1,
+                                    /*data_prop=*/true));
+  } catch (const std::exception &e) {
+    emitError(fileLoc) << "ONNX shape inference failed: " << e.what();
+    return nullptr;
+  }
+  collectTypes(graph);
+
+  // Parameters: float initializers with at least one element that nodes
+  // read as data; the rest (integer shape tensors, scalars) are constants.
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    initializers[tensor.name()] = &tensor;
+  SmallVector<const onnx::TensorProto *> params;
+  for (const onnx::TensorProto &tensor : graph.initializer()) {
+    bool isFloat = tensor.data_type() == onnx::TensorProto::FLOAT ||
+                   tensor.data_type() == onnx::TensorProto::DOUBLE ||
+                   tensor.data_type() == onnx::TensorProto::FLOAT16 ||
+                   tensor.data_type() == onnx::TensorProto::BFLOAT16;
+    if (isFloat && tensor.dims_size() > 0) {
+      params.push_back(&tensor);
+      continue;
+    }
+    FailureOr<ConstantValue> value = readConstant(tensor, fileLoc);
+    if (failed(value))
+      return nullptr;
+    constants[tensor.name()] = *value;
+  }
+
+  SmallVector<Type> argTypes;
+  SmallVector<Attribute> argAttrs;
+  SmallVector<std::string> argNames;
+  for (const onnx::TensorProto *tensor : params) {
+    FailureOr<Type> elementType = getElementType(tensor->data_type(), fileLoc);
+    if (failed(elementType))
+      return nullptr;
+    argTypes.push_back(RankedTensorType::get(
+        SmallVector<int64_t>(tensor->dims().begin(), tensor->dims().end()),
+        *elementType));
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        train::TrainDialect::kParamAttrName,
+        builder.getStringAttr(tensor->name()))));
+    argNames.push_back(tensor->name());
+  }
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (initializers.count(input.name()))
+      continue;
+    FailureOr<RankedTensorType> type = getTensorType(input.name(), fileLoc);
+    if (failed(type))
+      return nullptr;
+    argTypes.push_back(*type);
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        train::TrainDialect::kInputAttrName,
+        builder.getStringAttr(input.name()))));
+    argNames.push_back(input.name());
+  }
+  SmallVector<Type> resultTypes;
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    FailureOr<RankedTensorType> type = getTensorType(output.name(), fileLoc);
+    if (failed(type))
+      return nullptr;
+    resultTypes.push_back(*type);
+  }
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  (*module)->setAttr("train.onnx_model", builder.getStringAttr(path));
+  builder.setInsertionPointToEnd(module->getBody());
+  auto function = func::FuncOp::create(
+      builder, fileLoc, "forward",
+      builder.getFunctionType(argTypes, resultTypes));
+  function.setAllArgAttrs(argAttrs);
+  Block *body = function.addEntryBlock();
+  for (auto [name, arg] : llvm::zip(argNames, body->getArguments()))
+    values[name] = arg;
+  builder.setInsertionPointToEnd(body);
+
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    nodeIndex = index;
+    if (failed(importNode(node)))
+      return nullptr;
+  }
+
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    Value value = values.lookup(output.name());
+    if (!value) {
+      if (auto it = constants.find(output.name()); it != constants.end()) {
+        FailureOr<Type> elementType =
+            getElementType(it->second.elemType, fileLoc);
+        if (failed(elementType))
+          return nullptr;
+        value = materialize(it->second, *elementType);
+      } else {
+        emitError(fileLoc) << "graph output '" << output.name()
+                           << "' is not computed by any node";
+        return nullptr;
+      }
+    }
+    results.push_back(value);
+  }
+  func::ReturnOp::create(builder, fileLoc, results);
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<ModuleOp>
+mlir::dtrain::importONNX(const llvm::MemoryBuffer &buffer, MLIRContext *context,
+                         const ONNXImportOptions &options) {
+  context->loadDialect<arith::ArithDialect, func::FuncDialect, nn::NNDialect,
+                       train::TrainDialect>();
+  StringRef path = buffer.getBufferIdentifier();
+  Location fileLoc = FileLineColLoc::get(context, path, 0, 0);
+  StringRef data = buffer.getBuffer();
+
+  onnx::ModelProto model;
+  if (data.ltrim().starts_with("<")) {
+    // The ONNX text format, handy for tests.
+    onnx::Common::Status status =
+        onnx::OnnxParser::Parse(model, data.str().c_str());
+    if (!status.IsOK()) {
+      emitError(fileLoc) << "cannot parse the ONNX text format: "
+                         << status.ErrorMessage();
+      return nullptr;
+    }
+  } else if (data.size() > static_cast<size_t>(INT_MAX) ||
+             !model.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+    emitError(fileLoc) << "not an ONNX model: the file does not parse as an "
+                          "ONNX ModelProto (truncated, or another format?)";
+    return nullptr;
+  }
+  if (!model.has_graph()) {
+    emitError(fileLoc) << "not an ONNX model: it has no graph";
+    return nullptr;
+  }
+  Importer importer(context, path, options);
+  return importer.run(model);
+}
+
+namespace {
+struct ONNXImportCLOptions {
+  llvm::cl::opt<int64_t> batchSize{
+      "batch-size",
+      llvm::cl::desc("ONNX import: bind dimension 0 of every data input "
+                     "whose size is symbolic to N"),
+      llvm::cl::value_desc("N"), llvm::cl::init(0)};
+  llvm::cl::list<std::string> inputShapes{
+      "input-shape",
+      llvm::cl::desc("ONNX import: the full shape of a data input, as "
+                     "NAME=D0xD1x... (repeatable)"),
+      llvm::cl::value_desc("NAME=DIMS")};
+};
+} // namespace
+
+static llvm::ManagedStatic<ONNXImportCLOptions> clOptions;
+
+void mlir::dtrain::registerONNXImportCLOptions() { *clOptions; }
+
+FailureOr<ONNXImportOptions>
+mlir::dtrain::getONNXImportOptionsFromCL(Location loc) {
+  ONNXImportOptions options;
+  if (clOptions->batchSize < 0)
+    return emitError(loc) << "--batch-size must be positive, got "
+                          << clOptions->batchSize;
+  if (clOptions->batchSize > 0)
+    options.batchSize = clOptions->batchSize;
+  for (StringRef text : clOptions->inputShapes) {
+    auto [name, dims] = text.split('=');
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    SmallVector<int64_t> shape;
+    for (StringRef part : parts) {
+      int64_t size;
+      if (part.getAsInteger(10, size) || size <= 0)
+        return emitError(loc) << "--input-shape expects NAME=D0xD1x... with "
+                                 "positive sizes, got '"
+                              << text << "'";
+      shape.push_back(size);
+    }
+    if (name.empty())
+      return emitError(loc) << "--input-shape expects NAME=D0xD1x..., got '"
+                            << text << "'";
+    options.inputShapes[name] = shape;
+  }
+  return options;
+}
+
+void mlir::dtrain::registerONNXImportTranslation() {
+  registerONNXImportCLOptions();
+  TranslateToMLIRRegistration registration(
+      "import-onnx",
+      "Import an ONNX model (binary or text format) into the nn dialect",
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        FailureOr<ONNXImportOptions> options = getONNXImportOptionsFromCL(
+            FileLineColLoc::get(context, buffer->getBufferIdentifier(), 0, 0));
+        if (failed(options))
+          return nullptr;
+        return importONNX(*buffer, context, *options);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<arith::ArithDialect, func::FuncDialect,
+                        nn::NNDialect, train::TrainDialect>();
+      });
+}
