@@ -9,10 +9,10 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "DTRAIN"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dtrain_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
@@ -32,6 +32,10 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tools = [
     "dtrain-opt",
+    "dtrain-translate",
+    # Debian's interpreter, which sees python3-onnx (the first python3 on
+    # PATH may be another one).
+    ToolSubst("%python", "/usr/bin/python3"),
     # The stock mlir-opt, for the plugin test: never dtrain's.
     ToolSubst("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")),
     "mlir-translate",

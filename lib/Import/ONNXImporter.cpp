@@ -81,10 +81,14 @@ private:
                                            : node.name();
     return NameLoc::get(StringAttr::get(ctx, name), fileLoc);
   }
+  /// "node 'conv1' (Conv): ", or "node #3 (Conv): " for unnamed nodes.
   InFlightDiagnostic nodeError(const onnx::NodeProto &node) {
-    return emitError(nodeLoc(node))
-           << "node '" << (node.name().empty() ? "<unnamed>" : node.name())
-           << "' (" << node.op_type() << "): ";
+    InFlightDiagnostic diag = emitError(nodeLoc(node)) << "node ";
+    if (node.name().empty())
+      diag << "#" << nodeIndex;
+    else
+      diag << "'" << node.name() << "'";
+    return std::move(diag << " (" << node.op_type() << "): ");
   }
 
   //===--- Model-level steps ----------------------------------------------===//
@@ -1442,11 +1446,12 @@ void mlir::dtrain::registerONNXImportCLOptions() { *clOptions; }
 FailureOr<ONNXImportOptions>
 mlir::dtrain::getONNXImportOptionsFromCL(Location loc) {
   ONNXImportOptions options;
-  if (clOptions->batchSize < 0)
+  int64_t batchSize = clOptions->batchSize;
+  if (batchSize < 0)
     return emitError(loc) << "--batch-size must be positive, got "
-                          << clOptions->batchSize;
-  if (clOptions->batchSize > 0)
-    options.batchSize = clOptions->batchSize;
+                          << batchSize;
+  if (batchSize > 0)
+    options.batchSize = batchSize;
   for (StringRef text : clOptions->inputShapes) {
     auto [name, dims] = text.split('=');
     SmallVector<StringRef> parts;
