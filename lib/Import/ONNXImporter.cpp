@@ -30,6 +30,7 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include "onnx/defs/parser.h"
+#include <google/protobuf/io/coded_stream.h>
 #include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
@@ -1388,6 +1389,111 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
 } // namespace
 
 //===----------------------------------------------------------------------===//
+// Reading the protobuf without its weights
+//===----------------------------------------------------------------------===//
+
+// Field numbers of onnx.proto that lead to the weights.
+constexpr uint32_t kModelGraphField = 7;
+constexpr uint32_t kGraphInitializerField = 5;
+constexpr uint32_t kTensorRawDataField = 9;
+/// Raw data up to this size is kept: shape tensors and other small
+/// constants that the importer folds.
+constexpr size_t kMaxKeptRawData = 4096;
+
+static void appendVarint(std::string &out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>(value | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+/// Copies the protobuf message `in` to `out` field by field; `rewrite` may
+/// take over a length-delimited field (returning true) to drop or change it.
+/// Returns false when `in` is not a well-formed message.
+static bool rewriteMessage(
+    StringRef in, std::string &out,
+    llvm::function_ref<bool(uint32_t field, StringRef payload,
+                            std::string &out)>
+        rewrite) {
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(in.data()),
+      static_cast<int>(in.size()));
+  while (stream.CurrentPosition() < static_cast<int>(in.size())) {
+    int start = stream.CurrentPosition();
+    uint32_t tag = stream.ReadTag();
+    uint32_t field = tag >> 3;
+    bool ok = field != 0;
+    switch (tag & 7) {
+    case 0: { // varint
+      uint64_t ignored;
+      ok = ok && stream.ReadVarint64(&ignored);
+      break;
+    }
+    case 1: // fixed64
+      ok = ok && stream.Skip(8);
+      break;
+    case 5: // fixed32
+      ok = ok && stream.Skip(4);
+      break;
+    case 2: { // length-delimited
+      uint32_t length;
+      ok = ok && stream.ReadVarint32(&length);
+      int payloadStart = stream.CurrentPosition();
+      ok = ok && stream.Skip(length);
+      if (ok && rewrite(field, in.substr(payloadStart, length), out))
+        continue;
+      break;
+    }
+    default: // groups (deprecated) and invalid wire types
+      ok = false;
+    }
+    if (!ok)
+      return false;
+    out.append(in.data() + start, stream.CurrentPosition() - start);
+  }
+  return true;
+}
+
+/// The model without the raw data of its large initializers: the importer
+/// needs their names, types and shapes only, so a model of any size is read
+/// with memory for its graph, not its weights (the trainer maps the weights
+/// from the file itself).
+static bool stripWeights(StringRef model, std::string &slim) {
+  auto appendField = [](std::string &out, uint32_t field,
+                        StringRef payload) {
+    appendVarint(out, (field << 3) | 2);
+    appendVarint(out, payload.size());
+    out.append(payload.data(), payload.size());
+  };
+  bool wellFormed = true;
+  bool ok = rewriteMessage(model, slim, [&](uint32_t field, StringRef graph,
+                                            std::string &out) {
+    if (field != kModelGraphField)
+      return false;
+    std::string slimGraph;
+    wellFormed &= rewriteMessage(
+        graph, slimGraph,
+        [&](uint32_t field, StringRef tensor, std::string &out) {
+          if (field != kGraphInitializerField)
+            return false;
+          std::string slimTensor;
+          wellFormed &= rewriteMessage(
+              tensor, slimTensor,
+              [](uint32_t field, StringRef data, std::string &) {
+                return field == kTensorRawDataField &&
+                       data.size() > kMaxKeptRawData;
+              });
+          appendField(out, field, slimTensor);
+          return true;
+        });
+    appendField(out, field, slimGraph);
+    return true;
+  });
+  return ok && wellFormed;
+}
+
+//===----------------------------------------------------------------------===//
 // Entry points
 //===----------------------------------------------------------------------===//
 
@@ -1410,11 +1516,19 @@ mlir::dtrain::importONNX(const llvm::MemoryBuffer &buffer, MLIRContext *context,
                          << status.ErrorMessage();
       return nullptr;
     }
-  } else if (data.size() > static_cast<size_t>(INT_MAX) ||
-             !model.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
-    emitError(fileLoc) << "not an ONNX model: the file does not parse as an "
-                          "ONNX ModelProto (truncated, or another format?)";
-    return nullptr;
+  } else {
+    if (data.size() > static_cast<size_t>(INT_MAX)) {
+      emitError(fileLoc) << "the model is larger than protobuf's 2 GB "
+                            "limit; store its weights as external data";
+      return nullptr;
+    }
+    std::string slim;
+    if (!stripWeights(data, slim) || !model.ParseFromString(slim)) {
+      emitError(fileLoc) << "not an ONNX model: the file does not parse as "
+                            "an ONNX ModelProto (truncated, or another "
+                            "format?)";
+      return nullptr;
+    }
   }
   if (!model.has_graph()) {
     emitError(fileLoc) << "not an ONNX model: it has no graph";
