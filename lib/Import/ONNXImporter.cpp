@@ -22,6 +22,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ManagedStatic.h"
@@ -65,6 +66,17 @@ struct ConstantValue {
                            std::multiplies<int64_t>());
   }
 };
+
+/// The element count of a tensor with dimensions `dims` as read from a
+/// file: none when a dimension is negative or the count overflows.
+template <typename Range>
+std::optional<int64_t> getCheckedElementCount(const Range &dims) {
+  int64_t count = 1;
+  for (int64_t dim : dims)
+    if (dim < 0 || llvm::MulOverflow(count, dim, count))
+      return std::nullopt;
+  return count;
+}
 
 class Importer {
 public:
@@ -397,6 +409,8 @@ FailureOr<RankedTensorType> Importer::getTensorType(const std::string &name,
              << "') after binding the inputs: dtrain needs static shapes";
     shape.push_back(dim.dim_value());
   }
+  if (!getCheckedElementCount(shape))
+    return emitError(loc) << "'" << name << "' has invalid dimensions";
   FailureOr<Type> elementType = getElementType(tensor.elem_type(), loc);
   if (failed(elementType))
     return failure();
@@ -407,8 +421,12 @@ FailureOr<ConstantValue>
 Importer::readConstant(const onnx::TensorProto &tensor, Location loc) {
   ConstantValue value;
   value.elemType = tensor.data_type();
+  std::optional<int64_t> checkedCount = getCheckedElementCount(tensor.dims());
+  if (!checkedCount)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' has invalid dimensions";
   value.shape.assign(tensor.dims().begin(), tensor.dims().end());
-  int64_t count = value.numElements();
+  int64_t count = *checkedCount;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
     return emitError(loc) << "constant '" << tensor.name()
                           << "' stores its data externally; only parameters "
@@ -1313,6 +1331,11 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
   SmallVector<Attribute> argAttrs;
   SmallVector<std::string> argNames;
   for (const onnx::TensorProto *tensor : params) {
+    if (!getCheckedElementCount(tensor->dims())) {
+      emitError(fileLoc) << "initializer '" << tensor->name()
+                         << "' has invalid dimensions";
+      return nullptr;
+    }
     FailureOr<Type> elementType = getElementType(tensor->data_type(), fileLoc);
     if (failed(elementType))
       return nullptr;
@@ -1508,12 +1531,19 @@ mlir::dtrain::importONNX(const llvm::MemoryBuffer &buffer, MLIRContext *context,
 
   onnx::ModelProto model;
   if (data.ltrim().starts_with("<")) {
-    // The ONNX text format, handy for tests.
-    onnx::Common::Status status =
-        onnx::OnnxParser::Parse(model, data.str().c_str());
-    if (!status.IsOK()) {
-      emitError(fileLoc) << "cannot parse the ONNX text format: "
-                         << status.ErrorMessage();
+    // The ONNX text format, handy for tests. Its parser reports most errors
+    // by status, some (malformed numbers) by throwing.
+    std::string message;
+    try {
+      onnx::Common::Status status =
+          onnx::OnnxParser::Parse(model, data.str().c_str());
+      if (!status.IsOK())
+        message = status.ErrorMessage();
+    } catch (const std::exception &e) {
+      message = e.what();
+    }
+    if (!message.empty()) {
+      emitError(fileLoc) << "cannot parse the ONNX text format: " << message;
       return nullptr;
     }
   } else {
