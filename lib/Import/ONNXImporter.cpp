@@ -171,6 +171,13 @@ private:
   llvm::StringMap<Value> values;
   llvm::StringMap<ConstantValue> constants;
   llvm::StringMap<const onnx::TensorProto *> initializers;
+  /// Names read by some node or returned by the graph.
+  llvm::StringSet<> used;
+
+  /// True when output #index of `node` exists and something reads it.
+  bool isOutputUsed(const onnx::NodeProto &node, int index) {
+    return index < node.output_size() && used.contains(node.output(index));
+  }
 };
 
 //===----------------------------------------------------------------------===//
@@ -1143,7 +1150,7 @@ LogicalResult Importer::importPool(const onnx::NodeProto &node) {
   FailureOr<Value> x = getValue(node, 0);
   if (failed(x))
     return failure();
-  if (node.output_size() > 1 && !node.output(1).empty())
+  if (isOutputUsed(node, 1))
     return nodeError(node) << "the Indices output of MaxPool is not "
                               "supported";
   auto xType = cast<RankedTensorType>(x->getType());
@@ -1240,7 +1247,7 @@ LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
   FailureOr<Value> x = getValue(node, 0);
   if (failed(x))
     return failure();
-  if (node.output_size() > 1 && !node.output(1).empty())
+  if (isOutputUsed(node, 1))
     return nodeError(node) << "the mask output of Dropout is not supported";
   double ratio = getFloatAttr(node, "ratio", 0.5);
   if (const ConstantValue *c = getConstant(node, 1))
@@ -1309,10 +1316,24 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
 
   // Parameters: float initializers with at least one element that nodes
   // read as data; the rest (integer shape tensors, scalars) are constants.
+  // Batch-norm running statistics are buffers, not trained; initializers no
+  // node reads are left out.
+  llvm::StringSet<> buffers;
+  for (const onnx::ValueInfoProto &output : graph.output())
+    used.insert(output.name());
+  for (const onnx::NodeProto &node : graph.node()) {
+    for (const std::string &input : node.input())
+      used.insert(input);
+    if (node.op_type() == "BatchNormalization")
+      for (int i = 3; i < std::min(node.input_size(), 5); ++i)
+        buffers.insert(node.input(i));
+  }
   for (const onnx::TensorProto &tensor : graph.initializer())
     initializers[tensor.name()] = &tensor;
   SmallVector<const onnx::TensorProto *> params;
   for (const onnx::TensorProto &tensor : graph.initializer()) {
+    if (!used.contains(tensor.name()))
+      continue;
     bool isFloat = tensor.data_type() == onnx::TensorProto::FLOAT ||
                    tensor.data_type() == onnx::TensorProto::DOUBLE ||
                    tensor.data_type() == onnx::TensorProto::FLOAT16 ||
@@ -1343,7 +1364,8 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
         SmallVector<int64_t>(tensor->dims().begin(), tensor->dims().end()),
         *elementType));
     argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        train::TrainDialect::kParamAttrName,
+        buffers.contains(tensor->name()) ? train::TrainDialect::kBufferAttrName
+                                         : train::TrainDialect::kParamAttrName,
         builder.getStringAttr(tensor->name()))));
     argNames.push_back(tensor->name());
   }

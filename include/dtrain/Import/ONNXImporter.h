@@ -28,8 +28,9 @@ struct ONNXImportOptions {
 
 /// Parses an ONNX model (binary protobuf, or the ONNX text format when the
 /// buffer starts with '<') and builds a module with one `func.func @forward`
-/// in the nn dialect: arguments are the trainable parameters (float
-/// initializers, `train.param = "<name>"`) then the data inputs
+/// in the nn dialect: arguments are the float initializers (trainable
+/// parameters, `train.param = "<name>"`, and batch-norm running statistics,
+/// `train.buffer = "<name>"`) then the data inputs
 /// (`train.input = "<name>"`); results are the graph outputs. Weights stay in
 /// the ONNX file, whose path the module records as `train.onnx_model`.
 /// Every problem is reported as a located error; returns null on failure.

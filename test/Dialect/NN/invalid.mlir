@@ -50,7 +50,7 @@ func.func @add_not_broadcastable(%a: tensor<4x8xf32>, %b: tensor<3xf32>) -> tens
 // -----
 
 func.func @add_wrong_result(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'nn.add' op result type '8' not broadcast compatible with broadcasted operands's shapes '4x8'}}
+  // expected-error @+1 {{'nn.add' op expected result of type 'tensor<4x8xf32>' but got 'tensor<8xf32>'}}
   %0 = nn.add %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
@@ -114,7 +114,7 @@ func.func @cross_entropy_float_labels(%logits: tensor<32x10xf32>, %labels: tenso
 // -----
 
 func.func @cross_entropy_grad_result(%g: tensor<f32>, %logits: tensor<32x10xf32>, %labels: tensor<32xi64>) -> tensor<32x10xf16> {
-  // expected-error @+1 {{'nn.softmax_cross_entropy_grad' op result type 'tensor<32x10xf16>' differs from the logits type 'tensor<32x10xf32>'}}
+  // expected-error @+1 {{'nn.softmax_cross_entropy_grad' op expected result of type 'tensor<32x10xf32>' but got 'tensor<32x10xf16>'}}
   %0 = nn.softmax_cross_entropy_grad %g, %logits, %labels : tensor<f32>, tensor<32x10xf32>, tensor<32xi64> -> tensor<32x10xf16>
   return %0 : tensor<32x10xf16>
 }
@@ -125,4 +125,316 @@ func.func @unknown_op(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{custom op 'nn.gelu' is unknown}}
   %0 = nn.gelu %x : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @cross_entropy_loss_type(%logits: tensor<32x10xf32>, %labels: tensor<32xi64>) -> tensor<f16> {
+  // expected-error @+1 {{'nn.softmax_cross_entropy' op expected result of type 'tensor<f32>' but got 'tensor<f16>'}}
+  %0 = nn.softmax_cross_entropy %logits, %labels : tensor<32x10xf32>, tensor<32xi64> -> tensor<f16>
+  return %0 : tensor<f16>
+}
+
+// -----
+
+func.func @cross_entropy_grad_type(%g: tensor<f16>, %logits: tensor<32x10xf32>, %labels: tensor<32xi64>) -> tensor<32x10xf32> {
+  // expected-error @+1 {{'nn.softmax_cross_entropy_grad' op grad and logits element types differ}}
+  %0 = nn.softmax_cross_entropy_grad %g, %logits, %labels : tensor<f16>, tensor<32x10xf32>, tensor<32xi64> -> tensor<32x10xf32>
+  return %0 : tensor<32x10xf32>
+}
+
+// -----
+
+func.func @sub_not_broadcastable(%a: tensor<4x8xf32>, %b: tensor<4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'nn.sub' op operands don't have broadcast-compatible shapes: 'tensor<4x8xf32>' and 'tensor<4xf32>'}}
+  %0 = nn.sub %a, %b : tensor<4x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @div_element_types(%a: tensor<4xf32>, %b: tensor<4xf64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.div' op requires the same element type for all operands and results}}
+  %0 = nn.div %a, %b : tensor<4xf32>, tensor<4xf64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @sigmoid_types(%x: tensor<4xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'nn.sigmoid' op requires the same type for all operands and results}}
+  %0 = "nn.sigmoid"(%x) : (tensor<4xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @clip_bounds(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.clip' op min 2.000000e+00 exceeds max 1.000000e+00}}
+  %0 = nn.clip %x {min = 2.0 : f64, max = 1.0 : f64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @dropout_ratio(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.dropout' op ratio must be in [0, 1), got 1.000000e+00}}
+  %0 = nn.dropout %x {ratio = 1.0 : f64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'nn.log_softmax' op axis -1 is out of range for a rank-2 input}}
+  %0 = nn.log_softmax %x {axis = -1 : i64} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x3xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{'nn.reshape' op input has 6 elements but the result type 'tensor<5xf32>' has 5}}
+  %0 = nn.reshape %x : tensor<2x3xf32> -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
+// -----
+
+func.func @reshape_element_type(%x: tensor<2x3xf32>) -> tensor<6xf16> {
+  // expected-error @+1 {{'nn.reshape' op requires the same element type for all operands and results}}
+  %0 = nn.reshape %x : tensor<2x3xf32> -> tensor<6xf16>
+  return %0 : tensor<6xf16>
+}
+
+// -----
+
+func.func @transpose_permutation(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  // expected-error @+1 {{'nn.transpose' op permutation [0, 1, 1] is not a permutation of [0, 3)}}
+  %0 = nn.transpose %x {permutation = array<i64: 0, 1, 1>} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+func.func @transpose_result(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  // expected-error @+1 {{'nn.transpose' op expected result of type 'tensor<2x4x3xf32>' but got 'tensor<2x3x4xf32>'}}
+  %0 = nn.transpose %x {permutation = array<i64: 0, 2, 1>} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+func.func @concat_empty() -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.concat' op expected 1 or more operands, but found 0}}
+  %0 = "nn.concat"() {axis = 0 : i64} : () -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @concat_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'nn.concat' op axis 2 is out of range for a rank-2 input}}
+  %0 = nn.concat %a {axis = 2 : i64} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @concat_rank(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'nn.concat' op input #1 has rank 1, expected 2}}
+  %0 = nn.concat %a, %b {axis = 1 : i64} : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_sizes(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'nn.concat' op input #1 has size 4 in dimension 0, expected 2}}
+  %0 = nn.concat %a, %b {axis = 1 : i64} : tensor<2x3xf32>, tensor<4x3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @pad_count(%x: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'nn.pad' op expects 4 values in 'pads', got 2}}
+  %0 = nn.pad %x {pads = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @pad_negative(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'nn.pad' op expects 'pads' values >= 0}}
+  %0 = nn.pad %x {pads = array<i64: 0, 0, 0, -1>} : tensor<2x3xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @conv_input_rank(%x: tensor<3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<4x7x7xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expects an N x C x H x W input, got 'tensor<3x9x9xf32>'}}
+  %0 = nn.conv2d %x, %w : tensor<3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<4x7x7xf32>
+  return %0 : tensor<4x7x7xf32>
+}
+
+// -----
+
+func.func @conv_weight_rank(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3xf32>) -> tensor<1x4x7x7xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expects an O x C/groups x Kh x Kw weight, got 'tensor<4x3x3xf32>'}}
+  %0 = nn.conv2d %x, %w : tensor<1x3x9x9xf32>, tensor<4x3x3xf32> -> tensor<1x4x7x7xf32>
+  return %0 : tensor<1x4x7x7xf32>
+}
+
+// -----
+
+func.func @conv_groups(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x7x7xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expects groups >= 1, got 0}}
+  %0 = nn.conv2d %x, %w {groups = 0 : i64} : tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x7x7xf32>
+  return %0 : tensor<1x4x7x7xf32>
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x4x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x7x7xf32> {
+  // expected-error @+1 {{'nn.conv2d' op input has 4 channels but the weight expects 3 x 1 (groups)}}
+  %0 = nn.conv2d %x, %w : tensor<1x4x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x7x7xf32>
+  return %0 : tensor<1x4x7x7xf32>
+}
+
+// -----
+
+func.func @conv_filters(%x: tensor<1x4x9x9xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x7x7xf32> {
+  // expected-error @+1 {{'nn.conv2d' op weight has 3 filters, not divisible by the 2 groups}}
+  %0 = nn.conv2d %x, %w {groups = 2 : i64} : tensor<1x4x9x9xf32>, tensor<3x2x3x3xf32> -> tensor<1x3x7x7xf32>
+  return %0 : tensor<1x3x7x7xf32>
+}
+
+// -----
+
+func.func @conv_bias(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x4x7x7xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expected bias of type 'tensor<4xf32>' but got 'tensor<3xf32>'}}
+  %0 = nn.conv2d %x, %w, %b : tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32>, tensor<3xf32> -> tensor<1x4x7x7xf32>
+  return %0 : tensor<1x4x7x7xf32>
+}
+
+// -----
+
+func.func @conv_strides_count(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x7x7xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expects 2 values in 'strides', got 1}}
+  %0 = nn.conv2d %x, %w {strides = array<i64: 1>} : tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x7x7xf32>
+  return %0 : tensor<1x4x7x7xf32>
+}
+
+// -----
+
+func.func @conv_strides_positive(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x7x7xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expects 'strides' values >= 1}}
+  %0 = nn.conv2d %x, %w {strides = array<i64: 1, 0>} : tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x7x7xf32>
+  return %0 : tensor<1x4x7x7xf32>
+}
+
+// -----
+
+func.func @conv_dilations_positive(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x7x7xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expects 'dilations' values >= 1}}
+  %0 = nn.conv2d %x, %w {dilations = array<i64: 0, 1>} : tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x7x7xf32>
+  return %0 : tensor<1x4x7x7xf32>
+}
+
+// -----
+
+func.func @conv_padding_negative(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x7x7xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expects 'padding' values >= 0}}
+  %0 = nn.conv2d %x, %w {padding = array<i64: 0, 0, -1, 0>} : tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x7x7xf32>
+  return %0 : tensor<1x4x7x7xf32>
+}
+
+// -----
+
+func.func @conv_window(%x: tensor<1x3x4x4xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x1x1xf32> {
+  // expected-error @+1 {{'nn.conv2d' op window height 5 (dilated kernel) exceeds the padded input height 4}}
+  %0 = nn.conv2d %x, %w {dilations = array<i64: 2, 2>} : tensor<1x3x4x4xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x1x1xf32>
+  return %0 : tensor<1x4x1x1xf32>
+}
+
+// -----
+
+func.func @conv_result(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x9x9xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expected result of type 'tensor<1x4x7x7xf32>' but got 'tensor<1x4x9x9xf32>'}}
+  %0 = nn.conv2d %x, %w : tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x9x9xf32>
+  return %0 : tensor<1x4x9x9xf32>
+}
+
+// -----
+
+func.func @max_pool_kernel(%x: tensor<1x3x9x9xf32>) -> tensor<1x3x9x9xf32> {
+  // expected-error @+1 {{'nn.max_pool2d' op expects 2 values in 'kernel', got 3}}
+  %0 = nn.max_pool2d %x {kernel = array<i64: 1, 1, 1>} : tensor<1x3x9x9xf32> -> tensor<1x3x9x9xf32>
+  return %0 : tensor<1x3x9x9xf32>
+}
+
+// -----
+
+func.func @max_pool_kernel_positive(%x: tensor<1x3x9x9xf32>) -> tensor<1x3x9x9xf32> {
+  // expected-error @+1 {{'nn.max_pool2d' op expects 'kernel' values >= 1}}
+  %0 = nn.max_pool2d %x {kernel = array<i64: 0, 1>} : tensor<1x3x9x9xf32> -> tensor<1x3x9x9xf32>
+  return %0 : tensor<1x3x9x9xf32>
+}
+
+// -----
+
+func.func @max_pool_ceil_result(%x: tensor<1x3x9x9xf32>) -> tensor<1x3x4x4xf32> {
+  // expected-error @+1 {{'nn.max_pool2d' op expected result of type 'tensor<1x3x5x5xf32>' but got 'tensor<1x3x4x4xf32>'}}
+  %0 = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, ceil_mode} : tensor<1x3x9x9xf32> -> tensor<1x3x4x4xf32>
+  return %0 : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+func.func @avg_pool_dilations(%x: tensor<1x3x9x9xf32>) -> tensor<1x3x7x7xf32> {
+  // expected-error @+1 {{'nn.avg_pool2d' op expects dilations of 1}}
+  %0 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, dilations = array<i64: 2, 2>} : tensor<1x3x9x9xf32> -> tensor<1x3x7x7xf32>
+  return %0 : tensor<1x3x7x7xf32>
+}
+
+// -----
+
+func.func @global_avg_pool_rank(%x: tensor<3x9x9xf32>) -> tensor<3x1x1xf32> {
+  // expected-error @+1 {{'nn.global_avg_pool2d' op expects an N x C x H x W input, got 'tensor<3x9x9xf32>'}}
+  %0 = nn.global_avg_pool2d %x : tensor<3x9x9xf32> -> tensor<3x1x1xf32>
+  return %0 : tensor<3x1x1xf32>
+}
+
+// -----
+
+func.func @batch_norm_rank(%x: tensor<8xf32>, %c: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'nn.batch_norm' op expects an N x C x ... input of rank >= 2, got 'tensor<8xf32>'}}
+  %0 = nn.batch_norm %x, %c, %c, %c, %c : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @batch_norm_channels(%x: tensor<2x8xf32>, %c: tensor<8xf32>, %v: tensor<4xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'nn.batch_norm' op expected var of type 'tensor<8xf32>' but got 'tensor<4xf32>'}}
+  %0 = nn.batch_norm %x, %c, %c, %c, %v : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @batch_norm_train_stats(%x: tensor<2x8xf32>, %c: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.batch_norm_train' op expected result #1 of type 'tensor<8xf32>' but got 'tensor<4xf32>'}}
+  %0:3 = nn.batch_norm_train %x, %c, %c : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> (tensor<2x8xf32>, tensor<4xf32>, tensor<8xf32>)
+  return %0#1 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_mean_result(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'nn.reduce_mean' op expected result of type 'tensor<4x1xf32>' but got 'tensor<4x8xf32>'}}
+  %0 = nn.reduce_mean %x dims = [1] {keep_dims} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
 }

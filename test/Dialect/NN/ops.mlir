@@ -53,3 +53,94 @@ func.func @broadcast_and_dynamic(%a: tensor<4x1xbf16>, %b: tensor<1x8xbf16>,
   %p = nn.matmul %c, %d : tensor<?x16xf16>, tensor<16x?xf16> -> tensor<?x?xf16>
   return %s, %p : tensor<4x8xbf16>, tensor<?x?xf16>
 }
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  // CHECK: nn.sub %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %0 = nn.sub %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.mul %{{.*}}, %{{.*}} : tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %1 = nn.mul %b, %0 : tensor<8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.div %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %2 = nn.div %1, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.sigmoid %{{.*}} : tensor<4x8xf32>
+  %3 = nn.sigmoid %2 : tensor<4x8xf32>
+  // CHECK: nn.tanh %{{.*}} : tensor<4x8xf32>
+  %4 = nn.tanh %3 : tensor<4x8xf32>
+  // CHECK: nn.leaky_relu %{{.*}} : tensor<4x8xf32>
+  %5 = nn.leaky_relu %4 : tensor<4x8xf32>
+  // CHECK: nn.leaky_relu %{{.*}} {alpha = 2.000000e-01 : f64} : tensor<4x8xf32>
+  %6 = nn.leaky_relu %5 {alpha = 0.2 : f64} : tensor<4x8xf32>
+  // CHECK: nn.clip %{{.*}} {max = 6.000000e+00 : f64, min = 0.000000e+00 : f64} : tensor<4x8xf32>
+  %7 = nn.clip %6 {min = 0.0 : f64, max = 6.0 : f64} : tensor<4x8xf32>
+  // CHECK: nn.clip %{{.*}} {min = -1.000000e+00 : f64} : tensor<4x8xf32>
+  %8 = nn.clip %7 {min = -1.0 : f64} : tensor<4x8xf32>
+  // CHECK: nn.dropout %{{.*}} : tensor<4x8xf32>
+  %9 = nn.dropout %8 : tensor<4x8xf32>
+  // CHECK: nn.dropout %{{.*}} {ratio = 1.000000e-01 : f64} : tensor<4x8xf32>
+  %10 = nn.dropout %9 {ratio = 0.1 : f64} : tensor<4x8xf32>
+  // CHECK: nn.softmax %{{.*}} {axis = 1 : i64} : tensor<4x8xf32>
+  %11 = nn.softmax %10 {axis = 1 : i64} : tensor<4x8xf32>
+  // CHECK: nn.log_softmax %{{.*}} {axis = 0 : i64} : tensor<4x8xf32>
+  %12 = nn.log_softmax %11 {axis = 0 : i64} : tensor<4x8xf32>
+  return %12 : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @shapes
+func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %d: tensor<?x3x4xf32>)
+    -> (tensor<6x4xf32>, tensor<4x3x2xf32>, tensor<2x8x4xf32>, tensor<?x6x4xf32>, tensor<2x5x7xf32>) {
+  // CHECK: nn.reshape %{{.*}} : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %r = nn.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  // CHECK: nn.transpose %{{.*}} {permutation = array<i64: 2, 1, 0>} : tensor<2x3x4xf32> -> tensor<4x3x2xf32>
+  %t = nn.transpose %x {permutation = array<i64: 2, 1, 0>} : tensor<2x3x4xf32> -> tensor<4x3x2xf32>
+  // CHECK: nn.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : tensor<2x3x4xf32>, tensor<2x5x4xf32> -> tensor<2x8x4xf32>
+  %c = nn.concat %x, %y {axis = 1 : i64} : tensor<2x3x4xf32>, tensor<2x5x4xf32> -> tensor<2x8x4xf32>
+  // A dynamic size is inferred where an input is dynamic.
+  // CHECK: nn.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : tensor<?x3x4xf32>, tensor<2x3x4xf32> -> tensor<?x6x4xf32>
+  %cd = nn.concat %d, %x {axis = 1 : i64} : tensor<?x3x4xf32>, tensor<2x3x4xf32> -> tensor<?x6x4xf32>
+  // CHECK: nn.pad %{{.*}} {pads = array<i64: 0, 1, 1, 0, 1, 2>, value = 1.000000e+00 : f64} : tensor<2x3x4xf32> -> tensor<2x5x7xf32>
+  %p = nn.pad %x {pads = array<i64: 0, 1, 1, 0, 1, 2>, value = 1.0 : f64} : tensor<2x3x4xf32> -> tensor<2x5x7xf32>
+  return %r, %t, %c, %cd, %p : tensor<6x4xf32>, tensor<4x3x2xf32>, tensor<2x8x4xf32>, tensor<?x6x4xf32>, tensor<2x5x7xf32>
+}
+
+// CHECK-LABEL: func.func @conv_pool
+func.func @conv_pool(%x: tensor<8x4x9x9xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>)
+    -> (tensor<8x6x9x9xf32>, tensor<8x6x3x4xf32>, tensor<8x4x4x4xf32>, tensor<8x4x5x5xf32>,
+        tensor<8x4x5x5xf32>, tensor<8x4x1x1xf32>) {
+  // CHECK: nn.conv2d %{{.*}}, %{{.*}}, %{{.*}} {groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>} : tensor<8x4x9x9xf32>, tensor<6x2x3x3xf32>, tensor<6xf32> -> tensor<8x6x9x9xf32>
+  %c = nn.conv2d %x, %w, %b {groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>} : tensor<8x4x9x9xf32>, tensor<6x2x3x3xf32>, tensor<6xf32> -> tensor<8x6x9x9xf32>
+  // Ho = (9 + 0 + 1 - 2*2 - 1) / 2 + 1 = 3, Wo = (9 + 1 + 1 - 2*2 - 1) / 2 + 1 = 4.
+  // CHECK: nn.conv2d %{{.*}}, %{{.*}} {dilations = array<i64: 2, 2>, groups = 2 : i64, padding = array<i64: 0, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x4x9x9xf32>, tensor<6x2x3x3xf32> -> tensor<8x6x3x4xf32>
+  %s = nn.conv2d %x, %w {strides = array<i64: 2, 2>, dilations = array<i64: 2, 2>, padding = array<i64: 0, 1, 1, 1>, groups = 2 : i64} : tensor<8x4x9x9xf32>, tensor<6x2x3x3xf32> -> tensor<8x6x3x4xf32>
+  // CHECK: nn.max_pool2d %{{.*}} {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x4x9x9xf32> -> tensor<8x4x4x4xf32>
+  %m = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x4x9x9xf32> -> tensor<8x4x4x4xf32>
+  // Ceil mode keeps the last, partial window.
+  // CHECK: nn.max_pool2d %{{.*}} {ceil_mode, kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x4x9x9xf32> -> tensor<8x4x5x5xf32>
+  %mc = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, ceil_mode} : tensor<8x4x9x9xf32> -> tensor<8x4x5x5xf32>
+  // Ceil mode would give 6, but the sixth window would start in the right padding.
+  // CHECK: nn.avg_pool2d %{{.*}} {ceil_mode, count_include_pad, kernel = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x4x9x9xf32> -> tensor<8x4x5x5xf32>
+  %a = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, ceil_mode, count_include_pad} : tensor<8x4x9x9xf32> -> tensor<8x4x5x5xf32>
+  // CHECK: nn.global_avg_pool2d %{{.*}} : tensor<8x4x9x9xf32> -> tensor<8x4x1x1xf32>
+  %g = nn.global_avg_pool2d %x : tensor<8x4x9x9xf32> -> tensor<8x4x1x1xf32>
+  return %c, %s, %m, %mc, %a, %g : tensor<8x6x9x9xf32>, tensor<8x6x3x4xf32>, tensor<8x4x4x4xf32>, tensor<8x4x5x5xf32>, tensor<8x4x5x5xf32>, tensor<8x4x1x1xf32>
+}
+
+// CHECK-LABEL: func.func @normalization
+func.func @normalization(%x: tensor<8x4x3x3xf32>, %s: tensor<4xf32>, %b: tensor<4xf32>,
+                         %m: tensor<4xf32>, %v: tensor<4xf32>)
+    -> (tensor<8x4x3x3xf32>, tensor<8x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8x4x1x1xf32>) {
+  // CHECK: nn.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f64} : tensor<8x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<8x4x3x3xf32>
+  %y = nn.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-3 : f64} : tensor<8x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<8x4x3x3xf32>
+  // CHECK: nn.batch_norm_train %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x4x3x3xf32>, tensor<4xf32>, tensor<4xf32> -> (tensor<8x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %t:3 = nn.batch_norm_train %x, %s, %b : tensor<8x4x3x3xf32>, tensor<4xf32>, tensor<4xf32> -> (tensor<8x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  // CHECK: nn.reduce_mean %{{.*}} dims = [2, 3] {keep_dims} : tensor<8x4x3x3xf32> -> tensor<8x4x1x1xf32>
+  %r = nn.reduce_mean %x dims = [2, 3] {keep_dims} : tensor<8x4x3x3xf32> -> tensor<8x4x1x1xf32>
+  return %y, %t#0, %t#1, %t#2, %r : tensor<8x4x3x3xf32>, tensor<8x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8x4x1x1xf32>
+}
+
+// Results may be more static than inference, as long as they agree.
+// CHECK-LABEL: func.func @refined_result
+func.func @refined_result(%x: tensor<?x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x7x7xf32> {
+  // CHECK: nn.conv2d %{{.*}}, %{{.*}} : tensor<?x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x7x7xf32>
+  %y = nn.conv2d %x, %w : tensor<?x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x7x7xf32>
+  return %y : tensor<2x4x7x7xf32>
+}

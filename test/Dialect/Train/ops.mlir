@@ -4,10 +4,12 @@
 
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: {train.param = "fc.weight"}
+// CHECK-SAME: {train.buffer = "bn.running_mean"}
 // CHECK-SAME: {train.optimizer_state = "fc.weight.momentum"}
 // CHECK-SAME: {train.input = "x"}
 // CHECK-SAME: {train.label = "y"}
 func.func @step(%w: tensor<64x10xf32> {train.param = "fc.weight"},
+                %m: tensor<10xf32> {train.buffer = "bn.running_mean"},
                 %v: tensor<64x10xf32> {train.optimizer_state = "fc.weight.momentum"},
                 %x: tensor<16x64xf32> {train.input = "x"},
                 %y: tensor<16xi64> {train.label = "y"},

@@ -1,8 +1,13 @@
 //===- NNOps.cpp - nn dialect operations ----------------------------------===//
 //
-// Verifiers check what the type constraints cannot: that the static shapes of
-// operands and results agree. Dynamic dimensions (`?`) are accepted wherever
-// the matching static size is unknown.
+// Shape rules live in one place per op: its `inferReturnTypes`. Builders call
+// it to fill in result types, and the verifier (the InferredResultTypes
+// trait) calls it to report invalid operands or attributes and to check the
+// written result types. Dynamic dimensions (`?`) are accepted wherever the
+// matching static size is unknown, and propagate to the inferred type.
+//
+// Inference relies on the operand type constraints of ODS (ranked float
+// tensors), which hold both in verification and for well-typed builders.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,77 +15,535 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::dtrain::nn;
 
-/// True when two dimension sizes can be equal at run time.
-static bool dimsCompatible(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+bool mlir::dtrain::nn::areCompatibleReturnTypes(TypeRange lhs, TypeRange rhs) {
+  return lhs.size() == rhs.size() &&
+         llvm::all_of(llvm::zip_equal(lhs, rhs), [](auto types) {
+           auto [l, r] = types;
+           return getElementTypeOrSelf(l) == getElementTypeOrSelf(r) &&
+                  succeeded(verifyCompatibleShape(l, r));
+         });
+}
+
+LogicalResult mlir::dtrain::nn::verifyInferredResultTypes(Operation *op) {
+  SmallVector<Type> inferred;
+  if (failed(cast<InferTypeOpInterface>(op).inferReturnTypes(
+          op->getContext(), op->getLoc(), op->getOperands(),
+          op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+          op->getRegions(), inferred)))
+    return failure();
+  for (auto [i, types] :
+       llvm::enumerate(llvm::zip_equal(inferred, op->getResultTypes()))) {
+    auto [expected, actual] = types;
+    if (areCompatibleReturnTypes(expected, actual))
+      continue;
+    InFlightDiagnostic diag = op->emitOpError("expected result");
+    if (op->getNumResults() > 1)
+      diag << " #" << i;
+    return diag << " of type " << expected << " but got " << actual;
+  }
+  return success();
+}
+
+namespace {
+/// Reports the errors of an op's inference at its location, if it has one,
+/// worded like verifier errors ("'nn.conv2d' op ...") because the verifier
+/// reports them as its own.
+struct Reporter {
+  std::optional<Location> loc;
+  StringRef opName;
+
+  template <typename... Args> LogicalResult operator()(Args &&...args) const {
+    return emitOptionalError(loc, "'", opName, "' op ",
+                             std::forward<Args>(args)...);
+  }
+};
+} // namespace
+
+template <typename OpTy> static Reporter reporter(std::optional<Location> loc) {
+  return {loc, OpTy::getOperationName()};
+}
+
+static RankedTensorType rankedType(Value value) {
+  return cast<RankedTensorType>(value.getType());
 }
 
 /// Checks that `actual` can hold a tensor of the shape `expected`.
-static LogicalResult verifyShape(Operation *op, StringRef what,
-                                 ArrayRef<int64_t> expected,
-                                 RankedTensorType actual) {
-  if (actual.getRank() == static_cast<int64_t>(expected.size()) &&
-      llvm::all_of(llvm::zip_equal(expected, actual.getShape()),
-                   [](auto dims) {
-                     return dimsCompatible(std::get<0>(dims),
-                                           std::get<1>(dims));
-                   }))
+static LogicalResult checkShape(const Reporter &error, StringRef what,
+                                ArrayRef<int64_t> expected,
+                                RankedTensorType actual) {
+  if (succeeded(verifyCompatibleShape(expected, actual.getShape())))
     return success();
-  return op->emitOpError() << "expected " << what << " of type "
-                           << RankedTensorType::get(expected,
-                                                    actual.getElementType())
-                           << " but got " << actual;
+  return error("expected ", what, " of type ",
+               RankedTensorType::get(expected, actual.getElementType()),
+               " but got ", actual);
+}
+
+/// Checks that `axis` names a dimension of a rank-`rank` tensor; axes are
+/// normalized (non-negative) by the importer.
+static LogicalResult checkAxis(const Reporter &error, StringRef what,
+                               int64_t axis, int64_t rank) {
+  if (axis >= 0 && axis < rank)
+    return success();
+  return error(what, " ", axis, " is out of range for a rank-", rank, " input");
+}
+
+/// Checks the size of an array attribute.
+static LogicalResult checkCount(const Reporter &error, StringRef name,
+                                ArrayRef<int64_t> values, size_t count) {
+  if (values.size() == count)
+    return success();
+  return error("expects ", count, " values in '", name, "', got ",
+               values.size());
+}
+
+/// Checks an array attribute's size and that its values are at least `min`.
+static LogicalResult checkValues(const Reporter &error, StringRef name,
+                                 ArrayRef<int64_t> values, size_t count,
+                                 int64_t min) {
+  if (failed(checkCount(error, name, values, count)))
+    return failure();
+  if (llvm::all_of(values, [&](int64_t v) { return v >= min; }))
+    return success();
+  return error("expects '", name, "' values >= ", min);
+}
+
+/// Merges two compatible sizes, keeping the static one.
+static int64_t mergeDims(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) ? b : a;
 }
 
 //===----------------------------------------------------------------------===//
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::verify() {
-  auto lhsType = getLhs().getType(), rhsType = getRhs().getType();
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Reporter error = reporter<MatmulOp>(loc);
+  RankedTensorType lhsType = rankedType(adaptor.getLhs());
+  RankedTensorType rhsType = rankedType(adaptor.getRhs());
   if (lhsType.getRank() != 2 || rhsType.getRank() != 2)
-    return emitOpError("expects rank-2 operands, got ")
-           << lhsType << " and " << rhsType;
+    return error("expects rank-2 operands, got ", lhsType, " and ", rhsType);
   // Rows and contraction size of op(lhs), contraction size and columns of
   // op(rhs).
-  int64_t m = lhsType.getDimSize(getTransposeLhs() ? 1 : 0);
-  int64_t kLhs = lhsType.getDimSize(getTransposeLhs() ? 0 : 1);
-  int64_t kRhs = rhsType.getDimSize(getTransposeRhs() ? 1 : 0);
-  int64_t n = rhsType.getDimSize(getTransposeRhs() ? 0 : 1);
-  if (!dimsCompatible(kLhs, kRhs))
-    return emitOpError("contraction sizes differ: ")
-           << kLhs << " (lhs) vs " << kRhs << " (rhs)";
-  return verifyShape(*this, "result", {m, n}, getResult().getType());
+  bool tl = adaptor.getTransposeLhs(), tr = adaptor.getTransposeRhs();
+  int64_t m = lhsType.getDimSize(tl ? 1 : 0);
+  int64_t kLhs = lhsType.getDimSize(tl ? 0 : 1);
+  int64_t kRhs = rhsType.getDimSize(tr ? 1 : 0);
+  int64_t n = rhsType.getDimSize(tr ? 0 : 1);
+  if (failed(verifyCompatibleDims({kLhs, kRhs})))
+    return error("contraction sizes differ: ", kLhs, " (lhs) vs ", kRhs,
+                 " (rhs)");
+  types.push_back(RankedTensorType::get({m, n}, lhsType.getElementType()));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
-// ReduceSumOp
+// Elementwise
 //===----------------------------------------------------------------------===//
 
-LogicalResult ReduceSumOp::verify() {
-  RankedTensorType inputType = getInput().getType();
-  int64_t rank = inputType.getRank();
-  ArrayRef<int64_t> dims = getDims();
-  for (auto [i, dim] : llvm::enumerate(dims)) {
-    if (dim < 0 || dim >= rank)
-      return emitOpError("dimension ")
-             << dim << " is out of range for a rank-" << rank << " input";
-    if (i > 0 && dim <= dims[i - 1])
-      return emitOpError("dims must be strictly increasing");
+/// NumPy broadcasting of the two operands of a binary op.
+template <typename OpTy>
+static LogicalResult inferBroadcast(std::optional<Location> loc,
+                                    typename OpTy::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &types) {
+  RankedTensorType lhsType = rankedType(adaptor.getLhs());
+  RankedTensorType rhsType = rankedType(adaptor.getRhs());
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(lhsType.getShape(),
+                                          rhsType.getShape(), shape))
+    return reporter<OpTy>(loc)("operands don't have broadcast-compatible "
+                               "shapes: ",
+                               lhsType, " and ", rhsType);
+  types.push_back(RankedTensorType::get(shape, lhsType.getElementType()));
+  return success();
+}
+
+#define NN_BROADCAST_INFERENCE(OpTy)                                           \
+  LogicalResult OpTy::inferReturnTypes(                                        \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &types) {                                          \
+    return inferBroadcast<OpTy>(loc, adaptor, types);                          \
   }
-  SmallVector<int64_t> expected;
+NN_BROADCAST_INFERENCE(AddOp)
+NN_BROADCAST_INFERENCE(SubOp)
+NN_BROADCAST_INFERENCE(MulOp)
+NN_BROADCAST_INFERENCE(DivOp)
+#undef NN_BROADCAST_INFERENCE
+
+LogicalResult ClipOp::verify() {
+  std::optional<APFloat> min = getMin(), max = getMax();
+  if (min && max && *max < *min)
+    return emitOpError("min ")
+           << getMinAttr().getValueAsDouble() << " exceeds max "
+           << getMaxAttr().getValueAsDouble();
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  double ratio = getRatio().convertToDouble();
+  if (ratio >= 0.0 && ratio < 1.0)
+    return success();
+  return emitOpError("ratio must be in [0, 1), got ") << ratio;
+}
+
+/// The softmax axis; the result type is the input type (generated).
+template <typename OpTy> static LogicalResult verifySoftmaxAxis(OpTy op) {
+  return checkAxis(reporter<OpTy>(op.getLoc()), "axis", op.getAxis(),
+                   op.getInput().getType().getRank());
+}
+
+LogicalResult SoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
+LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType resultType = getResult().getType();
+  if (!inputType.hasStaticShape() || !resultType.hasStaticShape() ||
+      inputType.getNumElements() == resultType.getNumElements())
+    return success();
+  return emitOpError("input has ")
+         << inputType.getNumElements() << " elements but the result type "
+         << resultType << " has " << resultType.getNumElements();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  int64_t rank = inputType.getRank();
+  SmallVector<bool> seen(rank, false);
+  bool valid = static_cast<int64_t>(perm.size()) == rank &&
+               llvm::all_of(perm, [&](int64_t d) {
+                 return d >= 0 && d < rank && !std::exchange(seen[d], true);
+               });
+  if (!valid)
+    return reporter<TransposeOp>(loc)(
+        "permutation [", perm, "] is not a permutation of [0, ", rank, ")");
+  SmallVector<int64_t> shape = llvm::map_to_vector(
+      perm, [&](int64_t d) { return inputType.getDimSize(d); });
+  types.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Reporter error = reporter<ConcatOp>(loc);
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return error("expects at least one input");
+  RankedTensorType firstType = rankedType(inputs.front());
+  int64_t rank = firstType.getRank(), axis = adaptor.getAxis();
+  if (failed(checkAxis(error, "axis", axis, rank)))
+    return failure();
+  SmallVector<int64_t> shape(firstType.getShape());
+  for (auto [i, input] : llvm::enumerate(inputs.drop_front())) {
+    RankedTensorType type = rankedType(input);
+    if (type.getRank() != rank)
+      return error("input #", i + 1, " has rank ", type.getRank(),
+                   ", expected ", rank);
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t size = type.getDimSize(d);
+      if (d == axis) {
+        shape[d] =
+            ShapedType::isDynamic(shape[d]) || ShapedType::isDynamic(size)
+                ? ShapedType::kDynamic
+                : shape[d] + size;
+      } else if (failed(verifyCompatibleDims({shape[d], size}))) {
+        return error("input #", i + 1, " has size ", size, " in dimension ", d,
+                     ", expected ", shape[d]);
+      } else {
+        shape[d] = mergeDims(shape[d], size);
+      }
+    }
+  }
+  types.push_back(RankedTensorType::get(shape, firstType.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  int64_t rank = inputType.getRank();
+  ArrayRef<int64_t> pads = adaptor.getPads();
+  if (failed(checkValues(reporter<PadOp>(loc), "pads", pads, 2 * rank, 0)))
+    return failure();
+  SmallVector<int64_t> shape(inputType.getShape());
+  for (int64_t d = 0; d < rank; ++d)
+    if (!ShapedType::isDynamic(shape[d]))
+      shape[d] += pads[d] + pads[rank + d];
+  types.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The (height, width) window geometry shared by convolution and pooling.
+struct Window2D {
+  std::array<int64_t, 2> kernel; // may be dynamic for convolution
+  ArrayRef<int64_t> strides, dilations, padding;
+  bool ceilMode = false;
+};
+} // namespace
+
+/// Checks `window` and returns the spatial output sizes for an NCHW input,
+/// floor((in + pads - dilation * (kernel - 1) - 1) / stride) + 1, rounded up
+/// in ceil mode except that the last window must start inside the input or
+/// its leading padding (ONNX and PyTorch).
+static FailureOr<std::array<int64_t, 2>>
+inferWindowOutput(const Reporter &error, RankedTensorType inputType,
+                  const Window2D &window) {
+  if (failed(checkValues(error, "strides", window.strides, 2, 1)) ||
+      failed(checkValues(error, "dilations", window.dilations, 2, 1)) ||
+      failed(checkValues(error, "padding", window.padding, 4, 0)))
+    return failure();
+  std::array<int64_t, 2> out;
+  for (int i = 0; i < 2; ++i) {
+    StringRef dim = i == 0 ? "height" : "width";
+    int64_t in = inputType.getDimSize(2 + i), k = window.kernel[i];
+    if (ShapedType::isDynamic(in) || ShapedType::isDynamic(k)) {
+      out[i] = ShapedType::kDynamic;
+      continue;
+    }
+    int64_t padBegin = window.padding[i], padEnd = window.padding[2 + i];
+    int64_t stride = window.strides[i];
+    int64_t span = window.dilations[i] * (k - 1) + 1;
+    int64_t padded = in + padBegin + padEnd;
+    if (span > padded)
+      return error("window ", dim, " ", span,
+                   " (dilated kernel) exceeds the "
+                   "padded input ",
+                   dim, " ", padded);
+    int64_t steps = window.ceilMode
+                        ? llvm::divideCeilSigned(padded - span, stride)
+                        : (padded - span) / stride;
+    if (window.ceilMode && steps * stride >= in + padBegin)
+      --steps;
+    out[i] = steps + 1;
+  }
+  return out;
+}
+
+/// The N x C x H x W input of a 2-D window op.
+static LogicalResult checkNCHW(const Reporter &error, RankedTensorType type) {
+  if (type.getRank() == 4)
+    return success();
+  return error("expects an N x C x H x W input, got ", type);
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Reporter error = reporter<Conv2DOp>(loc);
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  RankedTensorType weightType = rankedType(adaptor.getWeight());
+  if (failed(checkNCHW(error, inputType)))
+    return failure();
+  if (weightType.getRank() != 4)
+    return error("expects an O x C/groups x Kh x Kw weight, got ", weightType);
+  int64_t groups = adaptor.getGroups();
+  if (groups < 1)
+    return error("expects groups >= 1, got ", groups);
+  int64_t channels = inputType.getDimSize(1);
+  int64_t groupChannels = weightType.getDimSize(1);
+  int64_t filters = weightType.getDimSize(0);
+  if (!ShapedType::isDynamic(channels) &&
+      !ShapedType::isDynamic(groupChannels) &&
+      channels != groupChannels * groups)
+    return error("input has ", channels, " channels but the weight expects ",
+                 groupChannels, " x ", groups, " (groups)");
+  if (!ShapedType::isDynamic(filters) && filters % groups != 0)
+    return error("weight has ", filters, " filters, not divisible by the ",
+                 groups, " groups");
+  if (Value bias = adaptor.getBias())
+    if (failed(checkShape(error, "bias", {filters}, rankedType(bias))))
+      return failure();
+  FailureOr<std::array<int64_t, 2>> spatial =
+      inferWindowOutput(error, inputType,
+                        {{weightType.getDimSize(2), weightType.getDimSize(3)},
+                         adaptor.getStrides(),
+                         adaptor.getDilations(),
+                         adaptor.getPadding()});
+  if (failed(spatial))
+    return failure();
+  types.push_back(RankedTensorType::get(
+      {inputType.getDimSize(0), filters, (*spatial)[0], (*spatial)[1]},
+      inputType.getElementType()));
+  return success();
+}
+
+/// Both pooling ops: N x C x Ho x Wo from the window attributes.
+template <typename OpTy>
+static LogicalResult inferPool(const Reporter &error,
+                               typename OpTy::Adaptor adaptor,
+                               SmallVectorImpl<Type> &types) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> kernel = adaptor.getKernel();
+  if (failed(checkNCHW(error, inputType)) ||
+      failed(checkValues(error, "kernel", kernel, 2, 1)))
+    return failure();
+  FailureOr<std::array<int64_t, 2>> spatial =
+      inferWindowOutput(error, inputType,
+                        {{kernel[0], kernel[1]},
+                         adaptor.getStrides(),
+                         adaptor.getDilations(),
+                         adaptor.getPadding(),
+                         adaptor.getCeilMode()});
+  if (failed(spatial))
+    return failure();
+  types.push_back(
+      RankedTensorType::get({inputType.getDimSize(0), inputType.getDimSize(1),
+                             (*spatial)[0], (*spatial)[1]},
+                            inputType.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferPool<MaxPool2DOp>(reporter<MaxPool2DOp>(loc), adaptor, types);
+}
+
+LogicalResult AvgPool2DOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Reporter error = reporter<AvgPool2DOp>(loc);
+  if (llvm::any_of(adaptor.getDilations(), [](int64_t d) { return d != 1; }))
+    return error("expects dilations of 1");
+  return inferPool<AvgPool2DOp>(error, adaptor, types);
+}
+
+LogicalResult
+GlobalAvgPool2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &types) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  if (failed(checkNCHW(reporter<GlobalAvgPool2DOp>(loc), inputType)))
+    return failure();
+  types.push_back(RankedTensorType::get(
+      {inputType.getDimSize(0), inputType.getDimSize(1), 1, 1},
+      inputType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+/// Checks an N x C x ... input and its per-channel operands of shape C.
+static LogicalResult
+checkBatchNormOperands(const Reporter &error, RankedTensorType inputType,
+                       ArrayRef<std::pair<StringRef, Value>> perChannel) {
+  if (inputType.getRank() < 2)
+    return error("expects an N x C x ... input of rank >= 2, got ", inputType);
+  for (auto [name, value] : perChannel)
+    if (failed(checkShape(error, name, {inputType.getDimSize(1)},
+                          rankedType(value))))
+      return failure();
+  return success();
+}
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  if (failed(checkBatchNormOperands(reporter<BatchNormOp>(loc), inputType,
+                                    {{"scale", adaptor.getScale()},
+                                     {"bias", adaptor.getBias()},
+                                     {"mean", adaptor.getMean()},
+                                     {"var", adaptor.getVar()}})))
+    return failure();
+  types.push_back(inputType);
+  return success();
+}
+
+LogicalResult BatchNormTrainOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  if (failed(checkBatchNormOperands(
+          reporter<BatchNormTrainOp>(loc), inputType,
+          {{"scale", adaptor.getScale()}, {"bias", adaptor.getBias()}})))
+    return failure();
+  auto statsType = RankedTensorType::get({inputType.getDimSize(1)},
+                                         inputType.getElementType());
+  types.append({inputType, statsType, statsType});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// reduce_sum and reduce_mean: dims strictly increasing and in range; reduced
+/// dimensions dropped or kept with size 1.
+template <typename OpTy>
+static LogicalResult inferReduce(std::optional<Location> loc,
+                                 typename OpTy::Adaptor adaptor,
+                                 SmallVectorImpl<Type> &types) {
+  Reporter error = reporter<OpTy>(loc);
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  int64_t rank = inputType.getRank();
+  ArrayRef<int64_t> dims = adaptor.getDims();
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    if (failed(checkAxis(error, "dimension", dim, rank)))
+      return failure();
+    if (i > 0 && dim <= dims[i - 1])
+      return error("dims must be strictly increasing");
+  }
+  SmallVector<int64_t> shape;
   for (int64_t d = 0; d < rank; ++d) {
     if (!llvm::is_contained(dims, d))
-      expected.push_back(inputType.getDimSize(d));
-    else if (getKeepDims())
-      expected.push_back(1);
+      shape.push_back(inputType.getDimSize(d));
+    else if (adaptor.getKeepDims())
+      shape.push_back(1);
   }
-  return verifyShape(*this, "result", expected, getResult().getType());
+  types.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}
+
+LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferReduce<ReduceSumOp>(loc, adaptor, types);
+}
+
+LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  return inferReduce<ReduceMeanOp>(loc, adaptor, types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -88,35 +551,37 @@ LogicalResult ReduceSumOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// Shared by the loss and its gradient: logits are N x C, labels are N.
-static LogicalResult verifyLogitsAndLabels(Operation *op,
-                                           RankedTensorType logitsType,
-                                           RankedTensorType labelsType) {
+static LogicalResult checkLogitsAndLabels(const Reporter &error,
+                                          RankedTensorType logitsType,
+                                          RankedTensorType labelsType) {
   if (logitsType.getRank() != 2)
-    return op->emitOpError("expects logits of shape N x C, got ")
-           << logitsType;
-  return verifyShape(op, "labels", {logitsType.getDimSize(0)}, labelsType);
+    return error("expects logits of shape N x C, got ", logitsType);
+  return checkShape(error, "labels", {logitsType.getDimSize(0)}, labelsType);
 }
 
-LogicalResult SoftmaxCrossEntropyOp::verify() {
-  if (failed(verifyLogitsAndLabels(*this, getLogits().getType(),
-                                   getLabels().getType())))
+LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  RankedTensorType logitsType = rankedType(adaptor.getLogits());
+  if (failed(checkLogitsAndLabels(reporter<SoftmaxCrossEntropyOp>(loc),
+                                  logitsType, rankedType(adaptor.getLabels()))))
     return failure();
-  if (getLoss().getType().getElementType() !=
-      getLogits().getType().getElementType())
-    return emitOpError("loss and logits element types differ");
+  types.push_back(RankedTensorType::get({}, logitsType.getElementType()));
   return success();
 }
 
-LogicalResult SoftmaxCrossEntropyGradOp::verify() {
-  RankedTensorType logitsType = getLogits().getType();
-  if (failed(verifyLogitsAndLabels(*this, logitsType, getLabels().getType())))
+LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  Reporter error = reporter<SoftmaxCrossEntropyGradOp>(loc);
+  RankedTensorType logitsType = rankedType(adaptor.getLogits());
+  if (failed(checkLogitsAndLabels(error, logitsType,
+                                  rankedType(adaptor.getLabels()))))
     return failure();
-  if (getGrad().getType().getElementType() != logitsType.getElementType())
-    return emitOpError("grad and logits element types differ");
-  if (getResult().getType() != logitsType)
-    return emitOpError("result type ")
-           << getResult().getType() << " differs from the logits type "
-           << logitsType;
+  if (rankedType(adaptor.getGrad()).getElementType() !=
+      logitsType.getElementType())
+    return error("grad and logits element types differ");
+  types.push_back(logitsType);
   return success();
 }
 

@@ -19,8 +19,9 @@ void TrainDialect::initialize() {
 }
 
 static constexpr llvm::StringLiteral kRoleAttrNames[] = {
-    TrainDialect::kParamAttrName, TrainDialect::kOptimizerStateAttrName,
-    TrainDialect::kInputAttrName, TrainDialect::kLabelAttrName};
+    TrainDialect::kParamAttrName, TrainDialect::kBufferAttrName,
+    TrainDialect::kOptimizerStateAttrName, TrainDialect::kInputAttrName,
+    TrainDialect::kLabelAttrName};
 
 LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
@@ -33,8 +34,9 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
   };
   if (!llvm::is_contained(kRoleAttrNames, attrName))
     return emitArgError() << "is not a train dialect argument attribute "
-                             "(expected train.param, train.optimizer_state, "
-                             "train.input or train.label)";
+                             "(expected train.param, train.buffer, "
+                             "train.optimizer_state, train.input or "
+                             "train.label)";
   auto name = dyn_cast<StringAttr>(attribute.getValue());
   if (!name || name.empty())
     return emitArgError() << "must be a non-empty string naming the tensor";

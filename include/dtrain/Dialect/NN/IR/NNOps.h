@@ -11,6 +11,28 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::dtrain::nn {
+
+/// Whether result types `lhs` and `rhs` agree: same count, and pairwise the
+/// same rank and element type with equal sizes where both are static.
+bool areCompatibleReturnTypes(TypeRange lhs, TypeRange rhs);
+
+/// Checks the result types of `op` against its inferred ones, emitting
+/// inference's error or a mismatch at `op`.
+LogicalResult verifyInferredResultTypes(Operation *op);
+
+/// Trait of the ops whose result types are inferred (see NNOps.td).
+template <typename ConcreteType>
+class InferredResultTypes
+    : public ::mlir::OpTrait::TraitBase<ConcreteType, InferredResultTypes> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return verifyInferredResultTypes(op);
+  }
+};
+
+} // namespace mlir::dtrain::nn
+
 #define GET_OP_CLASSES
 #include "dtrain/Dialect/NN/IR/NNOps.h.inc"
 

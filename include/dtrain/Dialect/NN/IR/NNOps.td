@@ -8,10 +8,38 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 //===----------------------------------------------------------------------===//
+// Result type inference
+//===----------------------------------------------------------------------===//
+
+// Result types match inference when they have the same rank and element type
+// and agree on every dimension that is static on both sides; the verifier
+// checks this and reports inference's own errors as the op's.
+def NN_InferredResultTypes : NativeOpTrait<"InferredResultTypes", [], [{
+    static bool isCompatibleReturnTypes(::mlir::TypeRange lhs,
+                                        ::mlir::TypeRange rhs) {
+      return ::mlir::dtrain::nn::areCompatibleReturnTypes(lhs, rhs);
+    }
+  }]> {
+  let cppNamespace = "::mlir::dtrain::nn";
+}
+
+// An op whose result types follow from its operands and attributes through
+// `inferReturnTypes(context, location, adaptor, types)` in NNOps.cpp, the one
+// place for its shape rules. Builders without result types are generated.
+class NN_InferOp<string mnemonic, list<Trait> traits = []>
+    : NN_Op<mnemonic, traits # [InferTypeOpAdaptor, NN_InferredResultTypes]>;
+
+// An op whose result has the type of its (first) operand; ODS generates the
+// inference.
+class NN_SameTypeOp<string mnemonic, list<Trait> traits = []>
+    : NN_Op<mnemonic, traits # [SameOperandsAndResultType,
+                                InferTypeOpInterface, NN_InferredResultTypes]>;
+
+//===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def NN_MatmulOp : NN_Op<"matmul", [Pure, SameOperandsAndResultElementType]> {
+def NN_MatmulOp : NN_InferOp<"matmul", [Pure, SameOperandsAndResultElementType]> {
   let summary = "Matrix product of two rank-2 tensors";
   let description = [{
     Computes `op(lhs) x op(rhs)` where `op` transposes its argument when the
@@ -30,23 +58,22 @@ def NN_MatmulOp : NN_Op<"matmul", [Pure, SameOperandsAndResultElementType]> {
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def NN_AddOp : NN_Op<"add", [Pure, Commutative, ResultsBroadcastableShape,
-                             SameOperandsAndResultElementType]> {
-  let summary = "Elementwise sum with NumPy broadcasting";
+class NN_BinaryOp<string mnemonic, string expr, list<Trait> traits = []>
+    : NN_InferOp<mnemonic, traits # [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Elementwise " # expr # " with NumPy broadcasting";
   let description = [{
-    `result = lhs + rhs`, with the operands broadcast against each other.
-    The result type must be the broadcast of the operand shapes, for example
-    adding a bias to a batch of activations:
+    `result = }] # expr # [{`, with the operands broadcast against each
+    other. The result type is the broadcast of the operand shapes, for
+    example with a per-feature operand:
 
     ```mlir
-    %y = nn.add %h, %b : tensor<32x128xf32>, tensor<128xf32> -> tensor<32x128xf32>
+    %y = nn.}] # mnemonic # [{ %h, %b : tensor<32x128xf32>, tensor<128xf32> -> tensor<32x128xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
@@ -56,19 +83,93 @@ def NN_AddOp : NN_Op<"add", [Pure, Commutative, ResultsBroadcastableShape,
   }];
 }
 
-def NN_ReluOp : NN_Op<"relu", [Pure, SameOperandsAndResultType]> {
+def NN_AddOp : NN_BinaryOp<"add", "lhs + rhs", [Commutative]>;
+def NN_SubOp : NN_BinaryOp<"sub", "lhs - rhs">;
+def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs", [Commutative]>;
+def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs">;
+
+class NN_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : NN_SameTypeOp<mnemonic, traits # [Pure]> {
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def NN_ReluOp : NN_UnaryOp<"relu"> {
   let summary = "Rectified linear unit, max(x, 0)";
   let description = [{
     ```mlir
     %y = nn.relu %x : tensor<32x128xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input);
-  let results = (outs NN_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def NN_ReluGradOp : NN_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid"> {
+  let summary = "Logistic function, 1 / (1 + exp(-x))";
+  let description = [{
+    ```mlir
+    %y = nn.sigmoid %x : tensor<32x128xf32>
+    ```
+  }];
+}
+
+def NN_TanhOp : NN_UnaryOp<"tanh"> {
+  let summary = "Hyperbolic tangent";
+  let description = [{
+    ```mlir
+    %y = nn.tanh %x : tensor<32x128xf32>
+    ```
+  }];
+}
+
+def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu"> {
+  let summary = "Leaky rectified linear unit, x < 0 ? alpha * x : x";
+  let description = [{
+    `alpha` is the slope for negative inputs (0.01 when absent, as in ONNX
+    and PyTorch).
+
+    ```mlir
+    %y = nn.leaky_relu %x {alpha = 2.000000e-01 : f64} : tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<F64Attr, "0.01">:$alpha);
+}
+
+def NN_ClipOp : NN_UnaryOp<"clip"> {
+  let summary = "Clamps each element to [min, max]";
+  let description = [{
+    `result = min(max(input, min), max)`. An absent bound is unbounded on its
+    side; when both are present, `min <= max`. ReLU6 is a clip to `[0, 6]`:
+
+    ```mlir
+    %y = nn.clip %x {max = 6.000000e+00 : f64, min = 0.000000e+00 : f64} : tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, OptionalAttr<F64Attr>:$min,
+                       OptionalAttr<F64Attr>:$max);
+  let hasVerifier = 1;
+}
+
+def NN_DropoutOp : NN_UnaryOp<"dropout"> {
+  let summary = "Dropout: random zeroing during training, identity at inference";
+  let description = [{
+    In a training step each element is zeroed with probability `ratio` and
+    the others are scaled by `1 / (1 - ratio)`, so the expected value is
+    unchanged; in inference the op is the identity. `ratio` is in `[0, 1)`
+    and 0.5 when absent. The random number generator that drives the mask
+    arrives with the lowering of training steps.
+
+    ```mlir
+    %y = nn.dropout %x {ratio = 1.000000e-01 : f64} : tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<F64Attr, "0.5">:$ratio);
+  let hasVerifier = 1;
+}
+
+def NN_ReluGradOp : NN_SameTypeOp<"relu_grad", [Pure]> {
   let summary = "Vector-Jacobian product of nn.relu";
   let description = [{
     Given the gradient `grad` of the loss with respect to `relu(input)`,
@@ -85,12 +186,273 @@ def NN_ReluGradOp : NN_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$grad `,` $input attr-dict `:` type($input)";
 }
 
+class NN_SoftmaxBaseOp<string mnemonic> : NN_UnaryOp<mnemonic> {
+  let arguments = (ins NN_FloatTensor:$input, I64Attr:$axis);
+  let hasVerifier = 1;
+}
+
+def NN_SoftmaxOp : NN_SoftmaxBaseOp<"softmax"> {
+  let summary = "Softmax along one axis";
+  let description = [{
+    `result = exp(x - max) / sum(exp(x - max))` along `axis` (in
+    `[0, rank)`; the importer normalizes negative ONNX axes).
+
+    ```mlir
+    %p = nn.softmax %logits {axis = 1 : i64} : tensor<32x10xf32>
+    ```
+  }];
+}
+
+def NN_LogSoftmaxOp : NN_SoftmaxBaseOp<"log_softmax"> {
+  let summary = "Logarithm of the softmax along one axis";
+  let description = [{
+    `result = x - max - log(sum(exp(x - max)))` along `axis` (in
+    `[0, rank)`), computed without forming the softmax.
+
+    ```mlir
+    %lp = nn.log_softmax %logits {axis = 1 : i64} : tensor<32x10xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def NN_ReshapeOp : NN_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Same elements, new shape";
+  let description = [{
+    Reinterprets `input` in row-major order with the shape of the result
+    type, which is the only place the target shape is written (the importer
+    resolves ONNX's `0` and `-1` entries). The element counts must match
+    when both shapes are static.
+
+    ```mlir
+    %f = nn.reshape %x : tensor<32x64x7x7xf32> -> tensor<32x3136xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_TransposeOp : NN_InferOp<"transpose", [Pure]> {
+  let summary = "Permutes the dimensions";
+  let description = [{
+    Dimension `i` of the result is dimension `permutation[i]` of `input`;
+    `permutation` is a permutation of `[0, rank)`.
+
+    ```mlir
+    %t = nn.transpose %x {permutation = array<i64: 0, 2, 1>} : tensor<8x16x32xf32> -> tensor<8x32x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def NN_ConcatOp : NN_InferOp<"concat", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Concatenation along one axis";
+  let description = [{
+    Joins one or more tensors of the same rank along `axis` (in
+    `[0, rank)`); their other dimensions are equal.
+
+    ```mlir
+    %c = nn.concat %a, %b {axis = 1 : i64} : tensor<8x16xf32>, tensor<8x4xf32> -> tensor<8x20xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<NN_FloatTensor>:$inputs, I64Attr:$axis);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs) `->` type($result)
+  }];
+}
+
+def NN_PadOp : NN_InferOp<"pad", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Pads with a constant";
+  let description = [{
+    Surrounds `input` with `value` (0.0 when absent). `pads` is laid out as
+    in ONNX: the `rank` leading pads of every dimension, then the `rank`
+    trailing ones, all non-negative. Only ONNX's constant mode exists.
+
+    ```mlir
+    %p = nn.pad %x {pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>} : tensor<1x3x4x4xf32> -> tensor<1x3x6x6xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$pads,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+def NN_Conv2DOp : NN_InferOp<"conv2d", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "2-D convolution (cross-correlation), NCHW with OIHW weights";
+  let description = [{
+    `input` is `N x C x H x W`, `weight` is `O x C/groups x Kh x Kw` and the
+    optional `bias` is `O`. `strides` and `dilations` hold the (height,
+    width) values, 1 when absent; `padding` holds the (top, left, bottom,
+    right) zero padding, 0 when absent (the importer resolves ONNX's
+    `auto_pad`). With `groups` > 1, both `C` and `O` are divisible by
+    `groups` and each group of `O/groups` filters sees its own `C/groups`
+    input channels. The result is `N x O x Ho x Wo` where
+
+        Ho = floor((H + top + bottom - dilation_h * (Kh - 1) - 1) / stride_h) + 1
+
+    and likewise `Wo`.
+
+    ```mlir
+    %y = nn.conv2d %x, %w, %b {padding = array<i64: 1, 1, 1, 1>} : tensor<32x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32> -> tensor<32x16x32x32xf32>
+    %z = nn.conv2d %x, %w {strides = array<i64: 2, 2>} : tensor<32x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<32x16x15x15xf32>
+    ```
+  }];
+  let arguments = (ins
+    NN_FloatTensor:$input, NN_FloatTensor:$weight,
+    Optional<NN_FloatTensor>:$bias,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+    DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+class NN_Pool2DOp<string mnemonic, dag extraArgs = (ins)>
+    : NN_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType]> {
+  let arguments = !con((ins
+    NN_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+    UnitAttr:$ceil_mode), extraArgs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def NN_MaxPool2DOp : NN_Pool2DOp<"max_pool2d"> {
+  let summary = "2-D max pooling, NCHW";
+  let description = [{
+    Takes the maximum over each `kernel` (height, width) window of `input`,
+    moved by `strides` (1 when absent) over the input padded by `padding`
+    (top, left, bottom, right; padded elements never win), with the window
+    taps `dilations` apart. The output size is computed as for `nn.conv2d`;
+    with `ceil_mode` the division rounds up, but a window must start inside
+    the input or its leading padding (the ONNX and PyTorch rule).
+
+    ```mlir
+    %y = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<32x16x32x32xf32> -> tensor<32x16x16x16xf32>
+    ```
+  }];
+}
+
+def NN_AvgPool2DOp : NN_Pool2DOp<"avg_pool2d", (ins UnitAttr:$count_include_pad)> {
+  let summary = "2-D average pooling, NCHW";
+  let description = [{
+    Averages each `kernel` window, with `strides`, `padding` and
+    `ceil_mode` as in `nn.max_pool2d`; `dilations` must be 1 (ONNX's
+    AveragePool has none before opset 19). The divisor counts the padding
+    elements of a window when `count_include_pad` is present, and only the
+    input elements otherwise.
+
+    ```mlir
+    %y = nn.avg_pool2d %x {count_include_pad, kernel = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>} : tensor<32x16x32x32xf32> -> tensor<32x16x32x32xf32>
+    ```
+  }];
+}
+
+def NN_GlobalAvgPool2DOp : NN_InferOp<"global_avg_pool2d",
+                                      [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Mean over the spatial dimensions, NCHW";
+  let description = [{
+    ```mlir
+    %y = nn.global_avg_pool2d %x : tensor<32x512x7x7xf32> -> tensor<32x512x1x1xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+def NN_BatchNormOp : NN_InferOp<"batch_norm", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Batch normalization with given statistics (inference form)";
+  let description = [{
+    For `input` of shape `N x C x ...` (rank >= 2, channels in dimension 1)
+    and per-channel tensors of shape `C`:
+
+        result = scale * (input - mean) / sqrt(var + epsilon) + bias
+
+    where `mean` and `var` are the running statistics. Training uses
+    `nn.batch_norm_train`.
+
+    ```mlir
+    %y = nn.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.000000e-05 : f64} : tensor<32x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<32x16x8x8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
+                       NN_FloatTensor:$bias, NN_FloatTensor:$mean,
+                       NN_FloatTensor:$var,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $var attr-dict `:` type($input)
+    `,` type($scale) `,` type($bias) `,` type($mean) `,` type($var) `->`
+    type($result)
+  }];
+}
+
+def NN_BatchNormTrainOp : NN_InferOp<"batch_norm_train",
+                                     [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Batch normalization with the batch's statistics (training form)";
+  let description = [{
+    Normalizes `input` (`N x C x ...`) as `nn.batch_norm` does, but with the
+    mean and biased variance of the batch, taken per channel over every
+    dimension but 1. Returns them as `batch_mean` and `batch_var` (shape `C`)
+    beside the result, so the training step can update the running
+    statistics with its momentum.
+
+    ```mlir
+    %y, %mean, %var = nn.batch_norm_train %x, %scale, %bias {epsilon = 1.000000e-05 : f64} : tensor<32x16x8x8xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<32x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
+                       NN_FloatTensor:$bias,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$batch_mean,
+                      NN_FloatTensor:$batch_var);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias attr-dict `:` type($input) `,` type($scale)
+    `,` type($bias) `->` `(` type($result) `,` type($batch_mean) `,`
+    type($batch_var) `)`
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
-def NN_ReduceSumOp : NN_Op<"reduce_sum", [Pure, SameOperandsAndResultElementType]> {
-  let summary = "Sum over the given dimensions";
+class NN_ReduceOp<string mnemonic, string what>
+    : NN_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType]> {
+  let summary = what # " over the given dimensions";
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keep_dims);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `dims` `=` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "Sum"> {
   let description = [{
     Sums `input` over `dims` (strictly increasing, each in `[0, rank)`). The
     reduced dimensions are dropped from the result, or kept with size 1 when
@@ -101,20 +463,24 @@ def NN_ReduceSumOp : NN_Op<"reduce_sum", [Pure, SameOperandsAndResultElementType
     %db = nn.reduce_sum %dy dims = [0] : tensor<32x128xf32> -> tensor<128xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$dims,
-                       UnitAttr:$keep_dims);
-  let results = (outs NN_FloatTensor:$result);
-  let assemblyFormat = [{
-    $input `dims` `=` $dims attr-dict `:` type($input) `->` type($result)
+}
+
+def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "Mean"> {
+  let description = [{
+    Averages `input` over `dims`, which, like the result shape, follow
+    `nn.reduce_sum`:
+
+    ```mlir
+    %m = nn.reduce_mean %x dims = [2, 3] {keep_dims} : tensor<32x16x8x8xf32> -> tensor<32x16x1x1xf32>
+    ```
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 
-def NN_SoftmaxCrossEntropyOp : NN_Op<"softmax_cross_entropy", [Pure]> {
+def NN_SoftmaxCrossEntropyOp : NN_InferOp<"softmax_cross_entropy", [Pure]> {
   let summary = "Mean softmax cross-entropy of logits against class labels";
   let description = [{
     For `logits` of shape `N x C` and integer `labels` of shape `N` with
@@ -134,10 +500,9 @@ def NN_SoftmaxCrossEntropyOp : NN_Op<"softmax_cross_entropy", [Pure]> {
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($loss)
   }];
-  let hasVerifier = 1;
 }
 
-def NN_SoftmaxCrossEntropyGradOp : NN_Op<"softmax_cross_entropy_grad", [Pure]> {
+def NN_SoftmaxCrossEntropyGradOp : NN_InferOp<"softmax_cross_entropy_grad", [Pure]> {
   let summary = "Vector-Jacobian product of nn.softmax_cross_entropy";
   let description = [{
     Given the gradient `grad` of the final objective with respect to the
@@ -158,7 +523,6 @@ def NN_SoftmaxCrossEntropyGradOp : NN_Op<"softmax_cross_entropy_grad", [Pure]> {
     $grad `,` $logits `,` $labels attr-dict `:` type($grad) `,` type($logits)
     `,` type($labels) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 #endif // DTRAIN_DIALECT_NN_IR_NNOPS_TD

@@ -21,6 +21,7 @@ def Train_Dialect : Dialect {
     | attribute | the argument is |
     |-----------|-----------------|
     | `train.param = "fc1.weight"` | a trainable parameter |
+    | `train.buffer = "bn1.running_mean"` | non-trainable state the model updates itself (batch-norm running statistics, PyTorch's buffers) |
     | `train.optimizer_state = "fc1.weight.momentum"` | optimizer state kept across steps |
     | `train.input = "x"` | a batch of model inputs |
     | `train.label = "y"` | a batch of labels |
@@ -38,6 +39,7 @@ def Train_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Names of the argument attributes that give an argument its role.
     static constexpr llvm::StringLiteral kParamAttrName = "train.param";
+    static constexpr llvm::StringLiteral kBufferAttrName = "train.buffer";
     static constexpr llvm::StringLiteral kOptimizerStateAttrName =
         "train.optimizer_state";
     static constexpr llvm::StringLiteral kInputAttrName = "train.input";
