@@ -36,6 +36,7 @@
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
 
+#include <charconv>
 #include <numeric>
 
 using namespace mlir;
@@ -198,10 +199,16 @@ int64_t getIntAttr(const onnx::NodeProto &node, StringRef name,
   return attr ? attr->i() : defaultValue;
 }
 
+/// ONNX float attributes are f32; they are widened through their shortest
+/// decimal form so that 0.001f becomes 0.001, not 0.0010000000474974513.
 double getFloatAttr(const onnx::NodeProto &node, StringRef name,
                     double defaultValue) {
   const onnx::AttributeProto *attr = findAttr(node, name);
-  return attr ? attr->f() : defaultValue;
+  if (!attr)
+    return defaultValue;
+  char text[32];
+  *std::to_chars(text, text + sizeof(text) - 1, attr->f()).ptr = '\0';
+  return std::strtod(text, nullptr);
 }
 
 std::string getStringAttr(const onnx::NodeProto &node, StringRef name,
