@@ -20,6 +20,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -114,8 +115,12 @@ private:
 
   //===--- Types and values -----------------------------------------------===//
   FailureOr<Type> getElementType(int32_t onnxType, Location loc);
+  /// The type ONNX shape inference gives `name`. Symbolic dimensions are an
+  /// error, or become `?` with `allowSymbolic` (for node results, which the
+  /// nn op's own inference then makes static).
   FailureOr<RankedTensorType> getTensorType(const std::string &name,
-                                            Location loc);
+                                            Location loc,
+                                            bool allowSymbolic = false);
   FailureOr<Value> getValue(const onnx::NodeProto &node, int index);
   const ConstantValue *getConstant(const onnx::NodeProto &node, int index);
   bool hasInput(const onnx::NodeProto &node, int index) {
@@ -141,6 +146,8 @@ private:
   LogicalResult foldNode(const onnx::NodeProto &node, bool &folded);
 
   LogicalResult importGemm(const onnx::NodeProto &node);
+  LogicalResult emitReshape(const onnx::NodeProto &node, Value x,
+                            ArrayRef<int64_t> shape);
   LogicalResult importFlatten(const onnx::NodeProto &node);
   LogicalResult importReshape(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
@@ -407,7 +414,8 @@ FailureOr<Type> Importer::getElementType(int32_t onnxType, Location loc) {
 }
 
 FailureOr<RankedTensorType> Importer::getTensorType(const std::string &name,
-                                                    Location loc) {
+                                                    Location loc,
+                                                    bool allowSymbolic) {
   auto it = types.find(name);
   if (it == types.end() || !it->second.has_tensor_type() ||
       !it->second.tensor_type().has_shape())
@@ -416,14 +424,19 @@ FailureOr<RankedTensorType> Importer::getTensorType(const std::string &name,
   const onnx::TypeProto_Tensor &tensor = it->second.tensor_type();
   SmallVector<int64_t> shape;
   for (const onnx::TensorShapeProto_Dimension &dim : tensor.shape().dim()) {
-    if (!dim.has_dim_value())
-      return emitError(loc)
-             << "'" << name << "' has a symbolic dimension ('"
-             << dim.dim_param()
-             << "') after binding the inputs: dtrain needs static shapes";
+    if (!dim.has_dim_value()) {
+      if (!allowSymbolic)
+        return emitError(loc)
+               << "'" << name << "' has a symbolic dimension ('"
+               << dim.dim_param()
+               << "') after binding the inputs: dtrain needs static shapes";
+      shape.push_back(ShapedType::kDynamic);
+      continue;
+    }
     shape.push_back(dim.dim_value());
   }
-  if (!getCheckedElementCount(shape))
+  if (!getCheckedElementCount(llvm::make_filter_range(
+          shape, [](int64_t dim) { return !ShapedType::isDynamic(dim); })))
     return emitError(loc) << "'" << name << "' has invalid dimensions";
   FailureOr<Type> elementType = getElementType(tensor.elem_type(), loc);
   if (failed(elementType))
@@ -579,6 +592,23 @@ FailureOr<Operation *> Importer::createOp(const onnx::NodeProto &node,
   state.addAttributes(attrs);
   state.addTypes(resultTypes);
   Operation *op = builder.create(state);
+  // Where ONNX left a dimension symbolic, the op's own inference decides.
+  bool refine = llvm::any_of(resultTypes, [](Type type) {
+    return !cast<ShapedType>(type).hasStaticShape();
+  });
+  if (auto inferable = dyn_cast<InferTypeOpInterface>(op); refine && inferable) {
+    SmallVector<Type> inferred;
+    if (failed(inferable.inferReturnTypes(
+            ctx, op->getLoc(), op->getOperands(), op->getAttrDictionary(),
+            op->getPropertiesStorage(), op->getRegions(), inferred)))
+      return failure();
+    for (auto [result, type] : llvm::zip(op->getResults(), inferred))
+      result.setType(type);
+  }
+  for (auto [index, type] : llvm::enumerate(op->getResultTypes()))
+    if (!cast<ShapedType>(type).hasStaticShape())
+      return nodeError(node) << "no static shape for output #" << index
+                             << " (" << type << ")";
   if (failed(verify(op, /*verifyRecursively=*/false)))
     return failure();
   return op;
@@ -587,8 +617,8 @@ FailureOr<Operation *> Importer::createOp(const onnx::NodeProto &node,
 LogicalResult Importer::emitSingle(const onnx::NodeProto &node,
                                    StringRef opName, ValueRange operands,
                                    ArrayRef<NamedAttribute> attrs) {
-  FailureOr<RankedTensorType> type = getTensorType(node.output(0),
-                                                   nodeLoc(node));
+  FailureOr<RankedTensorType> type =
+      getTensorType(node.output(0), nodeLoc(node), /*allowSymbolic=*/true);
   if (failed(type))
     return failure();
   FailureOr<Operation *> op = createOp(node, opName, operands, attrs, {*type});
@@ -757,11 +787,14 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
 
   if (type == "Shape") {
     // The shape of any tensor whose type is static is a constant.
-    FailureOr<RankedTensorType> inputType =
-        getTensorType(node.input(0), loc);
-    if (failed(inputType))
+    FailureOr<Value> input = getValue(node, 0);
+    if (failed(input))
       return failure();
-    ArrayRef<int64_t> dims = inputType->getShape();
+    auto inputType = cast<RankedTensorType>(input->getType());
+    if (!inputType.hasStaticShape())
+      return nodeError(node) << "the input shape " << inputType
+                             << " is not static";
+    ArrayRef<int64_t> dims = inputType.getShape();
     int64_t rank = dims.size();
     int64_t start = getIntAttr(node, "start", 0);
     int64_t end = getIntAttr(node, "end", rank);
@@ -935,7 +968,8 @@ LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
   if (failed(a) || failed(b))
     return failure();
   Location loc = nodeLoc(node);
-  FailureOr<RankedTensorType> resultType = getTensorType(node.output(0), loc);
+  FailureOr<RankedTensorType> resultType =
+      getTensorType(node.output(0), loc, /*allowSymbolic=*/true);
   if (failed(resultType))
     return failure();
   SmallVector<NamedAttribute> attrs;
@@ -982,23 +1016,100 @@ LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
   return success();
 }
 
+/// Creates nn.reshape of `x` to `shape`: the importer computes reshape
+/// targets itself (ONNX's data propagation does not always reach them) and
+/// checks ONNX's result type when it has a static one.
+LogicalResult Importer::emitReshape(const onnx::NodeProto &node, Value x,
+                                    ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(
+      shape, cast<RankedTensorType>(x.getType()).getElementType());
+  auto it = types.find(node.output(0));
+  bool onnxStatic =
+      it != types.end() && it->second.tensor_type().has_shape() &&
+      llvm::all_of(it->second.tensor_type().shape().dim(),
+                   [](const auto &dim) { return dim.has_dim_value(); });
+  if (onnxStatic) {
+    FailureOr<RankedTensorType> onnxType =
+        getTensorType(node.output(0), nodeLoc(node));
+    if (failed(onnxType))
+      return failure();
+    if (*onnxType != type)
+      return nodeError(node) << "ONNX infers " << *onnxType
+                             << " but the target shape gives " << type;
+  }
+  FailureOr<Operation *> op = createOp(node, "nn.reshape", {x}, {}, {type});
+  if (failed(op))
+    return failure();
+  values[node.output(0)] = (*op)->getResult(0);
+  return success();
+}
+
 LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
   FailureOr<Value> x = getValue(node, 0);
   if (failed(x))
     return failure();
-  // ONNX shape inference gives the 2-d result type.
-  return emitSingle(node, "nn.reshape", {*x});
+  ArrayRef<int64_t> dims = cast<RankedTensorType>(x->getType()).getShape();
+  int64_t rank = dims.size();
+  int64_t axis = getIntAttr(node, "axis", 1);
+  if (axis < -rank || axis > rank)
+    return nodeError(node) << "axis " << axis << " is out of range for rank "
+                           << rank;
+  if (axis < 0)
+    axis += rank;
+  auto product = [](ArrayRef<int64_t> range) {
+    return std::accumulate(range.begin(), range.end(), int64_t(1),
+                           std::multiplies<int64_t>());
+  };
+  return emitReshape(node, *x,
+                     {product(dims.take_front(axis)),
+                      product(dims.drop_front(axis))});
 }
 
 LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
   FailureOr<Value> x = getValue(node, 0);
   if (failed(x))
     return failure();
-  if (hasInput(node, 1) && !getConstant(node, 1))
-    return nodeError(node) << "the target shape '" << node.input(1)
+  const ConstantValue *target = getConstant(node, 1);
+  if (!target)
+    return nodeError(node) << "the target shape '"
+                           << (hasInput(node, 1) ? node.input(1) : "")
                            << "' is computed at run time; dtrain needs it "
                               "constant at import";
-  return emitSingle(node, "nn.reshape", {*x});
+  ArrayRef<int64_t> dims = cast<RankedTensorType>(x->getType()).getShape();
+  int64_t elements = std::accumulate(dims.begin(), dims.end(), int64_t(1),
+                                     std::multiplies<int64_t>());
+  bool allowZero = getIntAttr(node, "allowzero", 0) != 0;
+  SmallVector<int64_t> shape;
+  int64_t known = 1, inferred = -1;
+  for (auto [i, targetSize] : llvm::enumerate(target->ints)) {
+    int64_t size = targetSize;
+    if (size == 0 && !allowZero) {
+      if (i >= dims.size())
+        return nodeError(node) << "target dimension " << i
+                               << " copies a dimension the input lacks";
+      size = dims[i];
+    }
+    if (size == -1) {
+      if (inferred >= 0)
+        return nodeError(node) << "the target shape has more than one -1";
+      inferred = i;
+    } else if (size < 0) {
+      return nodeError(node) << "target dimension " << i << " is " << size;
+    } else {
+      known *= size;
+    }
+    shape.push_back(size);
+  }
+  if (inferred >= 0) {
+    if (known == 0 || elements % known != 0)
+      return nodeError(node) << "cannot reshape " << elements
+                             << " elements into the target shape";
+    shape[inferred] = elements / known;
+  } else if (known != elements) {
+    return nodeError(node) << "cannot reshape " << elements
+                           << " elements into " << known;
+  }
+  return emitReshape(node, *x, shape);
 }
 
 LogicalResult Importer::importClip(const onnx::NodeProto &node) {
@@ -1209,7 +1320,8 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
   // Training: normalize with the batch statistics; the running statistics
   // are the momentum-weighted mix that ONNX outputs 1 and 2 name.
   Location loc = nodeLoc(node);
-  FailureOr<RankedTensorType> yType = getTensorType(node.output(0), loc);
+  FailureOr<RankedTensorType> yType =
+      getTensorType(node.output(0), loc, /*allowSymbolic=*/true);
   if (failed(yType))
     return failure();
   auto statType = cast<RankedTensorType>(operands[3].getType());
@@ -1388,20 +1500,12 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
         builder.getStringAttr(input.name()))));
     argNames.push_back(input.name());
   }
-  SmallVector<Type> resultTypes;
-  for (const onnx::ValueInfoProto &output : graph.output()) {
-    FailureOr<RankedTensorType> type = getTensorType(output.name(), fileLoc);
-    if (failed(type))
-      return nullptr;
-    resultTypes.push_back(*type);
-  }
-
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   (*module)->setAttr("train.onnx_model", builder.getStringAttr(path));
   builder.setInsertionPointToEnd(module->getBody());
-  auto function = func::FuncOp::create(
-      builder, fileLoc, "forward",
-      builder.getFunctionType(argTypes, resultTypes));
+  // The result types are those of the returned values, known at the end.
+  auto function = func::FuncOp::create(builder, fileLoc, "forward",
+                                       builder.getFunctionType(argTypes, {}));
   function.setAllArgAttrs(argAttrs);
   Block *body = function.addEntryBlock();
   for (auto [name, arg] : llvm::zip(argNames, body->getArguments()))
@@ -1433,6 +1537,8 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
     results.push_back(value);
   }
   func::ReturnOp::create(builder, fileLoc, results);
+  function.setType(
+      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   if (failed(verify(*module)))
     return nullptr;
   return module;
