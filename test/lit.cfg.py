@@ -42,6 +42,12 @@ tools = [
 ]
 llvm_config.add_tool_substitutions(tools, [config.dtrain_tools_dir, config.llvm_tools_dir])
 
+# Tests that export models with PyTorch need Debian's python3-torchvision.
+import subprocess
+if subprocess.run(["/usr/bin/python3", "-c", "import torchvision"],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("torchvision")
+
 # Execution tests compile generated code with clang and run it under mpirun.
 if config.clang and config.mpiexec and os.path.exists(config.mpiexec):
     config.available_features.add("mpi")

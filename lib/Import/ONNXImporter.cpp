@@ -192,6 +192,15 @@ private:
 // ONNX attributes
 //===----------------------------------------------------------------------===//
 
+/// ONNX hyperparameters (attributes, scalar constants) are f32; they are
+/// widened through their shortest decimal form so that 0.1f becomes 0.1,
+/// not 0.10000000149011612.
+double widenFloat(float value) {
+  char text[32];
+  *std::to_chars(text, text + sizeof(text) - 1, value).ptr = '\0';
+  return std::strtod(text, nullptr);
+}
+
 const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
                                      StringRef name) {
   for (const onnx::AttributeProto &attr : node.attribute())
@@ -206,16 +215,10 @@ int64_t getIntAttr(const onnx::NodeProto &node, StringRef name,
   return attr ? attr->i() : defaultValue;
 }
 
-/// ONNX float attributes are f32; they are widened through their shortest
-/// decimal form so that 0.001f becomes 0.001, not 0.0010000000474974513.
 double getFloatAttr(const onnx::NodeProto &node, StringRef name,
                     double defaultValue) {
   const onnx::AttributeProto *attr = findAttr(node, name);
-  if (!attr)
-    return defaultValue;
-  char text[32];
-  *std::to_chars(text, text + sizeof(text) - 1, attr->f()).ptr = '\0';
-  return std::strtod(text, nullptr);
+  return attr ? widenFloat(attr->f()) : defaultValue;
 }
 
 std::string getStringAttr(const onnx::NodeProto &node, StringRef name,
@@ -489,12 +492,15 @@ Importer::readConstant(const onnx::TensorProto &tensor, Location loc) {
                ? readRaw(uint8_t(), value.ints)
                : readRaw(int32_t(), value.ints);
     break;
-  case onnx::TensorProto::FLOAT:
-    read = raw.empty() ? (value.floats.assign(tensor.float_data().begin(),
-                                              tensor.float_data().end()),
+  case onnx::TensorProto::FLOAT: {
+    SmallVector<float> floats;
+    read = raw.empty() ? (floats.assign(tensor.float_data().begin(),
+                                        tensor.float_data().end()),
                           success())
-                       : readRaw(float(), value.floats);
+                       : readRaw(float(), floats);
+    llvm::append_range(value.floats, llvm::map_range(floats, widenFloat));
     break;
+  }
   case onnx::TensorProto::DOUBLE:
     read = raw.empty() ? (value.floats.assign(tensor.double_data().begin(),
                                               tensor.double_data().end()),
@@ -766,11 +772,12 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
     }
     if (const onnx::AttributeProto *attr = findAttr(node, "value_float")) {
       value.elemType = onnx::TensorProto::FLOAT;
-      value.floats = {attr->f()};
+      value.floats = {widenFloat(attr->f())};
     } else if (const onnx::AttributeProto *attr =
                    findAttr(node, "value_floats")) {
       value.elemType = onnx::TensorProto::FLOAT;
-      value.floats.assign(attr->floats().begin(), attr->floats().end());
+      llvm::append_range(value.floats,
+                         llvm::map_range(attr->floats(), widenFloat));
       value.shape = {static_cast<int64_t>(value.floats.size())};
     } else if (const onnx::AttributeProto *attr = findAttr(node, "value_int")) {
       value.ints = {attr->i()};
