@@ -10,7 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # importer, the Python module for tests that write models), and PyTorch with
 # torchvision (references for tests).
 packages=(
-  cmake ninja-build ccache
+  cmake ninja-build ccache time
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
   libclang-rt-22-dev
   libopenmpi-dev openmpi-bin
