@@ -109,6 +109,7 @@ private:
   //===--- Model-level steps ----------------------------------------------===//
   LogicalResult checkVersions(const onnx::ModelProto &model);
   LogicalResult checkSupportedOps(const onnx::GraphProto &graph);
+  LogicalResult checkWindowAttributes(const onnx::GraphProto &graph);
   LogicalResult bindInputShapes(onnx::GraphProto &graph);
   LogicalResult checkExternalData(const onnx::TensorProto &tensor);
   void collectTypes(const onnx::GraphProto &graph);
@@ -290,6 +291,38 @@ LogicalResult Importer::checkSupportedOps(const onnx::GraphProto &graph) {
                     << (defaultDomain ? "" : " of domain '" + node.domain() +
                                                  "'");
     ok = false;
+  }
+  return success(ok);
+}
+
+LogicalResult Importer::checkWindowAttributes(const onnx::GraphProto &graph) {
+  // ONNX's own shape inference divides by strides and dilations unchecked
+  // (a stride of 0 is a floating-point exception), so window attributes are
+  // checked before it runs.
+  bool ok = true;
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    nodeIndex = index;
+    StringRef type = node.op_type();
+    if (type != "Conv" && type != "MaxPool" && type != "AveragePool" &&
+        type != "ConvTranspose" && type != "LpPool")
+      continue;
+    for (StringRef name : {"strides", "dilations", "kernel_shape", "pads"}) {
+      bool positive = name != "pads";
+      for (int64_t value : getIntsAttr(node, name)) {
+        if (positive ? value > 0 : value >= 0)
+          continue;
+        nodeError(node) << name << " must be "
+                        << (positive ? "positive" : "non-negative")
+                        << ", got " << value;
+        ok = false;
+        break;
+      }
+    }
+    if (findAttr(node, "group") && getIntAttr(node, "group", 1) <= 0) {
+      nodeError(node) << "group must be positive, got "
+                      << getIntAttr(node, "group", 1);
+      ok = false;
+    }
   }
   return success(ok);
 }
@@ -1423,6 +1456,7 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
     return nullptr;
   onnx::GraphProto &graph = *model.mutable_graph();
   bool ok = succeeded(checkSupportedOps(graph));
+  ok &= succeeded(checkWindowAttributes(graph));
   ok &= succeeded(bindInputShapes(graph));
   for (const onnx::TensorProto &tensor : graph.initializer())
     ok &= succeeded(checkExternalData(tensor));
