@@ -23,6 +23,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/InterleavedRange.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
@@ -109,7 +110,7 @@ private:
   //===--- Model-level steps ----------------------------------------------===//
   LogicalResult checkVersions(const onnx::ModelProto &model);
   LogicalResult checkSupportedOps(const onnx::GraphProto &graph);
-  LogicalResult checkWindowAttributes(const onnx::GraphProto &graph);
+  LogicalResult checkWindowOps(const onnx::ModelProto &model);
   LogicalResult bindInputShapes(onnx::GraphProto &graph);
   LogicalResult checkExternalData(const onnx::TensorProto &tensor);
   void collectTypes(const onnx::GraphProto &graph);
@@ -295,34 +296,118 @@ LogicalResult Importer::checkSupportedOps(const onnx::GraphProto &graph) {
   return success(ok);
 }
 
-LogicalResult Importer::checkWindowAttributes(const onnx::GraphProto &graph) {
-  // ONNX's own shape inference divides by strides and dilations unchecked
-  // (a stride of 0 is a floating-point exception), so window attributes are
-  // checked before it runs.
-  bool ok = true;
-  for (auto [index, node] : llvm::enumerate(graph.node())) {
-    nodeIndex = index;
-    StringRef type = node.op_type();
-    if (type != "Conv" && type != "MaxPool" && type != "AveragePool" &&
-        type != "ConvTranspose" && type != "LpPool")
+/// True for the operators whose ONNX shape inference (convPoolShapeInference)
+/// trusts its inputs' ranks and attribute lengths.
+static bool isWindowOp(StringRef type) {
+  return type == "Conv" || type == "MaxPool" || type == "AveragePool" ||
+         type == "ConvTranspose" || type == "LpPool";
+}
+
+LogicalResult Importer::checkWindowOps(const onnx::ModelProto &model) {
+  // ONNX's shape inference of convolutions and pools divides by strides
+  // and indexes by ranks unchecked: a zero stride or a rank-2 input crashes
+  // it. Its preconditions are checked here, with the ranks from a first,
+  // lenient inference in which every window op is replaced by an Identity
+  // (which keeps the rank).
+  onnx::ModelProto probe = model;
+  for (onnx::NodeProto &node : *probe.mutable_graph()->mutable_node()) {
+    if (!isWindowOp(node.op_type()) || node.input_size() == 0 ||
+        node.output_size() == 0)
       continue;
-    for (StringRef name : {"strides", "dilations", "kernel_shape", "pads"}) {
-      bool positive = name != "pads";
-      for (int64_t value : getIntsAttr(node, name)) {
-        if (positive ? value > 0 : value >= 0)
-          continue;
-        nodeError(node) << name << " must be "
-                        << (positive ? "positive" : "non-negative")
-                        << ", got " << value;
-        ok = false;
+    node.set_op_type("Identity");
+    node.clear_attribute();
+    node.mutable_input()->DeleteSubrange(1, node.input_size() - 1);
+    node.mutable_output()->DeleteSubrange(1, node.output_size() - 1);
+  }
+  try {
+    onnx::shape_inference::InferShapes(
+        probe, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/0));
+  } catch (const std::exception &) {
+    // The real inference below reports what is wrong.
+  }
+  llvm::StringMap<int64_t> ranks;
+  const onnx::GraphProto &graph = probe.graph();
+  for (const auto &list : {graph.input(), graph.value_info(), graph.output()})
+    for (const onnx::ValueInfoProto &info : list)
+      if (info.type().tensor_type().has_shape())
+        ranks[info.name()] = info.type().tensor_type().shape().dim_size();
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    ranks[tensor.name()] = tensor.dims_size();
+
+  bool ok = true;
+  for (int index = 0; index < model.graph().node_size(); ++index) {
+    const onnx::NodeProto &node = model.graph().node(index);
+    nodeIndex = index;
+    if (!isWindowOp(node.op_type()))
+      continue;
+    bool isConv = node.op_type().find("Conv") != std::string::npos;
+    int minInputs = isConv ? 2 : 1;
+    auto rankOf = [&](int input) -> std::optional<int64_t> {
+      auto it = input < node.input_size() ? ranks.find(node.input(input))
+                                          : ranks.end();
+      return it == ranks.end() ? std::nullopt
+                               : std::optional<int64_t>(it->second);
+    };
+    std::optional<int64_t> rank = rankOf(0);
+    auto fail = [&]() -> InFlightDiagnostic {
+      ok = false;
+      return nodeError(node);
+    };
+    if (node.input_size() < minInputs) {
+      fail() << "needs " << minInputs << " inputs, got " << node.input_size();
+      continue;
+    }
+    if (!rank) {
+      fail() << "the rank of input '" << node.input(0)
+             << "' is unknown; give the model's inputs full shapes";
+      continue;
+    }
+    if (*rank < 3) {
+      fail() << "input '" << node.input(0) << "' has rank " << *rank
+             << "; a window needs batch, channel and spatial dimensions";
+      continue;
+    }
+    int64_t spatial = *rank - 2;
+    if (isConv && rankOf(1) != rank) {
+      fail() << "the weights must have the input's rank " << *rank;
+      continue;
+    }
+    if (!isConv && !findAttr(node, "kernel_shape")) {
+      fail() << "the kernel_shape attribute is required";
+      continue;
+    }
+    struct WindowAttr {
+      StringRef name;
+      int64_t length;
+      bool positive;
+    };
+    for (const WindowAttr &attr : {WindowAttr{"kernel_shape", spatial, true},
+                                   WindowAttr{"strides", spatial, true},
+                                   WindowAttr{"dilations", spatial, true},
+                                   WindowAttr{"pads", 2 * spatial, false}}) {
+      StringRef name = attr.name;
+      int64_t length = attr.length;
+      bool positive = attr.positive;
+      if (!findAttr(node, name))
+        continue;
+      SmallVector<int64_t> values = getIntsAttr(node, name);
+      if (static_cast<int64_t>(values.size()) != length) {
+        fail() << name << " has " << values.size() << " values, expected "
+               << length;
+        break;
+      }
+      if (llvm::any_of(values, [&](int64_t v) {
+            return positive ? v <= 0 : v < 0;
+          })) {
+        fail() << name << " must be "
+               << (positive ? "positive" : "non-negative") << ", got ["
+               << llvm::interleaved(values) << "]";
         break;
       }
     }
-    if (findAttr(node, "group") && getIntAttr(node, "group", 1) <= 0) {
-      nodeError(node) << "group must be positive, got "
-                      << getIntAttr(node, "group", 1);
-      ok = false;
-    }
+    if (findAttr(node, "group") && getIntAttr(node, "group", 1) <= 0)
+      fail() << "group must be positive, got " << getIntAttr(node, "group", 1);
   }
   return success(ok);
 }
@@ -1456,11 +1541,10 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
     return nullptr;
   onnx::GraphProto &graph = *model.mutable_graph();
   bool ok = succeeded(checkSupportedOps(graph));
-  ok &= succeeded(checkWindowAttributes(graph));
   ok &= succeeded(bindInputShapes(graph));
   for (const onnx::TensorProto &tensor : graph.initializer())
     ok &= succeeded(checkExternalData(tensor));
-  if (!ok)
+  if (!ok || failed(checkWindowOps(model)))
     return nullptr;
 
   try {
