@@ -13,7 +13,7 @@ packages=(
   cmake ninja-build ccache time
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
   libclang-rt-22-dev
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin zlib1g-dev
   libgtest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx
   python3-torch python3-torchvision python3-numpy

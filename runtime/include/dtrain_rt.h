@@ -6,30 +6,37 @@
  * this file is part of the ABI: change them only together with the compiler
  * lowering that emits them (lib/Lower/LowerCommToRuntime.cpp).
  *
- * Errors are not returned: a runtime call that cannot complete (bad
- * arguments, arguments that disagree across ranks, an MPI failure) prints
- * "dtrain-rt: rank R: <what happened>" to stderr and aborts every rank of
- * the job, so that a training job never hangs on a broken collective.
+ * Errors of the communication functions are not returned: a runtime call
+ * that cannot complete (bad arguments, arguments that disagree across ranks,
+ * an MPI failure) prints "dtrain-rt: rank R: <what happened>" to stderr and
+ * aborts every rank of the job, so that a training job never hangs on a
+ * broken collective. The array file functions (.npy/.npz, at the end) are
+ * the exception: they return an error code and a message, and the caller
+ * decides.
  *
  *===----------------------------------------------------------------------===*/
 
 #ifndef DTRAIN_RT_H
 #define DTRAIN_RT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Element type of a collective buffer. The 16-bit types are stored as their
- * raw 16-bit patterns (IEEE binary16, bfloat16); reductions on them compute
- * in f32 and round to nearest even. */
+/* Element types. The 16-bit float types are stored as their raw 16-bit
+ * patterns (IEEE binary16, bfloat16); reductions on them compute in f32 and
+ * round to nearest even. Collectives accept the float types only (0..3);
+ * the integer types are for array files (labels). */
 enum {
   DTRAIN_RT_F32 = 0,
   DTRAIN_RT_F64 = 1,
   DTRAIN_RT_F16 = 2,
   DTRAIN_RT_BF16 = 3,
+  DTRAIN_RT_I64 = 4,
+  DTRAIN_RT_I32 = 5,
 };
 
 /* Reduction of a collective. MEAN is SUM divided by the communicator size
@@ -115,6 +122,105 @@ dtrain_rt_all_reduce_start_with(dtrain_rt_comm_t *comm, void *buffer,
 
 /* Completes a started collective and frees the request (NULL aborts). */
 void dtrain_rt_wait(dtrain_rt_request_t *request);
+
+/*===--- Array files: .npy and .npz ---------------------------------------===*
+ *
+ * NumPy's .npy format (versions 1.0, 2.0 and 3.0) and .npz archives (zip
+ * files of "<name>.npy" members, stored or deflated, ZIP64 included, CRC-32
+ * checked), as written by np.save, np.savez and np.savez_compressed.
+ *
+ * Every function returns 0 on success. On failure it returns non-zero and,
+ * when ERROR is not NULL and ERROR_SIZE > 0, writes a one-line message
+ * (truncated to ERROR_SIZE - 1 characters, always NUL-terminated) naming the
+ * file, the member for .npz, what is wrong and what is accepted, e.g.
+ *   "train.npz: member 'x.npy': unsupported dtype '<c8' (accepted: ...)".
+ * They never abort and never print. Files are treated as hostile: malformed
+ * headers, truncated data, bad checksums and absurd sizes are reported as
+ * errors, never read out of bounds. Thread-safe (no shared state).
+ *
+ * Reading converts to a DTRAIN_RT_* type:
+ *   '<f4' F32, '<f8' F64, '<f2' F16, '<i8' I64, '<i4' I32 (as stored);
+ *   '|b1', '|i1', '|u1', '<i2', '<u2' widened to I32, '<u4' to I64;
+ *   big-endian ('>') variants are byte-swapped; fortran_order True arrays
+ *   are transposed to row-major (C) order.
+ * Rejected: '<u8', complex, strings, object and structured dtypes, and
+ * raw 2-byte records ('<V2', which is how ml_dtypes' bfloat16 is saved: it
+ * cannot be told apart from other records; save such arrays as float32).
+ *===----------------------------------------------------------------------===*/
+
+#define DTRAIN_RT_MAX_RANK 8
+
+/* A dense row-major array. Arrays filled by the runtime own DATA (free them
+ * with dtrain_rt_array_free); an array passed to a write function may point
+ * at any memory of the right size, which is only read. DATA is never NULL in
+ * arrays the runtime fills, even when they have no elements. */
+typedef struct dtrain_rt_array {
+  int32_t dtype;                     /* DTRAIN_RT_* */
+  int32_t rank;                      /* 0..DTRAIN_RT_MAX_RANK (0: scalar) */
+  int64_t shape[DTRAIN_RT_MAX_RANK]; /* shape[rank..] are 0 */
+  void *data;
+} dtrain_rt_array_t;
+
+/* Size in bytes of one element of DTYPE (any DTRAIN_RT_* type); 0 for an
+ * unknown code. */
+int64_t dtrain_rt_dtype_size(int32_t dtype);
+
+/* The number of elements of ARRAY: the product of its shape (1 for rank 0,
+ * 0 when a dimension is 0); -1 when ARRAY is NULL, its rank is out of range,
+ * a dimension is negative or the product overflows int64. */
+int64_t dtrain_rt_array_num_elements(const dtrain_rt_array_t *array);
+
+/* Fills OUT with a new zero-filled array of DTYPE and shape SHAPE[0..RANK)
+ * (SHAPE may be NULL when RANK is 0). On failure OUT is an empty array
+ * (data NULL) that dtrain_rt_array_free accepts. */
+int dtrain_rt_array_alloc(dtrain_rt_array_t *out, int32_t dtype, int32_t rank,
+                          const int64_t *shape, char *error, size_t error_size);
+
+/* Frees the data of an array filled by the runtime and resets it to an
+ * empty array (data NULL, rank 0). NULL and empty arrays are accepted. */
+void dtrain_rt_array_free(dtrain_rt_array_t *array);
+
+/* Reads the .npy file PATH into OUT (a new array; OUT's previous content is
+ * overwritten, not freed). On failure OUT is an empty array. */
+int dtrain_rt_npy_read(const char *path, dtrain_rt_array_t *out, char *error,
+                       size_t error_size);
+
+/* Writes ARRAY to the .npy file PATH (format 1.0, C order), replacing it;
+ * numpy reads it with np.load. Types are written as
+ * stored ('<f4', '<f8', '<f2', '<i8', '<i4'), except BF16, which numpy
+ * lacks: it is written as '<f4' (exactly), so it reads back as F32. On
+ * failure no partial file is left at PATH. */
+int dtrain_rt_npy_write(const char *path, const dtrain_rt_array_t *array,
+                        char *error, size_t error_size);
+
+/* Reads member NAME of the .npz archive PATH into OUT, like
+ * dtrain_rt_npy_read. NAME is the key np.savez was given ("x" reads the
+ * member "x.npy"; a full member name such as "x.npy" also works). An
+ * absent member is an error that lists the members present. */
+int dtrain_rt_npz_read(const char *path, const char *name,
+                       dtrain_rt_array_t *out, char *error, size_t error_size);
+
+/* Lists the members of the .npz archive PATH, in archive order, as
+ * np.load(PATH).files does (the ".npy" suffix removed). *NAMES receives a
+ * NULL-terminated array of *COUNT strings, freed with
+ * dtrain_rt_npz_names_free; on failure *NAMES is NULL and *COUNT 0. COUNT
+ * may be NULL. */
+int dtrain_rt_npz_names(const char *path, char ***names, int32_t *count,
+                        char *error, size_t error_size);
+
+/* Frees a list returned by dtrain_rt_npz_names (NULL is accepted). */
+void dtrain_rt_npz_names_free(char **names);
+
+/* Writes the .npz archive PATH (replacing it) with COUNT >= 0 members
+ * NAMES[i] + ".npy" holding ARRAYS[i], stored uncompressed (ZIP64 records
+ * where sizes or offsets need them), as np.savez would; np.load reads it.
+ * Names must be non-empty, distinct, and contain no NUL; each array is
+ * written as by dtrain_rt_npy_write. On failure no partial file is left at
+ * PATH. */
+int dtrain_rt_npz_write(const char *path, int32_t count,
+                        const char *const *names,
+                        const dtrain_rt_array_t *arrays, char *error,
+                        size_t error_size);
 
 #ifdef __cplusplus
 }

@@ -88,12 +88,17 @@ AllReduceArgs validate(const char *fn, dtrain_rt_comm_t *comm, void *buffer,
   ensureInitialized();
   if (!comm)
     fatal(nullptr, "%s: comm is NULL (use dtrain_rt_comm_world())", fn);
-  if (!isValidDType(dtype))
-    fatal(comm,
-          "%s: unknown dtype %d (accepted: %d = f32, %d = f64, %d = "
-          "f16, %d = bf16)",
-          fn, dtype, DTRAIN_RT_F32, DTRAIN_RT_F64, DTRAIN_RT_F16,
+  if (!isValidDType(dtype)) {
+    // The integer types are known (array files) but not reducible.
+    std::string what = isKnownDType(dtype)
+                           ? "cannot all-reduce dtype " +
+                                 std::to_string(dtype) + " (" +
+                                 dtypeName(dtype) + ")"
+                           : "unknown dtype " + std::to_string(dtype);
+    fatal(comm, "%s: %s (accepted: %d = f32, %d = f64, %d = f16, %d = bf16)",
+          fn, what.c_str(), DTRAIN_RT_F32, DTRAIN_RT_F64, DTRAIN_RT_F16,
           DTRAIN_RT_BF16);
+  }
   if (!isValidReduction(reduction))
     fatal(comm,
           "%s: unknown reduction %d (accepted: %d = sum, %d = mean, "

@@ -54,8 +54,13 @@ inline void checkMPI(int rc, const char *call, dtrain_rt_comm_t *comm) {
 
 //===--- Element types and reductions -------------------------------------===//
 
+/// A DTRAIN_RT_* element type that collectives accept (the float types).
 inline bool isValidDType(int32_t dtype) {
   return dtype >= DTRAIN_RT_F32 && dtype <= DTRAIN_RT_BF16;
+}
+/// Any DTRAIN_RT_* element type (array files also take the integer types).
+inline bool isKnownDType(int64_t dtype) {
+  return dtype >= DTRAIN_RT_F32 && dtype <= DTRAIN_RT_I32;
 }
 inline bool isValidReduction(int32_t reduction) {
   return reduction >= DTRAIN_RT_SUM && reduction <= DTRAIN_RT_MAX;
@@ -70,9 +75,21 @@ DTRAIN_RT_TEST_API const char *dtypeName(int64_t dtype);
 DTRAIN_RT_TEST_API const char *reductionName(int64_t reduction);
 DTRAIN_RT_TEST_API const char *algorithmName(int64_t algorithm);
 
-/// Size in bytes of one element of a valid DTYPE.
+/// Size in bytes of one element of DTYPE; 0 when it is not a known type.
 inline int64_t dtypeSize(int32_t dtype) {
-  return dtype == DTRAIN_RT_F64 ? 8 : dtype == DTRAIN_RT_F32 ? 4 : 2;
+  switch (dtype) {
+  case DTRAIN_RT_F64:
+  case DTRAIN_RT_I64:
+    return 8;
+  case DTRAIN_RT_F32:
+  case DTRAIN_RT_I32:
+    return 4;
+  case DTRAIN_RT_F16:
+  case DTRAIN_RT_BF16:
+    return 2;
+  default:
+    return 0;
+  }
 }
 
 /// The MPI datatype and operation that all-reduce DTYPE with REDUCTION

@@ -97,6 +97,10 @@ const char *dtrain::rt::dtypeName(int64_t dtype) {
     return "f16";
   case DTRAIN_RT_BF16:
     return "bf16";
+  case DTRAIN_RT_I64:
+    return "i64";
+  case DTRAIN_RT_I32:
+    return "i32";
   default:
     return "?";
   }

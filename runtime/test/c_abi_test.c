@@ -30,6 +30,21 @@ int main(int argc, char **argv) {
                             DTRAIN_RT_ALLREDUCE_RING);
   failures += max[0] != 0x3c00 + size - 1;
 
+  /* Array files: the C types and calls (no files written: every rank runs
+   * this; NpyTest covers the formats). */
+  dtrain_rt_array_t array;
+  int64_t shape[2] = {2, 3};
+  char error[256];
+  failures += dtrain_rt_array_alloc(&array, DTRAIN_RT_I32, 2, shape, error,
+                                    sizeof error) != 0;
+  failures += dtrain_rt_array_num_elements(&array) != 6;
+  failures += ((int32_t *)array.data)[5] != 0;
+  dtrain_rt_array_free(&array);
+  failures += array.data != NULL;
+  failures += dtrain_rt_npy_read("/nonexistent/x.npy", &array, error,
+                                 sizeof error) == 0;
+  failures += error[0] != '/';
+
   if (failures)
     fprintf(stderr, "rank %d: %d C ABI checks failed\n", (int)rank, failures);
   else if (rank == 0)

@@ -49,8 +49,8 @@ int hostMPI(int argc, char **argv) {
 int usage() {
   std::fprintf(stderr,
                "usage: dtrain-rt-scenarios host-mpi | count-mismatch | "
-               "abort-while-waiting | bad-dtype | negative-count | bad-env | "
-               "null-request | mpi-error\n");
+               "abort-while-waiting | bad-dtype | int-dtype | negative-count | "
+               "bad-env | null-request | mpi-error\n");
   return 2;
 }
 
@@ -81,6 +81,8 @@ int main(int argc, char **argv) {
     dtrain_rt_all_reduce(world, data.data(), 64, DTRAIN_RT_F32, DTRAIN_RT_SUM);
   } else if (!std::strcmp(mode, "bad-dtype")) {
     dtrain_rt_all_reduce(world, data.data(), 64, 99, DTRAIN_RT_SUM);
+  } else if (!std::strcmp(mode, "int-dtype")) {
+    dtrain_rt_all_reduce(world, data.data(), 16, DTRAIN_RT_I64, DTRAIN_RT_SUM);
   } else if (!std::strcmp(mode, "negative-count")) {
     dtrain_rt_all_reduce(world, data.data(), -5, DTRAIN_RT_F32, DTRAIN_RT_SUM);
   } else if (!std::strcmp(mode, "bad-env")) {
