@@ -125,6 +125,9 @@ private:
                                             bool allowSymbolic = false);
   FailureOr<Value> getValue(const onnx::NodeProto &node, int index);
   const ConstantValue *getConstant(const onnx::NodeProto &node, int index);
+  /// The constant at input #index if it is an integer tensor (axes, shapes,
+  /// pads), else null.
+  const ConstantValue *getIntConstant(const onnx::NodeProto &node, int index);
   bool hasInput(const onnx::NodeProto &node, int index) {
     return index < node.input_size() && !node.input(index).empty();
   }
@@ -674,6 +677,12 @@ Value Importer::scalarConstant(double value, Type elementType) {
   return materialize(constant, elementType);
 }
 
+const ConstantValue *Importer::getIntConstant(const onnx::NodeProto &node,
+                                              int index) {
+  const ConstantValue *constant = getConstant(node, index);
+  return constant && constant->isInteger() ? constant : nullptr;
+}
+
 const ConstantValue *Importer::getConstant(const onnx::NodeProto &node,
                                            int index) {
   if (!hasInput(node, index))
@@ -960,7 +969,7 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
 
   if (type == "Unsqueeze" || type == "Squeeze") {
     SmallVector<int64_t> axes = getIntsAttr(node, "axes");
-    if (const ConstantValue *axesInput = getConstant(node, 1))
+    if (const ConstantValue *axesInput = getIntConstant(node, 1))
       axes.assign(axesInput->ints.begin(), axesInput->ints.end());
     ConstantValue value = *data;
     if (type == "Unsqueeze") {
@@ -995,7 +1004,9 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
     return success();
 
   if (type == "Gather") {
-    const ConstantValue *indices = getConstant(node, 1);
+    const ConstantValue *indices = getIntConstant(node, 1);
+    if (!indices)
+      return nodeError(node) << "needs integer indices as input #1";
     ConstantValue value;
     value.elemType = data->elemType;
     value.shape = indices->shape;
@@ -1016,7 +1027,9 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
     value.elemType = data->elemType;
     for (int i = 0; i < node.input_size(); ++i) {
       const ConstantValue *part = getConstant(node, i);
-      if (part->shape.size() != 1)
+      if (!part)
+        return nodeError(node) << "input #" << i << " is missing";
+      if (part->shape.size() != 1 || !part->isInteger())
         return success();
       value.ints.append(part->ints.begin(), part->ints.end());
     }
@@ -1026,7 +1039,7 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
 
   if (type == "Slice") {
     auto ints = [&](int index, StringRef attr) {
-      if (const ConstantValue *c = getConstant(node, index))
+      if (const ConstantValue *c = getIntConstant(node, index))
         return SmallVector<int64_t>(c->ints);
       return getIntsAttr(node, attr);
     };
@@ -1058,6 +1071,8 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
 
   if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div") {
     const ConstantValue *rhs = getConstant(node, 1);
+    if (!rhs)
+      return nodeError(node) << "input #1 is missing";
     if (rhs->shape.size() > 1 || !rhs->isInteger())
       return success();
     int64_t n = std::max(data->numElements(), rhs->numElements());
@@ -1194,9 +1209,9 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
   FailureOr<Value> x = getValue(node, 0);
   if (failed(x))
     return failure();
-  const ConstantValue *target = getConstant(node, 1);
+  const ConstantValue *target = getIntConstant(node, 1);
   if (!target)
-    return nodeError(node) << "the target shape '"
+    return nodeError(node) << "the integer target shape '"
                            << (hasInput(node, 1) ? node.input(1) : "")
                            << "' is computed at run time; dtrain needs it "
                               "constant at import";
@@ -1295,9 +1310,9 @@ LogicalResult Importer::importReduce(const onnx::NodeProto &node,
   int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
   SmallVector<int64_t> axes = getIntsAttr(node, "axes");
   if (hasInput(node, 1)) {
-    const ConstantValue *c = getConstant(node, 1);
+    const ConstantValue *c = getIntConstant(node, 1);
     if (!c)
-      return nodeError(node) << "the axes must be constant";
+      return nodeError(node) << "the axes must be an integer constant";
     axes.assign(c->ints.begin(), c->ints.end());
   }
   if (axes.empty()) {
@@ -1494,10 +1509,11 @@ LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
   if (isOutputUsed(node, 1))
     return nodeError(node) << "the mask output of Dropout is not supported";
   double ratio = getFloatAttr(node, "ratio", 0.5);
-  if (const ConstantValue *c = getConstant(node, 1))
+  if (const ConstantValue *c = getConstant(node, 1);
+      c && c->numElements() == 1)
     ratio = c->isInteger() ? double(c->ints[0]) : c->floats[0];
   else if (hasInput(node, 1))
-    return nodeError(node) << "the ratio must be constant";
+    return nodeError(node) << "the ratio must be a constant scalar";
   return emitSingle(node, "nn.dropout", {*x},
                     {builder.getNamedAttr("ratio",
                                           builder.getF64FloatAttr(ratio))});
@@ -1514,9 +1530,9 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node) {
   SmallVector<int64_t> pads = getIntsAttr(node, "pads");
   double value = getFloatAttr(node, "value", 0.0);
   if (opset >= 11) {
-    const ConstantValue *p = getConstant(node, 1);
+    const ConstantValue *p = getIntConstant(node, 1);
     if (!p)
-      return nodeError(node) << "the pads must be constant";
+      return nodeError(node) << "the pads must be an integer constant";
     pads.assign(p->ints.begin(), p->ints.end());
     if (hasInput(node, 2)) {
       const ConstantValue *v = getConstant(node, 2);
