@@ -110,6 +110,7 @@ private:
   //===--- Model-level steps ----------------------------------------------===//
   LogicalResult checkVersions(const onnx::ModelProto &model);
   LogicalResult checkSupportedOps(const onnx::GraphProto &graph);
+  LogicalResult checkDataflow(const onnx::GraphProto &graph);
   LogicalResult checkWindowOps(const onnx::ModelProto &model);
   LogicalResult bindInputShapes(onnx::GraphProto &graph);
   LogicalResult checkExternalData(const onnx::TensorProto &tensor);
@@ -412,6 +413,37 @@ LogicalResult Importer::checkWindowOps(const onnx::ModelProto &model) {
     if (findAttr(node, "group") && getIntAttr(node, "group", 1) <= 0)
       fail() << "group must be positive, got " << getIntAttr(node, "group", 1);
   }
+  return success(ok);
+}
+
+LogicalResult Importer::checkDataflow(const onnx::GraphProto &graph) {
+  // Every value a node reads must exist before it: ONNX's shape inference
+  // dereferences the types of undefined inputs.
+  llvm::StringSet<> defined;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    defined.insert(input.name());
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    defined.insert(tensor.name());
+  bool ok = true;
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    nodeIndex = index;
+    for (const std::string &input : node.input())
+      if (!input.empty() && !defined.contains(input)) {
+        nodeError(node) << "input '" << input
+                        << "' is neither a graph input, an initializer nor "
+                           "an output of an earlier node";
+        ok = false;
+      }
+    for (const std::string &output : node.output())
+      if (!output.empty())
+        defined.insert(output);
+  }
+  for (const onnx::ValueInfoProto &output : graph.output())
+    if (!defined.contains(output.name())) {
+      emitError(fileLoc) << "graph output '" << output.name()
+                         << "' is not computed by any node";
+      ok = false;
+    }
   return success(ok);
 }
 
@@ -1557,6 +1589,7 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
     return nullptr;
   onnx::GraphProto &graph = *model.mutable_graph();
   bool ok = succeeded(checkSupportedOps(graph));
+  ok &= succeeded(checkDataflow(graph));
   ok &= succeeded(bindInputShapes(graph));
   for (const onnx::TensorProto &tensor : graph.initializer())
     ok &= succeeded(checkExternalData(tensor));
