@@ -24,6 +24,6 @@ echo "import-fuzzer: $seeds seed models, $runs runs, at most $seconds s"
 # Leak detection is off: the ONNX schema registry allocates once for the
 # life of the process.
 "$fuzzer" -seed=1 -runs="$runs" -max_total_time="$seconds" \
-  -rss_limit_mb=4096 -timeout=20 \
+  -rss_limit_mb=4096 -timeout=20 -reload=0 \
   -artifact_prefix="$corpus/../" \
   -detect_leaks=0 -print_final_stats=1 "$corpus" </dev/null
