@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementAccess.h"
 #include "Float16.h"
 #include "Internal.h"
 
@@ -22,6 +23,7 @@
 #include <vector>
 
 using namespace dtrain::rt;
+using namespace dtrain::rt::test;
 
 namespace {
 
@@ -47,55 +49,9 @@ public:
   void *data() { return count ? bytes.data() : nullptr; }
 
   /// Stores V rounded to the element type.
-  void set(int64_t i, double v) {
-    char *p = bytes.data() + i * dtypeSize(dtype);
-    switch (dtype) {
-    case DTRAIN_RT_F32: {
-      float x = float(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case DTRAIN_RT_F64:
-      std::memcpy(p, &v, 8);
-      break;
-    case DTRAIN_RT_F16: {
-      uint16_t x = f32ToF16(float(v));
-      std::memcpy(p, &x, 2);
-      break;
-    }
-    default: {
-      uint16_t x = f32ToBF16(float(v));
-      std::memcpy(p, &x, 2);
-      break;
-    }
-    }
-  }
+  void set(int64_t i, double v) { storeElement(bytes.data(), dtype, i, v); }
 
-  double get(int64_t i) const {
-    const char *p = bytes.data() + i * dtypeSize(dtype);
-    switch (dtype) {
-    case DTRAIN_RT_F32: {
-      float x;
-      std::memcpy(&x, p, 4);
-      return x;
-    }
-    case DTRAIN_RT_F64: {
-      double x;
-      std::memcpy(&x, p, 8);
-      return x;
-    }
-    case DTRAIN_RT_F16: {
-      uint16_t x;
-      std::memcpy(&x, p, 2);
-      return f16ToF32(x);
-    }
-    default: {
-      uint16_t x;
-      std::memcpy(&x, p, 2);
-      return bf16ToF32(x);
-    }
-    }
-  }
+  double get(int64_t i) const { return loadElement(bytes.data(), dtype, i); }
 
   /// Rounds V to the element type.
   double round(double v) const {

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ArrayFile.h"
+#include "ElementAccess.h"
 #include "Float16.h"
 
 #include <gtest/gtest.h>
@@ -29,6 +30,7 @@
 #include <vector>
 
 using namespace dtrain::rt;
+using namespace dtrain::rt::test;
 
 namespace {
 
@@ -76,68 +78,11 @@ double expectedValue(int64_t i, const std::string &t) {
 }
 
 double element(const dtrain_rt_array_t &a, int64_t i) {
-  const char *p = static_cast<const char *>(a.data) + i * dtypeSize(a.dtype);
-  switch (a.dtype) {
-  case DTRAIN_RT_F32: {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  case DTRAIN_RT_F64: {
-    double v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
-  case DTRAIN_RT_F16:
-  case DTRAIN_RT_BF16: {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return a.dtype == DTRAIN_RT_F16 ? f16ToF32(v) : bf16ToF32(v);
-  }
-  case DTRAIN_RT_I64: {
-    int64_t v;
-    std::memcpy(&v, p, 8);
-    return double(v);
-  }
-  case DTRAIN_RT_I32: {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  }
-  ADD_FAILURE() << "bad dtype " << a.dtype;
-  return 0;
+  return loadElement(a.data, a.dtype, i);
 }
 
 void setElement(dtrain_rt_array_t &a, int64_t i, double v) {
-  char *p = static_cast<char *>(a.data) + i * dtypeSize(a.dtype);
-  switch (a.dtype) {
-  case DTRAIN_RT_F32: {
-    float f = float(v);
-    std::memcpy(p, &f, 4);
-    return;
-  }
-  case DTRAIN_RT_F64:
-    std::memcpy(p, &v, 8);
-    return;
-  case DTRAIN_RT_F16:
-  case DTRAIN_RT_BF16: {
-    uint16_t h =
-        a.dtype == DTRAIN_RT_F16 ? f32ToF16(float(v)) : f32ToBF16(float(v));
-    std::memcpy(p, &h, 2);
-    return;
-  }
-  case DTRAIN_RT_I64: {
-    int64_t x = int64_t(v);
-    std::memcpy(p, &x, 8);
-    return;
-  }
-  case DTRAIN_RT_I32: {
-    int32_t x = int32_t(v);
-    std::memcpy(p, &x, 4);
-    return;
-  }
-  }
+  storeElement(a.data, a.dtype, i, v);
 }
 
 /// An array freed at scope exit.
