@@ -222,6 +222,117 @@ int dtrain_rt_npz_write(const char *path, int32_t count,
                         const dtrain_rt_array_t *arrays, char *error,
                         size_t error_size);
 
+/*===--- Heavy-op kernels -------------------------------------------------===*
+ *
+ * The operations that generated code does not compute itself: the compiler
+ * (lib/Lower/LowerNN.cpp) lowers nn.matmul, nn.conv2d, nn.max_pool2d,
+ * nn.avg_pool2d, nn.batch_norm and nn.batch_norm_train to these calls. On
+ * the CPU they run on OpenBLAS (matmul) and oneDNN (the rest); oneDNN
+ * primitives are created once per distinct geometry and cached (thread-safe),
+ * never per call. A GPU build provides the same functions on device
+ * pointers, so generated code does not change with the target.
+ *
+ * Tensors are dense and row-major, f32; images are NCHW. Outputs are
+ * overwritten (except matmul with BETA != 0) and never alias inputs.
+ * Geometry is passed as int64 scalars exactly as the nn op and its result
+ * type give it; inconsistent geometry (e.g. an OH that the window, stride
+ * and padding cannot produce) aborts with a message naming the kernel.
+ *===----------------------------------------------------------------------===*/
+
+/* C[M,N] = op(A) * op(B) + BETA * C, where op(A) is M x K (A is stored
+ * K x M when TRANSPOSE_A != 0) and op(B) is K x N (stored N x K when
+ * TRANSPOSE_B != 0). BETA == 0 ignores C's previous content (NaN included). */
+void dtrain_rt_matmul_f32(const float *a, const float *b, float *c, int64_t m,
+                          int64_t n, int64_t k, int32_t transpose_a,
+                          int32_t transpose_b, float beta);
+
+/* Y[N,OC,OH,OW] = conv2d(X[N,C,H,W], W[OC,C/GROUPS,KH,KW]) + BIAS[OC], with
+ * ONNX Conv semantics (cross-correlation; explicit padding top, left,
+ * bottom, right; dilations; GROUPS divides C and OC). BIAS may be NULL. */
+void dtrain_rt_conv2d_f32(const float *x, const float *w, const float *bias,
+                          float *y, int64_t n, int64_t c, int64_t h, int64_t w_,
+                          int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+                          int64_t ow, int64_t stride_h, int64_t stride_w,
+                          int64_t pad_top, int64_t pad_left, int64_t pad_bottom,
+                          int64_t pad_right, int64_t dilation_h,
+                          int64_t dilation_w, int64_t groups);
+
+/* Pooling kinds. Average pooling divides by the number of window elements
+ * inside the padded input (AVG_INCLUDE_PAD) or inside the input proper
+ * (AVG_EXCLUDE_PAD). A window that ceil_mode lets hang over the bottom or
+ * right padding is clipped to the padded input first, as PyTorch and ONNX
+ * do. */
+enum {
+  DTRAIN_RT_POOL_MAX = 0,
+  DTRAIN_RT_POOL_AVG_INCLUDE_PAD = 1,
+  DTRAIN_RT_POOL_AVG_EXCLUDE_PAD = 2,
+};
+
+/* Y[N,C,OH,OW] = pool(X[N,C,H,W]) with a KH x KW window; OH and OW are
+ * given (ceil_mode is implied when they exceed the floor formula). Max
+ * pooling ignores padding (it never wins). */
+void dtrain_rt_pool2d_f32(const float *x, float *y, int32_t kind, int64_t n,
+                          int64_t c, int64_t h, int64_t w, int64_t oh,
+                          int64_t ow, int64_t kh, int64_t kw, int64_t stride_h,
+                          int64_t stride_w, int64_t pad_top, int64_t pad_left,
+                          int64_t pad_bottom, int64_t pad_right,
+                          int64_t dilation_h, int64_t dilation_w);
+
+/* Inference batch normalization of X[N,C,SPATIAL] (SPATIAL is the product of
+ * the dimensions after C, 1 for rank-2 inputs):
+ * Y = (X - MEAN[c]) / sqrt(VAR[c] + EPSILON) * SCALE[c] + BIAS[c]. */
+void dtrain_rt_batch_norm_f32(const float *x, const float *scale,
+                              const float *bias, const float *mean,
+                              const float *var, float *y, int64_t n, int64_t c,
+                              int64_t spatial, float epsilon);
+
+/* Training batch normalization: normalizes X with the statistics of the
+ * batch and returns them: BATCH_MEAN[c] and the biased (population) variance
+ * BATCH_VAR[c] over N x SPATIAL values, as nn.batch_norm_train defines. */
+void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
+                                    const float *bias, float *y,
+                                    float *batch_mean, float *batch_var,
+                                    int64_t n, int64_t c, int64_t spatial,
+                                    float epsilon);
+
+/*===--- Compiled models --------------------------------------------------===*
+ *
+ * The object file that dtrain-compile generates for a model defines
+ *
+ *   const char dtrain_model_info[];        (NUL-terminated, format below)
+ *   void dtrain_model_run(void **buffers); (runs the model once)
+ *   int main(int argc, char **argv);       (returns dtrain_rt_model_main(
+ *                                            argc, argv, dtrain_model_info,
+ *                                            dtrain_model_run))
+ *
+ * and links against libdtrain_runtime only. DTRAIN_MODEL_INFO is text, one
+ * item per line:
+ *
+ *   dtrain-model 1
+ *   onnx <path of the ONNX model the weights are read from>
+ *   mode infer
+ *   arg <role> <dtype> <shape> <name>
+ *   ...
+ *
+ * with one `arg` line per buffer that the run function takes, in order.
+ * <role> is param (a trainable initializer), buffer (a non-trainable
+ * initializer, e.g. batch-norm running statistics), input (a graph input)
+ * or output (a graph output, written by the call); <dtype> is f32, f64, f16,
+ * bf16, i64 or i32; <shape> is the dimensions joined by 'x' ("16x3x32x32"),
+ * or '-' for a scalar; <name> is the ONNX name, the rest of the line.
+ * Paths and names contain no newline.
+ *===----------------------------------------------------------------------===*/
+
+/* Runs a compiled model: BUFFERS[i] given to RUN points to the dense
+ * row-major data of the i-th `arg` of INFO, aligned to 64 bytes; RUN writes
+ * the outputs and only reads every other buffer. This function is the whole
+ * command line of a compiled model (see its --help): it reads the weights
+ * from the ONNX file, the inputs from .npy files, runs and writes the
+ * outputs. Returns the process exit code (0 on success; on any error it
+ * prints "dtrain: error: ..." to stderr and returns non-zero). */
+int dtrain_rt_model_main(int argc, char **argv, const char *info,
+                         void (*run)(void **buffers));
+
 #ifdef __cplusplus
 }
 #endif
