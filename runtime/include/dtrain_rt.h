@@ -235,20 +235,27 @@ int dtrain_rt_npz_write(const char *path, int32_t count,
  * Tensors are dense and row-major, f32; images are NCHW. Outputs are
  * overwritten (except matmul with BETA != 0) and never alias inputs.
  * Geometry is passed as int64 scalars exactly as the nn op and its result
- * type give it; inconsistent geometry (e.g. an OH that the window, stride
- * and padding cannot produce) aborts with a message naming the kernel.
+ * type give it: sizes >= 1 (matmul's >= 0), strides and dilations >= 1,
+ * paddings >= 0, none above INT32_MAX. Invalid or inconsistent geometry
+ * (e.g. an OH that the window, stride and padding cannot produce) aborts
+ * with a message naming the kernel and the values. OpenBLAS runs on
+ * OPENBLAS_NUM_THREADS threads, oneDNN on OMP_NUM_THREADS (default: all
+ * cores, for each process).
  *===----------------------------------------------------------------------===*/
 
 /* C[M,N] = op(A) * op(B) + BETA * C, where op(A) is M x K (A is stored
  * K x M when TRANSPOSE_A != 0) and op(B) is K x N (stored N x K when
- * TRANSPOSE_B != 0). BETA == 0 ignores C's previous content (NaN included). */
+ * TRANSPOSE_B != 0). BETA == 0 ignores C's previous content (NaN included).
+ * With K == 0 the product is empty: C = BETA * C, and A and B may be NULL. */
 void dtrain_rt_matmul_f32(const float *a, const float *b, float *c, int64_t m,
                           int64_t n, int64_t k, int32_t transpose_a,
                           int32_t transpose_b, float beta);
 
 /* Y[N,OC,OH,OW] = conv2d(X[N,C,H,W], W[OC,C/GROUPS,KH,KW]) + BIAS[OC], with
  * ONNX Conv semantics (cross-correlation; explicit padding top, left,
- * bottom, right; dilations; GROUPS divides C and OC). BIAS may be NULL. */
+ * bottom, right; dilations; GROUPS divides C and OC). BIAS may be NULL.
+ * OH = floor((H + PAD_TOP + PAD_BOTTOM - DILATION_H * (KH - 1) - 1) /
+ * STRIDE_H) + 1, and OW likewise. */
 void dtrain_rt_conv2d_f32(const float *x, const float *w, const float *bias,
                           float *y, int64_t n, int64_t c, int64_t h, int64_t w_,
                           int64_t oc, int64_t kh, int64_t kw, int64_t oh,
@@ -269,8 +276,12 @@ enum {
 };
 
 /* Y[N,C,OH,OW] = pool(X[N,C,H,W]) with a KH x KW window; OH and OW are
- * given (ceil_mode is implied when they exceed the floor formula). Max
- * pooling ignores padding (it never wins). */
+ * given: both the floor formula's (as for conv2d), or both ceil mode's,
+ * implied when either exceeds the floor formula (rounded up, except that
+ * the last window must start inside the input or its top/left padding: nn's
+ * shape inference, ONNX and PyTorch). Max pooling ignores padding (it never
+ * wins). A window without any input element aborts for MAX and
+ * AVG_EXCLUDE_PAD (AVG_INCLUDE_PAD averages it to 0). */
 void dtrain_rt_pool2d_f32(const float *x, float *y, int32_t kind, int64_t n,
                           int64_t c, int64_t h, int64_t w, int64_t oh,
                           int64_t ow, int64_t kh, int64_t kw, int64_t stride_h,
@@ -280,7 +291,8 @@ void dtrain_rt_pool2d_f32(const float *x, float *y, int32_t kind, int64_t n,
 
 /* Inference batch normalization of X[N,C,SPATIAL] (SPATIAL is the product of
  * the dimensions after C, 1 for rank-2 inputs):
- * Y = (X - MEAN[c]) / sqrt(VAR[c] + EPSILON) * SCALE[c] + BIAS[c]. */
+ * Y = (X - MEAN[c]) / sqrt(VAR[c] + EPSILON) * SCALE[c] + BIAS[c].
+ * N, C, SPATIAL >= 1; EPSILON finite and >= 0. */
 void dtrain_rt_batch_norm_f32(const float *x, const float *scale,
                               const float *bias, const float *mean,
                               const float *var, float *y, int64_t n, int64_t c,
@@ -288,7 +300,8 @@ void dtrain_rt_batch_norm_f32(const float *x, const float *scale,
 
 /* Training batch normalization: normalizes X with the statistics of the
  * batch and returns them: BATCH_MEAN[c] and the biased (population) variance
- * BATCH_VAR[c] over N x SPATIAL values, as nn.batch_norm_train defines. */
+ * BATCH_VAR[c] over N x SPATIAL values, as nn.batch_norm_train defines.
+ * The running statistics are the caller's to update from them. */
 void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
                                     const float *bias, float *y,
                                     float *batch_mean, float *batch_var,
@@ -328,8 +341,10 @@ void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
  * the outputs and only reads every other buffer. This function is the whole
  * command line of a compiled model (see its --help): it reads the weights
  * from the ONNX file, the inputs from .npy files, runs and writes the
- * outputs. Returns the process exit code (0 on success; on any error it
- * prints "dtrain: error: ..." to stderr and returns non-zero). */
+ * outputs. Returns the process exit code: 0 on success; on an error it
+ * prints one line "dtrain: error: ..." to stderr and returns 2 for a usage
+ * error (flags), 1 for any other (files, dtypes and shapes that do not
+ * match INFO, a malformed INFO). Only `mode infer` is run so far. */
 int dtrain_rt_model_main(int argc, char **argv, const char *info,
                          void (*run)(void **buffers));
 

@@ -5,6 +5,10 @@
 
 #include <stdio.h>
 
+static int differ(float actual, float expected) {
+  return actual - expected > 1e-5f || expected - actual > 1e-5f;
+}
+
 int main(int argc, char **argv) {
   dtrain_rt_init(&argc, &argv);
   dtrain_rt_comm_t *world = dtrain_rt_comm_world();
@@ -44,6 +48,34 @@ int main(int argc, char **argv) {
   failures += dtrain_rt_npy_read("/nonexistent/x.npy", &array, error,
                                  sizeof error) == 0;
   failures += error[0] != '/';
+
+  /* Heavy-op kernels: each links and computes a tiny case (KernelsTest
+   * checks them). */
+  float a[4] = {1, 2, 3, 4}, identity[4] = {1, 0, 0, 1}, product[4];
+  dtrain_rt_matmul_f32(a, identity, product, 2, 2, 2, 0, 0, 0.0f);
+  for (int i = 0; i < 4; ++i)
+    failures += differ(product[i], a[i]);
+  float image[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, ones[4] = {1, 1, 1, 1};
+  float bias = 0.5f, conv[4], pool[4];
+  dtrain_rt_conv2d_f32(image, ones, &bias, conv, 1, 1, 3, 3, 1, 2, 2, 2, 2, 1,
+                       1, 0, 0, 0, 0, 1, 1, 1);
+  dtrain_rt_pool2d_f32(image, pool, DTRAIN_RT_POOL_MAX, 1, 1, 3, 3, 2, 2, 2, 2,
+                       1, 1, 0, 0, 0, 0, 1, 1);
+  const float convExpected[4] = {8.5f, 12.5f, 20.5f, 24.5f};
+  const float poolExpected[4] = {4, 5, 7, 8};
+  for (int i = 0; i < 4; ++i) {
+    failures += differ(conv[i], convExpected[i]);
+    failures += differ(pool[i], poolExpected[i]);
+  }
+  float x[2] = {1, 3}, scale = 2, shift = 1, runMean = 2, runVar = 1, y[2];
+  float batchMean, batchVar;
+  dtrain_rt_batch_norm_f32(x, &scale, &shift, &runMean, &runVar, y, 2, 1, 1,
+                           0.0f);
+  failures += differ(y[0], -1) + differ(y[1], 3);
+  dtrain_rt_batch_norm_train_f32(x, &scale, &shift, y, &batchMean, &batchVar, 2,
+                                 1, 1, 0.0f);
+  failures += differ(y[0], -1) + differ(y[1], 3);
+  failures += differ(batchMean, 2) + differ(batchVar, 1);
 
   if (failures)
     fprintf(stderr, "rank %d: %d C ABI checks failed\n", (int)rank, failures);

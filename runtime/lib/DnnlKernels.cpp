@@ -1,0 +1,600 @@
+//===- DnnlKernels.cpp - Convolution, pooling, batch norm on oneDNN -------===//
+//
+// dtrain_rt_conv2d_f32, dtrain_rt_pool2d_f32 and the two batch norms on
+// oneDNN's CPU engine. Creating a primitive costs 0.3-1 ms, so each kernel
+// keeps a cache keyed by every geometry scalar: the first call with a
+// geometry validates it and creates the primitive (with its reorders and
+// intermediate buffers), later calls only execute. A cache entry serves one
+// call at a time (its mutex guards the primitive and its buffers), and every
+// thread has its own stream on the one engine. Cached objects live as long as
+// the process: they are deliberately never destroyed, so that no static
+// destructor runs after oneDNN's OpenMP runtime has gone.
+//
+// Convolution lets oneDNN choose its blocked layouts (format_tag::any) and
+// reorders from and to NCHW around it, which beats forcing NCHW. Pooling and
+// batch norm are memory-bound and run on NCHW directly. The few pooling
+// geometries oneDNN cannot express exactly run on a plain loop instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "Kernels.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+
+using namespace dtrain::rt;
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+constexpr memory::data_type f32 = memory::data_type::f32;
+
+std::atomic<int64_t> geometriesCreated{0};
+
+dnnl::engine &cpuEngine() {
+  static dnnl::engine *engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+/// Streams are not meant to be shared between threads: one per thread.
+dnnl::stream &threadStream() {
+  thread_local dnnl::stream stream(cpuEngine());
+  return stream;
+}
+
+/// Geometry key -> entry, created on first use. Entries never move or die.
+template <typename Entry, size_t N> class GeometryCache {
+public:
+  using Key = std::array<int64_t, N>;
+
+  template <typename Create> Entry &get(const Key &key, Create create) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = entries.find(key);
+    if (it == entries.end()) {
+      it = entries.emplace(key, create()).first;
+      geometriesCreated.fetch_add(1, std::memory_order_relaxed);
+    }
+    return *it->second;
+  }
+
+private:
+  std::mutex mutex;
+  std::map<Key, std::unique_ptr<Entry>> entries;
+};
+
+/// Runs BODY, turning exceptions (oneDNN's, allocation failures) into the
+/// runtime's fatal error: nothing may unwind through the C ABI.
+template <typename Body> void guarded(const char *kernel, Body body) {
+  try {
+    body();
+  } catch (const dnnl::error &e) {
+    fatal(nullptr, "%s: oneDNN failed: %s (status %d)", kernel, e.what(),
+          int(e.status));
+  } catch (const std::bad_alloc &) {
+    fatal(nullptr, "%s: out of memory", kernel);
+  } catch (const std::exception &e) {
+    fatal(nullptr, "%s: %s", kernel, e.what());
+  }
+}
+
+memory userMemory(const memory::desc &desc, const void *data) {
+  return memory(desc, cpuEngine(), const_cast<void *>(data));
+}
+
+//===--- Window geometry --------------------------------------------------===//
+
+/// One spatial dimension of a convolution or pooling window.
+struct WindowDim {
+  const char *name; // "height" or "width"
+  int64_t in, kernel, stride, padBegin, padEnd, dilation;
+
+  int64_t span() const { return dilation * (kernel - 1) + 1; }
+  int64_t padded() const { return in + padBegin + padEnd; }
+  /// The output size as nn's shape inference computes it:
+  /// floor((padded - span) / stride) + 1, rounded up in ceil mode unless
+  /// the last window would then start past the input and its leading
+  /// padding (the ONNX and PyTorch rule).
+  int64_t outputSize(bool ceilMode) const {
+    int64_t room = padded() - span();
+    int64_t steps = ceilMode ? (room + stride - 1) / stride : room / stride;
+    if (ceilMode && steps * stride >= in + padBegin)
+      --steps;
+    return steps + 1;
+  }
+  /// How far the last of OUT windows reaches past the end padding.
+  int64_t overhang(int64_t out) const {
+    return std::max<int64_t>(0, (out - 1) * stride + span() - padded());
+  }
+};
+
+void checkWindowFits(const char *kernel, const WindowDim &d) {
+  if (d.span() > d.padded())
+    fatal(nullptr,
+          "%s: window %s %lld (kernel %lld, dilation %lld) exceeds the padded "
+          "input %s %lld (input %lld, padding %lld + %lld)",
+          kernel, d.name, (long long)d.span(), (long long)d.kernel,
+          (long long)d.dilation, d.name, (long long)d.padded(), (long long)d.in,
+          (long long)d.padBegin, (long long)d.padEnd);
+}
+
+/// "input 8x8, kernel 3x3, stride 2x2, padding 1,1,1,1 (top, left, bottom,
+/// right), dilation 1x1": the geometry behind an output size, for messages.
+std::string describeWindow(const WindowDim &h, const WindowDim &w) {
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "input %lldx%lld, kernel %lldx%lld, stride %lldx%lld, "
+                "padding %lld,%lld,%lld,%lld (top, left, bottom, right), "
+                "dilation %lldx%lld",
+                (long long)h.in, (long long)w.in, (long long)h.kernel,
+                (long long)w.kernel, (long long)h.stride, (long long)w.stride,
+                (long long)h.padBegin, (long long)w.padBegin,
+                (long long)h.padEnd, (long long)w.padEnd, (long long)h.dilation,
+                (long long)w.dilation);
+  return text;
+}
+
+/// Checks the scalars of a window dimension (the input size is checked by
+/// the caller).
+void checkWindowDim(const char *kernel, const WindowDim &d, const char *kName,
+                    const char *strideName, const char *padBeginName,
+                    const char *padEndName, const char *dilationName) {
+  checkKernelDim(kernel, kName, d.kernel, 1);
+  checkKernelDim(kernel, strideName, d.stride, 1);
+  checkKernelDim(kernel, padBeginName, d.padBegin, 0);
+  checkKernelDim(kernel, padEndName, d.padEnd, 0);
+  checkKernelDim(kernel, dilationName, d.dilation, 1);
+  checkWindowFits(kernel, d);
+}
+
+//===--- Convolution ------------------------------------------------------===//
+
+struct ConvEntry {
+  std::mutex mutex;
+  dnnl::convolution_forward conv;
+  memory::desc srcUser, weightsUser, dstUser, biasDesc;
+  /// The operands in the layouts the convolution chose: intermediate
+  /// buffers where a reorder is needed (empty reorders where not).
+  memory src, weights, dst;
+  dnnl::reorder srcReorder, weightsReorder, dstReorder;
+};
+
+using ConvKey = std::array<int64_t, 19>;
+
+std::unique_ptr<ConvEntry> createConv(const ConvKey &key) {
+  auto [n, c, h, w, oc, kh, kw, oh, ow, sh, sw, pt, pl, pb, pr, dh, dw, groups,
+        hasBias] = key;
+  auto entry = std::make_unique<ConvEntry>();
+  entry->srcUser = memory::desc({n, c, h, w}, f32, Tag::nchw);
+  entry->dstUser = memory::desc({n, oc, oh, ow}, f32, Tag::nchw);
+  // Grouped weights (G, OC/G, C/G, KH, KW) are ONNX's (OC, C/G, KH, KW).
+  entry->weightsUser =
+      groups == 1 ? memory::desc({oc, c, kh, kw}, f32, Tag::oihw)
+                  : memory::desc({groups, oc / groups, c / groups, kh, kw}, f32,
+                                 Tag::goihw);
+  memory::desc weightsAny =
+      groups == 1 ? memory::desc({oc, c, kh, kw}, f32, Tag::any)
+                  : memory::desc({groups, oc / groups, c / groups, kh, kw}, f32,
+                                 Tag::any);
+  if (hasBias)
+    entry->biasDesc = memory::desc({oc}, f32, Tag::x);
+  // oneDNN counts dilation from 0 (no gap between taps).
+  dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+      memory::desc({n, c, h, w}, f32, Tag::any), weightsAny, entry->biasDesc,
+      memory::desc({n, oc, oh, ow}, f32, Tag::any), {sh, sw}, {dh - 1, dw - 1},
+      {pt, pl}, {pb, pr});
+  dnnl::convolution_forward::primitive_desc pd(desc, cpuEngine());
+  entry->conv = dnnl::convolution_forward(pd);
+
+  auto operand = [](const memory::desc &user, const memory::desc &chosen,
+                    memory &buffer) {
+    if (chosen == user)
+      return false;
+    buffer = memory(chosen, cpuEngine());
+    return true;
+  };
+  if (operand(entry->srcUser, pd.src_desc(), entry->src))
+    entry->srcReorder = dnnl::reorder(dnnl::reorder::primitive_desc(
+        cpuEngine(), entry->srcUser, cpuEngine(), pd.src_desc()));
+  if (operand(entry->weightsUser, pd.weights_desc(), entry->weights))
+    entry->weightsReorder = dnnl::reorder(dnnl::reorder::primitive_desc(
+        cpuEngine(), entry->weightsUser, cpuEngine(), pd.weights_desc()));
+  if (operand(entry->dstUser, pd.dst_desc(), entry->dst))
+    entry->dstReorder = dnnl::reorder(dnnl::reorder::primitive_desc(
+        cpuEngine(), pd.dst_desc(), cpuEngine(), entry->dstUser));
+  return entry;
+}
+
+void runConv(ConvEntry &e, const float *x, const float *w, const float *bias,
+             float *y) {
+  std::lock_guard<std::mutex> lock(e.mutex);
+  dnnl::stream &stream = threadStream();
+  memory srcUser = userMemory(e.srcUser, x);
+  memory weightsUser = userMemory(e.weightsUser, w);
+  memory dstUser = userMemory(e.dstUser, y);
+  memory src = srcUser, weights = weightsUser, dst = dstUser;
+  if (e.srcReorder) {
+    e.srcReorder.execute(stream, srcUser, e.src);
+    src = e.src;
+  }
+  if (e.weightsReorder) {
+    e.weightsReorder.execute(stream, weightsUser, e.weights);
+    weights = e.weights;
+  }
+  if (e.dstReorder)
+    dst = e.dst;
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+  if (bias)
+    args.emplace(DNNL_ARG_BIAS, userMemory(e.biasDesc, bias));
+  e.conv.execute(stream, args);
+  if (e.dstReorder)
+    e.dstReorder.execute(stream, e.dst, dstUser);
+  stream.wait();
+}
+
+//===--- Pooling ----------------------------------------------------------===//
+
+using PoolKey = std::array<int64_t, 17>;
+
+struct PoolGeometry {
+  int32_t kind;
+  int64_t n, c;
+  WindowDim h, w;
+  int64_t oh, ow;
+};
+
+PoolGeometry poolGeometry(const PoolKey &key) {
+  auto [kind, n, c, h, w, oh, ow, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw] = key;
+  return {int32_t(kind),
+          n,
+          c,
+          {"height", h, kh, sh, pt, pb, dh},
+          {"width", w, kw, sw, pl, pr, dw},
+          oh,
+          ow};
+}
+
+struct PoolEntry {
+  std::mutex mutex;
+  PoolGeometry geometry;
+  /// Empty when oneDNN cannot compute this geometry exactly: poolLoop does.
+  dnnl::pooling_v2_forward pool;
+  memory::desc src, dst;
+};
+
+/// The taps of one window along one dimension that fall inside the padded
+/// input (PADDED of them) and inside the input proper (taps FIRST to LAST-1:
+/// the input is an interval, so they are consecutive).
+struct TapRange {
+  int64_t padded, first, last;
+  int64_t inside() const { return std::max<int64_t>(0, last - first); }
+};
+
+TapRange taps(const WindowDim &d, int64_t o) {
+  int64_t start = o * d.stride - d.padBegin;
+  TapRange range{0, d.kernel, 0};
+  for (int64_t i = 0; i < d.kernel; ++i) {
+    int64_t at = start + i * d.dilation;
+    if (at >= d.in + d.padEnd)
+      break;
+    ++range.padded;
+    if (at >= 0 && at < d.in) {
+      range.first = std::min(range.first, i);
+      range.last = i + 1;
+    }
+  }
+  return range;
+}
+
+/// Pooling straight from the definition, for what oneDNN cannot express.
+void poolLoop(const PoolGeometry &g, const float *x, float *y) {
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    const float *in = x + plane * g.h.in * g.w.in;
+    float *out = y + plane * g.oh * g.ow;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      TapRange rows = taps(g.h, oy);
+      int64_t y0 = oy * g.h.stride - g.h.padBegin;
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        TapRange cols = taps(g.w, ox);
+        int64_t x0 = ox * g.w.stride - g.w.padBegin;
+        float max = -std::numeric_limits<float>::infinity(), sum = 0;
+        for (int64_t i = rows.first; i < rows.last; ++i) {
+          const float *row = in + (y0 + i * g.h.dilation) * g.w.in;
+          for (int64_t j = cols.first; j < cols.last; ++j) {
+            float v = row[x0 + j * g.w.dilation];
+            max = std::max(max, v);
+            sum += v;
+          }
+        }
+        if (g.kind == DTRAIN_RT_POOL_MAX)
+          out[oy * g.ow + ox] = max;
+        else if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
+          out[oy * g.ow + ox] = sum / float(rows.padded * cols.padded);
+        else
+          out[oy * g.ow + ox] = sum / float(rows.inside() * cols.inside());
+      }
+    }
+  }
+}
+
+std::unique_ptr<PoolEntry> createPool(const char *kernel, const PoolKey &key) {
+  auto entry = std::make_unique<PoolEntry>();
+  PoolGeometry &g = entry->geometry;
+  g = poolGeometry(key);
+  // A window with no input element has no maximum and no average over the
+  // input; with AVG_INCLUDE_PAD it averages padding to 0.
+  if (g.kind != DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
+    for (const auto &[d, out] : {std::pair{g.h, g.oh}, std::pair{g.w, g.ow}})
+      for (int64_t o = 0; o < out; ++o)
+        if (!taps(d, o).inside())
+          fatal(nullptr,
+                "%s: the window at output %s %lld covers no input element "
+                "(%s)",
+                kernel, d.name, (long long)o, describeWindow(g.h, g.w).c_str());
+
+  // oneDNN divides AVG_INCLUDE_PAD by the whole window: wrong for a window
+  // clipped by ceil mode's overhang.
+  int64_t overhangH = g.h.overhang(g.oh), overhangW = g.w.overhang(g.ow);
+  if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD && (overhangH || overhangW))
+    return entry;
+  dnnl::algorithm algorithm =
+      g.kind == DTRAIN_RT_POOL_MAX ? dnnl::algorithm::pooling_max
+      : g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
+          ? dnnl::algorithm::pooling_avg_include_padding
+          : dnnl::algorithm::pooling_avg_exclude_padding;
+  entry->src = memory::desc({g.n, g.c, g.h.in, g.w.in}, f32, Tag::nchw);
+  entry->dst = memory::desc({g.n, g.c, g.oh, g.ow}, f32, Tag::nchw);
+  try {
+    // Ceil mode's overhang becomes end padding (never counted: max ignores
+    // padding, and only AVG_EXCLUDE_PAD gets here with an overhang).
+    dnnl::pooling_v2_forward::desc desc(
+        dnnl::prop_kind::forward_inference, algorithm, entry->src, entry->dst,
+        {g.h.stride, g.w.stride}, {g.h.kernel, g.w.kernel},
+        {g.h.dilation - 1, g.w.dilation - 1}, {g.h.padBegin, g.w.padBegin},
+        {g.h.padEnd + overhangH, g.w.padEnd + overhangW});
+    entry->pool = dnnl::pooling_v2_forward(
+        dnnl::pooling_v2_forward::primitive_desc(desc, cpuEngine()));
+  } catch (const dnnl::error &) {
+    // E.g. padding as large as the window, which oneDNN rejects.
+  }
+  return entry;
+}
+
+void runPool(PoolEntry &e, const float *x, float *y) {
+  if (!e.pool) {
+    poolLoop(e.geometry, x, y);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(e.mutex);
+  dnnl::stream &stream = threadStream();
+  e.pool.execute(stream, {{DNNL_ARG_SRC, userMemory(e.src, x)},
+                          {DNNL_ARG_DST, userMemory(e.dst, y)}});
+  stream.wait();
+}
+
+//===--- Batch normalization ----------------------------------------------===//
+
+/// (training, n, c, spatial, epsilon's bits).
+using BatchNormKey = std::array<int64_t, 5>;
+
+struct BatchNormEntry {
+  std::mutex mutex;
+  dnnl::batch_normalization_forward norm;
+  memory::desc data, channel;
+};
+
+std::unique_ptr<BatchNormEntry> createBatchNorm(const BatchNormKey &key,
+                                                float epsilon) {
+  auto [training, n, c, spatial, epsilonBits] = key;
+  auto entry = std::make_unique<BatchNormEntry>();
+  entry->data = memory::desc({n, c, spatial, 1}, f32, Tag::nchw);
+  entry->channel = memory::desc({c}, f32, Tag::x);
+  dnnl::normalization_flags flags = dnnl::normalization_flags::use_scale |
+                                    dnnl::normalization_flags::use_shift;
+  if (!training)
+    flags |= dnnl::normalization_flags::use_global_stats;
+  dnnl::batch_normalization_forward::desc desc(
+      training ? dnnl::prop_kind::forward_training
+               : dnnl::prop_kind::forward_inference,
+      entry->data, epsilon, flags);
+  entry->norm = dnnl::batch_normalization_forward(
+      dnnl::batch_normalization_forward::primitive_desc(desc, cpuEngine()));
+  return entry;
+}
+
+void checkBatchNorm(const char *kernel, const float *x, const float *scale,
+                    const float *bias, float *y, int64_t n, int64_t c,
+                    int64_t spatial, float epsilon) {
+  checkKernelPointer(kernel, "x", x);
+  checkKernelPointer(kernel, "scale", scale);
+  checkKernelPointer(kernel, "bias", bias);
+  checkKernelPointer(kernel, "y", y);
+  checkKernelDim(kernel, "n", n, 1);
+  checkKernelDim(kernel, "c", c, 1);
+  checkKernelDim(kernel, "spatial", spatial, 1);
+  if (!(epsilon >= 0) || std::isinf(epsilon))
+    fatal(nullptr, "%s: epsilon is %g (accepted: a finite epsilon >= 0)",
+          kernel, double(epsilon));
+}
+
+/// Both batch norms: MEAN and VAR are read (inference) or written
+/// (training).
+void runBatchNorm(const char *kernel, bool training, const float *x,
+                  const float *scale, const float *bias, const float *mean,
+                  const float *var, float *y, int64_t n, int64_t c,
+                  int64_t spatial, float epsilon) {
+  static auto *cache = new GeometryCache<BatchNormEntry, 5>();
+  int32_t bits;
+  std::memcpy(&bits, &epsilon, sizeof bits);
+  guarded(kernel, [&] {
+    BatchNormKey key{training, n, c, spatial, bits};
+    BatchNormEntry &e =
+        cache->get(key, [&] { return createBatchNorm(key, epsilon); });
+    std::lock_guard<std::mutex> lock(e.mutex);
+    dnnl::stream &stream = threadStream();
+    e.norm.execute(stream, {{DNNL_ARG_SRC, userMemory(e.data, x)},
+                            {DNNL_ARG_DST, userMemory(e.data, y)},
+                            {DNNL_ARG_SCALE, userMemory(e.channel, scale)},
+                            {DNNL_ARG_SHIFT, userMemory(e.channel, bias)},
+                            {DNNL_ARG_MEAN, userMemory(e.channel, mean)},
+                            {DNNL_ARG_VARIANCE, userMemory(e.channel, var)}});
+    stream.wait();
+  });
+}
+
+} // namespace
+
+int64_t dtrain::rt::kernelGeometriesCreatedForTesting() {
+  return geometriesCreated.load(std::memory_order_relaxed);
+}
+
+//===--- C ABI ------------------------------------------------------------===//
+
+void dtrain_rt_conv2d_f32(const float *x, const float *w, const float *bias,
+                          float *y, int64_t n, int64_t c, int64_t h, int64_t w_,
+                          int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+                          int64_t ow, int64_t stride_h, int64_t stride_w,
+                          int64_t pad_top, int64_t pad_left, int64_t pad_bottom,
+                          int64_t pad_right, int64_t dilation_h,
+                          int64_t dilation_w, int64_t groups) {
+  static auto *cache = new GeometryCache<ConvEntry, 19>();
+  const char *kernel = "dtrain_rt_conv2d_f32";
+  ConvKey key{n,
+              c,
+              h,
+              w_,
+              oc,
+              kh,
+              kw,
+              oh,
+              ow,
+              stride_h,
+              stride_w,
+              pad_top,
+              pad_left,
+              pad_bottom,
+              pad_right,
+              dilation_h,
+              dilation_w,
+              groups,
+              bias != nullptr};
+  checkKernelPointer(kernel, "x", x);
+  checkKernelPointer(kernel, "w", w);
+  checkKernelPointer(kernel, "y", y);
+  checkKernelDim(kernel, "n", n, 1);
+  checkKernelDim(kernel, "c", c, 1);
+  checkKernelDim(kernel, "h", h, 1);
+  checkKernelDim(kernel, "w", w_, 1);
+  checkKernelDim(kernel, "oc", oc, 1);
+  checkKernelDim(kernel, "oh", oh, 1);
+  checkKernelDim(kernel, "ow", ow, 1);
+  checkKernelDim(kernel, "groups", groups, 1);
+  if (c % groups || oc % groups)
+    fatal(nullptr,
+          "%s: groups %lld does not divide both the input channels %lld and "
+          "the output channels %lld",
+          kernel, (long long)groups, (long long)c, (long long)oc);
+  WindowDim dimH{"height", h, kh, stride_h, pad_top, pad_bottom, dilation_h};
+  WindowDim dimW{"width", w_, kw, stride_w, pad_left, pad_right, dilation_w};
+  checkWindowDim(kernel, dimH, "kh", "stride_h", "pad_top", "pad_bottom",
+                 "dilation_h");
+  checkWindowDim(kernel, dimW, "kw", "stride_w", "pad_left", "pad_right",
+                 "dilation_w");
+  int64_t expectH = dimH.outputSize(false), expectW = dimW.outputSize(false);
+  if (oh != expectH || ow != expectW)
+    fatal(nullptr, "%s: output is %lldx%lld but %s gives %lldx%lld", kernel,
+          (long long)oh, (long long)ow, describeWindow(dimH, dimW).c_str(),
+          (long long)expectH, (long long)expectW);
+  guarded(kernel, [&] {
+    runConv(cache->get(key, [&] { return createConv(key); }), x, w, bias, y);
+  });
+}
+
+void dtrain_rt_pool2d_f32(const float *x, float *y, int32_t kind, int64_t n,
+                          int64_t c, int64_t h, int64_t w, int64_t oh,
+                          int64_t ow, int64_t kh, int64_t kw, int64_t stride_h,
+                          int64_t stride_w, int64_t pad_top, int64_t pad_left,
+                          int64_t pad_bottom, int64_t pad_right,
+                          int64_t dilation_h, int64_t dilation_w) {
+  static auto *cache = new GeometryCache<PoolEntry, 17>();
+  const char *kernel = "dtrain_rt_pool2d_f32";
+  if (kind < DTRAIN_RT_POOL_MAX || kind > DTRAIN_RT_POOL_AVG_EXCLUDE_PAD)
+    fatal(nullptr,
+          "%s: unknown pooling kind %d (accepted: %d = max, %d = average "
+          "including padding, %d = average excluding padding)",
+          kernel, kind, DTRAIN_RT_POOL_MAX, DTRAIN_RT_POOL_AVG_INCLUDE_PAD,
+          DTRAIN_RT_POOL_AVG_EXCLUDE_PAD);
+  checkKernelPointer(kernel, "x", x);
+  checkKernelPointer(kernel, "y", y);
+  checkKernelDim(kernel, "n", n, 1);
+  checkKernelDim(kernel, "c", c, 1);
+  checkKernelDim(kernel, "h", h, 1);
+  checkKernelDim(kernel, "w", w, 1);
+  checkKernelDim(kernel, "oh", oh, 1);
+  checkKernelDim(kernel, "ow", ow, 1);
+  WindowDim dimH{"height", h, kh, stride_h, pad_top, pad_bottom, dilation_h};
+  WindowDim dimW{"width", w, kw, stride_w, pad_left, pad_right, dilation_w};
+  checkWindowDim(kernel, dimH, "kh", "stride_h", "pad_top", "pad_bottom",
+                 "dilation_h");
+  checkWindowDim(kernel, dimW, "kw", "stride_w", "pad_left", "pad_right",
+                 "dilation_w");
+  // Ceil mode is implied by either size exceeding floor mode's, and then
+  // applies to both.
+  int64_t floorH = dimH.outputSize(false), floorW = dimW.outputSize(false);
+  int64_t ceilH = dimH.outputSize(true), ceilW = dimW.outputSize(true);
+  bool ceilMode = oh != floorH || ow != floorW;
+  if (oh != (ceilMode ? ceilH : floorH) || ow != (ceilMode ? ceilW : floorW))
+    fatal(nullptr,
+          "%s: output is %lldx%lld but %s gives %lldx%lld (floor mode) or "
+          "%lldx%lld (ceil mode)",
+          kernel, (long long)oh, (long long)ow,
+          describeWindow(dimH, dimW).c_str(), (long long)floorH,
+          (long long)floorW, (long long)ceilH, (long long)ceilW);
+  PoolKey key{kind,     n,          c,         h,          w,         oh,
+              ow,       kh,         kw,        stride_h,   stride_w,  pad_top,
+              pad_left, pad_bottom, pad_right, dilation_h, dilation_w};
+  guarded(kernel, [&] {
+    runPool(cache->get(key, [&] { return createPool(kernel, key); }), x, y);
+  });
+}
+
+void dtrain_rt_batch_norm_f32(const float *x, const float *scale,
+                              const float *bias, const float *mean,
+                              const float *var, float *y, int64_t n, int64_t c,
+                              int64_t spatial, float epsilon) {
+  const char *kernel = "dtrain_rt_batch_norm_f32";
+  checkBatchNorm(kernel, x, scale, bias, y, n, c, spatial, epsilon);
+  checkKernelPointer(kernel, "mean", mean);
+  checkKernelPointer(kernel, "var", var);
+  runBatchNorm(kernel, false, x, scale, bias, mean, var, y, n, c, spatial,
+               epsilon);
+}
+
+void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
+                                    const float *bias, float *y,
+                                    float *batch_mean, float *batch_var,
+                                    int64_t n, int64_t c, int64_t spatial,
+                                    float epsilon) {
+  const char *kernel = "dtrain_rt_batch_norm_train_f32";
+  checkBatchNorm(kernel, x, scale, bias, y, n, c, spatial, epsilon);
+  checkKernelPointer(kernel, "batch_mean", batch_mean);
+  checkKernelPointer(kernel, "batch_var", batch_var);
+  runBatchNorm(kernel, true, x, scale, bias, batch_mean, batch_var, y, n, c,
+               spatial, epsilon);
+}

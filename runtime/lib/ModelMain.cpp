@@ -1,0 +1,680 @@
+//===- ModelMain.cpp - the command line of compiled models ----------------===//
+//
+// dtrain_rt_model_main, the whole main of a program that dtrain-compile
+// generates: it parses the model description compiled into the program
+// (dtrain_model_info, format in dtrain_rt.h) and the command line (see
+// printHelp), allocates one 64-byte-aligned buffer per argument of the run
+// function, fills the weights from the ONNX file (OnnxWeights.h) and the
+// inputs from .npy files, runs the model (timed with --repeat) and writes
+// the requested outputs as .npy files.
+//
+// Every problem is one line "dtrain: error: ..." on stderr that names the
+// file or argument and what was expected; the exit status is 2 for a usage
+// error and 1 for anything else. Nothing is converted silently: dtypes and
+// shapes must match the compiled ones exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxWeights.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+using namespace dtrain::rt;
+
+namespace {
+
+/// A command-line mistake (exit status 2); other errors are Failures.
+struct UsageError {
+  std::string message;
+};
+
+[[noreturn]] __attribute__((format(printf, 1, 2))) void
+usageError(const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  char buffer[1024];
+  std::vsnprintf(buffer, sizeof buffer, format, args);
+  va_end(args);
+  throw UsageError{buffer};
+}
+
+//===--- The model description --------------------------------------------===//
+
+enum class Role { Param, Buffer, Input, Output };
+const char *const roleNames[] = {"param", "buffer", "input", "output"};
+
+/// One `arg` line: a buffer of the run function.
+struct Arg {
+  Role role;
+  int32_t dtype;
+  std::vector<int64_t> dims;
+  std::string name;
+  size_t bytes;
+};
+
+struct ModelInfo {
+  std::string onnx;
+  std::vector<Arg> args;
+
+  /// The indices of the args of ROLE, in order.
+  std::vector<size_t> indices(Role role) const {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].role == role)
+        out.push_back(i);
+    return out;
+  }
+};
+
+std::string typeAndShape(const Arg &a) {
+  return std::string(dtypeName(a.dtype)) + " " + dimsString(a.dims);
+}
+
+Arg parseArg(std::string_view line) {
+  // <role> <dtype> <shape> <name...>
+  std::string_view fields[3];
+  for (std::string_view &field : fields) {
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos)
+      fail("expected 'arg <role> <dtype> <shape> <name>'");
+    field = line.substr(0, space);
+    line.remove_prefix(space + 1);
+  }
+  Arg a{};
+  a.name = std::string(line);
+  if (a.name.empty())
+    fail("the arg has no name");
+
+  auto role = std::find(std::begin(roleNames), std::end(roleNames), fields[0]);
+  if (role == std::end(roleNames))
+    fail("unknown role %s (accepted: param, buffer, input, output)",
+         quoted(fields[0]).c_str());
+  a.role = Role(role - std::begin(roleNames));
+
+  a.dtype = -1;
+  for (int32_t d = DTRAIN_RT_F32; d <= DTRAIN_RT_I32; ++d)
+    if (fields[1] == dtypeName(d))
+      a.dtype = d;
+  if (a.dtype < 0)
+    fail("unknown dtype %s (accepted: f32, f64, f16, bf16, i64, i32)",
+         quoted(fields[1]).c_str());
+
+  if (fields[2] != "-") {
+    std::string_view shape = fields[2];
+    while (true) {
+      const size_t x = shape.find('x');
+      const std::string_view dim = shape.substr(0, x);
+      int64_t v = 0;
+      bool ok = !dim.empty();
+      for (char c : dim)
+        ok = ok && c >= '0' && c <= '9' && !__builtin_mul_overflow(v, 10, &v) &&
+             !__builtin_add_overflow(v, c - '0', &v);
+      if (!ok)
+        fail("bad shape %s (accepted: dimensions joined by 'x', or '-')",
+             quoted(fields[2]).c_str());
+      a.dims.push_back(v);
+      if (x == std::string_view::npos)
+        break;
+      shape.remove_prefix(x + 1);
+    }
+  }
+  if ((a.role == Role::Input || a.role == Role::Output) &&
+      a.dims.size() > DTRAIN_RT_MAX_RANK)
+    fail("%s %s has rank %zu (.npy files here hold rank <= %d)",
+         roleNames[int(a.role)], quoted(a.name).c_str(), a.dims.size(),
+         DTRAIN_RT_MAX_RANK);
+  int64_t bytes = dtypeSize(a.dtype);
+  bool overflow = false;
+  for (int64_t d : a.dims)
+    overflow |= __builtin_mul_overflow(bytes, d, &bytes);
+  if (bytes != 0 && (overflow || uint64_t(bytes) > SIZE_MAX / 2))
+    fail("the size of %s overflows", quoted(a.name).c_str());
+  a.bytes = size_t(bytes);
+  return a;
+}
+
+/// Parses dtrain_model_info; a malformed one is an internal error (the
+/// compiler and the runtime disagree).
+ModelInfo parseInfo(const char *text) {
+  ModelInfo info;
+  int lineNumber = 0;
+  try {
+    if (!text)
+      fail("it is NULL");
+    std::string_view rest = text;
+    bool header = false, mode = false, onnx = false;
+    while (!rest.empty()) {
+      const size_t newline = rest.find('\n');
+      const std::string_view line = rest.substr(0, newline);
+      rest.remove_prefix(newline == std::string_view::npos ? rest.size()
+                                                           : newline + 1);
+      ++lineNumber;
+      if (line.empty())
+        continue;
+      if (!header) {
+        if (line != "dtrain-model 1")
+          fail("expected 'dtrain-model 1' (this runtime reads version 1), "
+               "found %s",
+               quoted(line).c_str());
+        header = true;
+        continue;
+      }
+      const size_t space = line.find(' ');
+      const std::string_view key = line.substr(0, space);
+      const std::string_view value =
+          space == std::string_view::npos ? "" : line.substr(space + 1);
+      if (key == "onnx") {
+        if (onnx)
+          fail("a second 'onnx' line");
+        if (value.empty())
+          fail("an empty 'onnx' path");
+        info.onnx = std::string(value);
+        onnx = true;
+      } else if (key == "mode") {
+        if (mode)
+          fail("a second 'mode' line");
+        if (value != "infer")
+          fail("mode %s is not supported by this runtime (accepted: infer)",
+               quoted(value).c_str());
+        mode = true;
+      } else if (key == "arg") {
+        info.args.push_back(parseArg(value));
+      } else {
+        fail("unknown item %s (accepted: onnx, mode, arg)",
+             quoted(key).c_str());
+      }
+    }
+    lineNumber = 0;
+    if (!header || !mode || !onnx)
+      fail("it lacks the %s line", !header ? "'dtrain-model 1'"
+                                   : !mode ? "'mode'"
+                                           : "'onnx'");
+    for (Role role : {Role::Input, Role::Output}) {
+      const std::vector<size_t> ids = info.indices(role);
+      for (size_t i = 0; i < ids.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (info.args[ids[i]].name == info.args[ids[j]].name)
+            fail("two %ss are named %s", roleNames[int(role)],
+                 quoted(info.args[ids[i]].name).c_str());
+    }
+  } catch (Failure &f) {
+    f.message = "internal error: the model description compiled into this "
+                "program is malformed (" +
+                (lineNumber ? "line " + std::to_string(lineNumber) + ": "
+                            : std::string()) +
+                f.message +
+                "); it was generated by a dtrain-compile that does not match "
+                "this runtime";
+    throw;
+  }
+  return info;
+}
+
+//===--- The command line -------------------------------------------------===//
+
+struct Options {
+  bool help = false, printInfo = false;
+  std::string model;                        // --model, or empty
+  int64_t repeat = 1, warmup = -1;          // warmup -1: the default
+  bool timed = false;                       // --repeat given
+  std::vector<std::string> inputs, outputs; // per input/output; "" unset
+};
+
+/// The names of the args of IDS for messages: "'x' (f32 2x4), 'k' (...)".
+std::string argList(const ModelInfo &info, const std::vector<size_t> &ids) {
+  if (ids.empty())
+    return "none";
+  std::string s;
+  for (size_t i : ids)
+    s += (s.empty() ? "" : ", ") + quoted(info.args[i].name) + " (" +
+         typeAndShape(info.args[i]) + ")";
+  return s;
+}
+
+int64_t parseCount(const std::string &flag, const std::string &value,
+                   int64_t min) {
+  int64_t v = 0;
+  bool ok = !value.empty();
+  for (char c : value)
+    ok = ok && c >= '0' && c <= '9' && !__builtin_mul_overflow(v, 10, &v) &&
+         !__builtin_add_overflow(v, c - '0', &v);
+  if (!ok || v < min || v > 1000000000)
+    usageError("%s %s: expected %s integer (at most 10^9)", flag.c_str(),
+               quoted(value).c_str(),
+               min > 0 ? "a positive" : "a non-negative");
+  return v;
+}
+
+/// Matches the --input (ROLE Input) or --output values to the args:
+/// NAME=FILE by name, the others in order to the args not named.
+std::vector<std::string> bind(const ModelInfo &info, Role role,
+                              const std::vector<std::string> &values) {
+  const char *flag = role == Role::Input ? "--input" : "--output";
+  const char *what = roleNames[int(role)];
+  const std::vector<size_t> ids = info.indices(role);
+  std::vector<std::string> files(ids.size());
+  std::vector<std::string> positional;
+  for (const std::string &value : values) {
+    // NAME=FILE when some prefix up to an '=' is the name of an arg (ONNX
+    // names may themselves contain '=').
+    bool named = false;
+    for (size_t eq = value.find('='); !named && eq != std::string::npos;
+         eq = value.find('=', eq + 1)) {
+      for (size_t k = 0; k < ids.size() && !named; ++k) {
+        if (info.args[ids[k]].name != std::string_view(value).substr(0, eq))
+          continue;
+        named = true;
+        if (eq + 1 == value.size())
+          usageError("%s %s: no file after '='", flag, quoted(value).c_str());
+        if (!files[k].empty())
+          usageError("%s %s is given twice (%s and %s)", what,
+                     quoted(info.args[ids[k]].name).c_str(),
+                     quoted(files[k]).c_str(),
+                     quoted(value.substr(eq + 1)).c_str());
+        files[k] = value.substr(eq + 1);
+      }
+    }
+    if (named)
+      continue;
+    if (value.find('=') != std::string::npos)
+      usageError("%s %s: the model has no %s named %s (%ss: %s; a file "
+                 "whose name contains '=' is given as NAME=FILE)",
+                 flag, quoted(value).c_str(), what,
+                 quoted(value.substr(0, value.find('='))).c_str(), what,
+                 argList(info, ids).c_str());
+    positional.push_back(value);
+  }
+  size_t next = 0;
+  for (size_t k = 0; k < ids.size() && next < positional.size(); ++k)
+    if (files[k].empty())
+      files[k] = positional[next++];
+  if (next < positional.size())
+    usageError("too many %s files: %s has no %s left to go to (the model's "
+               "%ss: %s)",
+               flag, quoted(positional[next]).c_str(), what, what,
+               argList(info, ids).c_str());
+  return files;
+}
+
+Options parseCommandLine(int argc, char **argv, const ModelInfo &info) {
+  Options o;
+  std::vector<std::string> inputs, outputs;
+  bool haveRepeat = false, haveWarmup = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i] ? argv[i] : "";
+    if (arg == "-h") {
+      o.help = true;
+      return o;
+    }
+    if (arg.empty() || arg[0] != '-' || arg == "-")
+      usageError("unexpected argument %s (inputs are given with --input "
+                 "FILE.npy; see --help)",
+                 quoted(arg).c_str());
+    if (arg.rfind("--", 0) != 0 || arg == "--")
+      usageError("unknown flag %s (see --help)", quoted(arg).c_str());
+    const size_t eq = arg.find('=');
+    const std::string flag = arg.substr(0, eq);
+    static const char *const withValue[] = {"--input", "--output", "--model",
+                                            "--repeat", "--warmup"};
+    const bool takesValue =
+        std::find(std::begin(withValue), std::end(withValue), flag) !=
+        std::end(withValue);
+    if (!takesValue && flag != "--help" && flag != "--print-info")
+      usageError("unknown flag %s (see --help)", quoted(flag).c_str());
+    if (!takesValue && eq != std::string::npos)
+      usageError("%s takes no value", flag.c_str());
+    std::string value;
+    if (takesValue) {
+      if (eq != std::string::npos)
+        value = arg.substr(eq + 1);
+      else if (i + 1 < argc && argv[i + 1] &&
+               std::strncmp(argv[i + 1], "--", 2) != 0)
+        value = argv[++i];
+      if (value.empty())
+        usageError("%s needs a value (see --help)", flag.c_str());
+    }
+
+    if (flag == "--help") {
+      o.help = true;
+      return o;
+    } else if (flag == "--print-info") {
+      o.printInfo = true;
+    } else if (flag == "--input") {
+      inputs.push_back(value);
+    } else if (flag == "--output") {
+      outputs.push_back(value);
+    } else if (flag == "--model") {
+      if (!o.model.empty())
+        usageError("--model is given twice");
+      o.model = value;
+    } else if (flag == "--repeat") {
+      if (haveRepeat)
+        usageError("--repeat is given twice");
+      haveRepeat = o.timed = true;
+      o.repeat = parseCount(flag, value, 1);
+    } else {
+      if (haveWarmup)
+        usageError("--warmup is given twice");
+      haveWarmup = true;
+      o.warmup = parseCount(flag, value, 0);
+    }
+  }
+  if (o.warmup < 0)
+    o.warmup = o.repeat > 1 ? 1 : 0;
+  o.inputs = bind(info, Role::Input, inputs);
+  o.outputs = bind(info, Role::Output, outputs);
+  if (o.printInfo)
+    return o;
+  const std::vector<size_t> ids = info.indices(Role::Input);
+  for (size_t k = 0; k < ids.size(); ++k)
+    if (o.inputs[k].empty())
+      usageError("no --input for input %s (%s); the model's inputs, in "
+                 "order: %s",
+                 quoted(info.args[ids[k]].name).c_str(),
+                 typeAndShape(info.args[ids[k]]).c_str(),
+                 argList(info, ids).c_str());
+  return o;
+}
+
+/// S quoted for a POSIX shell when it needs it.
+std::string shellWord(const std::string &s) {
+  if (!s.empty() &&
+      s.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789_.,:/=+-") == std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void printHelp(const char *program, const ModelInfo &info) {
+  const std::vector<size_t> inputs = info.indices(Role::Input),
+                            outputs = info.indices(Role::Output);
+  const size_t count = info.args.size() - inputs.size() - outputs.size();
+  const std::string weights =
+      count == 0 ? "none"
+                 : std::to_string(count) +
+                       (count == 1 ? " initializer" : " initializers") +
+                       " of " + info.onnx;
+  std::string example = program;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    example += " --input in" + std::to_string(k + 1) + ".npy";
+  std::string run = example;
+  if (!outputs.empty())
+    example +=
+        " --output " + shellWord(info.args[outputs[0]].name + "=" + "out.npy");
+  std::printf(
+      "usage: %s [--input [NAME=]FILE.npy]... [--output [NAME=]FILE.npy]...\n"
+      "           [--model FILE.onnx] [--repeat N] [--warmup W] "
+      "[--print-info]\n"
+      "\n"
+      "Runs the model that dtrain-compile compiled into this program: reads "
+      "its\n"
+      "weights from an ONNX file, its inputs from NumPy .npy files (np.save), "
+      "runs\n"
+      "it, and writes the outputs asked for as .npy files (np.load reads "
+      "them).\n"
+      "\n"
+      "This model (--print-info shows every argument):\n"
+      "  inputs:  %s\n"
+      "  outputs: %s\n"
+      "  weights: %s\n"
+      "\n"
+      "Flags (the value follows the flag, or is attached: --repeat=10):\n"
+      "  --input [NAME=]FILE.npy\n"
+      "      An input of the model; give every input exactly once. NAME= "
+      "gives the\n"
+      "      file to the input of that ONNX name; files without NAME= go to "
+      "the\n"
+      "      inputs not named, in the order above. The file's dtype and "
+      "shape must\n"
+      "      be the compiled ones (bool, int8, int16, uint8 and uint16 files "
+      "read\n"
+      "      as i32, uint32 as i64; nothing else is converted).\n"
+      "  --output [NAME=]FILE.npy\n"
+      "      Writes an output (NAME, or else the next one in order) to "
+      "FILE.npy,\n"
+      "      replacing it. Outputs not asked for are not written; without "
+      "any\n"
+      "      --output the model just runs (to benchmark it).\n"
+      "  --model FILE.onnx\n"
+      "      Reads the weights from FILE.onnx instead of the file the model "
+      "was\n"
+      "      compiled from (above). Its initializers must have the names, "
+      "dtypes and\n"
+      "      shapes the model was compiled for; external data files are "
+      "found\n"
+      "      relative to FILE.onnx's directory.\n"
+      "  --repeat N\n"
+      "      Runs the model N times after the warm-up runs and prints one "
+      "line\n"
+      "      'run_ms=<mean> min_ms=<min> runs=<N>' (milliseconds per run) to "
+      "stdout.\n"
+      "      Without --repeat nothing is printed on success. The outputs are "
+      "those\n"
+      "      of the last run.\n"
+      "  --warmup W\n"
+      "      Untimed runs before the timed ones (default: 1 when N > 1, else "
+      "0).\n"
+      "  --print-info\n"
+      "      Prints the model's arguments (role, ONNX name, dtype, shape) and "
+      "exits.\n"
+      "  -h, --help\n"
+      "      Prints this help and exits.\n"
+      "\n"
+      "Exit status: 0 on success; 1 when a file cannot be read or written "
+      "or does\n"
+      "not match the model; 2 for a usage error. Errors are printed to "
+      "stderr as\n"
+      "'dtrain: error: ...'.\n"
+      "\n"
+      "Examples:\n"
+      "  %s\n"
+      "  %s --repeat 100\n",
+      program, argList(info, inputs).c_str(), argList(info, outputs).c_str(),
+      weights.c_str(), example.c_str(), run.c_str());
+}
+
+/// One line per argument, the name last (it may contain spaces): inputs
+/// and outputs first, in the order --input and --output use.
+void printInfo(const ModelInfo &info, const std::string &onnx) {
+  size_t width = 5;
+  for (const Arg &a : info.args)
+    width = std::max(width, dimsString(a.dims).size());
+  std::printf("mode: infer\nweights: %s\n%-6s  %-5s  %-*s  %s\n", onnx.c_str(),
+              "role", "dtype", int(width), "shape", "name");
+  for (Role role : {Role::Input, Role::Output, Role::Param, Role::Buffer})
+    for (const Arg &a : info.args)
+      if (a.role == role)
+        std::printf("%-6s  %-5s  %-*s  %s\n", roleNames[int(role)],
+                    dtypeName(a.dtype), int(width), dimsString(a.dims).c_str(),
+                    a.name.c_str());
+}
+
+//===--- Running ----------------------------------------------------------===//
+
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+
+/// An array filled by the runtime, freed at scope exit.
+struct ArrayGuard {
+  dtrain_rt_array_t array{};
+  ~ArrayGuard() { dtrain_rt_array_free(&array); }
+};
+
+/// A hint for a .npy file of the wrong dtype.
+std::string dtypeHint(int32_t expected) {
+  static const char *const numpyNames[] = {"float32", "float64", "float16",
+                                           nullptr,   "int64",   "int32"};
+  if (expected == DTRAIN_RT_BF16)
+    return " (.npy files cannot hold bf16)";
+  return std::string(" (save it with .astype(np.") + numpyNames[expected] +
+         "))";
+}
+
+void loadInput(const Arg &a, const std::string &file, void *buffer) {
+  ArrayGuard in;
+  char error[1024];
+  if (dtrain_rt_npy_read(file.c_str(), &in.array, error, sizeof error) != 0)
+    fail("input %s: %s", quoted(a.name).c_str(), error);
+  if (in.array.dtype != a.dtype)
+    fail("input %s: %s has dtype %s, expected %s%s", quoted(a.name).c_str(),
+         file.c_str(), dtypeName(in.array.dtype), dtypeName(a.dtype),
+         dtypeHint(a.dtype).c_str());
+  const std::vector<int64_t> dims(in.array.shape,
+                                  in.array.shape + in.array.rank);
+  if (dims != a.dims) {
+    // Only the batch differs: the model was compiled for another one.
+    const bool batch =
+        !dims.empty() && dims.size() == a.dims.size() &&
+        std::equal(dims.begin() + 1, dims.end(), a.dims.begin() + 1);
+    fail("input %s: %s has shape %s, but the model was compiled for %s%s",
+         quoted(a.name).c_str(), file.c_str(), dimsString(dims).c_str(),
+         dimsString(a.dims).c_str(),
+         batch ? (" (recompile with --batch-size " + std::to_string(dims[0]) +
+                  ")")
+                     .c_str()
+               : "");
+  }
+  if (a.bytes > 0)
+    std::memcpy(buffer, in.array.data, a.bytes);
+}
+
+void loadWeight(const OnnxInitializers &onnx, const Arg &a, void *buffer) {
+  const OnnxTensor &t = onnx.lookup(a.name);
+  if (t.dtype != a.dtype)
+    fail("weight %s in %s has dtype %s, expected %s", quoted(a.name).c_str(),
+         onnx.path().c_str(), dtypeName(t.dtype), dtypeName(a.dtype));
+  if (t.dims != a.dims)
+    fail("weight %s in %s has shape %s, but the model was compiled for %s",
+         quoted(a.name).c_str(), onnx.path().c_str(),
+         dimsString(t.dims).c_str(), dimsString(a.dims).c_str());
+  onnx.read(t, buffer, a.bytes);
+}
+
+void writeOutput(const Arg &a, const std::string &file, void *buffer) {
+  dtrain_rt_array_t out{};
+  out.dtype = a.dtype;
+  out.rank = int32_t(a.dims.size());
+  std::copy(a.dims.begin(), a.dims.end(), out.shape);
+  out.data = buffer;
+  char error[1024];
+  if (dtrain_rt_npy_write(file.c_str(), &out, error, sizeof error) != 0)
+    fail("output %s: %s", quoted(a.name).c_str(), error);
+}
+
+int modelMain(int argc, char **argv, const char *infoText,
+              void (*run)(void **)) {
+  const ModelInfo info = parseInfo(infoText);
+  if (!run)
+    fail("internal error: the model's run function is NULL");
+  const char *program = argc > 0 && argv && argv[0] ? argv[0] : "model";
+  const Options o = parseCommandLine(argc, argv, info);
+  if (o.help) {
+    printHelp(program, info);
+    return 0;
+  }
+  const std::string onnxPath = o.model.empty() ? info.onnx : o.model;
+  if (o.printInfo) {
+    printInfo(info, onnxPath);
+    return 0;
+  }
+
+  std::vector<std::unique_ptr<void, FreeDeleter>> owned;
+  std::vector<void *> buffers;
+  for (const Arg &a : info.args) {
+    void *p = nullptr;
+    // At least one cache line, so that an empty buffer is a valid pointer.
+    const size_t bytes = std::max<size_t>((a.bytes + 63) / 64 * 64, 64);
+    if (::posix_memalign(&p, 64, bytes) != 0)
+      fail("cannot allocate %zu bytes for %s %s", a.bytes,
+           roleNames[int(a.role)], quoted(a.name).c_str());
+    owned.emplace_back(p);
+    buffers.push_back(p);
+    if (a.role == Role::Output)
+      std::memset(p, 0, bytes);
+  }
+
+  // The inputs first: they are small and most mistakes are there.
+  const std::vector<size_t> inputs = info.indices(Role::Input),
+                            outputs = info.indices(Role::Output);
+  for (size_t k = 0; k < inputs.size(); ++k)
+    loadInput(info.args[inputs[k]], o.inputs[k], buffers[inputs[k]]);
+  std::unique_ptr<OnnxInitializers> onnx;
+  for (size_t i = 0; i < info.args.size(); ++i) {
+    const Arg &a = info.args[i];
+    if (a.role != Role::Param && a.role != Role::Buffer)
+      continue;
+    if (!onnx) {
+      try {
+        onnx = OnnxInitializers::open(onnxPath);
+      } catch (Failure &f) {
+        f.message = "cannot read the weights: " + f.message +
+                    (o.model.empty() ? " (the ONNX file the model was "
+                                       "compiled from; give another with "
+                                       "--model FILE.onnx)"
+                                     : "");
+        throw;
+      }
+    }
+    loadWeight(*onnx, a, buffers[i]);
+  }
+  onnx.reset();
+
+  for (int64_t i = 0; i < o.warmup; ++i)
+    run(buffers.data());
+  double total = 0, best = std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < o.repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    run(buffers.data());
+    const std::chrono::duration<double, std::milli> ms =
+        std::chrono::steady_clock::now() - start;
+    total += ms.count();
+    best = std::min(best, ms.count());
+  }
+
+  for (size_t k = 0; k < outputs.size(); ++k)
+    if (!o.outputs[k].empty())
+      writeOutput(info.args[outputs[k]], o.outputs[k], buffers[outputs[k]]);
+  if (o.timed) {
+    std::printf("run_ms=%.6f min_ms=%.6f runs=%lld\n", total / double(o.repeat),
+                best, (long long)o.repeat);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+void printError(const std::string &message) {
+  std::string line = message;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  std::fprintf(stderr, "dtrain: error: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+} // namespace
+
+extern "C" int dtrain_rt_model_main(int argc, char **argv, const char *info,
+                                    void (*run)(void **buffers)) {
+  try {
+    return modelMain(argc, argv, info, run);
+  } catch (const UsageError &e) {
+    printError(e.message);
+    return 2;
+  } catch (const Failure &f) {
+    printError(f.message);
+  } catch (const std::bad_alloc &) {
+    printError("out of memory");
+  } catch (const std::exception &e) {
+    printError(std::string("internal error: ") + e.what());
+  }
+  return 1;
+}

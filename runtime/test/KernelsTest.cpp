@@ -1,0 +1,552 @@
+//===- KernelsTest.cpp - matmul, conv, pooling and batch norm kernels -----===//
+//
+// Every kernel against a naive reference written here from the ONNX / PyTorch
+// definitions (direct loops, double accumulation), on random data, over a
+// table of geometries; plus the primitive cache (repeated geometries create
+// nothing and compute the same) and concurrent calls.
+//
+//   dtrain-rt-kernels-test [gtest flags]      the unit tests
+//   dtrain-rt-kernels-test --invalid=CASE     one invalid call, which must
+//                                             abort (ctest checks stderr)
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace dtrain::rt;
+
+namespace {
+
+std::vector<float> randomVector(size_t count, uint32_t seed, float lo = -1.0f,
+                                float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(count);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// |actual - expected| <= atol + rtol * |expected| elementwise (oneDNN and
+/// BLAS sum in other orders than the reference).
+::testing::AssertionResult allClose(const std::vector<float> &actual,
+                                    const std::vector<double> &expected,
+                                    double rtol = 1e-4, double atol = 1e-5) {
+  if (actual.size() != expected.size())
+    return ::testing::AssertionFailure()
+           << "size " << actual.size() << " != " << expected.size();
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    bool ok = std::fabs(actual[i] - expected[i]) <=
+              atol + rtol * std::fabs(expected[i]);
+    if (!ok && bad++ == 0)
+      first = i;
+  }
+  if (!bad)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << bad << " of " << actual.size() << " elements differ; first at "
+         << first << ": " << actual[first] << " vs expected "
+         << expected[first];
+}
+
+//===--- Matmul -----------------------------------------------------------===//
+
+struct MatmulCase {
+  int64_t m, n, k;
+};
+
+std::vector<double> referenceMatmul(const std::vector<float> &a,
+                                    const std::vector<float> &b,
+                                    const std::vector<float> &c, int64_t m,
+                                    int64_t n, int64_t k, bool ta, bool tb,
+                                    float beta) {
+  std::vector<double> out(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += double(ta ? a[p * m + i] : a[i * k + p]) *
+               double(tb ? b[j * k + p] : b[p * n + j]);
+      if (beta != 0)
+        sum += double(beta) * c[i * n + j];
+      out[i * n + j] = sum;
+    }
+  return out;
+}
+
+TEST(Matmul, MatchesReference) {
+  const MatmulCase cases[] = {{1, 1, 1},      {7, 5, 3},    {64, 33, 17},
+                              {128, 96, 200}, {1, 300, 40}, {50, 1, 9},
+                              {3, 4, 0},      {0, 5, 3},    {5, 0, 3}};
+  uint32_t seed = 1;
+  for (const MatmulCase &mc : cases)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (float beta : {0.0f, 1.0f, 0.5f}) {
+          SCOPED_TRACE(testing::Message()
+                       << "m=" << mc.m << " n=" << mc.n << " k=" << mc.k
+                       << " ta=" << ta << " tb=" << tb << " beta=" << beta);
+          auto a = randomVector(size_t(mc.m * mc.k), seed++);
+          auto b = randomVector(size_t(mc.k * mc.n), seed++);
+          auto c = randomVector(size_t(mc.m * mc.n), seed++);
+          if (beta == 0) // must be ignored, NaN included
+            std::fill(c.begin(), c.end(),
+                      std::numeric_limits<float>::quiet_NaN());
+          auto expected =
+              referenceMatmul(a, b, c, mc.m, mc.n, mc.k, ta, tb, beta);
+          dtrain_rt_matmul_f32(a.data(), b.data(), c.data(), mc.m, mc.n, mc.k,
+                               ta, tb, beta);
+          EXPECT_TRUE(allClose(c, expected));
+        }
+}
+
+TEST(Matmul, EmptyOperandsMayBeNull) {
+  float c[2] = {3, 4};
+  dtrain_rt_matmul_f32(nullptr, nullptr, c, 1, 2, 0, 0, 0, 2.0f);
+  EXPECT_EQ(c[0], 6.0f);
+  EXPECT_EQ(c[1], 8.0f);
+  dtrain_rt_matmul_f32(nullptr, nullptr, nullptr, 0, 0, 5, 0, 0, 1.0f);
+}
+
+//===--- Convolution ------------------------------------------------------===//
+
+struct ConvCase {
+  int64_t n, c, h, w, oc, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups;
+  bool bias;
+
+  int64_t oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
+  int64_t ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
+};
+
+std::ostream &operator<<(std::ostream &os, const ConvCase &k) {
+  return os << k.n << "x" << k.c << "x" << k.h << "x" << k.w << " -> " << k.oc
+            << " kernel " << k.kh << "x" << k.kw << " stride " << k.sh << "x"
+            << k.sw << " pads " << k.pt << "," << k.pl << "," << k.pb << ","
+            << k.pr << " dilation " << k.dh << "x" << k.dw << " groups "
+            << k.groups << (k.bias ? " bias" : "");
+}
+
+/// ONNX Conv: y[n,o,i,j] = b[o] + sum over the group's channels and the
+/// kernel of x[n, g*C/G + c, i*sh - pt + p*dh, j*sw - pl + q*dw] * w[o,c,p,q].
+std::vector<double> referenceConv(const ConvCase &k,
+                                  const std::vector<float> &x,
+                                  const std::vector<float> &w,
+                                  const std::vector<float> &bias) {
+  int64_t oh = k.oh(), ow = k.ow(), cg = k.c / k.groups, og = k.oc / k.groups;
+  std::vector<double> y(size_t(k.n * k.oc * oh * ow));
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t o = 0; o < k.oc; ++o)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double sum = k.bias ? bias[o] : 0.0;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t p = 0; p < k.kh; ++p)
+              for (int64_t q = 0; q < k.kw; ++q) {
+                int64_t yy = i * k.sh - k.pt + p * k.dh;
+                int64_t xx = j * k.sw - k.pl + q * k.dw;
+                if (yy < 0 || yy >= k.h || xx < 0 || xx >= k.w)
+                  continue;
+                int64_t channel = (o / og) * cg + c;
+                sum += double(x[((n * k.c + channel) * k.h + yy) * k.w + xx]) *
+                       double(w[((o * cg + c) * k.kh + p) * k.kw + q]);
+              }
+          y[((n * k.oc + o) * oh + i) * ow + j] = sum;
+        }
+  return y;
+}
+
+std::vector<float> runConv(const ConvCase &k, const std::vector<float> &x,
+                           const std::vector<float> &w,
+                           const std::vector<float> &bias) {
+  // NaN: every output element must be written.
+  std::vector<float> y(size_t(k.n * k.oc * k.oh() * k.ow()),
+                       std::numeric_limits<float>::quiet_NaN());
+  dtrain_rt_conv2d_f32(x.data(), w.data(), k.bias ? bias.data() : nullptr,
+                       y.data(), k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw, k.oh(),
+                       k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
+                       k.groups);
+  return y;
+}
+
+struct ConvData {
+  std::vector<float> x, w, bias;
+  ConvData(const ConvCase &k, uint32_t seed)
+      : x(randomVector(size_t(k.n * k.c * k.h * k.w), seed)),
+        w(randomVector(size_t(k.oc * (k.c / k.groups) * k.kh * k.kw),
+                       seed + 1)),
+        bias(randomVector(size_t(k.oc), seed + 2)) {}
+};
+
+const ConvCase convCases[] = {
+    // n c  h  w oc kh kw sh sw pt pl pb pr dh dw g bias
+    {1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true},
+    {2, 4, 9, 7, 6, 3, 3, 2, 2, 0, 1, 2, 1, 1, 1, 1, false},  // asymmetric pads
+    {1, 2, 10, 10, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, true}, // dilation
+    {2, 4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, false},  // 2 groups
+    {1, 8, 7, 7, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8, true},   // depthwise
+    {2, 4, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, false},  // depthwise x2
+    {2, 16, 5, 5, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true},  // 1x1
+    {1, 3, 11, 11, 5, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 1, true}, // kernel > stride
+    {3, 5, 6, 9, 7, 2, 4, 1, 2, 1, 0, 0, 2, 2, 1, 1, false},  // all mixed
+    {2, 6, 12, 12, 12, 3, 3, 2, 2, 1, 1, 1, 1, 1, 2, 3, true},
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, false},    // one element
+    {2, 32, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true}, // blocked
+    {2, 64, 9, 9, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 64, false}, // blocked dw
+    {1, 3, 32, 32, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, false}, // stem
+};
+
+TEST(Conv2D, MatchesReference) {
+  uint32_t seed = 100;
+  for (const ConvCase &k : convCases) {
+    SCOPED_TRACE(testing::Message() << k);
+    ConvData d(k, seed += 3);
+    EXPECT_TRUE(allClose(runConv(k, d.x, d.w, d.bias),
+                         referenceConv(k, d.x, d.w, d.bias)));
+  }
+}
+
+/// A repeated geometry creates no primitive and computes the same, also
+/// with another geometry in between (the cached buffers are reused).
+TEST(Conv2D, CachedGeometryGivesTheSameResult) {
+  ConvCase a{2, 16, 10, 10, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true};
+  ConvCase b{1, 16, 6, 6, 16, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 2, false};
+  ConvData da(a, 7), db(b, 8);
+  int64_t before = kernelGeometriesCreatedForTesting();
+  std::vector<float> first = runConv(a, da.x, da.w, da.bias);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 1);
+  EXPECT_EQ(runConv(a, da.x, da.w, da.bias), first);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 1);
+  EXPECT_TRUE(allClose(runConv(b, db.x, db.w, db.bias),
+                       referenceConv(b, db.x, db.w, db.bias)));
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 2);
+  EXPECT_EQ(runConv(a, da.x, da.w, da.bias), first);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 2);
+  EXPECT_TRUE(allClose(first, referenceConv(a, da.x, da.w, da.bias)));
+  // The same geometry with and without bias are distinct primitives.
+  ConvCase noBias = a;
+  noBias.bias = false;
+  EXPECT_TRUE(allClose(runConv(noBias, da.x, da.w, da.bias),
+                       referenceConv(noBias, da.x, da.w, da.bias)));
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 3);
+}
+
+/// Threads calling the same and different geometries at once.
+TEST(Conv2D, ConcurrentCalls) {
+  ConvCase shared{1, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true};
+  ConvData d(shared, 11);
+  std::vector<double> expected = referenceConv(shared, d.x, d.w, d.bias);
+  std::vector<int> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      ConvCase own{1, 8, 6 + t, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, false};
+      ConvData od(own, 20 + t);
+      std::vector<double> ownExpected = referenceConv(own, od.x, od.w, od.bias);
+      for (int i = 0; i < 10; ++i) {
+        failures[t] += !allClose(runConv(shared, d.x, d.w, d.bias), expected);
+        failures[t] +=
+            !allClose(runConv(own, od.x, od.w, od.bias), ownExpected);
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (int t = 0; t < 4; ++t)
+    EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+//===--- Pooling ----------------------------------------------------------===//
+
+struct PoolCase {
+  int32_t kind;
+  int64_t n, c, h, w, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
+  bool ceil;
+
+  /// PyTorch's output size: floor or ceil of (padded - span) / stride, plus
+  /// one; in ceil mode the last window must start inside the input or the
+  /// leading padding.
+  static int64_t size(int64_t in, int64_t k, int64_t s, int64_t pBegin,
+                      int64_t pEnd, int64_t d, bool ceil) {
+    int64_t room = in + pBegin + pEnd - d * (k - 1) - 1;
+    int64_t out = (ceil ? (room + s - 1) / s : room / s) + 1;
+    if (ceil && (out - 1) * s >= in + pBegin)
+      --out;
+    return out;
+  }
+  int64_t oh() const { return size(h, kh, sh, pt, pb, dh, ceil); }
+  int64_t ow() const { return size(w, kw, sw, pl, pr, dw, ceil); }
+};
+
+std::ostream &operator<<(std::ostream &os, const PoolCase &k) {
+  static const char *kinds[] = {"max", "avg-include-pad", "avg-exclude-pad"};
+  return os << kinds[k.kind] << " " << k.n << "x" << k.c << "x" << k.h << "x"
+            << k.w << " -> " << k.oh() << "x" << k.ow() << " kernel " << k.kh
+            << "x" << k.kw << " stride " << k.sh << "x" << k.sw << " pads "
+            << k.pt << "," << k.pl << "," << k.pb << "," << k.pr << " dilation "
+            << k.dh << "x" << k.dw << (k.ceil ? " ceil" : "");
+}
+
+/// Every tap of every window: max over the taps inside the input; averages
+/// divide by the taps inside the input, or (include-pad) inside the input
+/// extended by the declared padding.
+std::vector<double> referencePool(const PoolCase &k,
+                                  const std::vector<float> &x) {
+  int64_t oh = k.oh(), ow = k.ow();
+  std::vector<double> y(size_t(k.n * k.c * oh * ow));
+  for (int64_t plane = 0; plane < k.n * k.c; ++plane)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        double max = -INFINITY, sum = 0;
+        int64_t inInput = 0, inPadded = 0;
+        for (int64_t p = 0; p < k.kh; ++p)
+          for (int64_t q = 0; q < k.kw; ++q) {
+            int64_t yy = i * k.sh - k.pt + p * k.dh;
+            int64_t xx = j * k.sw - k.pl + q * k.dw;
+            if (yy >= -k.pt && yy < k.h + k.pb && xx >= -k.pl &&
+                xx < k.w + k.pr)
+              ++inPadded;
+            if (yy < 0 || yy >= k.h || xx < 0 || xx >= k.w)
+              continue;
+            double v = x[(plane * k.h + yy) * k.w + xx];
+            max = std::max(max, v);
+            sum += v;
+            ++inInput;
+          }
+        double out = k.kind == DTRAIN_RT_POOL_MAX ? max
+                     : k.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
+                         ? sum / double(inPadded)
+                         : sum / double(inInput);
+        y[(plane * oh + i) * ow + j] = out;
+      }
+  return y;
+}
+
+std::vector<float> runPool(const PoolCase &k, const std::vector<float> &x) {
+  std::vector<float> y(size_t(k.n * k.c * k.oh() * k.ow()),
+                       std::numeric_limits<float>::quiet_NaN());
+  dtrain_rt_pool2d_f32(x.data(), y.data(), k.kind, k.n, k.c, k.h, k.w, k.oh(),
+                       k.ow(), k.kh, k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr,
+                       k.dh, k.dw);
+  return y;
+}
+
+constexpr int32_t kMax = DTRAIN_RT_POOL_MAX;
+constexpr int32_t kInclude = DTRAIN_RT_POOL_AVG_INCLUDE_PAD;
+constexpr int32_t kExclude = DTRAIN_RT_POOL_AVG_EXCLUDE_PAD;
+
+const PoolCase poolCases[] = {
+    // kind n c h w kh kw sh sw pt pl pb pr dh dw ceil
+    {kMax, 1, 2, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false},
+    {kMax, 2, 3, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false},   // ResNet stem
+    {kMax, 2, 3, 7, 9, 3, 2, 2, 1, 0, 1, 2, 1, 1, 1, false},   // asymmetric
+    {kMax, 1, 2, 10, 10, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false}, // dilation
+    {kMax, 1, 2, 9, 8, 2, 3, 1, 2, 0, 1, 1, 0, 3, 2, false},   // dilation
+    {kMax, 1, 2, 8, 8, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true},    // overhang
+    {kMax, 2, 32, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true}, // GoogLeNet
+    {kMax, 1, 2, 10, 9, 3, 3, 2, 2, 0, 0, 0, 0, 2, 1, true},   // dil + ceil
+    {kMax, 2, 8, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, false},   // global
+    {kInclude, 1, 2, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
+    {kExclude, 1, 2, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
+    {kInclude, 2, 3, 7, 9, 3, 2, 2, 2, 0, 1, 2, 1, 1, 1, false}, // asymmetric
+    {kExclude, 2, 3, 7, 9, 3, 2, 2, 2, 0, 1, 2, 1, 1, 1, false},
+    {kInclude, 1, 2, 8, 8, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true}, // overhang
+    {kExclude, 1, 2, 8, 8, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true},
+    {kInclude, 1, 3, 8, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true}, // pad+overhang
+    {kExclude, 1, 3, 8, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
+    {kInclude, 1, 2, 5, 5, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, true},  // overhang
+    {kInclude, 1, 2, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, true},  // PyTorch rule
+    {kInclude, 2, 8, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, false}, // global
+    {kExclude, 2, 8, 7, 7, 7, 7, 7, 7, 0, 0, 0, 0, 1, 1, false}, // global
+    {kInclude, 1, 2, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, false}, // all-pad
+    {kExclude, 1, 2, 10, 10, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false}, // dilated
+    {kInclude, 1, 2, 10, 10, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false}, // dilated
+    {kExclude, 2, 32, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
+};
+
+TEST(Pool2D, MatchesReference) {
+  uint32_t seed = 500;
+  for (const PoolCase &k : poolCases) {
+    SCOPED_TRACE(testing::Message() << k);
+    auto x = randomVector(size_t(k.n * k.c * k.h * k.w), ++seed);
+    EXPECT_TRUE(allClose(runPool(k, x), referencePool(k, x)));
+  }
+}
+
+TEST(Pool2D, CachedGeometryGivesTheSameResult) {
+  PoolCase a{kMax, 2, 5, 11, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true};
+  PoolCase b{kExclude, 2, 5, 11, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true};
+  auto x = randomVector(size_t(2 * 5 * 11 * 11), 3);
+  int64_t before = kernelGeometriesCreatedForTesting();
+  std::vector<float> first = runPool(a, x);
+  EXPECT_TRUE(allClose(first, referencePool(a, x)));
+  EXPECT_TRUE(allClose(runPool(b, x), referencePool(b, x)));
+  EXPECT_EQ(runPool(a, x), first);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 2);
+}
+
+//===--- Batch normalization ----------------------------------------------===//
+
+struct BatchNormCase {
+  int64_t n, c, spatial;
+  float epsilon;
+};
+
+const BatchNormCase batchNormCases[] = {
+    {4, 3, 1, 1e-5f},  // rank 2
+    {8, 32, 1, 1e-3f}, // rank 2, blocked channels
+    {2, 5, 49, 1e-5f}, // rank 4, 7x7
+    {1, 16, 9, 1e-5f}, {3, 20, 30, 0.1f},
+};
+
+struct BatchNormData {
+  std::vector<float> x, scale, bias, mean, var;
+  BatchNormData(const BatchNormCase &k, uint32_t seed)
+      // An offset mean, so that a one-pass variance would lose precision.
+      : x(randomVector(size_t(k.n * k.c * k.spatial), seed, -1.0f, 3.0f)),
+        scale(randomVector(size_t(k.c), seed + 1, 0.5f, 1.5f)),
+        bias(randomVector(size_t(k.c), seed + 2)),
+        mean(randomVector(size_t(k.c), seed + 3)),
+        var(randomVector(size_t(k.c), seed + 4, 0.1f, 2.0f)) {}
+};
+
+/// y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c].
+std::vector<double> referenceNormalize(const BatchNormCase &k,
+                                       const BatchNormData &d,
+                                       const std::vector<double> &mean,
+                                       const std::vector<double> &var) {
+  std::vector<double> y(d.x.size());
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t c = 0; c < k.c; ++c)
+      for (int64_t s = 0; s < k.spatial; ++s) {
+        size_t i = size_t((n * k.c + c) * k.spatial + s);
+        y[i] = (d.x[i] - mean[c]) / std::sqrt(var[c] + double(k.epsilon)) *
+                   d.scale[c] +
+               d.bias[c];
+      }
+  return y;
+}
+
+TEST(BatchNorm, InferenceMatchesReference) {
+  uint32_t seed = 900;
+  for (const BatchNormCase &k : batchNormCases) {
+    SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.spatial
+                                    << " epsilon " << k.epsilon);
+    BatchNormData d(k, seed += 5);
+    std::vector<float> y(d.x.size(), std::numeric_limits<float>::quiet_NaN());
+    dtrain_rt_batch_norm_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                             d.mean.data(), d.var.data(), y.data(), k.n, k.c,
+                             k.spatial, k.epsilon);
+    std::vector<double> mean(d.mean.begin(), d.mean.end());
+    std::vector<double> var(d.var.begin(), d.var.end());
+    EXPECT_TRUE(allClose(y, referenceNormalize(k, d, mean, var)));
+  }
+}
+
+TEST(BatchNorm, TrainingMatchesReference) {
+  uint32_t seed = 1900;
+  for (const BatchNormCase &k : batchNormCases) {
+    SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.spatial
+                                    << " epsilon " << k.epsilon);
+    BatchNormData d(k, seed += 5);
+    // The batch statistics over N x SPATIAL values; the variance is biased.
+    std::vector<double> mean(size_t(k.c)), var(size_t(k.c));
+    double count = double(k.n * k.spatial);
+    for (int64_t c = 0; c < k.c; ++c) {
+      for (int64_t n = 0; n < k.n; ++n)
+        for (int64_t s = 0; s < k.spatial; ++s)
+          mean[c] += d.x[(n * k.c + c) * k.spatial + s];
+      mean[c] /= count;
+      for (int64_t n = 0; n < k.n; ++n)
+        for (int64_t s = 0; s < k.spatial; ++s) {
+          double dev = d.x[(n * k.c + c) * k.spatial + s] - mean[c];
+          var[c] += dev * dev;
+        }
+      var[c] /= count;
+    }
+    std::vector<float> y(d.x.size(), std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> batchMean(size_t(k.c), NAN), batchVar(size_t(k.c), NAN);
+    dtrain_rt_batch_norm_train_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                                   y.data(), batchMean.data(), batchVar.data(),
+                                   k.n, k.c, k.spatial, k.epsilon);
+    EXPECT_TRUE(allClose(batchMean, mean));
+    EXPECT_TRUE(allClose(batchVar, var));
+    EXPECT_TRUE(allClose(y, referenceNormalize(k, d, mean, var)));
+  }
+}
+
+/// Inference and training of one shape, and two epsilons, are distinct
+/// geometries; repeating one creates nothing.
+TEST(BatchNorm, CachedGeometry) {
+  BatchNormCase k{2, 7, 5, 1e-5f};
+  BatchNormData d(k, 77);
+  std::vector<float> y1(d.x.size()), y2(d.x.size()), mean(7), var(7);
+  int64_t before = kernelGeometriesCreatedForTesting();
+  dtrain_rt_batch_norm_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                           d.mean.data(), d.var.data(), y1.data(), 2, 7, 5,
+                           1e-5f);
+  dtrain_rt_batch_norm_train_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                                 y2.data(), mean.data(), var.data(), 2, 7, 5,
+                                 1e-5f);
+  dtrain_rt_batch_norm_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                           d.mean.data(), d.var.data(), y2.data(), 2, 7, 5,
+                           1e-3f);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 3);
+  dtrain_rt_batch_norm_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                           d.mean.data(), d.var.data(), y2.data(), 2, 7, 5,
+                           1e-5f);
+  EXPECT_EQ(y2, y1);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 3);
+}
+
+//===--- Invalid calls (run as separate processes by ctest) ---------------===//
+
+/// Makes the invalid call NAME, which must abort; returns 2 when it does not
+/// or NAME is unknown.
+int invalidCall(const std::string &name) {
+  std::vector<float> x(64 * 64), y(64 * 64), w(64 * 64);
+  if (name == "conv-output") // 8x8, 3x3, stride 1, no padding gives 6x6
+    dtrain_rt_conv2d_f32(x.data(), w.data(), nullptr, y.data(), 1, 2, 8, 8, 2,
+                         3, 3, 6, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1);
+  else if (name == "conv-groups")
+    dtrain_rt_conv2d_f32(x.data(), w.data(), nullptr, y.data(), 1, 6, 8, 8, 4,
+                         3, 3, 6, 6, 1, 1, 0, 0, 0, 0, 1, 1, 4);
+  else if (name == "pool-output") // floor 3x3, ceil 4x4
+    dtrain_rt_pool2d_f32(x.data(), y.data(), DTRAIN_RT_POOL_MAX, 1, 1, 8, 8, 4,
+                         3, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1);
+  else if (name == "pool-ceil-rule") // ceil's last window would start past
+    dtrain_rt_pool2d_f32(x.data(), y.data(), DTRAIN_RT_POOL_MAX, 1, 1, 3, 3, 3,
+                         3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1);
+  else if (name == "pool-empty-window") // the first window is all padding
+    dtrain_rt_pool2d_f32(x.data(), y.data(), DTRAIN_RT_POOL_MAX, 1, 1, 4, 4, 4,
+                         4, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1);
+  else if (name == "matmul-size")
+    dtrain_rt_matmul_f32(x.data(), w.data(), y.data(), 4, -1, 4, 0, 0, 0.0f);
+  else {
+    std::fprintf(stderr, "unknown invalid call '%s'\n", name.c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "invalid call '%s' did not abort\n", name.c_str());
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const char *prefix = "--invalid=";
+  if (argc == 2 && !std::strncmp(argv[1], prefix, std::strlen(prefix)))
+    return invalidCall(argv[1] + std::strlen(prefix));
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
