@@ -1713,6 +1713,9 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
   func::ReturnOp::create(builder, fileLoc, results);
   function.setType(
       builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  for (auto [index, output] : llvm::enumerate(graph.output()))
+    function.setResultAttr(index, train::TrainDialect::kOutputAttrName,
+                           builder.getStringAttr(output.name()));
   if (failed(verify(*module)))
     return nullptr;
   return module;

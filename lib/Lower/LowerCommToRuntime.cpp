@@ -9,6 +9,8 @@
 
 #include "dtrain/Lower/Passes.h"
 
+#include "RuntimeABI.h"
+
 #include "dtrain/Dialect/Comm/IR/CommOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
@@ -83,18 +85,9 @@ static constexpr RuntimeFunction kAllRuntimeFunctions[] = {
 static func::CallOp createRuntimeCall(OpBuilder &builder, Operation *from,
                                       RuntimeFunction function,
                                       ValueRange args) {
-  MLIRContext *ctx = builder.getContext();
-  StringRef name = getRuntimeFunctionName(function);
-  FunctionType type = getRuntimeFunctionType(ctx, function);
-  auto module = from->getParentOfType<ModuleOp>();
-  if (!module.lookupSymbol(name)) {
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPointToStart(module.getBody());
-    auto decl = func::FuncOp::create(builder, module.getLoc(), name, type);
-    decl.setPrivate();
-  }
-  return func::CallOp::create(builder, from->getLoc(), name,
-                              type.getResults(), args);
+  return lower::createRuntimeCall(
+      builder, from, getRuntimeFunctionName(function),
+      getRuntimeFunctionType(builder.getContext(), function), args);
 }
 
 static int32_t getRuntimeDType(Type elementType) {
@@ -122,33 +115,8 @@ static int32_t getRuntimeReduction(ReductionKind kind) {
 }
 
 //===----------------------------------------------------------------------===//
-// Buffers
+// Arguments
 //===----------------------------------------------------------------------===//
-
-/// The address of the first element and the element count of a contiguous
-/// memref, as the runtime takes them.
-static std::pair<Value, Value> getBufferAddressAndCount(OpBuilder &b,
-                                                        Location loc,
-                                                        Value memref) {
-  auto type = cast<MemRefType>(memref.getType());
-  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-  Value aligned = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value elementBytes = arith::ConstantIndexOp::create(
-      b, loc, type.getElementType().getIntOrFloatBitWidth() / 8);
-  Value offsetBytes =
-      arith::MulIOp::create(b, loc, metadata.getOffset(), elementBytes);
-  Value address = arith::AddIOp::create(b, loc, aligned, offsetBytes);
-  Value pointer = LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext()),
-      arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address)
-          .getResult());
-
-  Value count = arith::ConstantIndexOp::create(b, loc, 1);
-  for (Value size : metadata.getSizes())
-    count = arith::MulIOp::create(b, loc, count, size);
-  count = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), count);
-  return {pointer, count};
-}
 
 static Value createI32Constant(OpBuilder &b, Location loc, int32_t value) {
   return arith::ConstantIntOp::create(b, loc, value, 32);
@@ -193,7 +161,8 @@ static SmallVector<Value> getAllReduceArgs(OpBuilder &b, Location loc,
                                            Value communicator, Value buffer,
                                            ReductionKind reduction,
                                            lower::AllReduceAlgorithm algorithm) {
-  auto [pointer, count] = getBufferAddressAndCount(b, loc, buffer);
+  Value pointer = lower::getBufferAddress(b, loc, buffer);
+  Value count = lower::getBufferElementCount(b, loc, buffer);
   Type elementType = cast<MemRefType>(buffer.getType()).getElementType();
   return {communicator,
           pointer,

@@ -8,6 +8,7 @@
 #include "dtrain/Dialect/Train/IR/TrainDialect.h"
 #include "dtrain/Dist/Passes.h"
 #include "dtrain/Lower/Passes.h"
+#include "dtrain/Lower/Pipelines.h"
 #include "mlir/IR/DialectRegistry.h"
 
 void mlir::dtrain::registerAllDialects(DialectRegistry &registry) {
@@ -18,4 +19,5 @@ void mlir::dtrain::registerAllDialects(DialectRegistry &registry) {
 void mlir::dtrain::registerAllPasses() {
   dist::registerDistPasses();
   lower::registerLowerPasses();
+  lower::registerLowerToLLVMPipeline();
 }

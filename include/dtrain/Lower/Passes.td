@@ -56,4 +56,91 @@ def LowerCommToRuntime : Pass<"dtrain-lower-comm-to-runtime", "ModuleOp"> {
   ];
 }
 
+def EmitModelEntry : Pass<"dtrain-emit-model-entry", "ModuleOp"> {
+  let summary = "Wrap @forward into the compiled-model ABI of the runtime";
+  let description = [{
+    Gives a module with a `func.func @forward` on tensors the entry points
+    that `runtime/include/dtrain_rt.h` ("Compiled models") specifies:
+
+    - `dtrain_model_info`: a constant string describing, in order, every
+      buffer of the model: one `arg <role> <dtype> <shape> <name>` line per
+      argument of `@forward` (role and name from its `train.param`,
+      `train.buffer` or `train.input` attribute) and per result (role
+      `output`, name from `train.output`, else `output<i>`), after the
+      `dtrain-model 1`, `onnx <path>` (the module's `train.onnx_model`) and
+      `mode infer` lines.
+    - `func.func @dtrain_model_run(%buffers: !llvm.ptr)`: loads one pointer
+      per line from `%buffers`, views each as a memref of the argument's
+      type, calls `@forward` on them (as tensors) and materializes each
+      result into its output buffer. `@forward` becomes private, so that
+      `--inline` and `--symbol-dce` leave one function whose outputs are
+      written in place.
+    - `func.func @main(i32, !llvm.ptr) -> i32`, which returns
+      `dtrain_rt_model_main(argc, argv, dtrain_model_info, dtrain_model_run)`.
+
+    Shapes must be static and element types among f32, f64, f16, bf16, i64
+    and i32.
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
+  let summary = "Lower nn ops to linalg on tensors and runtime kernel calls";
+  let description = [{
+    Rewrites every `nn` op (static shapes required):
+
+    | ops | become |
+    |-----|--------|
+    | `add`, `sub`, `mul`, `div` (broadcasting), `relu`, `relu_grad`, `sigmoid`, `tanh`, `leaky_relu`, `clip` | one parallel `linalg.generic` each, ready for `--linalg-fuse-elementwise-ops` |
+    | `softmax`, `log_softmax`, `reduce_sum`, `reduce_mean`, `global_avg_pool2d`, `softmax_cross_entropy(_grad)` | `linalg.generic` reductions (max-shifted exponentials) and parallel ops |
+    | `reshape`, `transpose`, `concat`, `pad` | `tensor.collapse_shape`/`expand_shape`, `linalg.transpose`, `tensor.insert_slice` into a (filled) `tensor.empty` |
+    | `dropout` | its input (forward execution is inference) |
+    | `matmul`, `conv2d`, `max_pool2d`, `avg_pool2d`, `batch_norm`, `batch_norm_train` | calls of `dtrain_rt_matmul_f32`, `dtrain_rt_conv2d_f32`, `dtrain_rt_pool2d_f32`, `dtrain_rt_batch_norm_f32`, `dtrain_rt_batch_norm_train_f32` |
+
+    A kernel call reads its inputs through `bufferization.to_buffer
+    read_only` and writes a fresh 64-byte-aligned `memref.alloc` that
+    `bufferization.to_tensor restrict writable` turns back into the result
+    tensor, so that one-shot bufferization can run on the whole function
+    afterwards. The kernels take f32 only: another element type is an error
+    on the op.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def PlanBuffers : Pass<"dtrain-plan-buffers", "ModuleOp"> {
+  let summary = "Place the static buffers of each function in one arena";
+  let description = [{
+    After bufferization, every `memref.alloc` of static shape in the entry
+    block of a function is given an offset in one static arena per function
+    (a `memref.global` of bytes, 64-byte aligned) and replaced by a
+    `memref.view` of it, so that a step allocates nothing at run time.
+    Buffers whose lifetimes do not overlap share bytes: a buffer lives from
+    its allocation to the last operation of the block that uses it or
+    anything derived from it (views, extracted pointers, ...), and offsets
+    are assigned greedily, largest buffers first, to the lowest free offset.
+
+    Buffers that are returned, deallocated, or allocated inside nested
+    regions keep their `memref.alloc`. The arena makes the function
+    non-reentrant: it must not run concurrently with itself.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 #endif // DTRAIN_LOWER_PASSES_TD

@@ -1,5 +1,6 @@
 //===- CommDialect.cpp - comm dialect, types and attributes ---------------===//
 
+#include "dtrain/Dialect/AllowInlining.h"
 #include "dtrain/Dialect/Comm/IR/CommDialect.h"
 #include "dtrain/Dialect/Comm/IR/CommOps.h"
 
@@ -32,4 +33,5 @@ void CommDialect::initialize() {
 #define GET_OP_LIST
 #include "dtrain/Dialect/Comm/IR/CommOps.cpp.inc"
       >();
+  addInterfaces<AllowInliningInterface>();
 }

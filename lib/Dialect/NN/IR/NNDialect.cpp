@@ -1,5 +1,6 @@
 //===- NNDialect.cpp - nn dialect registration ----------------------------===//
 
+#include "dtrain/Dialect/AllowInlining.h"
 #include "dtrain/Dialect/NN/IR/NNDialect.h"
 #include "dtrain/Dialect/NN/IR/NNOps.h"
 
@@ -13,4 +14,5 @@ void NNDialect::initialize() {
 #define GET_OP_LIST
 #include "dtrain/Dialect/NN/IR/NNOps.cpp.inc"
       >();
+  addInterfaces<AllowInliningInterface>();
 }

@@ -1,5 +1,6 @@
 //===- TrainDialect.cpp - train dialect and its argument roles ------------===//
 
+#include "dtrain/Dialect/AllowInlining.h"
 #include "dtrain/Dialect/Train/IR/TrainDialect.h"
 #include "dtrain/Dialect/Train/IR/TrainOps.h"
 
@@ -16,6 +17,7 @@ void TrainDialect::initialize() {
 #define GET_OP_LIST
 #include "dtrain/Dialect/Train/IR/TrainOps.cpp.inc"
       >();
+  addInterfaces<AllowInliningInterface>();
 }
 
 static constexpr llvm::StringLiteral kRoleAttrNames[] = {
@@ -67,5 +69,24 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
         return emitArgError() << "reuses the name " << name
                               << " of argument #" << other;
   }
+  return success();
+}
+
+LogicalResult TrainDialect::verifyRegionResultAttribute(
+    Operation *op, unsigned regionIndex, unsigned resultIndex,
+    NamedAttribute attribute) {
+  StringRef attrName = attribute.getName().strref();
+  auto emitResultError = [&]() {
+    return op->emitOpError() << "result #" << resultIndex << " attribute '"
+                             << attrName << "' ";
+  };
+  if (attrName != kOutputAttrName)
+    return emitResultError() << "is not a train dialect result attribute "
+                                "(expected train.output)";
+  auto name = dyn_cast<StringAttr>(attribute.getValue());
+  if (!name || name.empty())
+    return emitResultError() << "must be a non-empty string naming the output";
+  if (!isa<FunctionOpInterface>(op) || regionIndex != 0)
+    return emitResultError() << "is only valid on function results";
   return success();
 }

@@ -27,7 +27,9 @@ def Train_Dialect : Dialect {
     | `train.label = "y"` | a batch of labels |
 
     An argument has at most one role, its type is a ranked tensor or a
-    memref, and each name is used at most once per function.
+    memref, and each name is used at most once per function. A result may
+    carry `train.output = "y"`, the name of the model output it is (the ONNX
+    graph output), which compiled models use to name their output files.
 
     ```mlir
     func.func @train_step(%w: tensor<784x10xf32> {train.param = "fc.weight"},
@@ -36,6 +38,7 @@ def Train_Dialect : Dialect {
     ```
   }];
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Names of the argument attributes that give an argument its role.
     static constexpr llvm::StringLiteral kParamAttrName = "train.param";
@@ -44,6 +47,8 @@ def Train_Dialect : Dialect {
         "train.optimizer_state";
     static constexpr llvm::StringLiteral kInputAttrName = "train.input";
     static constexpr llvm::StringLiteral kLabelAttrName = "train.label";
+    /// Name of the result attribute that names a model output.
+    static constexpr llvm::StringLiteral kOutputAttrName = "train.output";
   }];
 }
 

@@ -1,0 +1,250 @@
+//===- EmitModelEntry.cpp - the compiled-model ABI around @forward --------===//
+//
+// Implements --dtrain-emit-model-entry: dtrain_model_info, dtrain_model_run
+// and main, as the "Compiled models" section of dtrain_rt.h specifies. The
+// run function receives bare pointers from the runtime's main and views
+// them as memrefs (a descriptor built in the LLVM dialect and cast to the
+// memref type; the casts cancel out in --reconcile-unrealized-casts), so
+// that one function with static shapes holds the whole model after
+// inlining, and the ops that produce the outputs write straight into the
+// caller's buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtrain/Lower/Passes.h"
+
+#include "RuntimeABI.h"
+#include "dtrain/Dialect/Train/IR/TrainDialect.h"
+
+namespace mlir::dtrain::lower {
+#define GEN_PASS_DEF_EMITMODELENTRY
+#include "dtrain/Lower/Passes.h.inc"
+} // namespace mlir::dtrain::lower
+
+using namespace mlir;
+using namespace mlir::dtrain;
+
+static constexpr StringLiteral kInfoSymbol = "dtrain_model_info";
+static constexpr StringLiteral kRunSymbol = "dtrain_model_run";
+static constexpr StringLiteral kMainSymbol = "main";
+
+/// The dtype name of dtrain_rt.h's model info, or "" when unsupported.
+static StringRef getDTypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF64())
+    return "f64";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isSignlessInteger(64))
+    return "i64";
+  if (type.isSignlessInteger(32))
+    return "i32";
+  return "";
+}
+
+/// Appends one `arg <role> <dtype> <shape> <name>` line; fails (after an
+/// error at `loc`) when the type cannot cross the ABI.
+static LogicalResult appendArgLine(llvm::raw_ostream &os, Location loc,
+                                   StringRef role, Type type, StringRef name) {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!tensorType || !tensorType.hasStaticShape())
+    return emitError(loc) << "'" << name << "' has type " << type
+                          << "; a compiled model needs tensors of static "
+                             "shape (import with --batch-size or "
+                             "--input-shape)";
+  StringRef dtype = getDTypeName(tensorType.getElementType());
+  if (dtype.empty())
+    return emitError(loc) << "'" << name << "' has element type "
+                          << tensorType.getElementType()
+                          << ", which a compiled model cannot pass (f32, "
+                             "f64, f16, bf16, i64 or i32)";
+  if (name.contains('\n'))
+    return emitError(loc) << "the name of '" << role
+                          << "' contains a newline";
+  os << "arg " << role << ' ' << dtype << ' ';
+  if (tensorType.getRank() == 0)
+    os << '-';
+  llvm::interleave(tensorType.getShape(), os, "x");
+  os << ' ' << name << '\n';
+  return success();
+}
+
+/// The role and name of argument `index` of `forward` in the model info.
+static FailureOr<std::pair<StringRef, StringRef>>
+getArgRole(func::FuncOp forward, unsigned index) {
+  static constexpr std::pair<StringLiteral, StringLiteral> kRoles[] = {
+      {train::TrainDialect::kParamAttrName, "param"},
+      {train::TrainDialect::kBufferAttrName, "buffer"},
+      {train::TrainDialect::kInputAttrName, "input"}};
+  for (auto [attrName, role] : kRoles)
+    if (auto name = forward.getArgAttrOfType<StringAttr>(index, attrName))
+      return std::make_pair(StringRef(role), name.getValue());
+  return forward.emitOpError("argument #")
+         << index
+         << " needs a train.param, train.buffer or train.input attribute to "
+            "be passed by a compiled inference model";
+}
+
+/// A memref of static `type` over the memory at `pointer`.
+static Value viewPointerAsMemRef(OpBuilder &b, Location loc, Value pointer,
+                                 MemRefType type) {
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type();
+  Type ptr = pointer.getType();
+  int64_t rank = type.getRank();
+  // The descriptor layout of the memref-to-LLVM conversion: allocated and
+  // aligned pointers, offset, sizes and strides.
+  SmallVector<Type> fields = {ptr, ptr, i64};
+  if (rank > 0) {
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+  }
+  auto descriptorType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+  Value descriptor = LLVM::UndefOp::create(b, loc, descriptorType);
+  auto insert = [&](Value value, ArrayRef<int64_t> position) {
+    descriptor =
+        LLVM::InsertValueOp::create(b, loc, descriptor, value, position);
+  };
+  auto constant = [&](int64_t value) {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(value));
+  };
+  insert(pointer, 0);
+  insert(pointer, 1);
+  insert(constant(0), 2);
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    insert(constant(type.getDimSize(d)), {3, d});
+    insert(constant(stride), {4, d});
+    stride *= type.getDimSize(d);
+  }
+  return UnrealizedConversionCastOp::create(b, loc, type, descriptor)
+      .getResult(0);
+}
+
+namespace {
+struct EmitModelEntryPass
+    : public lower::impl::EmitModelEntryBase<EmitModelEntryPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward || forward.isExternal()) {
+      module.emitError("a compiled model needs a func.func @forward with a "
+                       "body");
+      return signalPassFailure();
+    }
+    for (StringRef symbol : {kInfoSymbol, kRunSymbol, kMainSymbol}) {
+      if (Operation *existing = module.lookupSymbol(symbol)) {
+        existing->emitOpError("uses the symbol '")
+            << symbol << "', which the compiled-model ABI defines";
+        return signalPassFailure();
+      }
+    }
+    FailureOr<std::string> info = buildInfo(forward);
+    if (failed(info))
+      return signalPassFailure();
+
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    Location loc = forward.getLoc();
+    MLIRContext *ctx = &getContext();
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    std::string infoBytes = *info + '\0';
+    auto infoGlobal = LLVM::GlobalOp::create(
+        b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), infoBytes.size()),
+        /*isConstant=*/true, LLVM::Linkage::External, kInfoSymbol,
+        b.getStringAttr(infoBytes));
+
+    FunctionType runType = b.getFunctionType({ptr}, {});
+    auto run = func::FuncOp::create(b, loc, kRunSymbol, runType);
+    buildRunBody(run, forward);
+    forward.setPrivate();
+
+    b.setInsertionPointToEnd(module.getBody());
+    Type i32 = b.getI32Type();
+    auto main =
+        func::FuncOp::create(b, loc, kMainSymbol, b.getFunctionType({i32, ptr}, {i32}));
+    Block *body = main.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    Value infoAddress = LLVM::AddressOfOp::create(b, loc, infoGlobal);
+    Value runAddress = func::ConstantOp::create(
+        b, loc, runType, FlatSymbolRefAttr::get(ctx, kRunSymbol));
+    Value argc = body->getArgument(0), argv = body->getArgument(1);
+    func::CallOp call = lower::createRuntimeCall(
+        b, main, "dtrain_rt_model_main",
+        b.getFunctionType({i32, ptr, ptr, runType}, {i32}),
+        {argc, argv, infoAddress, runAddress});
+    func::ReturnOp::create(b, loc, call.getResult(0));
+  }
+
+  FailureOr<std::string> buildInfo(func::FuncOp forward) {
+    ModuleOp module = getOperation();
+    std::string info;
+    llvm::raw_string_ostream os(info);
+    os << "dtrain-model 1\n";
+    // Without a recorded model there are no weights to read ('-').
+    auto path = module->getAttrOfType<StringAttr>("train.onnx_model");
+    if (path && path.getValue().contains('\n'))
+      return module.emitError("the train.onnx_model path contains a newline");
+    os << "onnx " << (path ? path.getValue() : StringRef("-")) << '\n';
+    os << "mode infer\n";
+    Location loc = forward.getLoc();
+    for (auto [index, type] : llvm::enumerate(forward.getArgumentTypes())) {
+      FailureOr<std::pair<StringRef, StringRef>> role =
+          getArgRole(forward, index);
+      if (failed(role) ||
+          failed(appendArgLine(os, loc, role->first, type, role->second)))
+        return failure();
+    }
+    for (auto [index, type] : llvm::enumerate(forward.getResultTypes())) {
+      std::string name = ("output" + Twine(index)).str();
+      if (auto attr = forward.getResultAttrOfType<StringAttr>(
+              index, train::TrainDialect::kOutputAttrName))
+        name = attr.getValue().str();
+      if (failed(appendArgLine(os, loc, "output", type, name)))
+        return failure();
+    }
+    return info;
+  }
+
+  /// dtrain_model_run(buffers): forward's arguments from buffers[0..n),
+  /// its results materialized into the buffers that follow.
+  void buildRunBody(func::FuncOp run, func::FuncOp forward) {
+    Location loc = forward.getLoc();
+    OpBuilder b(run.getContext());
+    Block *body = run.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    Value base = body->getArgument(0);
+    int32_t next = 0;
+    auto loadBuffer = [&](RankedTensorType type) {
+      Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, base,
+                                       ArrayRef<LLVM::GEPArg>{next++});
+      Value pointer = LLVM::LoadOp::create(b, loc, ptr, slot);
+      return viewPointerAsMemRef(
+          b, loc, pointer,
+          MemRefType::get(type.getShape(), type.getElementType()));
+    };
+    SmallVector<Value> args;
+    for (Type type : forward.getArgumentTypes()) {
+      auto tensorType = cast<RankedTensorType>(type);
+      // Not writable: the caller's inputs and weights are only read.
+      args.push_back(bufferization::ToTensorOp::create(
+          b, loc, tensorType, loadBuffer(tensorType), b.getUnitAttr()));
+    }
+    // Output buffers are loaded before the call so that they dominate the
+    // inlined body: --eliminate-empty-tensors can then make the ops that
+    // produce the outputs write into them directly.
+    SmallVector<Value> outputs;
+    for (Type type : forward.getResultTypes())
+      outputs.push_back(loadBuffer(cast<RankedTensorType>(type)));
+    auto call = func::CallOp::create(b, loc, forward, args);
+    for (auto [result, output] : llvm::zip(call.getResults(), outputs))
+      bufferization::MaterializeInDestinationOp::create(
+          b, loc, /*result=*/Type(), result, output, b.getUnitAttr(),
+          b.getUnitAttr());
+    func::ReturnOp::create(b, loc);
+  }
+};
+} // namespace

@@ -1,0 +1,793 @@
+//===- LowerNN.cpp - nn ops to linalg and runtime kernels -----------------===//
+//
+// Implements --dtrain-lower-nn. Elementwise ops, reductions, softmax and the
+// losses become linalg.generic ops on tensors, so that
+// --linalg-fuse-elementwise-ops can merge a chain of them into one loop nest
+// before bufferization. Shape ops become tensor/linalg ops that bufferize to
+// views or copies. The heavy ops (matmul, conv2d, pooling, batch norm) become
+// calls of the runtime's kernels (dtrain_rt.h) in destination-passing style:
+// inputs are read through their buffers and each result is a fresh buffer
+// that the kernel writes, wrapped back into a tensor, so one-shot
+// bufferization handles the rest of the program as usual.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtrain/Lower/Passes.h"
+
+#include "RuntimeABI.h"
+#include "dtrain/Dialect/NN/IR/NNOps.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+namespace mlir::dtrain::lower {
+#define GEN_PASS_DEF_LOWERNN
+#include "dtrain/Lower/Passes.h.inc"
+} // namespace mlir::dtrain::lower
+
+using namespace mlir;
+using namespace mlir::dtrain;
+
+//===----------------------------------------------------------------------===//
+// Building blocks
+//===----------------------------------------------------------------------===//
+
+static RankedTensorType getTensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+static Value createFloat(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+}
+
+static Value createEmpty(OpBuilder &b, Location loc, RankedTensorType type) {
+  return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                 type.getElementType());
+}
+
+/// A tensor of `type` filled with `value`.
+static Value createFilled(OpBuilder &b, Location loc, RankedTensorType type,
+                          double value) {
+  Value fill = createFloat(b, loc, type.getElementType(), value);
+  return linalg::FillOp::create(b, loc, TypeRange{type}, ValueRange{fill},
+                                ValueRange{createEmpty(b, loc, type)})
+      .getResult(0);
+}
+
+/// The indexing map that reads an operand of `operandShape` broadcast
+/// (numpy rules, aligned to the right) to `resultShape`.
+static AffineMap getBroadcastMap(MLIRContext *ctx,
+                                 ArrayRef<int64_t> operandShape,
+                                 ArrayRef<int64_t> resultShape) {
+  unsigned resultRank = resultShape.size();
+  unsigned leading = resultRank - operandShape.size();
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, size] : llvm::enumerate(operandShape)) {
+    unsigned dim = leading + i;
+    exprs.push_back(size == 1 && resultShape[dim] != 1
+                        ? getAffineConstantExpr(0, ctx)
+                        : getAffineDimExpr(dim, ctx));
+  }
+  return AffineMap::get(resultRank, 0, exprs, ctx);
+}
+
+/// The map from an iteration space of `rank` dims to the dims not in
+/// `reduced` (how a reduction's result, or a value broadcast back from it,
+/// is indexed).
+static AffineMap getMapWithout(MLIRContext *ctx, unsigned rank,
+                               ArrayRef<int64_t> reduced) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d = 0; d < rank; ++d)
+    if (!llvm::is_contained(reduced, static_cast<int64_t>(d)))
+      exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+using ScalarBuilder =
+    function_ref<Value(OpBuilder &, Location, ValueRange inputs)>;
+
+/// A parallel linalg.generic over the shape of `resultType`, reading
+/// `inputs` through `inputMaps` and computing each element with `body`.
+static Value buildParallel(OpBuilder &b, Location loc,
+                           RankedTensorType resultType, ValueRange inputs,
+                           ArrayRef<AffineMap> inputMaps, ScalarBuilder body) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(AffineMap::getMultiDimIdentityMap(resultType.getRank(), ctx));
+  SmallVector<utils::IteratorType> iterators(resultType.getRank(),
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, inputs,
+      ValueRange{createEmpty(b, loc, resultType)}, maps, iterators,
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        Value result = body(nested, nestedLoc, args.drop_back());
+        linalg::YieldOp::create(nested, nestedLoc, result);
+      });
+  return generic.getResult(0);
+}
+
+/// An elementwise op with numpy broadcasting of its inputs.
+static Value buildElementwise(OpBuilder &b, Location loc,
+                              RankedTensorType resultType, ValueRange inputs,
+                              ScalarBuilder body) {
+  SmallVector<AffineMap> maps;
+  for (Value input : inputs)
+    maps.push_back(getBroadcastMap(b.getContext(),
+                                   getTensorType(input).getShape(),
+                                   resultType.getShape()));
+  return buildParallel(b, loc, resultType, inputs, maps, body);
+}
+
+/// Reduces `input` over the sorted dims `dims` with `combine`, starting
+/// from `init`; the result drops those dims.
+static Value buildReduction(
+    OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims,
+    double init,
+    function_ref<Value(OpBuilder &, Location, Value element, Value acc)>
+        combine) {
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType inputType = getTensorType(input);
+  unsigned rank = inputType.getRank();
+  SmallVector<int64_t> resultShape;
+  SmallVector<utils::IteratorType> iterators;
+  for (unsigned d = 0; d < rank; ++d) {
+    bool reduced = llvm::is_contained(dims, static_cast<int64_t>(d));
+    iterators.push_back(reduced ? utils::IteratorType::reduction
+                                : utils::IteratorType::parallel);
+    if (!reduced)
+      resultShape.push_back(inputType.getDimSize(d));
+  }
+  auto resultType =
+      RankedTensorType::get(resultShape, inputType.getElementType());
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                 getMapWithout(ctx, rank, dims)};
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, ValueRange{input},
+      ValueRange{createFilled(b, loc, resultType, init)}, maps, iterators,
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        linalg::YieldOp::create(nested, nestedLoc,
+                                combine(nested, nestedLoc, args[0], args[1]));
+      });
+  return generic.getResult(0);
+}
+
+static Value buildSum(OpBuilder &b, Location loc, Value input,
+                      ArrayRef<int64_t> dims) {
+  return buildReduction(b, loc, input, dims, 0.0,
+                        [](OpBuilder &b, Location loc, Value x, Value acc) {
+                          return arith::AddFOp::create(b, loc, x, acc);
+                        });
+}
+
+static Value buildMax(OpBuilder &b, Location loc, Value input,
+                      ArrayRef<int64_t> dims) {
+  return buildReduction(b, loc, input, dims,
+                        -std::numeric_limits<double>::infinity(),
+                        [](OpBuilder &b, Location loc, Value x, Value acc) {
+                          return arith::MaximumFOp::create(b, loc, x, acc);
+                        });
+}
+
+/// The same elements in row-major order with the static shape of `type`,
+/// as reassociating views (which bufferize without a copy).
+static Value buildReshape(OpBuilder &b, Location loc, Value input,
+                          RankedTensorType type) {
+  RankedTensorType inputType = getTensorType(input);
+  if (inputType == type)
+    return input;
+  auto allDims = [](int64_t rank) {
+    ReassociationIndices dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(d);
+    return SmallVector<ReassociationIndices>{dims};
+  };
+  // Rank 0 has no dims to group: its reassociation is empty.
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, type, input,
+                                           SmallVector<ReassociationIndices>());
+  if (inputType.getRank() == 0)
+    return tensor::ExpandShapeOp::create(b, loc, type, input,
+                                         SmallVector<ReassociationIndices>());
+  Value flat = input;
+  if (inputType.getRank() != 1)
+    flat = tensor::CollapseShapeOp::create(b, loc, input,
+                                           allDims(inputType.getRank()));
+  if (type.getRank() == 1)
+    return flat;
+  return tensor::ExpandShapeOp::create(b, loc, type, flat,
+                                       allDims(type.getRank()));
+}
+
+//===----------------------------------------------------------------------===//
+// Runtime kernels
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A call of a dtrain_rt_* kernel: the buffers it reads (a null Value is
+/// passed as NULL), the tensors it produces, then scalar arguments, in the
+/// order of the C prototype (pointers first, as every kernel takes them).
+struct KernelCall {
+  StringRef name;
+  SmallVector<Value> inputs;
+  SmallVector<RankedTensorType> results;
+  SmallVector<Value> scalars;
+};
+} // namespace
+
+static Value createI64(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, value, 64);
+}
+
+static Value createI32(OpBuilder &b, Location loc, int32_t value) {
+  return arith::ConstantIntOp::create(b, loc, value, 32);
+}
+
+static SmallVector<Value> createI64s(OpBuilder &b, Location loc,
+                                     ArrayRef<int64_t> values) {
+  return llvm::map_to_vector(
+      values, [&](int64_t value) { return createI64(b, loc, value); });
+}
+
+/// Emits `call` before `op` and returns its result tensors.
+static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
+                                          const KernelCall &call) {
+  Location loc = op->getLoc();
+  MLIRContext *ctx = b.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  SmallVector<Value> args;
+  for (Value input : call.inputs) {
+    if (!input) {
+      args.push_back(LLVM::ZeroOp::create(b, loc, ptr));
+      continue;
+    }
+    RankedTensorType type = getTensorType(input);
+    auto memrefType =
+        MemRefType::get(type.getShape(), type.getElementType());
+    Value buffer = bufferization::ToBufferOp::create(b, loc, memrefType, input,
+                                                     /*read_only=*/true);
+    args.push_back(lower::getBufferAddress(b, loc, buffer));
+  }
+  SmallVector<Value> outputs;
+  for (RankedTensorType type : call.results) {
+    auto memrefType =
+        MemRefType::get(type.getShape(), type.getElementType());
+    // Aligned for the vector loads of the kernel libraries.
+    outputs.push_back(
+        memref::AllocOp::create(b, loc, memrefType, b.getI64IntegerAttr(64)));
+    args.push_back(lower::getBufferAddress(b, loc, outputs.back()));
+  }
+  llvm::append_range(args, call.scalars);
+  lower::createRuntimeCall(
+      b, op, call.name,
+      b.getFunctionType(ValueRange(args).getTypes(), {}), args);
+  SmallVector<Value> results;
+  for (auto [type, buffer] : llvm::zip(call.results, outputs))
+    results.push_back(bufferization::ToTensorOp::create(
+        b, loc, type, buffer, b.getUnitAttr(), b.getUnitAttr()));
+  return results;
+}
+
+/// The kernels compute in f32 only; other element types wait for the
+/// mixed-precision lowering.
+static LogicalResult checkKernelOperands(Operation *op) {
+  for (Type type : op->getOperandTypes())
+    if (!getElementTypeOrSelf(type).isF32())
+      return op->emitOpError("is lowered to an f32 runtime kernel, but has an "
+                             "operand of type ")
+             << type;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Lowering of each op
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Lowers one nn op at a time, in program order; each method returns the
+/// values that replace the op's results, or fails after reporting an error.
+class NNLowering {
+public:
+  explicit NNLowering(OpBuilder &b) : b(b) {}
+
+  FailureOr<SmallVector<Value>> lower(Operation *op);
+
+private:
+  Value binary(Operation *op, function_ref<Value(OpBuilder &, Location,
+                                                 Value, Value)>
+                                  fn) {
+    return buildElementwise(
+        b, op->getLoc(), getTensorType(op->getResult(0)), op->getOperands(),
+        [&](OpBuilder &b, Location loc, ValueRange x) {
+          return fn(b, loc, x[0], x[1]);
+        });
+  }
+  Value unary(Operation *op,
+              function_ref<Value(OpBuilder &, Location, Value)> fn) {
+    return buildElementwise(b, op->getLoc(), getTensorType(op->getResult(0)),
+                            op->getOperand(0),
+                            [&](OpBuilder &b, Location loc, ValueRange x) {
+                              return fn(b, loc, x[0]);
+                            });
+  }
+
+  Value softmax(Value input, int64_t axis, bool logarithm, Location loc);
+  Value crossEntropy(nn::SoftmaxCrossEntropyOp op);
+  Value crossEntropyGrad(nn::SoftmaxCrossEntropyGradOp op);
+  Value reduce(Operation *op, ArrayRef<int64_t> dims, bool mean);
+  Value concat(nn::ConcatOp op);
+  Value pad(nn::PadOp op);
+  FailureOr<Value> matmul(nn::MatmulOp op);
+  FailureOr<Value> conv2d(nn::Conv2DOp op);
+  template <typename PoolOp>
+  FailureOr<Value> pool2d(PoolOp op, int32_t kind);
+  FailureOr<Value> batchNorm(nn::BatchNormOp op);
+  FailureOr<SmallVector<Value>> batchNormTrain(nn::BatchNormTrainOp op);
+
+  OpBuilder &b;
+};
+} // namespace
+
+/// softmax(x) = e / sum(e), log_softmax(x) = x - max - log(sum(e)), where
+/// e = exp(x - max) along `axis`.
+Value NNLowering::softmax(Value input, int64_t axis, bool logarithm,
+                          Location loc) {
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType type = getTensorType(input);
+  unsigned rank = type.getRank();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap reduced = getMapWithout(ctx, rank, axis);
+  Value max = buildMax(b, loc, input, axis);
+  Value exp = buildParallel(b, loc, type, {input, max}, {identity, reduced},
+                            [](OpBuilder &b, Location loc, ValueRange x) {
+                              return math::ExpOp::create(
+                                  b, loc, arith::SubFOp::create(b, loc, x[0], x[1]));
+                            });
+  Value sum = buildSum(b, loc, exp, axis);
+  if (!logarithm)
+    return buildParallel(b, loc, type, {exp, sum}, {identity, reduced},
+                         [](OpBuilder &b, Location loc, ValueRange x) {
+                           return arith::DivFOp::create(b, loc, x[0], x[1]);
+                         });
+  return buildParallel(
+      b, loc, type, {input, max, sum}, {identity, reduced, reduced},
+      [](OpBuilder &b, Location loc, ValueRange x) {
+        Value shifted = arith::SubFOp::create(b, loc, x[0], x[1]);
+        return arith::SubFOp::create(b, loc, shifted,
+                                     math::LogOp::create(b, loc, x[2]));
+      });
+}
+
+/// The index of the label of row `n` as an `index` value.
+static Value labelToIndex(OpBuilder &b, Location loc, Value label) {
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), label);
+}
+
+/// loss = -(1/N) sum_n (x[n, label_n] - max_n - log(sum_c exp(x[n,c] - max_n)))
+Value NNLowering::crossEntropy(nn::SoftmaxCrossEntropyOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value logits = op.getLogits();
+  RankedTensorType type = getTensorType(logits);
+  Type elementType = type.getElementType();
+  int64_t n = type.getDimSize(0);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap rows = getMapWithout(ctx, 2, 1);
+  Value max = buildMax(b, loc, logits, 1);
+  Value exp = buildParallel(b, loc, type, {logits, max}, {identity, rows},
+                            [](OpBuilder &b, Location loc, ValueRange x) {
+                              return math::ExpOp::create(
+                                  b, loc, arith::SubFOp::create(b, loc, x[0], x[1]));
+                            });
+  Value sum = buildSum(b, loc, exp, 1);
+
+  // Sum over rows of the label's log-probability, into a scalar.
+  auto scalarType = RankedTensorType::get({}, elementType);
+  AffineMap row = AffineMap::getMultiDimIdentityMap(1, ctx);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{scalarType}, ValueRange{max, sum, op.getLabels()},
+      ValueRange{createFilled(b, loc, scalarType, 0.0)},
+      {row, row, row, AffineMap::get(1, 0, {}, ctx)},
+      {utils::IteratorType::reduction},
+      [&](OpBuilder &b, Location loc, ValueRange x) {
+        Value index = linalg::IndexOp::create(b, loc, 0);
+        Value picked = tensor::ExtractOp::create(
+            b, loc, logits, ValueRange{index, labelToIndex(b, loc, x[2])});
+        Value shifted = arith::SubFOp::create(b, loc, picked, x[0]);
+        Value logProb = arith::SubFOp::create(
+            b, loc, shifted, math::LogOp::create(b, loc, x[1]));
+        linalg::YieldOp::create(b, loc,
+                                arith::AddFOp::create(b, loc, x[3], logProb)
+                                    .getResult());
+      });
+  return buildElementwise(
+      b, loc, scalarType, generic.getResult(0),
+      [&](OpBuilder &b, Location loc, ValueRange x) {
+        return arith::MulFOp::create(
+            b, loc, x[0], createFloat(b, loc, elementType, -1.0 / n));
+      });
+}
+
+/// dlogits[n, c] = grad * (softmax(x)[n, c] - (c == label_n)) / N
+Value NNLowering::crossEntropyGrad(nn::SoftmaxCrossEntropyGradOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value logits = op.getLogits();
+  RankedTensorType type = getTensorType(logits);
+  Type elementType = type.getElementType();
+  int64_t n = type.getDimSize(0);
+  Value probabilities = softmax(logits, 1, /*logarithm=*/false, loc);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap rows = getMapWithout(ctx, 2, 1);
+  AffineMap scalar = AffineMap::get(2, 0, {}, ctx);
+  return buildParallel(
+      b, loc, type, {probabilities, op.getLabels(), op.getGrad()},
+      {identity, rows, scalar}, [&](OpBuilder &b, Location loc, ValueRange x) {
+        Value column = linalg::IndexOp::create(b, loc, 1);
+        Value isLabel = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              column,
+                                              labelToIndex(b, loc, x[1]));
+        Value oneHot = arith::SelectOp::create(
+            b, loc, isLabel, createFloat(b, loc, elementType, 1.0),
+            createFloat(b, loc, elementType, 0.0));
+        Value diff = arith::SubFOp::create(b, loc, x[0], oneHot);
+        Value scale = arith::DivFOp::create(
+            b, loc, x[2], createFloat(b, loc, elementType, n));
+        return arith::MulFOp::create(b, loc, diff, scale);
+      });
+}
+
+Value NNLowering::reduce(Operation *op, ArrayRef<int64_t> dims, bool mean) {
+  Location loc = op->getLoc();
+  Value input = op->getOperand(0);
+  RankedTensorType inputType = getTensorType(input);
+  SmallVector<int64_t> sorted(dims);
+  llvm::sort(sorted);
+  Value result = buildSum(b, loc, input, sorted);
+  if (mean) {
+    int64_t count = 1;
+    for (int64_t d : sorted)
+      count *= inputType.getDimSize(d);
+    Type elementType = inputType.getElementType();
+    result = buildElementwise(
+        b, loc, getTensorType(result), result,
+        [&](OpBuilder &b, Location loc, ValueRange x) {
+          return arith::DivFOp::create(
+              b, loc, x[0], createFloat(b, loc, elementType, count));
+        });
+  }
+  return buildReshape(b, loc, result, getTensorType(op->getResult(0)));
+}
+
+Value NNLowering::concat(nn::ConcatOp op) {
+  Location loc = op.getLoc();
+  RankedTensorType type = getTensorType(op.getResult());
+  int64_t axis = op.getAxis();
+  Value result = createEmpty(b, loc, type);
+  int64_t offset = 0;
+  for (Value input : op.getInputs()) {
+    RankedTensorType inputType = getTensorType(input);
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    offsets[axis] = b.getIndexAttr(offset);
+    SmallVector<OpFoldResult> sizes = llvm::map_to_vector(
+        inputType.getShape(),
+        [&](int64_t size) -> OpFoldResult { return b.getIndexAttr(size); });
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    result = tensor::InsertSliceOp::create(b, loc, input, result, offsets,
+                                           sizes, strides);
+    offset += inputType.getDimSize(axis);
+  }
+  return result;
+}
+
+Value NNLowering::pad(nn::PadOp op) {
+  Location loc = op.getLoc();
+  RankedTensorType type = getTensorType(op.getResult());
+  RankedTensorType inputType = getTensorType(op.getInput());
+  int64_t rank = type.getRank();
+  Value result =
+      createFilled(b, loc, type, op.getValue().convertToDouble());
+  SmallVector<OpFoldResult> offsets = llvm::map_to_vector(
+      op.getPads().take_front(rank),
+      [&](int64_t pad) -> OpFoldResult { return b.getIndexAttr(pad); });
+  SmallVector<OpFoldResult> sizes = llvm::map_to_vector(
+      inputType.getShape(),
+      [&](int64_t size) -> OpFoldResult { return b.getIndexAttr(size); });
+  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, loc, op.getInput(), result, offsets,
+                                       sizes, strides);
+}
+
+FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  Location loc = op.getLoc();
+  RankedTensorType resultType = getTensorType(op.getResult());
+  RankedTensorType lhsType = getTensorType(op.getLhs());
+  int64_t k = lhsType.getDimSize(op.getTransposeLhs() ? 0 : 1);
+  SmallVector<Value> scalars = createI64s(
+      b, loc, {resultType.getDimSize(0), resultType.getDimSize(1), k});
+  scalars.push_back(createI32(b, loc, op.getTransposeLhs()));
+  scalars.push_back(createI32(b, loc, op.getTransposeRhs()));
+  scalars.push_back(createFloat(b, loc, b.getF32Type(), 0.0));
+  return buildKernelCall(b, op,
+                         {"dtrain_rt_matmul_f32",
+                          {op.getLhs(), op.getRhs()},
+                          {resultType},
+                          scalars})
+      .front();
+}
+
+FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  Location loc = op.getLoc();
+  ArrayRef<int64_t> x = getTensorType(op.getInput()).getShape();
+  ArrayRef<int64_t> w = getTensorType(op.getWeight()).getShape();
+  RankedTensorType resultType = getTensorType(op.getResult());
+  ArrayRef<int64_t> y = resultType.getShape();
+  ArrayRef<int64_t> strides = op.getStrides(), padding = op.getPadding(),
+                    dilations = op.getDilations();
+  SmallVector<Value> scalars = createI64s(
+      b, loc,
+      {x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3], strides[0],
+       strides[1], padding[0], padding[1], padding[2], padding[3],
+       dilations[0], dilations[1], static_cast<int64_t>(op.getGroups())});
+  return buildKernelCall(b, op,
+                         {"dtrain_rt_conv2d_f32",
+                          {op.getInput(), op.getWeight(), op.getBias()},
+                          {resultType},
+                          scalars})
+      .front();
+}
+
+template <typename PoolOp>
+FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  Location loc = op.getLoc();
+  ArrayRef<int64_t> x = getTensorType(op.getInput()).getShape();
+  RankedTensorType resultType = getTensorType(op.getResult());
+  ArrayRef<int64_t> y = resultType.getShape();
+  ArrayRef<int64_t> kernel = op.getKernel(), strides = op.getStrides(),
+                    padding = op.getPadding(), dilations = op.getDilations();
+  SmallVector<Value> scalars = {createI32(b, loc, kind)};
+  llvm::append_range(
+      scalars, createI64s(b, loc,
+                          {x[0], x[1], x[2], x[3], y[2], y[3], kernel[0],
+                           kernel[1], strides[0], strides[1], padding[0],
+                           padding[1], padding[2], padding[3], dilations[0],
+                           dilations[1]}));
+  return buildKernelCall(
+             b, op, {"dtrain_rt_pool2d_f32", {op.getInput()}, {resultType}, scalars})
+      .front();
+}
+
+/// N, C and the product of the remaining dims, as the batch-norm kernels
+/// take them.
+static SmallVector<int64_t> getBatchNormGeometry(RankedTensorType type) {
+  int64_t spatial = 1;
+  for (int64_t size : type.getShape().drop_front(2))
+    spatial *= size;
+  return {type.getDimSize(0), type.getDimSize(1), spatial};
+}
+
+FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  Location loc = op.getLoc();
+  RankedTensorType type = getTensorType(op.getResult());
+  SmallVector<Value> scalars =
+      createI64s(b, loc, getBatchNormGeometry(type));
+  scalars.push_back(createFloat(b, loc, b.getF32Type(),
+                                op.getEpsilon().convertToDouble()));
+  return buildKernelCall(b, op,
+                         {"dtrain_rt_batch_norm_f32",
+                          {op.getInput(), op.getScale(), op.getBias(),
+                           op.getMean(), op.getVar()},
+                          {type},
+                          scalars})
+      .front();
+}
+
+FailureOr<SmallVector<Value>>
+NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  Location loc = op.getLoc();
+  RankedTensorType type = getTensorType(op.getResult());
+  SmallVector<Value> scalars =
+      createI64s(b, loc, getBatchNormGeometry(type));
+  scalars.push_back(createFloat(b, loc, b.getF32Type(),
+                                op.getEpsilon().convertToDouble()));
+  return buildKernelCall(
+      b, op,
+      {"dtrain_rt_batch_norm_train_f32",
+       {op.getInput(), op.getScale(), op.getBias()},
+       {type, getTensorType(op.getBatchMean()), getTensorType(op.getBatchVar())},
+       scalars});
+}
+
+FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
+  using Values = SmallVector<Value>;
+  auto one = [](FailureOr<Value> value) -> FailureOr<Values> {
+    if (failed(value))
+      return failure();
+    return Values{*value};
+  };
+  auto zero = [&](Type type) {
+    return createFloat(b, op->getLoc(), type, 0.0);
+  };
+  return TypeSwitch<Operation *, FailureOr<Values>>(op)
+      .Case([&](nn::AddOp) {
+        return Values{binary(op, [](OpBuilder &b, Location l, Value x, Value y) {
+          return arith::AddFOp::create(b, l, x, y);
+        })};
+      })
+      .Case([&](nn::SubOp) {
+        return Values{binary(op, [](OpBuilder &b, Location l, Value x, Value y) {
+          return arith::SubFOp::create(b, l, x, y);
+        })};
+      })
+      .Case([&](nn::MulOp) {
+        return Values{binary(op, [](OpBuilder &b, Location l, Value x, Value y) {
+          return arith::MulFOp::create(b, l, x, y);
+        })};
+      })
+      .Case([&](nn::DivOp) {
+        return Values{binary(op, [](OpBuilder &b, Location l, Value x, Value y) {
+          return arith::DivFOp::create(b, l, x, y);
+        })};
+      })
+      .Case([&](nn::ReluOp) {
+        // maximumf propagates NaN, as torch.relu does.
+        return Values{unary(op, [&](OpBuilder &b, Location l, Value x) {
+          return arith::MaximumFOp::create(b, l, x, zero(x.getType()));
+        })};
+      })
+      .Case([&](nn::ReluGradOp) {
+        return Values{binary(op, [&](OpBuilder &b, Location l, Value g,
+                                     Value x) {
+          Value positive = arith::CmpFOp::create(
+              b, l, arith::CmpFPredicate::OGT, x, zero(x.getType()));
+          return arith::SelectOp::create(b, l, positive, g, zero(x.getType()));
+        })};
+      })
+      .Case([&](nn::SigmoidOp) {
+        return Values{unary(op, [&](OpBuilder &b, Location l, Value x) {
+          Type type = x.getType();
+          Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
+          Value one = createFloat(b, l, type, 1.0);
+          return arith::DivFOp::create(b, l, one,
+                                       arith::AddFOp::create(b, l, one, e));
+        })};
+      })
+      .Case([&](nn::TanhOp) {
+        return Values{unary(op, [](OpBuilder &b, Location l, Value x) {
+          return math::TanhOp::create(b, l, x);
+        })};
+      })
+      .Case([&](nn::LeakyReluOp leaky) {
+        double alpha = leaky.getAlpha().convertToDouble();
+        return Values{unary(op, [&](OpBuilder &b, Location l, Value x) {
+          Type type = x.getType();
+          Value positive = arith::CmpFOp::create(
+              b, l, arith::CmpFPredicate::OGT, x, zero(type));
+          Value scaled =
+              arith::MulFOp::create(b, l, x, createFloat(b, l, type, alpha));
+          return arith::SelectOp::create(b, l, positive, x, scaled);
+        })};
+      })
+      .Case([&](nn::ClipOp clip) {
+        return Values{unary(op, [&](OpBuilder &b, Location l, Value x) {
+          Type type = x.getType();
+          if (auto min = clip.getMin())
+            x = arith::MaximumFOp::create(
+                b, l, x, createFloat(b, l, type, min->convertToDouble()));
+          if (auto max = clip.getMax())
+            x = arith::MinimumFOp::create(
+                b, l, x, createFloat(b, l, type, max->convertToDouble()));
+          return x;
+        })};
+      })
+      // Forward execution is inference: dropout is the identity there. The
+      // training lowering replaces it with a masked op before this pass.
+      .Case([&](nn::DropoutOp dropout) { return Values{dropout.getInput()}; })
+      .Case([&](nn::SoftmaxOp softmaxOp) {
+        return Values{softmax(softmaxOp.getInput(), softmaxOp.getAxis(),
+                              /*logarithm=*/false, op->getLoc())};
+      })
+      .Case([&](nn::LogSoftmaxOp softmaxOp) {
+        return Values{softmax(softmaxOp.getInput(), softmaxOp.getAxis(),
+                              /*logarithm=*/true, op->getLoc())};
+      })
+      .Case([&](nn::SoftmaxCrossEntropyOp ce) {
+        return Values{crossEntropy(ce)};
+      })
+      .Case([&](nn::SoftmaxCrossEntropyGradOp ce) {
+        return Values{crossEntropyGrad(ce)};
+      })
+      .Case([&](nn::ReshapeOp reshape) {
+        return Values{buildReshape(b, op->getLoc(), reshape.getInput(),
+                                   getTensorType(reshape.getResult()))};
+      })
+      .Case([&](nn::TransposeOp transpose) {
+        Value init = createEmpty(b, op->getLoc(),
+                                 getTensorType(transpose.getResult()));
+        return Values{linalg::TransposeOp::create(
+                          b, op->getLoc(), transpose.getInput(), init,
+                          transpose.getPermutation())
+                          .getResult()[0]};
+      })
+      .Case([&](nn::ConcatOp concatOp) { return Values{concat(concatOp)}; })
+      .Case([&](nn::PadOp padOp) { return Values{pad(padOp)}; })
+      .Case([&](nn::ReduceSumOp sum) {
+        return Values{reduce(op, sum.getDims(), /*mean=*/false)};
+      })
+      .Case([&](nn::ReduceMeanOp mean) {
+        return Values{reduce(op, mean.getDims(), /*mean=*/true)};
+      })
+      .Case([&](nn::GlobalAvgPool2DOp) {
+        return Values{reduce(op, {2, 3}, /*mean=*/true)};
+      })
+      .Case([&](nn::MatmulOp matmulOp) { return one(matmul(matmulOp)); })
+      .Case([&](nn::Conv2DOp conv) { return one(conv2d(conv)); })
+      .Case([&](nn::MaxPool2DOp pool) {
+        return one(pool2d(pool, DTRAIN_RT_POOL_MAX));
+      })
+      .Case([&](nn::AvgPool2DOp pool) {
+        return one(pool2d(pool, pool.getCountIncludePad()
+                                    ? DTRAIN_RT_POOL_AVG_INCLUDE_PAD
+                                    : DTRAIN_RT_POOL_AVG_EXCLUDE_PAD));
+      })
+      .Case([&](nn::BatchNormOp bn) { return one(batchNorm(bn)); })
+      .Case([&](nn::BatchNormTrainOp bn) { return batchNormTrain(bn); })
+      .Default([&](Operation *) -> FailureOr<Values> {
+        return op->emitOpError("has no lowering yet");
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct LowerNNPass
+    : public lower::impl::LowerNNBase<LowerNNPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<nn::NNDialect>(op->getDialect()))
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    NNLowering lowering(rewriter);
+    bool failed = false;
+    for (Operation *op : ops) {
+      for (Type type : op->getResultTypes()) {
+        if (!cast<ShapedType>(type).hasStaticShape()) {
+          op->emitOpError("has a dynamic result shape ")
+              << type << "; lowering needs static shapes (import with "
+                         "--batch-size or --input-shape)";
+          failed = true;
+        }
+      }
+      if (failed)
+        continue;
+      rewriter.setInsertionPoint(op);
+      FailureOr<SmallVector<Value>> replacements = lowering.lower(op);
+      if (mlir::failed(replacements)) {
+        failed = true;
+        continue;
+      }
+      rewriter.replaceOp(op, *replacements);
+    }
+    if (failed)
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,202 @@
+// RUN: dtrain-opt %s --dtrain-lower-nn --canonicalize --split-input-file | FileCheck %s
+
+// Elementwise ops are parallel linalg.generic ops on tensors; a broadcast
+// operand is read through a map that drops (or pins to 0) its missing dims.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[PIN:.*]] = affine_map<(d0, d1) -> (0, d1)>
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: (%[[A:.*]]: tensor<4x3xf32>, %[[B:.*]]: tensor<3xf32>, %[[C:.*]]: tensor<1x3xf32>)
+// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[A]], %[[B]] : tensor<4x3xf32>, tensor<3xf32>)
+// CHECK:   arith.addf
+// CHECK: %[[PROD:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[PIN]], #[[ID]]], {{.*}}} ins(%[[SUM]], %[[C]] : tensor<4x3xf32>, tensor<1x3xf32>)
+// CHECK:   arith.mulf
+// CHECK: linalg.generic {{.*}} ins(%[[PROD]] : tensor<4x3xf32>)
+// CHECK:   arith.maximumf
+// CHECK-NOT: nn.
+func.func @elementwise(%a: tensor<4x3xf32>, %b: tensor<3xf32>, %c: tensor<1x3xf32>) -> tensor<4x3xf32> {
+  %0 = nn.add %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %1 = nn.mul %0, %c : tensor<4x3xf32>, tensor<1x3xf32> -> tensor<4x3xf32>
+  %2 = nn.relu %1 : tensor<4x3xf32>
+  return %2 : tensor<4x3xf32>
+}
+
+// -----
+
+// Activations: sigmoid as 1 / (1 + exp(-x)), leaky relu and relu_grad as
+// selects, clip as max/min, dropout as the identity.
+// CHECK-LABEL: func.func @activations
+// CHECK-SAME: (%[[X:.*]]: tensor<8xf32>)
+// CHECK-DAG: %[[SIX:.*]] = arith.constant 6.000000e+00 : f32
+// CHECK-DAG: %[[MINUS_ONE:.*]] = arith.constant -1.000000e+00 : f32
+// CHECK-DAG: %[[ALPHA:.*]] = arith.constant 2.000000e-01 : f32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: arith.negf
+// CHECK: math.exp
+// CHECK: arith.addf %{{.*}}, %[[ONE]]
+// CHECK: arith.divf %[[ONE]]
+// CHECK: math.tanh
+// CHECK: %[[POSITIVE:.*]] = arith.cmpf ogt, %[[IN:.*]], %[[ZERO]]
+// CHECK: %[[SCALED:.*]] = arith.mulf %[[IN]], %[[ALPHA]]
+// CHECK: arith.select %[[POSITIVE]], %[[IN]], %[[SCALED]]
+// CHECK: %[[LOW:.*]] = arith.maximumf %{{.*}}, %[[MINUS_ONE]]
+// CHECK: arith.minimumf %[[LOW]], %[[SIX]]
+// CHECK: ins(%{{.*}}, %[[X]] : tensor<8xf32>, tensor<8xf32>)
+// CHECK: ^bb0(%[[G:.*]]: f32, %[[XIN:.*]]: f32, %{{.*}}: f32)
+// CHECK: %[[ACTIVE:.*]] = arith.cmpf ogt, %[[XIN]], %[[ZERO]]
+// CHECK: arith.select %[[ACTIVE]], %[[G]], %[[ZERO]]
+// CHECK-NOT: nn.dropout
+func.func @activations(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = nn.sigmoid %x : tensor<8xf32>
+  %1 = nn.tanh %0 : tensor<8xf32>
+  %2 = nn.leaky_relu %1 {alpha = 2.000000e-01 : f64} : tensor<8xf32>
+  %3 = nn.clip %2 {min = -1.0 : f64, max = 6.0 : f64} : tensor<8xf32>
+  %4 = nn.dropout %3 {ratio = 5.000000e-01 : f64} : tensor<8xf32>
+  %5 = nn.relu_grad %4, %x : tensor<8xf32>
+  return %5 : tensor<8xf32>
+}
+
+// -----
+
+// Softmax: max, exp(x - max), sum, divide; log_softmax ends with
+// x - max - log(sum).
+// CHECK-LABEL: func.func @softmax
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[MAXINIT:.*]] = linalg.fill ins(%[[NEGINF]] : f32) outs(%{{.*}} : tensor<2xf32>)
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<2x5xf32>) outs(%[[MAXINIT]] : tensor<2xf32>)
+// CHECK:   arith.maximumf
+// CHECK: %[[EXP:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[MAX]] : tensor<2x5xf32>, tensor<2xf32>)
+// CHECK:   arith.subf
+// CHECK:   math.exp
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[EXP]] : tensor<2x5xf32>)
+// CHECK:   arith.addf
+// CHECK: linalg.generic {{.*}} ins(%[[EXP]], %[[SUM]] : tensor<2x5xf32>, tensor<2xf32>)
+// CHECK:   arith.divf
+// CHECK: math.log
+func.func @softmax(%x: tensor<2x5xf32>) -> (tensor<2x5xf32>, tensor<2x5xf32>) {
+  %0 = nn.softmax %x {axis = 1 : i64} : tensor<2x5xf32>
+  %1 = nn.log_softmax %x {axis = 1 : i64} : tensor<2x5xf32>
+  return %0, %1 : tensor<2x5xf32>, tensor<2x5xf32>
+}
+
+// -----
+
+// Reductions drop the reduced dims, then reshape to keep_dims' type; the
+// mean divides by the reduced element count.
+// CHECK-LABEL: func.func @reductions
+// CHECK-DAG: %[[COUNT:.*]] = arith.constant 1.600000e+01 : f32
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "reduction"]
+// CHECK: arith.divf %{{.*}}, %[[COUNT]]
+// CHECK: tensor.expand_shape {{.*}} output_shape [2, 3, 1, 1]
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction", "parallel"]
+// CHECK-NOT: arith.divf
+// CHECK: return
+func.func @reductions(%x: tensor<2x3x4x4xf32>) -> (tensor<2x3x1x1xf32>, tensor<3x4xf32>) {
+  %0 = nn.global_avg_pool2d %x : tensor<2x3x4x4xf32> -> tensor<2x3x1x1xf32>
+  %1 = nn.reduce_sum %x dims = [0, 2] : tensor<2x3x4x4xf32> -> tensor<3x4xf32>
+  return %0, %1 : tensor<2x3x1x1xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+// Shape ops: views for reshape (flatten then expand, which canonicalization
+// simplifies), linalg.transpose, insert_slice for concat and
+// pad (into a filled tensor).
+// CHECK-LABEL: func.func @shapes
+// CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<2x3x4xf32> into tensor<6x4xf32>
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<6x4xf32>) outs(%{{.*}} : tensor<4x6xf32>) permutation = [1, 0]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [4, 6] [1, 1] : tensor<4x6xf32> into tensor<4x9xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 6] [4, 3] [1, 1] : tensor<4x3xf32> into tensor<4x9xf32>
+// CHECK: %[[FILL:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<6x11xf32>)
+// CHECK: tensor.insert_slice %{{.*}} into %[[FILL]][1, 2] [4, 9] [1, 1]
+func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<4x3xf32>) -> tensor<6x11xf32> {
+  %0 = nn.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %1 = nn.transpose %0 {permutation = array<i64: 1, 0>} : tensor<6x4xf32> -> tensor<4x6xf32>
+  %2 = nn.concat %1, %y {axis = 1 : i64} : tensor<4x6xf32>, tensor<4x3xf32> -> tensor<4x9xf32>
+  %3 = nn.pad %2 {pads = array<i64: 1, 2, 1, 0>, value = 5.000000e-01 : f64} : tensor<4x9xf32> -> tensor<6x11xf32>
+  return %3 : tensor<6x11xf32>
+}
+
+// -----
+
+// Heavy ops call the runtime's kernels: inputs read through read-only
+// buffers, the result written into a fresh aligned buffer, which becomes the
+// result tensor after the call.
+// CHECK-DAG: func.func private @dtrain_rt_matmul_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i32, f32)
+// CHECK-DAG: func.func private @dtrain_rt_conv2d_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)
+// CHECK-DAG: func.func private @dtrain_rt_pool2d_f32(!llvm.ptr, !llvm.ptr, i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)
+// CHECK-DAG: func.func private @dtrain_rt_batch_norm_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f32)
+// CHECK-DAG: func.func private @dtrain_rt_batch_norm_train_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f32)
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>, %[[W:.*]]: tensor<3x4xf32>)
+// CHECK-DAG: %[[XB:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<2x4xf32> to memref<2x4xf32>
+// CHECK-DAG: %[[WB:.*]] = bufferization.to_buffer %[[W]] read_only
+// CHECK-DAG: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3xf32>
+// M=2, N=3, K=4, transpose_lhs=0, transpose_rhs=1, beta=0
+// CHECK: call @dtrain_rt_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c3_i64, %c4_i64, %c0_i32, %c1_i32, %cst)
+// CHECK: %[[Y:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK: return %[[Y]]
+func.func @matmul(%x: tensor<2x4xf32>, %w: tensor<3x4xf32>) -> tensor<2x3xf32> {
+  %0 = nn.matmul %x, %w {transpose_rhs} : tensor<2x4xf32>, tensor<3x4xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// A missing bias is a NULL pointer; geometry in the C prototype's order:
+// N C H W OC KH KW OH OW, strides, padding (top, left, bottom, right),
+// dilations, groups.
+// CHECK-LABEL: func.func @conv
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: call @dtrain_rt_conv2d_f32(%{{.*}}, %{{.*}}, %[[NULL]], %{{.*}}, %c1_i64, %c3_i64, %c8_i64, %c8_i64, %c4_i64, %c3_i64, %c3_i64, %c4_i64, %c4_i64, %c2_i64, %c2_i64, %c1_i64, %c0_i64, %c1_i64, %c2_i64, %c1_i64, %c1_i64, %c1_i64)
+func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  %0 = nn.conv2d %x, %w {padding = array<i64: 1, 0, 1, 2>, strides = array<i64: 2, 2>} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// Pool kinds: MAX=0, AVG_INCLUDE_PAD=1, AVG_EXCLUDE_PAD=2.
+// CHECK-LABEL: func.func @pools
+// CHECK: call @dtrain_rt_pool2d_f32(%{{.*}}, %{{.*}}, %c0_i32, %c1_i64, %c2_i64, %c8_i64, %c8_i64, %c4_i64, %c4_i64, %c2_i64, %c2_i64, %c2_i64, %c2_i64, %c0_i64, %c0_i64, %c0_i64, %c0_i64, %c1_i64, %c1_i64)
+// CHECK: call @dtrain_rt_pool2d_f32(%{{.*}}, %{{.*}}, %c1_i32,
+// CHECK: call @dtrain_rt_pool2d_f32(%{{.*}}, %{{.*}}, %c2_i32,
+func.func @pools(%x: tensor<1x2x8x8xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
+  %0 = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
+  %1 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, count_include_pad} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
+  %2 = nn.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x2x8x8xf32> -> tensor<1x2x4x4xf32>
+  return %0, %1, %2 : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}
+
+// Batch norm: N, C, and the product of the spatial dims.
+// CHECK-LABEL: func.func @batch_norm
+// CHECK-DAG: %[[EPS_DEFAULT:.*]] = arith.constant 9.99999974E-6 : f32
+// CHECK-DAG: %[[EPS:.*]] = arith.constant 1.000000e-03 : f32
+// CHECK: call @dtrain_rt_batch_norm_f32({{.*}}, %c2_i64, %c3_i64, %c20_i64, %[[EPS]])
+// CHECK: call @dtrain_rt_batch_norm_train_f32({{.*}}, %c2_i64, %c3_i64, %c20_i64, %[[EPS_DEFAULT]])
+func.func @batch_norm(%x: tensor<2x3x4x5xf32>, %s: tensor<3xf32>, %b: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>) {
+  %0 = nn.batch_norm %x, %s, %b, %m, %v {epsilon = 1.000000e-03 : f64} : tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<2x3x4x5xf32>
+  %1:3 = nn.batch_norm_train %x, %s, %b : tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %0, %1#0, %1#1, %1#2 : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
+// The loss: row max and sum of exponentials, then the labels' log
+// probabilities summed into a scalar (labels index the logits) and scaled
+// by -1/N.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK-DAG: %[[MINUS_INV_N:.*]] = arith.constant -2.500000e-01 : f32
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>, tensor<4xi64>) outs(%{{.*}} : tensor<f32>)
+// CHECK:   linalg.index 0
+// CHECK:   arith.index_cast
+// CHECK:   tensor.extract
+// CHECK:   math.log
+// CHECK: arith.mulf %{{.*}}, %[[MINUS_INV_N]]
+// The gradient: softmax minus the one-hot label, times grad / N.
+// CHECK: linalg.generic
+// CHECK:   linalg.index 1
+// CHECK:   arith.cmpi eq
+// CHECK:   arith.select
+func.func @cross_entropy(%logits: tensor<4x10xf32>, %labels: tensor<4xi64>, %one: tensor<f32>) -> (tensor<f32>, tensor<4x10xf32>) {
+  %0 = nn.softmax_cross_entropy %logits, %labels : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+  %1 = nn.softmax_cross_entropy_grad %one, %logits, %labels : tensor<f32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
+  return %0, %1 : tensor<f32>, tensor<4x10xf32>
+}
