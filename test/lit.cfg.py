@@ -31,6 +31,7 @@ llvm_config.with_environment("PATH", config.dtrain_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tools = [
+    "dtrain-compile",
     "dtrain-opt",
     "dtrain-translate",
     # Debian's interpreter, which sees python3-onnx (the first python3 on

@@ -13,7 +13,9 @@ namespace mlir::dtrain::lower {
 /// one-shot bufferization, the step's buffers planned into one static arena,
 /// then LLVM. The result defines the model ABI of dtrain_rt.h
 /// (`dtrain_model_info`, `dtrain_model_run`, `main`), ready for
-/// translation to LLVM IR. Every shape must be static.
+/// translation to LLVM IR. Every shape must be static. The pipeline names
+/// upstream and dtrain passes, so the tool must have registered them
+/// (mlir::registerAllPasses and dtrain::registerAllPasses).
 void buildLowerToLLVMPipeline(OpPassManager &pm);
 
 /// Registers the pipeline as `--dtrain-lower-to-llvm`.

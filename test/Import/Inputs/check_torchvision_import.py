@@ -46,7 +46,7 @@ for spec in sys.argv[3:]:
             for dim in shape.split("x"):
                 count *= int(dim)
             elements += count
-        output = re.match(r"tensor<([0-9x]+)xf32>", signature.group(2))
+        output = re.match(r"\(?tensor<([0-9x]+)xf32>", signature.group(2))
         got = "params=%d elements=%d output=%s" % (len(params), elements,
                                                    output.group(1))
         # EVAL exports fold batch norm into the convolutions, so only the

@@ -1,0 +1,503 @@
+//===- dtrain-compile.cpp - ONNX models to native executables -------------===//
+//
+// The compiler driver. It imports an ONNX model (or parses a .mlir module),
+// lowers it to the LLVM dialect with dtrain's pipeline, translates it to LLVM
+// IR, optimizes it for the host CPU, emits an object file and links that with
+// the C compiler driver against libdtrain_runtime into an executable (whose
+// main is the runtime's dtrain_rt_model_main). --emit stops at an earlier
+// stage.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtrain/Import/ONNXImporter.h"
+#include "dtrain/InitAll.h"
+#include "dtrain/Lower/Pipelines.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/TargetParser/Triple.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static constexpr llvm::StringLiteral kToolName = "dtrain-compile";
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+// --help shows these categories only: hundreds of LLVM options are registered
+// by the shared libraries and none of them matters here.
+static cl::OptionCategory compileCategory("Compilation options");
+static cl::OptionCategory importCategory("ONNX import options (.onnx input)");
+static cl::OptionCategory
+    mlirCategory("MLIR options (to debug the lowering pipeline)");
+
+static cl::opt<std::string> inputFilename(cl::Positional, cl::Required,
+                                          cl::desc("<MODEL.onnx|MODULE.mlir>"),
+                                          cl::cat(compileCategory));
+
+static cl::opt<std::string> outputFilename(
+    "o", cl::Required,
+    cl::desc("Output file; '-' writes to stdout (not with --emit=exe)"),
+    cl::value_desc("OUT"), cl::cat(compileCategory));
+
+namespace {
+enum class Mode { Train, Infer };
+enum class Target { CPU, CUDA };
+enum class Emit { MLIR, LLVM, Obj, Exe };
+enum OptLevel : unsigned { O0, O1, O2, O3 };
+} // namespace
+
+static cl::opt<Mode>
+    mode("mode", cl::desc("What to compile (default: train)"),
+         cl::values(clEnumValN(Mode::Train, "train",
+                               "the data-parallel training step (not "
+                               "available yet)"),
+                    clEnumValN(Mode::Infer, "infer",
+                               "the forward pass, for inference")),
+         cl::init(Mode::Train), cl::cat(compileCategory));
+
+static cl::opt<Target>
+    target("target", cl::desc("Device the model runs on (default: cpu)"),
+           cl::values(clEnumValN(Target::CPU, "cpu", "the host CPU"),
+                      clEnumValN(Target::CUDA, "cuda",
+                                 "NVIDIA GPUs (not available yet)")),
+           cl::init(Target::CPU), cl::cat(compileCategory));
+
+static cl::opt<Emit> emit(
+    "emit", cl::desc("What to write to OUT (default: exe)"),
+    cl::values(clEnumValN(Emit::MLIR, "mlir",
+                          "the lowered module in the LLVM dialect"),
+               clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR (.ll)"),
+               clEnumValN(Emit::Obj, "obj", "an object file"),
+               clEnumValN(Emit::Exe, "exe",
+                          "an executable linked against libdtrain_runtime")),
+    cl::init(Emit::Exe), cl::cat(compileCategory));
+
+static cl::opt<OptLevel> optLevel(
+    cl::desc("Optimization level of LLVM IR and code generation (default: "
+             "-O3):"),
+    cl::values(clEnumVal(O0, "no optimization"),
+               clEnumVal(O1, "light optimization"),
+               clEnumVal(O2, "standard optimization"),
+               clEnumVal(O3, "aggressive optimization")),
+    cl::init(O3), cl::cat(compileCategory));
+
+static cl::opt<std::string>
+    mcpu("mcpu",
+         cl::desc("CPU to generate code for: 'native' (the host's CPU and "
+                  "all its features) or an LLVM CPU name such as x86-64-v3 "
+                  "or skylake-avx512 (default: native)"),
+         cl::value_desc("native|NAME"), cl::init("native"),
+         cl::cat(compileCategory));
+
+static cl::opt<std::string> runtimeDir(
+    "runtime-dir",
+    cl::desc("Directory of libdtrain_runtime.so, to link against and to "
+             "record as the executable's rpath (default: $DTRAIN_RUNTIME_DIR, "
+             "else ../lib beside the dtrain-compile executable)"),
+    cl::value_desc("DIR"), cl::cat(compileCategory));
+
+static cl::opt<bool>
+    verbose("v",
+            cl::desc("Print the lowering pipeline and the link command to "
+                     "stderr"),
+            cl::cat(compileCategory));
+
+static const char *const kOverview =
+    "dtrain compiler: ONNX model -> native executable\n\n"
+    "  dtrain-compile model.onnx --mode=infer --batch-size 8 -o model\n"
+    "  ./model --input x.npy --output y.npy\n\n"
+    "The input is an ONNX model (.onnx; its weights stay in the file, whose\n"
+    "absolute path the executable records) or an MLIR module (.mlir, as\n"
+    "dtrain-translate --import-onnx writes it). The C compiler driver links\n"
+    "the executable: $DTRAIN_CC if set, else " DTRAIN_DEFAULT_CC ".\n";
+
+/// Moves the options that `registerOptions` registers into `category`, so
+/// that cl::HideUnrelatedOptions keeps them in --help.
+static void
+registerOptionsInCategory(llvm::function_ref<void()> registerOptions,
+                          cl::OptionCategory &category) {
+  auto &options = cl::getRegisteredOptions();
+  llvm::StringSet<> before;
+  for (const auto &[name, option] : options)
+    before.insert(name);
+  registerOptions();
+  for (const auto &[name, option] : options)
+    if (!before.contains(name))
+      option->addCategory(category);
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+static LogicalResult error(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), kToolName) << message << "\n";
+  return failure();
+}
+
+static std::string makeAbsolute(StringRef path) {
+  SmallString<256> absolute(path);
+  llvm::sys::fs::make_absolute(absolute);
+  llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
+  return std::string(absolute);
+}
+
+/// The directory holding libdtrain_runtime.so, as an absolute path (it
+/// becomes the executable's rpath).
+static FailureOr<std::string> findRuntimeDir(const char *argv0) {
+  std::string dir = runtimeDir;
+  if (dir.empty())
+    dir = llvm::sys::Process::GetEnv("DTRAIN_RUNTIME_DIR").value_or("");
+  if (dir.empty()) {
+    // build/bin/dtrain-compile links against build/lib/libdtrain_runtime.so.
+    static int anchor;
+    SmallString<256> path(llvm::sys::fs::getMainExecutable(argv0, &anchor));
+    llvm::sys::path::remove_filename(path);
+    llvm::sys::path::append(path, "..", "lib");
+    dir = std::string(path);
+  }
+  dir = makeAbsolute(dir);
+  SmallString<256> library(dir);
+  llvm::sys::path::append(library, "libdtrain_runtime.so");
+  if (!llvm::sys::fs::exists(library))
+    return error("libdtrain_runtime.so not found in '" + dir +
+                 "'; give its directory with --runtime-dir or "
+                 "DTRAIN_RUNTIME_DIR");
+  return dir;
+}
+
+/// The C compiler driver that links executables: $DTRAIN_CC, else the one
+/// this build was configured with; a name without '/' is looked up in PATH.
+static FailureOr<std::string> findCCompiler() {
+  std::string cc = llvm::sys::Process::GetEnv("DTRAIN_CC").value_or("");
+  if (cc.empty())
+    cc = DTRAIN_DEFAULT_CC;
+  llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(cc);
+  if (!path || !llvm::sys::fs::can_execute(*path))
+    return error("cannot find the C compiler '" + cc +
+                 "' that links the executable; set DTRAIN_CC to a C compiler "
+                 "driver (clang, gcc)");
+  return *path;
+}
+
+/// Reads the input into a module: an ONNX model is imported, a .mlir file
+/// parsed. Errors are reported through the context's diagnostic handler.
+static OwningOpRef<ModuleOp> loadModule(MLIRContext &context,
+                                        llvm::SourceMgr &sourceMgr) {
+  StringRef extension = llvm::sys::path::extension(inputFilename);
+  if (extension != ".onnx" && extension != ".mlir") {
+    (void)error("unknown input extension of '" + inputFilename +
+                "': expected MODEL.onnx or MODULE.mlir");
+    return nullptr;
+  }
+  std::string message;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFilename, &message);
+  if (!file) {
+    (void)error(message);
+    return nullptr;
+  }
+
+  OwningOpRef<ModuleOp> module;
+  if (extension == ".onnx") {
+    FailureOr<dtrain::ONNXImportOptions> options =
+        dtrain::getONNXImportOptionsFromCL(
+            FileLineColLoc::get(&context, inputFilename, 0, 0));
+    if (failed(options))
+      return nullptr;
+    module = dtrain::importONNX(*file, &context, *options);
+  } else {
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  }
+  if (!module)
+    return nullptr;
+
+  // The executable reads its weights from this path at run time, from any
+  // working directory. A relative path in a .mlir input is, like the one
+  // dtrain-translate records, relative to the current directory.
+  if (auto path = (*module)->getAttrOfType<StringAttr>("train.onnx_model"))
+    (*module)->setAttr("train.onnx_model",
+                       StringAttr::get(&context, makeAbsolute(path)));
+  return module;
+}
+
+/// Runs dtrain's lowering to the LLVM dialect, with the MLIR pass-manager
+/// options of the command line (--mlir-print-ir-after-all, --mlir-timing).
+static LogicalResult lowerToLLVMDialect(ModuleOp module) {
+  MLIRContext *context = module.getContext();
+  // Anchored on the module, so that -v prints a pipeline that
+  // mlir-opt --pass-pipeline accepts as is.
+  auto pm = PassManager::on<ModuleOp>(context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  TimingScope timing = timingManager.getRootScope();
+  pm.enableTiming(timing);
+  dtrain::lower::buildLowerToLLVMPipeline(pm);
+  if (verbose) {
+    llvm::errs() << kToolName << ": pipeline: ";
+    pm.printAsTextualPipeline(llvm::errs());
+    llvm::errs() << "\n";
+  }
+
+  // A pass may fail without a diagnostic: then say at least which step.
+  bool reportedError = false;
+  ScopedDiagnosticHandler errorSeen(context, [&](Diagnostic &diagnostic) {
+    reportedError |= diagnostic.getSeverity() == DiagnosticSeverity::Error;
+    return failure(); // also print it, through the SourceMgr handler
+  });
+  if (succeeded(pm.run(module)))
+    return success();
+  if (!reportedError)
+    (void)error("lowering to the LLVM dialect failed");
+  return failure();
+}
+
+/// A target machine for the host triple and the CPU of --mcpu.
+static std::unique_ptr<llvm::TargetMachine> createTargetMachine() {
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string message;
+  const llvm::Target *llvmTarget =
+      llvm::TargetRegistry::lookupTarget(triple, message);
+  if (!llvmTarget) {
+    (void)error("no LLVM target for " + triple.str() + ": " + message);
+    return nullptr;
+  }
+  std::string cpu = mcpu;
+  llvm::SubtargetFeatures features;
+  if (cpu == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      features.AddFeature(feature.getKey(), feature.getValue());
+  } else {
+    std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+        llvmTarget->createMCSubtargetInfo(triple, "", ""));
+    if (!subtarget->isCPUStringValid(cpu)) {
+      (void)error("unknown CPU '" + cpu + "' for " + triple.str() +
+                  " (--mcpu takes 'native' or an LLVM CPU name)");
+      return nullptr;
+    }
+  }
+  static constexpr llvm::CodeGenOptLevel codeGenLevels[] = {
+      llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less,
+      llvm::CodeGenOptLevel::Default, llvm::CodeGenOptLevel::Aggressive};
+  // Position-independent: the C compiler driver links PIE executables by
+  // default.
+  return std::unique_ptr<llvm::TargetMachine>(llvmTarget->createTargetMachine(
+      triple, cpu, features.getString(), llvm::TargetOptions(),
+      llvm::Reloc::PIC_, std::nullopt, codeGenLevels[optLevel]));
+}
+
+static LogicalResult emitObject(llvm::TargetMachine &machine,
+                                llvm::Module &module,
+                                llvm::raw_pwrite_stream &os) {
+  llvm::legacy::PassManager codeGen;
+  if (machine.addPassesToEmitFile(codeGen, os, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return error("the target cannot emit object files");
+  codeGen.run(module);
+  return success();
+}
+
+/// Links `object` into the executable `output` with the C compiler driver.
+static LogicalResult link(StringRef cc, StringRef object, StringRef rtDir) {
+  std::string libraryDir = ("-L" + rtDir).str();
+  std::string rpath = ("-Wl,-rpath," + rtDir).str();
+  SmallVector<StringRef> args = {
+      cc,    object, "-o", outputFilename, libraryDir, "-ldtrain_runtime",
+      rpath, "-lm"};
+  if (verbose) {
+    llvm::errs() << kToolName << ": link:";
+    for (StringRef arg : args) {
+      llvm::errs() << " ";
+      llvm::sys::printArg(llvm::errs(), arg,
+                          /*Quote=*/arg.find_first_of(" \t\"'\\$") !=
+                              StringRef::npos);
+    }
+    llvm::errs() << "\n";
+  }
+  std::string message;
+  bool executionFailed = false;
+  int status = llvm::sys::ExecuteAndWait(cc, args, std::nullopt, {}, 0, 0,
+                                         &message, &executionFailed);
+  if (executionFailed)
+    return error("cannot run the C compiler '" + cc + "': " + message);
+  if (status != 0)
+    return error("linking '" + outputFilename + "' failed (" + cc +
+                 " exited with status " + llvm::Twine(status) + ")");
+  return success();
+}
+
+static LogicalResult compile(const char *argv0) {
+  if (mode == Mode::Train)
+    return error("--mode=train is not available yet; use --mode=infer");
+  if (target == Target::CUDA)
+    return error("--target=cuda is not available yet; use --target=cpu");
+
+  // Find the linker's inputs before the (long) compilation.
+  std::string rtDir, cc;
+  if (emit == Emit::Exe) {
+    if (outputFilename == "-")
+      return error("cannot write an executable to stdout; give -o FILE or "
+                   "another --emit");
+    FailureOr<std::string> dir = findRuntimeDir(argv0);
+    if (failed(dir))
+      return failure();
+    FailureOr<std::string> compiler = findCCompiler();
+    if (failed(compiler))
+      return failure();
+    rtDir = *dir;
+    cc = *compiler;
+  }
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  dtrain::registerAllDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext context(registry);
+  // Diagnostics are for users of models: no IR dump attached to each (for
+  // an error on the module, the whole model) unless asked for.
+  if (!cl::getRegisteredOptions()
+           .lookup("mlir-print-op-on-diagnostic")
+           ->getNumOccurrences())
+    context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  OwningOpRef<ModuleOp> module = loadModule(context, sourceMgr);
+  if (!module || failed(lowerToLLVMDialect(*module)))
+    return failure();
+
+  std::string message;
+  std::unique_ptr<llvm::ToolOutputFile> output;
+  if (emit != Emit::Exe) {
+    output = openOutputFile(outputFilename, &message);
+    if (!output)
+      return error(message);
+  }
+  if (emit == Emit::MLIR) {
+    module->print(output->os());
+    output->keep();
+    return success();
+  }
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::unique_ptr<llvm::TargetMachine> machine = createTargetMachine();
+  if (!machine)
+    return failure();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext, inputFilename);
+  if (!llvmModule)
+    return error("cannot translate the lowered module to LLVM IR");
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  llvmModule->setDataLayout(machine->createDataLayout());
+  // The CPU goes into the IR as well, so that --emit=llvm output means the
+  // same to other LLVM tools.
+  for (llvm::Function &function : *llvmModule) {
+    if (function.isDeclaration())
+      continue;
+    function.addFnAttr("target-cpu", machine->getTargetCPU());
+    if (!machine->getTargetFeatureString().empty())
+      function.addFnAttr("target-features", machine->getTargetFeatureString());
+  }
+  if (llvm::Error err = makeOptimizingTransformer(
+          optLevel, /*sizeLevel=*/0, machine.get())(llvmModule.get()))
+    return error("optimizing LLVM IR failed: " +
+                 llvm::toString(std::move(err)));
+
+  if (emit == Emit::LLVM) {
+    llvmModule->print(output->os(), nullptr);
+    output->keep();
+    return success();
+  }
+  if (emit == Emit::Obj) {
+    if (failed(emitObject(*machine, *llvmModule, output->os())))
+      return failure();
+    output->keep();
+    return success();
+  }
+
+  // --emit=exe: a temporary object, linked, then removed.
+  int fd;
+  SmallString<128> objectPath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "dtrain-compile", "o", fd, objectPath))
+    return error("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObject(objectPath);
+  {
+    llvm::raw_fd_ostream object(fd, /*shouldClose=*/true);
+    if (failed(emitObject(*machine, *llvmModule, object)))
+      return failure();
+    object.close();
+    if (object.has_error())
+      return error("cannot write '" + objectPath +
+                   "': " + object.error().message());
+  }
+  return link(cc, objectPath, rtDir);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  // The lowering pipeline is built from its textual form: every pass it
+  // names must be registered.
+  registerAllPasses();
+  dtrain::registerAllPasses();
+  registerOptionsInCategory(dtrain::registerONNXImportCLOptions,
+                            importCategory);
+  registerOptionsInCategory(
+      [] {
+        registerMLIRContextCLOptions();
+        registerPassManagerCLOptions();
+        registerAsmPrinterCLOptions();
+        registerDefaultTimingManagerCLOptions();
+      },
+      mlirCategory);
+  cl::HideUnrelatedOptions({&compileCategory, &importCategory, &mlirCategory});
+  cl::ParseCommandLineOptions(argc, argv, kOverview);
+  return succeeded(compile(argv[0])) ? EXIT_SUCCESS : EXIT_FAILURE;
+}
