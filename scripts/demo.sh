@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the two bundled examples:
 #  1. a LeNet-5-style CNN exported by PyTorch (random weights), imported
-#     into the nn dialect with a batch size of 8;
+#     into the nn dialect with a batch size of 8, compiled into a native
+#     executable that runs its forward pass, checked against PyTorch;
 #  2. a hand-written data-parallel training step of a small MLP, whose
 #     gradient all-reduces are split into start/wait pairs that overlap the
 #     backward pass, bufferized, and lowered to calls of the dtrain runtime.
@@ -13,9 +14,23 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "== export a LeNet-5 with PyTorch: test/Examples/lenet.py"
-/usr/bin/python3 test/Examples/lenet.py "$work/lenet.onnx"
+/usr/bin/python3 test/Examples/lenet.py "$work/lenet.onnx" eval \
+  --reference "$work"
 echo "== dtrain-opt lenet.onnx --batch-size 8"
 build/bin/dtrain-opt "$work/lenet.onnx" --batch-size 8
+echo "== dtrain-compile lenet.onnx --mode=infer --batch-size 8 -o lenet.bin"
+build/bin/dtrain-compile "$work/lenet.onnx" --mode=infer --batch-size 8 \
+  -o "$work/lenet.bin"
+echo "== lenet.bin --input x.npy --output logits.npy --repeat 1000"
+"$work/lenet.bin" --input "$work/x.npy" --output "$work/logits.dtrain.npy" \
+  --repeat 1000
+/usr/bin/python3 -c '
+import sys, numpy as np
+got, want = np.load(sys.argv[1]), np.load(sys.argv[2])
+print("logits of image 0:", np.array2string(got[0], precision=4))
+print("max |dtrain - PyTorch| = %.3g over %d logits" % (abs(got - want).max(), got.size))
+np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+' "$work/logits.dtrain.npy" "$work/logits.npy"
 
 example=test/Examples/mlp-train-step.mlir
 pipeline=(
