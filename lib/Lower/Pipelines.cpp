@@ -13,15 +13,19 @@ static constexpr llvm::StringLiteral kLowerToLLVMPipeline =
     // The model ABI around @forward, then one function holding the model.
     "dtrain-emit-model-entry,inline,symbol-dce,"
     // nn to linalg on tensors and kernel calls; elementwise chains fused
-    // into single loop nests before buffers exist.
-    "dtrain-lower-nn,canonicalize,cse,linalg-fuse-elementwise-ops,"
-    "canonicalize,cse,"
+    // into single loop nests before buffers exist. No CSE before
+    // bufferization: a kernel's operand is read through the
+    // `bufferization.to_buffer` just before its call, and merging two of
+    // them would move the second call's read past in-place writes that
+    // bufferization cannot see.
+    "dtrain-lower-nn,canonicalize,linalg-fuse-elementwise-ops,canonicalize,"
     // Buffers: in place where possible, the rest in one static arena;
     // whatever the arena cannot take is freed by the deallocation pipeline.
     "eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "canonicalize,cse,dtrain-plan-buffers,buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,dtrain-lower-comm-to-runtime,"
+    "dtrain-lower-strided-copies,"
     // Loops and LLVM.
     "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
     "convert-scf-to-cf,canonicalize,cse,finalize-memref-to-llvm,"

@@ -143,4 +143,17 @@ def PlanBuffers : Pass<"dtrain-plan-buffers", "ModuleOp"> {
   ];
 }
 
+def LowerStridedCopies : Pass<"dtrain-lower-strided-copies"> {
+  let summary = "Turn memref.copy of strided views into linalg.copy";
+  let description = [{
+    The LLVM lowering of `memref.copy` emits a `memcpy` when both buffers
+    are contiguous and otherwise a call of `memrefCopy`, a function of
+    MLIR's C runner utilities that compiled models do not link. This pass
+    rewrites the second kind (a concat along an inner axis, the interior of
+    a pad) into `linalg.copy`, which later passes turn into loops, and
+    leaves contiguous copies alone.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 #endif // DTRAIN_LOWER_PASSES_TD
