@@ -6,16 +6,15 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # The toolchain of ../shared/TOOLCHAIN.md: LLVM/MLIR 22, clang and lld 22,
-# Ninja, ccache, Open MPI, GoogleTest, OpenBLAS and oneDNN (the runtime's CPU
-# kernels), ONNX 1.12 (the C++ library for the importer, the Python module
-# for tests that write models), and PyTorch with torchvision (references for
-# tests).
+# Ninja, ccache, Open MPI, GoogleTest, oneDNN (the runtime's CPU kernels),
+# ONNX 1.12 (the C++ library for the importer, the Python module for tests
+# that write models), and PyTorch with torchvision (references for tests).
 packages=(
   cmake ninja-build ccache time
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
   libclang-rt-22-dev
   libopenmpi-dev openmpi-bin zlib1g-dev
-  libopenblas-dev libdnnl-dev
+  libdnnl-dev
   libgtest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx
   python3-torch python3-torchvision python3-numpy

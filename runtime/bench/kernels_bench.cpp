@@ -3,12 +3,12 @@
 //   dtrain-rt-kernels-bench [--iters=N]
 //
 // Times two kernels through the C ABI, as generated code calls them: a
-// 512^3 sgemm (OpenBLAS) and a 3x3 convolution 8x64x56x56 -> 64 with
+// 512^3 sgemm and a 3x3 convolution 8x64x56x56 -> 64 with
 // padding 1 (oneDNN, NCHW in and out, reorders included). The first call is
 // a warm-up (it creates the oneDNN primitive); the median over N calls is
 // reported as key=value lines:
 //   kernel=K median_ms=T gflops=G
-// Threads: OPENBLAS_NUM_THREADS for the sgemm, OMP_NUM_THREADS for oneDNN.
+// Both run on oneDNN, on OMP_NUM_THREADS threads.
 //
 //===----------------------------------------------------------------------===//
 

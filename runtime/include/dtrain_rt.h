@@ -227,9 +227,8 @@ int dtrain_rt_npz_write(const char *path, int32_t count,
  * The operations that generated code does not compute itself: the compiler
  * (lib/Lower/LowerNN.cpp) lowers nn.matmul, nn.conv2d, nn.max_pool2d,
  * nn.avg_pool2d, nn.batch_norm and nn.batch_norm_train to these calls. On
- * the CPU they run on OpenBLAS (matmul) and oneDNN (the rest); oneDNN
- * primitives are created once per distinct geometry and cached (thread-safe),
- * never per call. A GPU build provides the same functions on device
+ * the CPU they run on oneDNN, whose primitives are created once per
+ * distinct geometry and cached (thread-safe), never per call. A GPU build provides the same functions on device
  * pointers, so generated code does not change with the target.
  *
  * Tensors are dense and row-major, f32; images are NCHW. Outputs are
@@ -238,9 +237,8 @@ int dtrain_rt_npz_write(const char *path, int32_t count,
  * type give it: sizes >= 1 (matmul's >= 0), strides and dilations >= 1,
  * paddings >= 0, none above INT32_MAX. Invalid or inconsistent geometry
  * (e.g. an OH that the window, stride and padding cannot produce) aborts
- * with a message naming the kernel and the values. OpenBLAS runs on
- * OPENBLAS_NUM_THREADS threads, oneDNN on OMP_NUM_THREADS (default: all
- * cores, for each process).
+ * with a message naming the kernel and the values. The kernels run on
+ * OMP_NUM_THREADS threads (default: all cores, for each process).
  *===----------------------------------------------------------------------===*/
 
 /* C[M,N] = op(A) * op(B) + BETA * C, where op(A) is M x K (A is stored

@@ -1,7 +1,7 @@
 //===- Kernels.h - Shared by the heavy-op kernels ---------------*- C++ -*-===//
 //
-// Argument checks common to the matmul (OpenBLAS) and the oneDNN kernels,
-// and the test hook of the primitive cache.
+// Argument checks common to the kernels, and the test hook of their
+// primitive cache.
 //
 //===----------------------------------------------------------------------===//
 

@@ -113,6 +113,20 @@ TEST(Matmul, MatchesReference) {
         }
 }
 
+TEST(Matmul, CachedGeometryGivesTheSameResult) {
+  const int64_t m = 9, n = 13, k = 21;
+  int64_t before = dtrain::rt::kernelGeometriesCreatedForTesting();
+  for (uint32_t seed : {100u, 200u, 300u}) {
+    auto a = randomVector(size_t(m * k), seed);
+    auto b = randomVector(size_t(n * k), seed + 1);
+    auto c = randomVector(size_t(m * n), seed + 2);
+    auto expected = referenceMatmul(a, b, c, m, n, k, false, true, 1.0f);
+    dtrain_rt_matmul_f32(a.data(), b.data(), c.data(), m, n, k, 0, 1, 1.0f);
+    EXPECT_TRUE(allClose(c, expected));
+  }
+  EXPECT_EQ(dtrain::rt::kernelGeometriesCreatedForTesting() - before, 1);
+}
+
 TEST(Matmul, EmptyOperandsMayBeNull) {
   float c[2] = {3, 4};
   dtrain_rt_matmul_f32(nullptr, nullptr, c, 1, 2, 0, 0, 0, 2.0f);
