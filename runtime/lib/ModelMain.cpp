@@ -5,8 +5,8 @@
 // (dtrain_model_info, format in dtrain_rt.h) and the command line (see
 // printHelp), allocates one 64-byte-aligned buffer per argument of the run
 // function, fills the weights from the ONNX file (OnnxWeights.h) and the
-// inputs from .npy files, runs the model (timed with --repeat) and writes
-// the requested outputs as .npy files.
+// inputs from .npy files or .npz archives, runs the model (timed with
+// --repeat) and writes the requested outputs as .npy files or .npz archives.
 //
 // Every problem is one line "dtrain: error: ..." on stderr that names the
 // file or argument and what was expected; the exit status is 2 for a usage
@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 
 using namespace dtrain::rt;
 
@@ -251,8 +252,27 @@ int64_t parseCount(const std::string &flag, const std::string &value,
   return v;
 }
 
+/// Whether FILE is an .npz archive (by its name): it holds arrays by name.
+bool isArchive(const std::string &file) {
+  return file.size() > 4 && file.compare(file.size() - 4, 4, ".npz") == 0;
+}
+
+/// The members of the .npz archive PATH, as np.load(PATH).files.
+std::vector<std::string> archiveMembers(const std::string &path) {
+  char **names = nullptr;
+  int32_t count = 0;
+  char error[1024];
+  if (dtrain_rt_npz_names(path.c_str(), &names, &count, error, sizeof error))
+    fail("%s", error);
+  std::vector<std::string> members(names, names + count);
+  dtrain_rt_npz_names_free(names);
+  return members;
+}
+
 /// Matches the --input (ROLE Input) or --output values to the args:
-/// NAME=FILE by name, the others in order to the args not named.
+/// NAME=FILE by name; then each archive without NAME= to the inputs it has
+/// a member for (to every output left, for --output); then the other files
+/// in order to the args left.
 std::vector<std::string> bind(const ModelInfo &info, Role role,
                               const std::vector<std::string> &values) {
   const char *flag = role == Role::Input ? "--input" : "--output";
@@ -290,6 +310,40 @@ std::vector<std::string> bind(const ModelInfo &info, Role role,
                  argList(info, ids).c_str());
     positional.push_back(value);
   }
+  std::vector<std::string> plain;
+  for (const std::string &file : positional) {
+    if (!isArchive(file)) {
+      plain.push_back(file);
+      continue;
+    }
+    std::vector<std::string> members;
+    if (role == Role::Input)
+      members = archiveMembers(file);
+    bool used = false;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (!files[k].empty() ||
+          (role == Role::Input &&
+           std::find(members.begin(), members.end(),
+                     info.args[ids[k]].name) == members.end()))
+        continue;
+      files[k] = file;
+      used = true;
+    }
+    if (used)
+      continue;
+    if (role == Role::Input) {
+      std::string list;
+      for (const std::string &m : members)
+        list += (list.empty() ? "" : ", ") + quoted(m);
+      fail("%s has no member for an input left (members: %s; the model's "
+           "inputs: %s)",
+           file.c_str(), list.empty() ? "none" : list.c_str(),
+           argList(info, ids).c_str());
+    }
+    usageError("--output %s: every output is already given elsewhere",
+               quoted(file).c_str());
+  }
+  positional = std::move(plain);
   size_t next = 0;
   for (size_t k = 0; k < ids.size() && next < positional.size(); ++k)
     if (files[k].empty())
@@ -412,16 +466,17 @@ void printHelp(const char *program, const ModelInfo &info) {
     example +=
         " --output " + shellWord(info.args[outputs[0]].name + "=" + "out.npy");
   std::printf(
-      "usage: %s [--input [NAME=]FILE.npy]... [--output [NAME=]FILE.npy]...\n"
+      "usage: %s [--input [NAME=]FILE]... [--output [NAME=]FILE]...\n"
       "           [--model FILE.onnx] [--repeat N] [--warmup W] "
       "[--print-info]\n"
       "\n"
       "Runs the model that dtrain-compile compiled into this program: reads "
       "its\n"
-      "weights from an ONNX file, its inputs from NumPy .npy files (np.save), "
-      "runs\n"
-      "it, and writes the outputs asked for as .npy files (np.load reads "
-      "them).\n"
+      "weights from an ONNX file, its inputs from NumPy .npy files (np.save) "
+      "or\n"
+      ".npz archives (np.savez), runs it, and writes the outputs asked for "
+      "the\n"
+      "same way (np.load reads them).\n"
       "\n"
       "This model (--print-info shows every argument):\n"
       "  inputs:  %s\n"
@@ -429,22 +484,29 @@ void printHelp(const char *program, const ModelInfo &info) {
       "  weights: %s\n"
       "\n"
       "Flags (the value follows the flag, or is attached: --repeat=10):\n"
-      "  --input [NAME=]FILE.npy\n"
-      "      An input of the model; give every input exactly once. NAME= "
-      "gives the\n"
-      "      file to the input of that ONNX name; files without NAME= go to "
-      "the\n"
-      "      inputs not named, in the order above. The file's dtype and "
-      "shape must\n"
-      "      be the compiled ones (bool, int8, int16, uint8 and uint16 files "
-      "read\n"
-      "      as i32, uint32 as i64; nothing else is converted).\n"
-      "  --output [NAME=]FILE.npy\n"
+      "  --input [NAME=]FILE\n"
+      "      Inputs of the model; give every input exactly once. A FILE.npy "
+      "holds\n"
+      "      one: NAME= gives it to the input of that ONNX name, files "
+      "without NAME=\n"
+      "      go to the inputs left, in the order above. A FILE.npz gives "
+      "every\n"
+      "      input left that it has a member of that name for (NAME=FILE.npz: "
+      "only\n"
+      "      input NAME). The dtype and shape must be the compiled ones "
+      "(bool,\n"
+      "      int8, int16, uint8 and uint16 arrays read as i32, uint32 as i64; "
+      "nothing\n"
+      "      else is converted).\n"
+      "  --output [NAME=]FILE\n"
       "      Writes an output (NAME, or else the next one in order) to "
       "FILE.npy,\n"
-      "      replacing it. Outputs not asked for are not written; without "
-      "any\n"
-      "      --output the model just runs (to benchmark it).\n"
+      "      or all outputs left (NAME=FILE.npz: output NAME) as members of "
+      "the\n"
+      "      archive FILE.npz, replacing the file. Outputs not asked for are "
+      "not\n"
+      "      written; without any --output the model just runs (to benchmark "
+      "it).\n"
       "  --model FILE.onnx\n"
       "      Reads the weights from FILE.onnx instead of the file the model "
       "was\n"
@@ -524,11 +586,18 @@ std::string dtypeHint(int32_t expected) {
 void loadInput(const Arg &a, const std::string &file, void *buffer) {
   ArrayGuard in;
   char error[1024];
-  if (dtrain_rt_npy_read(file.c_str(), &in.array, error, sizeof error) != 0)
+  const bool archive = isArchive(file);
+  if ((archive ? dtrain_rt_npz_read(file.c_str(), a.name.c_str(), &in.array,
+                                    error, sizeof error)
+               : dtrain_rt_npy_read(file.c_str(), &in.array, error,
+                                    sizeof error)) != 0)
     fail("input %s: %s", quoted(a.name).c_str(), error);
+  // "x.npy", or "in.npz member 'x'".
+  const std::string source =
+      archive ? file + " member " + quoted(a.name) : file;
   if (in.array.dtype != a.dtype)
     fail("input %s: %s has dtype %s, expected %s%s", quoted(a.name).c_str(),
-         file.c_str(), dtypeName(in.array.dtype), dtypeName(a.dtype),
+         source.c_str(), dtypeName(in.array.dtype), dtypeName(a.dtype),
          dtypeHint(a.dtype).c_str());
   const std::vector<int64_t> dims(in.array.shape,
                                   in.array.shape + in.array.rank);
@@ -538,7 +607,7 @@ void loadInput(const Arg &a, const std::string &file, void *buffer) {
         !dims.empty() && dims.size() == a.dims.size() &&
         std::equal(dims.begin() + 1, dims.end(), a.dims.begin() + 1);
     fail("input %s: %s has shape %s, but the model was compiled for %s%s",
-         quoted(a.name).c_str(), file.c_str(), dimsString(dims).c_str(),
+         quoted(a.name).c_str(), source.c_str(), dimsString(dims).c_str(),
          dimsString(a.dims).c_str(),
          batch ? (" (recompile with --batch-size " + std::to_string(dims[0]) +
                   ")")
@@ -561,15 +630,46 @@ void loadWeight(const OnnxInitializers &onnx, const Arg &a, void *buffer) {
   onnx.read(t, buffer, a.bytes);
 }
 
-void writeOutput(const Arg &a, const std::string &file, void *buffer) {
-  dtrain_rt_array_t out{};
-  out.dtype = a.dtype;
-  out.rank = int32_t(a.dims.size());
-  std::copy(a.dims.begin(), a.dims.end(), out.shape);
-  out.data = buffer;
+/// The array view of the buffer of arg A.
+dtrain_rt_array_t arrayOf(const Arg &a, void *buffer) {
+  dtrain_rt_array_t array{};
+  array.dtype = a.dtype;
+  array.rank = int32_t(a.dims.size());
+  std::copy(a.dims.begin(), a.dims.end(), array.shape);
+  array.data = buffer;
+  return array;
+}
+
+/// Writes each output given a file: an .npy file each, one archive per
+/// .npz file with the outputs given to it as members named after them.
+void writeOutputs(const ModelInfo &info, const std::vector<std::string> &files,
+                  const std::vector<void *> &buffers) {
+  const std::vector<size_t> outputs = info.indices(Role::Output);
+  std::map<std::string, std::vector<size_t>> archives;
   char error[1024];
-  if (dtrain_rt_npy_write(file.c_str(), &out, error, sizeof error) != 0)
-    fail("output %s: %s", quoted(a.name).c_str(), error);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Arg &a = info.args[outputs[k]];
+    if (files[k].empty())
+      continue;
+    if (isArchive(files[k])) {
+      archives[files[k]].push_back(outputs[k]);
+      continue;
+    }
+    const dtrain_rt_array_t out = arrayOf(a, buffers[outputs[k]]);
+    if (dtrain_rt_npy_write(files[k].c_str(), &out, error, sizeof error) != 0)
+      fail("output %s: %s", quoted(a.name).c_str(), error);
+  }
+  for (const auto &[path, ids] : archives) {
+    std::vector<const char *> names;
+    std::vector<dtrain_rt_array_t> arrays;
+    for (size_t i : ids) {
+      names.push_back(info.args[i].name.c_str());
+      arrays.push_back(arrayOf(info.args[i], buffers[i]));
+    }
+    if (dtrain_rt_npz_write(path.c_str(), int32_t(ids.size()), names.data(),
+                            arrays.data(), error, sizeof error) != 0)
+      fail("output %s: %s", argList(info, ids).c_str(), error);
+  }
 }
 
 int modelMain(int argc, char **argv, const char *infoText,
@@ -605,8 +705,7 @@ int modelMain(int argc, char **argv, const char *infoText,
   }
 
   // The inputs first: they are small and most mistakes are there.
-  const std::vector<size_t> inputs = info.indices(Role::Input),
-                            outputs = info.indices(Role::Output);
+  const std::vector<size_t> inputs = info.indices(Role::Input);
   for (size_t k = 0; k < inputs.size(); ++k)
     loadInput(info.args[inputs[k]], o.inputs[k], buffers[inputs[k]]);
   std::unique_ptr<OnnxInitializers> onnx;
@@ -642,9 +741,7 @@ int modelMain(int argc, char **argv, const char *infoText,
     best = std::min(best, ms.count());
   }
 
-  for (size_t k = 0; k < outputs.size(); ++k)
-    if (!o.outputs[k].empty())
-      writeOutput(info.args[outputs[k]], o.outputs[k], buffers[outputs[k]]);
+  writeOutputs(info, o.outputs, buffers);
   if (o.timed) {
     std::printf("run_ms=%.6f min_ms=%.6f runs=%lld\n", total / double(o.repeat),
                 best, (long long)o.repeat);

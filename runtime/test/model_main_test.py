@@ -118,6 +118,8 @@ def main():
     np.save(work("x25.npy"), np.zeros((2, 5), np.float32))
     np.save(work("x_f64.npy"), X.astype(np.float64))
     np.save(work("k_i64.npy"), K.astype(np.int64))
+    np.savez(work("xk.npz"), k=K, x=X)
+    np.savez(work("x_only.npz"), x=X, unused=K)
     with open(work("garbage.onnx"), "w") as f:
         f.write("not an ONNX model\n")
 
@@ -138,6 +140,26 @@ def main():
     case("--flag=value", ["--input=x.npy", "--input=k=k.npy",
                           "--output=y=out_y.npy"],
          check=expect_outputs(total=False))
+    def expect_archive(path, names):
+        """Both outputs, NAMES of them from the archive PATH."""
+        def check():
+            with np.load(work(path)) as archive:
+                assert sorted(archive.files) == sorted(names), archive.files
+                for name in names:
+                    np.save(work("out_%s.npy" % name), archive[name])
+            expect_outputs()()
+        return check
+    case(".npz in and out: members by name",
+         ["--input", "xk.npz", "--output", "out.npz"], stdout="", stderr="",
+         check=expect_archive("out.npz", ["y", "total"]))
+    case("an archive gives the inputs it has, a file the one left",
+         ["--input", "k.npy", "--input", "x_only.npz", "--output",
+          "total=out_total.npy", "--output", "y=out_one.npz"],
+         check=expect_archive("out_one.npz", ["y"]))
+    case("NAME=FILE.npz reads member NAME",
+         ["--input", "x=xk.npz", "--input", "k=xk.npz", "--output",
+          "out.npz"],
+         check=expect_archive("out.npz", ["y", "total"]))
     case("no outputs: just runs", inputs, stdout="", stderr="",
          check=expect_outputs(y=False, total=False))
     case("--model overrides the recorded ONNX file",
@@ -163,7 +185,7 @@ def main():
          env=count)
 
     # --- Help and info ----------------------------------------------------
-    help_text = (r"usage: .*--input \[NAME=\]FILE\.npy.*inputs:  'x' \(f32 "
+    help_text = (r"usage: .*--input \[NAME=\]FILE\]\.\.\..*\.npz archives.*inputs:  'x' \(f32 "
                  r"2x4\), 'k' \(i32 2\).*outputs: 'y' \(f32 2x4\), 'total' "
                  r"\(f64 \(\)\).*--model FILE\.onnx.*--repeat N.*"
                  r"run_ms=<mean> min_ms=<min> runs=<N>.*--warmup W.*"
