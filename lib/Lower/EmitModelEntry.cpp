@@ -78,14 +78,16 @@ getArgRole(func::FuncOp forward, unsigned index) {
   static constexpr std::pair<StringLiteral, StringLiteral> kRoles[] = {
       {train::TrainDialect::kParamAttrName, "param"},
       {train::TrainDialect::kBufferAttrName, "buffer"},
-      {train::TrainDialect::kInputAttrName, "input"}};
+      {train::TrainDialect::kInputAttrName, "input"},
+      // A training step's labels are one more file to read.
+      {train::TrainDialect::kLabelAttrName, "input"}};
   for (auto [attrName, role] : kRoles)
     if (auto name = forward.getArgAttrOfType<StringAttr>(index, attrName))
       return std::make_pair(StringRef(role), name.getValue());
   return forward.emitOpError("argument #")
          << index
-         << " needs a train.param, train.buffer or train.input attribute to "
-            "be passed by a compiled inference model";
+         << " needs a train.param, train.buffer, train.input or train.label "
+            "attribute to be passed by a compiled model";
 }
 
 /// A memref of static `type` over the memory at `pointer`.
@@ -129,10 +131,13 @@ struct EmitModelEntryPass
     : public lower::impl::EmitModelEntryBase<EmitModelEntryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // A model (infer), or one training step of --dtrain-build-training.
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward)
+      forward = module.lookupSymbol<func::FuncOp>("train_step");
     if (!forward || forward.isExternal()) {
-      module.emitError("a compiled model needs a func.func @forward with a "
-                       "body");
+      module.emitError("a compiled model needs a func.func @forward (or the "
+                       "@train_step of --dtrain-build-training) with a body");
       return signalPassFailure();
     }
     for (StringRef symbol : {kInfoSymbol, kRunSymbol, kMainSymbol}) {
@@ -188,7 +193,8 @@ struct EmitModelEntryPass
     if (path && path.getValue().contains('\n'))
       return module.emitError("the train.onnx_model path contains a newline");
     os << "onnx " << (path ? path.getValue() : StringRef("-")) << '\n';
-    os << "mode infer\n";
+    os << "mode " << (forward.getSymName() == "forward" ? "infer" : "step")
+       << '\n';
     Location loc = forward.getLoc();
     for (auto [index, type] : llvm::enumerate(forward.getArgumentTypes())) {
       FailureOr<std::pair<StringRef, StringRef>> role =
@@ -199,9 +205,11 @@ struct EmitModelEntryPass
     }
     for (auto [index, type] : llvm::enumerate(forward.getResultTypes())) {
       std::string name = ("output" + Twine(index)).str();
-      if (auto attr = forward.getResultAttrOfType<StringAttr>(
-              index, train::TrainDialect::kOutputAttrName))
-        name = attr.getValue().str();
+      for (StringRef attrName : {train::TrainDialect::kOutputAttrName,
+                                 train::TrainDialect::kUpdatedAttrName})
+        if (auto attr =
+                forward.getResultAttrOfType<StringAttr>(index, attrName))
+          name = attr.getValue().str();
       if (failed(appendArgLine(os, loc, "output", type, name)))
         return failure();
     }

@@ -16,6 +16,7 @@
 
 #include "RuntimeABI.h"
 #include "dtrain/Dialect/NN/IR/NNOps.h"
+#include "dtrain/Dialect/Train/IR/TrainOps.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -715,6 +716,27 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
         return Values{buildReshape(b, op->getLoc(), reshape.getInput(),
                                    getTensorType(reshape.getResult()))};
       })
+      .Case([&](train::SGDUpdateOp update) {
+        // param - lr * (grad + weight_decay * param), in the element type.
+        double lr = update.getLr().convertToDouble();
+        double decay = update.getWeightDecay().convertToDouble();
+        return Values{binary(op, [&](OpBuilder &b, Location l, Value p,
+                                     Value g) {
+          Type type = p.getType();
+          if (decay != 0)
+            g = arith::AddFOp::create(
+                b, l, g,
+                arith::MulFOp::create(b, l, createFloat(b, l, type, decay), p));
+          return arith::SubFOp::create(
+              b, l, p, arith::MulFOp::create(b, l, createFloat(b, l, type, lr), g));
+        })};
+      })
+      .Case([&](nn::BroadcastOp broadcast) {
+        return Values{buildElementwise(
+            b, op->getLoc(), getTensorType(broadcast.getResult()),
+            broadcast.getInput(),
+            [](OpBuilder &, Location, ValueRange x) { return x[0]; })};
+      })
       .Case([&](nn::TransposeOp transpose) {
         Value init = createEmpty(b, op->getLoc(),
                                  getTensorType(transpose.getResult()));
@@ -761,7 +783,7 @@ struct LowerNNPass
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
-      if (isa<nn::NNDialect>(op->getDialect()))
+      if (isa<nn::NNDialect, train::TrainDialect>(op->getDialect()))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());

@@ -9,6 +9,7 @@
 #include "dtrain/Dist/Passes.h"
 #include "dtrain/Lower/Passes.h"
 #include "dtrain/Lower/Pipelines.h"
+#include "dtrain/Train/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 
 void mlir::dtrain::registerAllDialects(DialectRegistry &registry) {
@@ -20,4 +21,5 @@ void mlir::dtrain::registerAllPasses() {
   dist::registerDistPasses();
   lower::registerLowerPasses();
   lower::registerLowerToLLVMPipeline();
+  train::registerTrainPasses();
 }

@@ -321,7 +321,7 @@ void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
  *
  *   dtrain-model 1
  *   onnx <path of the ONNX model the weights are read from>
- *   mode infer
+ *   mode <infer or step>
  *   arg <role> <dtype> <shape> <name>
  *   ...
  *
@@ -331,7 +331,10 @@ void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
  * or output (a graph output, written by the call); <dtype> is f32, f64, f16,
  * bf16, i64 or i32; <shape> is the dimensions joined by 'x' ("16x3x32x32"),
  * or '-' for a scalar; <name> is the ONNX name, the rest of the line.
- * Paths and names contain no newline.
+ * Paths and names contain no newline. Mode infer runs a model's forward
+ * pass; mode step runs one training step of --dtrain-build-training, whose
+ * inputs include the labels and whose outputs are the updated parameters
+ * (named after them) and the loss.
  *===----------------------------------------------------------------------===*/
 
 /* Runs a compiled model: BUFFERS[i] given to RUN points to the dense
@@ -342,7 +345,7 @@ void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
  * outputs. Returns the process exit code: 0 on success; on an error it
  * prints one line "dtrain: error: ..." to stderr and returns 2 for a usage
  * error (flags), 1 for any other (files, dtypes and shapes that do not
- * match INFO, a malformed INFO). Only `mode infer` is run so far. */
+ * match INFO, a malformed INFO). */
 int dtrain_rt_model_main(int argc, char **argv, const char *info,
                          void (*run)(void **buffers));
 

@@ -61,6 +61,9 @@ struct Arg {
 
 struct ModelInfo {
   std::string onnx;
+  /// "infer" (a model's forward pass) or "step" (one training step: the
+  /// outputs are the updated parameters and the loss).
+  std::string mode;
   std::vector<Arg> args;
 
   /// The indices of the args of ROLE, in order.
@@ -180,9 +183,11 @@ ModelInfo parseInfo(const char *text) {
       } else if (key == "mode") {
         if (mode)
           fail("a second 'mode' line");
-        if (value != "infer")
-          fail("mode %s is not supported by this runtime (accepted: infer)",
+        if (value != "infer" && value != "step")
+          fail("mode %s is not supported by this runtime (accepted: infer, "
+               "step)",
                quoted(value).c_str());
+        info.mode = std::string(value);
         mode = true;
       } else if (key == "arg") {
         info.args.push_back(parseArg(value));
@@ -551,7 +556,8 @@ void printInfo(const ModelInfo &info, const std::string &onnx) {
   size_t width = 5;
   for (const Arg &a : info.args)
     width = std::max(width, dimsString(a.dims).size());
-  std::printf("mode: infer\nweights: %s\n%-6s  %-5s  %-*s  %s\n", onnx.c_str(),
+  std::printf("mode: %s\nweights: %s\n%-6s  %-5s  %-*s  %s\n",
+              info.mode.c_str(), onnx.c_str(),
               "role", "dtype", int(width), "shape", "name");
   for (Role role : {Role::Input, Role::Output, Role::Param, Role::Buffer})
     for (const Arg &a : info.args)

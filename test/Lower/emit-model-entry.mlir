@@ -47,7 +47,7 @@ func.func @forward(%x: tensor<3xf32> {train.input = "x"}) -> tensor<3xf32> {
 
 // -----
 
-// expected-error @+1 {{a compiled model needs a func.func @forward with a body}}
+// expected-error @+1 {{a compiled model needs a func.func @forward (or the @train_step of --dtrain-build-training) with a body}}
 module {
   func.func @model(%x: tensor<3xf32>) -> tensor<3xf32> {
     return %x : tensor<3xf32>
@@ -56,7 +56,7 @@ module {
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0 needs a train.param, train.buffer or train.input attribute to be passed by a compiled inference model}}
+// expected-error @+1 {{'func.func' op argument #0 needs a train.param, train.buffer, train.input or train.label attribute to be passed by a compiled model}}
 func.func @forward(%x: tensor<3xf32>) -> tensor<3xf32> {
   return %x : tensor<3xf32>
 }

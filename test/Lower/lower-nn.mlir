@@ -200,3 +200,26 @@ func.func @cross_entropy(%logits: tensor<4x10xf32>, %labels: tensor<4xi64>, %one
   %1 = nn.softmax_cross_entropy_grad %one, %logits, %labels : tensor<f32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
   return %0, %1 : tensor<f32>, tensor<4x10xf32>
 }
+
+// -----
+
+// nn.broadcast reads its input through a broadcasting map; train.sgd_update
+// is p - lr * (g + weight_decay * p) per element.
+// CHECK-DAG: #[[BCAST:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @broadcast_and_update
+// CHECK-DAG: %[[LR:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-DAG: %[[WD:.*]] = arith.constant 0.00999999977 : f32
+// CHECK: linalg.generic {indexing_maps = [#[[BCAST]], #[[ID]]]
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[P:.*]]: f32, %[[G:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[DECAY:.*]] = arith.mulf %[[P]], %[[WD]]
+// CHECK: %[[SUM:.*]] = arith.addf %[[G]], %[[DECAY]]
+// CHECK: %[[STEP:.*]] = arith.mulf %[[SUM]], %[[LR]]
+// CHECK: %[[NEW:.*]] = arith.subf %[[P]], %[[STEP]]
+// CHECK: linalg.yield %[[NEW]]
+func.func @broadcast_and_update(%x: tensor<4x1xf32>, %p: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %g = nn.broadcast %x : tensor<4x1xf32> -> tensor<4x3xf32>
+  %0 = train.sgd_update %p, %g {lr = 0.5 : f64, weight_decay = 0.01 : f64} : tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}

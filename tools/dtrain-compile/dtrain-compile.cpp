@@ -12,6 +12,7 @@
 #include "dtrain/Import/ONNXImporter.h"
 #include "dtrain/InitAll.h"
 #include "dtrain/Lower/Pipelines.h"
+#include "dtrain/Train/Passes.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/AsmState.h"
@@ -79,7 +80,7 @@ static cl::opt<std::string> outputFilename(
     cl::value_desc("OUT"), cl::cat(compileCategory));
 
 namespace {
-enum class Mode { Train, Infer };
+enum class Mode { Train, Infer, Step };
 enum class Target { CPU, CUDA };
 enum class Emit { MLIR, LLVM, Obj, Exe };
 enum OptLevel : unsigned { O0, O1, O2, O3 };
@@ -91,8 +92,27 @@ static cl::opt<Mode>
                                "the data-parallel training step (not "
                                "available yet)"),
                     clEnumValN(Mode::Infer, "infer",
-                               "the forward pass, for inference")),
+                               "the forward pass, for inference"),
+                    clEnumValN(Mode::Step, "step",
+                               "one training step (--loss, --lr, "
+                               "--weight-decay; SGD), run once per call: "
+                               "reads inputs and labels, writes the "
+                               "updated parameters and the loss")),
          cl::init(Mode::Train), cl::cat(compileCategory));
+
+static cl::opt<std::string>
+    lossName("loss",
+             cl::desc("--mode=step: the loss, softmax-xent (integer labels, "
+                      "default) or mse (targets of the output's shape)"),
+             cl::init("softmax-xent"), cl::cat(compileCategory));
+static cl::opt<double> learningRate("lr",
+                                    cl::desc("--mode=step: learning rate "
+                                             "(default 0.01)"),
+                                    cl::init(0.01), cl::cat(compileCategory));
+static cl::opt<double>
+    weightDecay("weight-decay",
+                cl::desc("--mode=step: L2 weight decay (default 0)"),
+                cl::init(0.0), cl::cat(compileCategory));
 
 static cl::opt<Target>
     target("target", cl::desc("Device the model runs on (default: cpu)"),
@@ -274,6 +294,14 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
   applyDefaultTimingManagerCLOptions(timingManager);
   TimingScope timing = timingManager.getRootScope();
   pm.enableTiming(timing);
+  // A .mlir input may hold the @train_step already.
+  if (mode == Mode::Step && !module.lookupSymbol("train_step")) {
+    dtrain::train::BuildTrainingOptions options;
+    options.loss = lossName;
+    options.learningRate = learningRate;
+    options.weightDecay = weightDecay;
+    pm.addPass(dtrain::train::createBuildTraining(options));
+  }
   dtrain::lower::buildLowerToLLVMPipeline(pm);
   if (verbose) {
     llvm::errs() << kToolName << ": pipeline: ";

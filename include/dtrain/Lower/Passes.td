@@ -92,11 +92,11 @@ def EmitModelEntry : Pass<"dtrain-emit-model-entry", "ModuleOp"> {
 def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
   let summary = "Lower nn ops to linalg on tensors and runtime kernel calls";
   let description = [{
-    Rewrites every `nn` op (static shapes required):
+    Rewrites every `nn` op and optimizer update (static shapes required):
 
     | ops | become |
     |-----|--------|
-    | `add`, `sub`, `mul`, `div` (broadcasting), `relu`, `relu_grad`, `sigmoid`, `tanh`, `leaky_relu`, `clip` | one parallel `linalg.generic` each, ready for `--linalg-fuse-elementwise-ops` |
+    | `add`, `sub`, `mul`, `div` (broadcasting), `broadcast`, `relu`, `relu_grad`, `sigmoid`, `tanh`, `leaky_relu`, `clip`, `train.sgd_update` | one parallel `linalg.generic` each, ready for `--linalg-fuse-elementwise-ops` |
     | `softmax`, `log_softmax`, `reduce_sum`, `reduce_mean`, `global_avg_pool2d`, `softmax_cross_entropy(_grad)` | `linalg.generic` reductions (max-shifted exponentials) and parallel ops |
     | `reshape`, `transpose`, `concat`, `pad` | `tensor.collapse_shape`/`expand_shape`, `linalg.transpose`, `tensor.insert_slice` into a (filled) `tensor.empty` |
     | `dropout` | its input (forward execution is inference) |

@@ -1,13 +1,8 @@
 //===- Passes.td - Train phase passes ----------------------*- tablegen -*-===//
 //
 // The Train phase turns a forward function in the nn dialect into one
-// training step: reverse-mode differentiation from the scalar loss
-// (--dtrain-build-training{loss=... optimizer=...}), then optimizer updates
-// in the train dialect. Its passes arrive with issue 5; until then this file
-// is not built (tablegen of an empty pass list would only generate an empty
-// registration function). To add the first pass: a def here, the tablegen
-// and doc lines of include/dtrain/Dist/CMakeLists.txt, a library in
-// lib/Train, and its registration in lib/Registration/InitAll.cpp.
+// training step: reverse-mode differentiation from the scalar loss, then
+// optimizer updates in the train dialect.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,5 +10,58 @@
 #define DTRAIN_TRAIN_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
+  let summary = "Turn @forward into @train_step: loss, backward pass, updates";
+  let description = [{
+    Replaces `func.func @forward` (parameters marked `train.param`, inputs
+    `train.input`, one model output) with `func.func @train_step`, which
+    takes the same arguments plus a batch of labels (`train.label`) and
+    returns the updated parameters (each marked `train.updated` with the
+    parameter's name) followed by the loss (`train.output = "loss"`):
+
+    1. the loss of the model output against the labels:
+       `softmax-xent` (logits `N x C` against `N` integer class labels,
+       `nn.softmax_cross_entropy`, mean over the batch) or `mse` (the mean
+       of the squared differences from targets of the output's shape);
+    2. the gradient of the loss with respect to every parameter, by
+       reverse-mode differentiation: each op on a path from a parameter to
+       the loss builds its vector-Jacobian product
+       (`DifferentiableOpInterface`), and the gradients of a value with
+       several users are summed. Values that do not depend on a parameter
+       (inputs, labels, shape arithmetic) are constants of the backward
+       pass; a parameter the loss does not depend on gets a zero gradient;
+    3. one optimizer update per parameter.
+
+    ```mlir
+    // dtrain-opt mlp.mlir --dtrain-build-training="loss=softmax-xent lr=0.1"
+    func.func @train_step(%w: tensor<10x4xf32> {train.param = "w"},
+                          %x: tensor<2x4xf32> {train.input = "x"},
+                          %labels: tensor<2xi64> {train.label = "labels"})
+        -> (tensor<10x4xf32> {train.updated = "w"},
+            tensor<f32> {train.output = "loss"})
+    ```
+
+    An op on the gradient path that cannot be differentiated is an error at
+    that op, as is a model with no `train.param` argument or an output the
+    loss does not fit.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"softmax-xent\"",
+           "The loss: softmax-xent (integer class labels) or mse (targets "
+           "of the output's shape)">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "The optimizer: sgd">,
+    Option<"learningRate", "lr", "double", /*default=*/"0.01",
+           "The learning rate (> 0)">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "L2 weight decay added to each gradient (>= 0)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::dtrain::nn::NNDialect",
+    "::mlir::dtrain::train::TrainDialect",
+  ];
+}
 
 #endif // DTRAIN_TRAIN_PASSES_TD

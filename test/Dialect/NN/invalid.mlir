@@ -438,3 +438,19 @@ func.func @reduce_mean_result(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = nn.reduce_mean %x dims = [1] {keep_dims} : tensor<4x8xf32> -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @broadcast_shrinks(%x: tensor<4x3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'nn.broadcast' op cannot broadcast 'tensor<4x3xf32>' to 'tensor<3xf32>'}}
+  %0 = nn.broadcast %x : tensor<4x3xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @broadcast_mismatch(%x: tensor<4x3xf32>) -> tensor<4x5xf32> {
+  // expected-error @+1 {{'nn.broadcast' op cannot broadcast 'tensor<4x3xf32>' to 'tensor<4x5xf32>'}}
+  %0 = nn.broadcast %x : tensor<4x3xf32> -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}

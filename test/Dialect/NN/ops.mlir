@@ -144,3 +144,12 @@ func.func @refined_result(%x: tensor<?x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> t
   %y = nn.conv2d %x, %w : tensor<?x3x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x7x7xf32>
   return %y : tensor<2x4x7x7xf32>
 }
+
+// CHECK-LABEL: func.func @broadcast
+func.func @broadcast(%x: tensor<4x1xf32>, %s: tensor<f32>) -> (tensor<2x4x3xf32>, tensor<5xf32>) {
+  // CHECK: nn.broadcast %{{.*}} : tensor<4x1xf32> -> tensor<2x4x3xf32>
+  %0 = nn.broadcast %x : tensor<4x1xf32> -> tensor<2x4x3xf32>
+  // CHECK: nn.broadcast %{{.*}} : tensor<f32> -> tensor<5xf32>
+  %1 = nn.broadcast %s : tensor<f32> -> tensor<5xf32>
+  return %0, %1 : tensor<2x4x3xf32>, tensor<5xf32>
+}

@@ -64,3 +64,17 @@ func.func @grad_type(%w: tensor<4xf32>, %g: tensor<8xf32>) -> tensor<4xf32> {
   %0 = "train.sgd_update"(%w, %g) {lr = 0.1 : f64} : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #0 attribute 'train.updated' names "w", which is not a train.param, train.buffer or train.optimizer_state argument}}
+func.func @updated_unknown(%x: tensor<4xf32> {train.input = "x"}) -> (tensor<4xf32> {train.updated = "w"}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #0 attribute 'train.updated' updates argument #0 of type 'tensor<4xf32>' with a result of type 'tensor<8xf32>'}}
+func.func @updated_type(%w: tensor<4xf32> {train.param = "w"}, %y: tensor<8xf32>) -> (tensor<8xf32> {train.updated = "w"}) {
+  return %y : tensor<8xf32>
+}

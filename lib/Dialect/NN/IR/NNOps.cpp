@@ -223,6 +223,19 @@ LogicalResult ReshapeOp::verify() {
          << resultType << " has " << resultType.getNumElements();
 }
 
+LogicalResult BroadcastOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType resultType = getResult().getType();
+  SmallVector<int64_t> shape;
+  if (inputType.getRank() <= resultType.getRank() &&
+      OpTrait::util::getBroadcastedShape(inputType.getShape(),
+                                         resultType.getShape(), shape) &&
+      shape == resultType.getShape())
+    return success();
+  return emitOpError("cannot broadcast ")
+         << inputType << " to " << resultType;
+}
+
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
@@ -584,6 +597,8 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
   types.push_back(logitsType);
   return success();
 }
+
+#include "dtrain/Dialect/NN/IR/NNInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dtrain/Dialect/NN/IR/NNOps.cpp.inc"

@@ -80,13 +80,38 @@ LogicalResult TrainDialect::verifyRegionResultAttribute(
     return op->emitOpError() << "result #" << resultIndex << " attribute '"
                              << attrName << "' ";
   };
-  if (attrName != kOutputAttrName)
+  if (attrName != kOutputAttrName && attrName != kUpdatedAttrName)
     return emitResultError() << "is not a train dialect result attribute "
-                                "(expected train.output)";
+                                "(expected train.output or train.updated)";
   auto name = dyn_cast<StringAttr>(attribute.getValue());
   if (!name || name.empty())
-    return emitResultError() << "must be a non-empty string naming the output";
-  if (!isa<FunctionOpInterface>(op) || regionIndex != 0)
+    return emitResultError() << "must be a non-empty string naming the "
+                             << (attrName == kOutputAttrName ? "output"
+                                                             : "state");
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function || regionIndex != 0)
     return emitResultError() << "is only valid on function results";
-  return success();
+  if (attrName == kOutputAttrName)
+    return success();
+  // The new value of a parameter, buffer or optimizer state argument.
+  for (unsigned arg = 0, e = function.getNumArguments(); arg < e; ++arg) {
+    DictionaryAttr argAttrs = function.getArgAttrDict(arg);
+    if (!argAttrs)
+      continue;
+    for (StringRef role : {kParamAttrName, kBufferAttrName,
+                           kOptimizerStateAttrName}) {
+      if (argAttrs.get(role) != name)
+        continue;
+      Type argType = function.getArgumentTypes()[arg];
+      Type resultType = function.getResultTypes()[resultIndex];
+      if (argType != resultType)
+        return emitResultError() << "updates argument #" << arg << " of type "
+                                 << argType << " with a result of type "
+                                 << resultType;
+      return success();
+    }
+  }
+  return emitResultError() << "names " << name
+                           << ", which is not a train.param, train.buffer or "
+                              "train.optimizer_state argument";
 }

@@ -33,6 +33,8 @@ public:
 
 } // namespace mlir::dtrain::nn
 
+#include "dtrain/Dialect/NN/IR/NNInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "dtrain/Dialect/NN/IR/NNOps.h.inc"
 

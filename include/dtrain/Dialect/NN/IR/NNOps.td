@@ -4,6 +4,7 @@
 #define DTRAIN_DIALECT_NN_IR_NNOPS_TD
 
 include "dtrain/Dialect/NN/IR/NNDialect.td"
+include "dtrain/Dialect/NN/IR/NNInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -35,11 +36,15 @@ class NN_SameTypeOp<string mnemonic, list<Trait> traits = []>
     : NN_Op<mnemonic, traits # [SameOperandsAndResultType,
                                 InferTypeOpInterface, NN_InferredResultTypes]>;
 
+// Reverse-mode differentiation goes through the op (NNGradients.cpp).
+defvar NN_Differentiable = DeclareOpInterfaceMethods<NN_DifferentiableOpInterface>;
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def NN_MatmulOp : NN_InferOp<"matmul", [Pure, SameOperandsAndResultElementType]> {
+def NN_MatmulOp : NN_InferOp<"matmul", [Pure, SameOperandsAndResultElementType,
+                                         NN_Differentiable]> {
   let summary = "Matrix product of two rank-2 tensors";
   let description = [{
     Computes `op(lhs) x op(rhs)` where `op` transposes its argument when the
@@ -65,7 +70,8 @@ def NN_MatmulOp : NN_InferOp<"matmul", [Pure, SameOperandsAndResultElementType]>
 //===----------------------------------------------------------------------===//
 
 class NN_BinaryOp<string mnemonic, string expr, list<Trait> traits = []>
-    : NN_InferOp<mnemonic, traits # [Pure, SameOperandsAndResultElementType]> {
+    : NN_InferOp<mnemonic, traits # [Pure, SameOperandsAndResultElementType,
+                                     NN_Differentiable]> {
   let summary = "Elementwise " # expr # " with NumPy broadcasting";
   let description = [{
     `result = }] # expr # [{`, with the operands broadcast against each
@@ -95,7 +101,7 @@ class NN_UnaryOp<string mnemonic, list<Trait> traits = []>
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def NN_ReluOp : NN_UnaryOp<"relu"> {
+def NN_ReluOp : NN_UnaryOp<"relu", [NN_Differentiable]> {
   let summary = "Rectified linear unit, max(x, 0)";
   let description = [{
     ```mlir
@@ -104,7 +110,7 @@ def NN_ReluOp : NN_UnaryOp<"relu"> {
   }];
 }
 
-def NN_SigmoidOp : NN_UnaryOp<"sigmoid"> {
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", [NN_Differentiable]> {
   let summary = "Logistic function, 1 / (1 + exp(-x))";
   let description = [{
     ```mlir
@@ -113,7 +119,7 @@ def NN_SigmoidOp : NN_UnaryOp<"sigmoid"> {
   }];
 }
 
-def NN_TanhOp : NN_UnaryOp<"tanh"> {
+def NN_TanhOp : NN_UnaryOp<"tanh", [NN_Differentiable]> {
   let summary = "Hyperbolic tangent";
   let description = [{
     ```mlir
@@ -219,7 +225,8 @@ def NN_LogSoftmaxOp : NN_SoftmaxBaseOp<"log_softmax"> {
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
-def NN_ReshapeOp : NN_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+def NN_ReshapeOp : NN_Op<"reshape", [Pure, SameOperandsAndResultElementType,
+                                     NN_Differentiable]> {
   let summary = "Same elements, new shape";
   let description = [{
     Reinterprets `input` in row-major order with the shape of the result
@@ -237,7 +244,7 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
   let hasVerifier = 1;
 }
 
-def NN_TransposeOp : NN_InferOp<"transpose", [Pure]> {
+def NN_TransposeOp : NN_InferOp<"transpose", [Pure, NN_Differentiable]> {
   let summary = "Permutes the dimensions";
   let description = [{
     Dimension `i` of the result is dimension `permutation[i]` of `input`;
@@ -250,6 +257,25 @@ def NN_TransposeOp : NN_InferOp<"transpose", [Pure]> {
   let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def NN_BroadcastOp : NN_Op<"broadcast", [Pure, SameOperandsAndResultElementType,
+                                         NN_Differentiable]> {
+  let summary = "Broadcasts a tensor to a larger shape";
+  let description = [{
+    Stretches `input` to the shape of the result type by NumPy's rules:
+    shapes are aligned at the trailing dimension, and a dimension of size 1,
+    or one that `input` lacks, repeats its elements. It is how a gradient
+    flows back through a reduction:
+
+    ```mlir
+    %dx = nn.broadcast %dsum : tensor<32x1xf32> -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 def NN_ConcatOp : NN_InferOp<"concat", [Pure, SameOperandsAndResultElementType]> {
@@ -442,7 +468,8 @@ def NN_BatchNormTrainOp : NN_InferOp<"batch_norm_train",
 //===----------------------------------------------------------------------===//
 
 class NN_ReduceOp<string mnemonic, string what>
-    : NN_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType]> {
+    : NN_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType,
+                            NN_Differentiable]> {
   let summary = what # " over the given dimensions";
   let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$dims,
                        UnitAttr:$keep_dims);
@@ -480,7 +507,8 @@ def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "Mean"> {
 // Losses
 //===----------------------------------------------------------------------===//
 
-def NN_SoftmaxCrossEntropyOp : NN_InferOp<"softmax_cross_entropy", [Pure]> {
+def NN_SoftmaxCrossEntropyOp : NN_InferOp<"softmax_cross_entropy",
+                                         [Pure, NN_Differentiable]> {
   let summary = "Mean softmax cross-entropy of logits against class labels";
   let description = [{
     For `logits` of shape `N x C` and integer `labels` of shape `N` with

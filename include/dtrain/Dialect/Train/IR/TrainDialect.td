@@ -29,7 +29,10 @@ def Train_Dialect : Dialect {
     An argument has at most one role, its type is a ranked tensor or a
     memref, and each name is used at most once per function. A result may
     carry `train.output = "y"`, the name of the model output it is (the ONNX
-    graph output), which compiled models use to name their output files.
+    graph output), which compiled models use to name their output files, or
+    `train.updated = "fc1.weight"`, which makes it the new value of the
+    parameter, buffer or optimizer state of that name (an argument of the
+    same function, with the same type).
 
     ```mlir
     func.func @train_step(%w: tensor<784x10xf32> {train.param = "fc.weight"},
@@ -49,6 +52,9 @@ def Train_Dialect : Dialect {
     static constexpr llvm::StringLiteral kLabelAttrName = "train.label";
     /// Name of the result attribute that names a model output.
     static constexpr llvm::StringLiteral kOutputAttrName = "train.output";
+    /// Name of the result attribute that marks the new value of the
+    /// parameter, buffer or optimizer state it names.
+    static constexpr llvm::StringLiteral kUpdatedAttrName = "train.updated";
   }];
 }
 

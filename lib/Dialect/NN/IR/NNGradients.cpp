@@ -1,0 +1,238 @@
+//===- NNGradients.cpp - vector-Jacobian products of the nn ops ----------===//
+//
+// DifferentiableOpInterface for the nn ops: each builds the gradients of
+// its operands from those of its results out of nn ops (and rank-0
+// arith.constant scalars), so that the backward pass is ordinary nn IR
+// that the rest of the compiler lowers like the forward pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtrain/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace mlir::dtrain;
+using namespace mlir::dtrain::nn;
+
+static RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// A rank-0 tensor constant of ELEMENT type, which nn's binary ops
+/// broadcast to any shape.
+static Value scalar(OpBuilder &b, Location loc, Type element, double value) {
+  auto type = RankedTensorType::get({}, element);
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
+}
+
+/// The gradient of an operand of type TARGET that was broadcast to GRAD's
+/// shape: GRAD summed over the dimensions that broadcasting added or
+/// stretched, in TARGET's shape.
+static Value sumToShape(OpBuilder &b, Location loc, Value grad,
+                        RankedTensorType target) {
+  ArrayRef<int64_t> from = tensorType(grad).getShape();
+  ArrayRef<int64_t> to = target.getShape();
+  if (from == to)
+    return grad;
+  int64_t offset = int64_t(from.size()) - int64_t(to.size());
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < int64_t(from.size()); ++d)
+    if (d < offset || (to[d - offset] == 1 && from[d] != 1))
+      dims.push_back(d);
+  Value sum = dims.empty() ? grad
+                           : ReduceSumOp::create(b, loc, grad, dims,
+                                                 /*keep_dims=*/false)
+                                 .getResult();
+  if (tensorType(sum).getShape() == to)
+    return sum;
+  return ReshapeOp::create(b, loc, target, sum);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+// C = op(A) op(B): dA = dC op(B)^T and dB = op(A)^T dC, each written in the
+// stored layout of A and B with the transpose flags instead of transposes.
+LogicalResult MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value grad = resultGrads[0];
+  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  // A is M x K: dC (M x N) op(B)^T (N x K). A is stored K x M: op(B) dC^T.
+  Value dLhs = ta ? MatmulOp::create(b, loc, getRhs(), grad, tb, true)
+                  : MatmulOp::create(b, loc, grad, getRhs(), false, !tb);
+  // B is K x N: op(A)^T (K x M) dC. B is stored N x K: dC^T op(A).
+  Value dRhs = tb ? MatmulOp::create(b, loc, grad, getLhs(), true, ta)
+                  : MatmulOp::create(b, loc, getLhs(), grad, !ta, false);
+  operandGrads.append({dLhs, dRhs});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  operandGrads.push_back(sumToShape(b, loc, resultGrads[0], getLhs().getType()));
+  operandGrads.push_back(sumToShape(b, loc, resultGrads[0], getRhs().getType()));
+  return success();
+}
+
+LogicalResult SubOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value grad = resultGrads[0];
+  Value negated = MulOp::create(
+      b, loc, grad,
+      scalar(b, loc, tensorType(grad).getElementType(), -1.0));
+  operandGrads.push_back(sumToShape(b, loc, grad, getLhs().getType()));
+  operandGrads.push_back(sumToShape(b, loc, negated, getRhs().getType()));
+  return success();
+}
+
+LogicalResult MulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value grad = resultGrads[0];
+  operandGrads.push_back(sumToShape(b, loc, MulOp::create(b, loc, grad, getRhs()),
+                                    getLhs().getType()));
+  operandGrads.push_back(sumToShape(b, loc, MulOp::create(b, loc, grad, getLhs()),
+                                    getRhs().getType()));
+  return success();
+}
+
+// y = l / r: dl = g / r, dr = -g y / r.
+LogicalResult DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value grad = resultGrads[0];
+  Value dLhs = DivOp::create(b, loc, grad, getRhs());
+  Value dRhs = MulOp::create(
+      b, loc, DivOp::create(b, loc, MulOp::create(b, loc, grad, getResult()),
+                            getRhs()),
+      scalar(b, loc, tensorType(grad).getElementType(), -1.0));
+  operandGrads.push_back(sumToShape(b, loc, dLhs, getLhs().getType()));
+  operandGrads.push_back(sumToShape(b, loc, dRhs, getRhs().getType()));
+  return success();
+}
+
+LogicalResult ReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      ReluGradOp::create(b, getLoc(), resultGrads[0], getInput()));
+  return success();
+}
+
+// y = sigmoid(x): dx = g y (1 - y).
+LogicalResult SigmoidOp::buildGradients(OpBuilder &b,
+                                        ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value y = getResult();
+  Value one = scalar(b, loc, tensorType(y).getElementType(), 1.0);
+  Value slope = MulOp::create(b, loc, y, SubOp::create(b, loc, one, y));
+  operandGrads.push_back(MulOp::create(b, loc, resultGrads[0], slope));
+  return success();
+}
+
+// y = tanh(x): dx = g (1 - y^2).
+LogicalResult TanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value y = getResult();
+  Value one = scalar(b, loc, tensorType(y).getElementType(), 1.0);
+  Value slope = SubOp::create(b, loc, one, MulOp::create(b, loc, y, y));
+  operandGrads.push_back(MulOp::create(b, loc, resultGrads[0], slope));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildGradients(OpBuilder &b,
+                                        ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(ReshapeOp::create(b, getLoc(), getInput().getType(),
+                                           resultGrads[0]));
+  return success();
+}
+
+LogicalResult TransposeOp::buildGradients(OpBuilder &b,
+                                          ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  ArrayRef<int64_t> perm = getPermutation();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, d] : llvm::enumerate(perm))
+    inverse[d] = int64_t(i);
+  operandGrads.push_back(
+      TransposeOp::create(b, getLoc(), resultGrads[0], inverse));
+  return success();
+}
+
+LogicalResult BroadcastOp::buildGradients(OpBuilder &b,
+                                          ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      sumToShape(b, getLoc(), resultGrads[0], getInput().getType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// GRAD of a reduction over DIMS of INPUT, broadcast back to INPUT's shape
+/// and multiplied by SCALE (1 for a sum, 1/count for a mean).
+static Value broadcastReduced(OpBuilder &b, Location loc, Value grad,
+                              RankedTensorType input, ArrayRef<int64_t> dims,
+                              double scale) {
+  SmallVector<int64_t> kept(input.getShape());
+  for (int64_t d : dims)
+    kept[d] = 1;
+  Type element = input.getElementType();
+  if (tensorType(grad).getShape() != ArrayRef<int64_t>(kept))
+    grad = ReshapeOp::create(b, loc, RankedTensorType::get(kept, element), grad);
+  Value spread = BroadcastOp::create(b, loc, input, grad);
+  if (scale == 1.0)
+    return spread;
+  return MulOp::create(b, loc, spread, scalar(b, loc, element, scale));
+}
+
+LogicalResult ReduceSumOp::buildGradients(OpBuilder &b,
+                                          ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(broadcastReduced(b, getLoc(), resultGrads[0],
+                                          getInput().getType(), getDims(), 1.0));
+  return success();
+}
+
+LogicalResult ReduceMeanOp::buildGradients(
+    OpBuilder &b, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  RankedTensorType input = getInput().getType();
+  int64_t count = 1;
+  for (int64_t d : getDims())
+    count *= input.getDimSize(d);
+  operandGrads.push_back(broadcastReduced(b, getLoc(), resultGrads[0], input,
+                                          getDims(), 1.0 / double(count)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxCrossEntropyOp::buildGradients(
+    OpBuilder &b, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(SoftmaxCrossEntropyGradOp::create(
+      b, getLoc(), resultGrads[0], getLogits(), getLabels()));
+  operandGrads.push_back(Value()); // integer labels
+  return success();
+}

@@ -1,0 +1,41 @@
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training --verify-diagnostics
+// RUN: not dtrain-opt %s --split-input-file --dtrain-build-training="loss=hinge" 2>&1 | FileCheck %s --check-prefix=LOSS
+// RUN: not dtrain-opt %s --split-input-file --dtrain-build-training="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
+// RUN: not dtrain-opt %s --split-input-file --dtrain-build-training="lr=0" 2>&1 | FileCheck %s --check-prefix=LR
+// LOSS: error: unknown loss 'hinge' (--dtrain-build-training accepts loss=softmax-xent or loss=mse)
+// OPTIMIZER: error: unknown optimizer 'lamb' (--dtrain-build-training accepts optimizer=sgd)
+// LR: error: lr must be positive, got 0
+
+// An op on the way from a parameter to the loss without a gradient.
+func.func @forward(%w: tensor<4x3x3x3xf32> {train.param = "w"},
+                   %x: tensor<2x3x3x3xf32> {train.input = "x"}) -> tensor<2x4xf32> {
+  // expected-error @below {{cannot differentiate 'nn.conv2d': the gradient reaches it on its way from the parameters to the loss, and it has no vector-Jacobian product}}
+  %0 = nn.conv2d %x, %w : tensor<2x3x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x1x1xf32>
+  %1 = nn.reshape %0 : tensor<2x4x1x1xf32> -> tensor<2x4xf32>
+  return %1 : tensor<2x4xf32>
+}
+
+// -----
+
+// expected-error @below {{@forward has no trainable parameters (no argument marked train.param): there is nothing to train}}
+func.func @forward(%x: tensor<2x4xf32> {train.input = "x"}) -> tensor<2x4xf32> {
+  %0 = nn.relu %x : tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// expected-error @below {{the model output of type 'tensor<2x4x5xf32>' does not fit loss 'softmax-xent': softmax-xent takes logits of rank 2 (batch x classes)}}
+func.func @forward(%w: tensor<2x4x5xf32> {train.param = "w"}) -> tensor<2x4x5xf32> {
+  %0 = nn.relu %w : tensor<2x4x5xf32>
+  return %0 : tensor<2x4x5xf32>
+}
+
+// -----
+
+// expected-error @below {{--dtrain-build-training needs a func.func @forward with a body (what the ONNX importer produces)}}
+module {
+  func.func @model(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
+    return %w : tensor<2x4xf32>
+  }
+}

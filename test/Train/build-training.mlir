@@ -1,0 +1,66 @@
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="lr=0.1" | FileCheck %s
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="loss=mse lr=0.5 weight-decay=0.01" | FileCheck %s --check-prefix=MSE
+
+// A linear layer with ReLU: the loss is appended, every parameter gets its
+// gradient from the vector-Jacobian products in reverse order, the unused
+// gradient of the input is not built, and the parameters are updated.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[W:[^:]+]]: tensor<3x4xf32> {train.param = "w"}
+// CHECK-SAME: %[[B:[^:]+]]: tensor<3xf32> {train.param = "b"}
+// CHECK-SAME: %[[X:[^:]+]]: tensor<2x4xf32> {train.input = "x"}
+// CHECK-SAME: %[[L:[^:]+]]: tensor<2xi64> {train.label = "labels"}
+// CHECK-SAME: -> (tensor<3x4xf32> {train.updated = "w"}, tensor<3xf32> {train.updated = "b"}, tensor<f32> {train.output = "loss"})
+// CHECK: %[[MM:.*]] = nn.matmul %[[X]], %[[W]] {transpose_rhs}
+// CHECK: %[[H:.*]] = nn.add %[[MM]], %[[B]]
+// CHECK: %[[Y:.*]] = nn.relu %[[H]]
+// CHECK: %[[LOSS:.*]] = nn.softmax_cross_entropy %[[Y]], %[[L]]
+// CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[DY:.*]] = nn.softmax_cross_entropy_grad %[[ONE]], %[[Y]], %[[L]]
+// CHECK: %[[DH:.*]] = nn.relu_grad %[[DY]], %[[H]]
+// CHECK: %[[DB:.*]] = nn.reduce_sum %[[DH]] dims = [0] : tensor<2x3xf32> -> tensor<3xf32>
+// CHECK-NOT: nn.matmul %[[DH]], %[[W]]
+// CHECK: %[[DW:.*]] = nn.matmul %[[DH]], %[[X]] {transpose_lhs} : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<3x4xf32>
+// CHECK: %[[W2:.*]] = train.sgd_update %[[W]], %[[DW]] {lr = 1.000000e-01 : f64}
+// CHECK: %[[B2:.*]] = train.sgd_update %[[B]], %[[DB]] {lr = 1.000000e-01 : f64}
+// CHECK: return %[[W2]], %[[B2]], %[[LOSS]]
+func.func @forward(%w: tensor<3x4xf32> {train.param = "w"},
+                   %b: tensor<3xf32> {train.param = "b"},
+                   %x: tensor<2x4xf32> {train.input = "x"})
+    -> (tensor<2x3xf32> {train.output = "y"}) {
+  %0 = nn.matmul %x, %w {transpose_rhs} : tensor<2x4xf32>, tensor<3x4xf32> -> tensor<2x3xf32>
+  %1 = nn.add %0, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  %2 = nn.relu %1 : tensor<2x3xf32>
+  return %2 : tensor<2x3xf32>
+}
+
+// -----
+
+// A value with two users gets the sum of both gradients; a parameter the
+// loss does not depend on gets a zero gradient; the mean and the
+// transpose send their gradients back through broadcast and the inverse
+// permutation.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[P:[^:]+]]: tensor<2x3xf32> {train.param = "p"}
+// CHECK-SAME: %[[Q:[^:]+]]: tensor<5xf32> {train.param = "unused"}
+// CHECK: %[[T:.*]] = nn.transpose %[[P]]
+// CHECK: %[[SQ:.*]] = nn.mul %[[T]], %[[T]]
+// CHECK: %[[DT1:.*]] = nn.mul %{{.*}}, %[[T]]
+// CHECK: %[[DT2:.*]] = nn.mul %{{.*}}, %[[T]]
+// CHECK: %[[DT:.*]] = nn.add %[[DT1]], %[[DT2]]
+// CHECK: %[[DP:.*]] = nn.transpose %[[DT]] {permutation = array<i64: 1, 0>} : tensor<3x2xf32> -> tensor<2x3xf32>
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<5xf32>
+// CHECK: train.sgd_update %[[P]], %[[DP]]
+// CHECK: train.sgd_update %[[Q]], %[[ZERO]]
+// MSE: tensor<5xf32> {train.param = "unused"}, %{{[^:]+}}: tensor<3x2xf32> {train.label = "targets"}
+// MSE: %[[DIFF:.*]] = nn.sub
+// MSE: %[[SQUARE:.*]] = nn.mul %[[DIFF]], %[[DIFF]]
+// MSE: nn.reduce_mean %[[SQUARE]] dims = [0, 1] : tensor<3x2xf32> -> tensor<f32>
+// MSE: nn.broadcast %{{.*}} : tensor<1x1xf32> -> tensor<3x2xf32>
+// MSE: train.sgd_update {{.*}} {lr = 5.000000e-01 : f64, weight_decay = 1.000000e-02 : f64}
+func.func @forward(%p: tensor<2x3xf32> {train.param = "p"},
+                   %q: tensor<5xf32> {train.param = "unused"})
+    -> tensor<3x2xf32> {
+  %t = nn.transpose %p {permutation = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %s = nn.mul %t, %t : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x2xf32>
+  return %s : tensor<3x2xf32>
+}
