@@ -324,10 +324,16 @@ private:
   Value pad(nn::PadOp op);
   FailureOr<Value> matmul(nn::MatmulOp op);
   FailureOr<Value> conv2d(nn::Conv2DOp op);
+  FailureOr<Value> conv2dBackwardData(nn::Conv2DBackwardDataOp op);
+  FailureOr<Value> conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op);
   template <typename PoolOp>
   FailureOr<Value> pool2d(PoolOp op, int32_t kind);
+  template <typename PoolGradOp>
+  FailureOr<Value> pool2dBackward(PoolGradOp op, int32_t kind, Value input);
   FailureOr<Value> batchNorm(nn::BatchNormOp op);
   FailureOr<SmallVector<Value>> batchNormTrain(nn::BatchNormTrainOp op);
+  FailureOr<SmallVector<Value>>
+  batchNormTrainGrad(nn::BatchNormTrainGradOp op);
 
   OpBuilder &b;
 };
@@ -523,37 +529,85 @@ FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
       .front();
 }
 
-FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
-  if (failed(checkKernelOperands(op)))
-    return failure();
-  Location loc = op.getLoc();
-  ArrayRef<int64_t> x = getTensorType(op.getInput()).getShape();
-  ArrayRef<int64_t> w = getTensorType(op.getWeight()).getShape();
-  RankedTensorType resultType = getTensorType(op.getResult());
-  ArrayRef<int64_t> y = resultType.getShape();
+/// The geometry scalars of the convolution kernels (dtrain_rt.h) for input
+/// X, weight W and output Y, with the window attributes of OP (nn.conv2d or
+/// one of its gradients).
+template <typename ConvLikeOp>
+static SmallVector<Value> createConvGeometry(OpBuilder &b, ConvLikeOp op,
+                                             RankedTensorType xType,
+                                             RankedTensorType wType,
+                                             RankedTensorType yType) {
+  ArrayRef<int64_t> x = xType.getShape(), w = wType.getShape(),
+                    y = yType.getShape();
   ArrayRef<int64_t> strides = op.getStrides(), padding = op.getPadding(),
                     dilations = op.getDilations();
-  SmallVector<Value> scalars = createI64s(
-      b, loc,
+  return createI64s(
+      b, op.getLoc(),
       {x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3], strides[0],
        strides[1], padding[0], padding[1], padding[2], padding[3],
        dilations[0], dilations[1], static_cast<int64_t>(op.getGroups())});
+}
+
+FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  RankedTensorType resultType = getTensorType(op.getResult());
+  return buildKernelCall(
+             b, op,
+             {"dtrain_rt_conv2d_f32",
+              {op.getInput(), op.getWeight(), op.getBias()},
+              {resultType},
+              createConvGeometry(b, op, getTensorType(op.getInput()),
+                                 getTensorType(op.getWeight()), resultType)})
+      .front();
+}
+
+FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  RankedTensorType resultType = getTensorType(op.getResult());
+  return buildKernelCall(
+             b, op,
+             {"dtrain_rt_conv2d_backward_data_f32",
+              {op.getGrad(), op.getWeight()},
+              {resultType},
+              createConvGeometry(b, op, resultType,
+                                 getTensorType(op.getWeight()),
+                                 getTensorType(op.getGrad()))})
+      .front();
+}
+
+FailureOr<Value>
+NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  RankedTensorType resultType = getTensorType(op.getResult());
+  // No bias gradient (NULL): nn.reduce_sum computes it.
+  SmallVector<Value> scalars = {
+      LLVM::ZeroOp::create(b, op.getLoc(), LLVM::LLVMPointerType::get(
+                                               b.getContext()))};
+  llvm::append_range(scalars,
+                     createConvGeometry(b, op, getTensorType(op.getInput()),
+                                        resultType,
+                                        getTensorType(op.getGrad())));
   return buildKernelCall(b, op,
-                         {"dtrain_rt_conv2d_f32",
-                          {op.getInput(), op.getWeight(), op.getBias()},
+                         {"dtrain_rt_conv2d_backward_weights_f32",
+                          {op.getInput(), op.getGrad()},
                           {resultType},
                           scalars})
       .front();
 }
 
-template <typename PoolOp>
-FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
-  if (failed(checkKernelOperands(op)))
-    return failure();
+/// The kind and geometry scalars of the pooling kernels (dtrain_rt.h) for
+/// input X and output Y, with the window attributes of OP (a pooling op or
+/// its gradient).
+template <typename PoolLikeOp>
+static SmallVector<Value> createPoolGeometry(OpBuilder &b, PoolLikeOp op,
+                                             int32_t kind,
+                                             RankedTensorType xType,
+                                             RankedTensorType yType) {
   Location loc = op.getLoc();
-  ArrayRef<int64_t> x = getTensorType(op.getInput()).getShape();
-  RankedTensorType resultType = getTensorType(op.getResult());
-  ArrayRef<int64_t> y = resultType.getShape();
+  ArrayRef<int64_t> x = xType.getShape(), y = yType.getShape();
   ArrayRef<int64_t> kernel = op.getKernel(), strides = op.getStrides(),
                     padding = op.getPadding(), dilations = op.getDilations();
   SmallVector<Value> scalars = {createI32(b, loc, kind)};
@@ -563,8 +617,37 @@ FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
                            kernel[1], strides[0], strides[1], padding[0],
                            padding[1], padding[2], padding[3], dilations[0],
                            dilations[1]}));
-  return buildKernelCall(
-             b, op, {"dtrain_rt_pool2d_f32", {op.getInput()}, {resultType}, scalars})
+  return scalars;
+}
+
+template <typename PoolOp>
+FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  RankedTensorType resultType = getTensorType(op.getResult());
+  return buildKernelCall(b, op,
+                         {"dtrain_rt_pool2d_f32",
+                          {op.getInput()},
+                          {resultType},
+                          createPoolGeometry(b, op, kind,
+                                             getTensorType(op.getInput()),
+                                             resultType)})
+      .front();
+}
+
+/// The gradient of a pooling of KIND: INPUT is read by max pooling only.
+template <typename PoolGradOp>
+FailureOr<Value> NNLowering::pool2dBackward(PoolGradOp op, int32_t kind,
+                                            Value input) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  RankedTensorType resultType = getTensorType(op.getResult());
+  return buildKernelCall(b, op,
+                         {"dtrain_rt_pool2d_backward_f32",
+                          {input, op.getGrad()},
+                          {resultType},
+                          createPoolGeometry(b, op, kind, resultType,
+                                             getTensorType(op.getGrad()))})
       .front();
 }
 
@@ -610,6 +693,24 @@ NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
       {"dtrain_rt_batch_norm_train_f32",
        {op.getInput(), op.getScale(), op.getBias()},
        {type, getTensorType(op.getBatchMean()), getTensorType(op.getBatchVar())},
+       scalars});
+}
+
+FailureOr<SmallVector<Value>>
+NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
+  if (failed(checkKernelOperands(op)))
+    return failure();
+  Location loc = op.getLoc();
+  RankedTensorType type = getTensorType(op.getResult());
+  SmallVector<Value> scalars = createI64s(b, loc, getBatchNormGeometry(type));
+  scalars.push_back(createFloat(b, loc, b.getF32Type(),
+                                op.getEpsilon().convertToDouble()));
+  return buildKernelCall(
+      b, op,
+      {"dtrain_rt_batch_norm_backward_f32",
+       {op.getInput(), op.getGrad(), op.getScale(), op.getBatchMean(),
+        op.getBatchVar()},
+       {type, getTensorType(op.getScaleGrad()), getTensorType(op.getBiasGrad())},
        scalars});
 }
 
@@ -768,6 +869,23 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
       })
       .Case([&](nn::BatchNormOp bn) { return one(batchNorm(bn)); })
       .Case([&](nn::BatchNormTrainOp bn) { return batchNormTrain(bn); })
+      .Case([&](nn::BatchNormTrainGradOp bn) { return batchNormTrainGrad(bn); })
+      .Case([&](nn::Conv2DBackwardDataOp conv) {
+        return one(conv2dBackwardData(conv));
+      })
+      .Case([&](nn::Conv2DBackwardWeightsOp conv) {
+        return one(conv2dBackwardWeights(conv));
+      })
+      .Case([&](nn::MaxPool2DGradOp pool) {
+        return one(pool2dBackward(pool, DTRAIN_RT_POOL_MAX, pool.getInput()));
+      })
+      .Case([&](nn::AvgPool2DGradOp pool) {
+        return one(pool2dBackward(pool,
+                                  pool.getCountIncludePad()
+                                      ? DTRAIN_RT_POOL_AVG_INCLUDE_PAD
+                                      : DTRAIN_RT_POOL_AVG_EXCLUDE_PAD,
+                                  Value()));
+      })
       .Default([&](Operation *) -> FailureOr<Values> {
         return op->emitOpError("has no lowering yet");
       });

@@ -223,3 +223,26 @@ func.func @broadcast_and_update(%x: tensor<4x1xf32>, %p: tensor<4x3xf32>) -> ten
   %0 = train.sgd_update %p, %g {lr = 0.5 : f64, weight_decay = 0.01 : f64} : tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
 }
+
+// -----
+
+// The gradients of the window ops and of batch norm are kernel calls; the
+// weight gradient passes no bias gradient, and the average-pooling gradient
+// no input (NULL).
+// CHECK-LABEL: func.func @backward_kernels
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: call @dtrain_rt_conv2d_backward_data_f32(
+// CHECK: call @dtrain_rt_conv2d_backward_weights_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[NULL]],
+// CHECK: call @dtrain_rt_pool2d_backward_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i32,
+// CHECK: call @dtrain_rt_pool2d_backward_f32(%[[NULL]], %{{.*}}, %{{.*}}, %c2_i32,
+// CHECK: call @dtrain_rt_batch_norm_backward_f32(
+func.func @backward_kernels(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %dy: tensor<2x6x6x6xf32>,
+                            %dp: tensor<2x4x4x4xf32>, %s: tensor<4xf32>)
+    -> (tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) {
+  %0 = nn.conv2d_backward_data %dy, %w : tensor<2x6x6x6xf32>, tensor<6x4x3x3xf32> -> tensor<2x4x8x8xf32>
+  %1 = nn.conv2d_backward_weights %x, %dy : tensor<2x4x8x8xf32>, tensor<2x6x6x6xf32> -> tensor<6x4x3x3xf32>
+  %2 = nn.max_pool2d_grad %dp, %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  %3 = nn.avg_pool2d_grad %dp {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+  %4:3 = nn.batch_norm_train_grad %x, %x, %s, %s, %s : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %0, %1, %2, %3, %4#0 : tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+}

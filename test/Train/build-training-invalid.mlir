@@ -7,11 +7,10 @@
 // LR: error: lr must be positive, got 0
 
 // An op on the way from a parameter to the loss without a gradient.
-func.func @forward(%w: tensor<4x3x3x3xf32> {train.param = "w"},
-                   %x: tensor<2x3x3x3xf32> {train.input = "x"}) -> tensor<2x4xf32> {
-  // expected-error @below {{cannot differentiate 'nn.conv2d': the gradient reaches it on its way from the parameters to the loss, and it has no vector-Jacobian product}}
-  %0 = nn.conv2d %x, %w : tensor<2x3x3x3xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x1x1xf32>
-  %1 = nn.reshape %0 : tensor<2x4x1x1xf32> -> tensor<2x4xf32>
+func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
+  // expected-error @below {{cannot differentiate 'nn.clip': the gradient reaches it on its way from the parameters to the loss, and it has no vector-Jacobian product}}
+  %0 = nn.clip %w {min = 0.0 : f64, max = 6.0 : f64} : tensor<2x4xf32>
+  %1 = nn.relu %0 : tensor<2x4xf32>
   return %1 : tensor<2x4xf32>
 }
 
@@ -38,4 +37,15 @@ module {
   func.func @model(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
     return %w : tensor<2x4xf32>
   }
+}
+
+// -----
+
+// The loss reads the batch statistics.
+func.func @forward(%s: tensor<2xf32> {train.param = "s"}, %t: tensor<2xf32> {train.param = "t"},
+                   %x: tensor<4x2xf32> {train.input = "x"}) -> tensor<1x2xf32> {
+  // expected-error @below {{'nn.batch_norm_train' op cannot be differentiated through its batch_mean or batch_var results (only through the normalized result)}}
+  %n:3 = nn.batch_norm_train %x, %s, %t : tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32> -> (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>)
+  %m = nn.reshape %n#1 : tensor<2xf32> -> tensor<1x2xf32>
+  return %m : tensor<1x2xf32>
 }

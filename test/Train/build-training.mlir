@@ -64,3 +64,51 @@ func.func @forward(%p: tensor<2x3xf32> {train.param = "p"},
   %s = nn.mul %t, %t : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x2xf32>
   return %s : tensor<3x2xf32>
 }
+
+// -----
+
+// A small CNN: every layer's vector-Jacobian product, from the loss back to
+// the first convolution (whose input gradient is not needed).
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[CONV:.*]] = nn.conv2d %[[X:[^,]+]], %[[W:[^,]+]], %{{.*}} {padding
+// CHECK: %[[BN:.*]], %[[MEAN:.*]], %[[VAR:.*]] = nn.batch_norm_train %[[CONV]]
+// CHECK: %[[ACT:.*]] = nn.leaky_relu %[[BN]]
+// CHECK: %[[MAX:.*]] = nn.max_pool2d %[[ACT]]
+// CHECK: nn.avg_pool2d %[[MAX]]
+// CHECK: %[[Y:.*]] = nn.matmul
+// CHECK: %[[LOGP:.*]] = nn.log_softmax %[[Y]]
+// CHECK: %[[DLOGP:.*]] = nn.softmax_cross_entropy_grad %{{.*}}, %[[LOGP]]
+// CHECK: %[[P:.*]] = nn.softmax %[[Y]] {axis = 1 : i64}
+// CHECK: %[[SUM:.*]] = nn.reduce_sum %[[DLOGP]] dims = [1] {keep_dims}
+// CHECK: %[[PS:.*]] = nn.mul %[[P]], %[[SUM]]
+// CHECK: %[[DY:.*]] = nn.sub %[[DLOGP]], %[[PS]]
+// CHECK: %[[DFLAT:.*]] = nn.matmul %[[DY]], %{{.*}} : tensor<2x3xf32>, tensor<3x16xf32> -> tensor<2x16xf32>
+// CHECK: %[[DAVG:.*]] = nn.reshape %[[DFLAT]] : tensor<2x16xf32> -> tensor<2x4x2x2xf32>
+// CHECK: %[[DMAX:.*]] = nn.avg_pool2d_grad %[[DAVG]] {kernel = array<i64: 2, 2>} : tensor<2x4x2x2xf32> -> tensor<2x4x3x3xf32>
+// CHECK: %[[DACT:.*]] = nn.max_pool2d_grad %[[DMAX]], %[[ACT]] {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+// CHECK: %[[POS:.*]] = nn.relu_grad %[[DACT]], %[[BN]]
+// CHECK: %[[DBN:.*]] = nn.add %[[POS]], %{{.*}}
+// CHECK: %[[DCONV:.*]], %[[DSCALE:.*]], %[[DSHIFT:.*]] = nn.batch_norm_train_grad %[[DBN]], %[[CONV]], %{{.*}}, %[[MEAN]], %[[VAR]]
+// CHECK-NOT: nn.conv2d_backward_data
+// CHECK: %[[DW:.*]] = nn.conv2d_backward_weights %[[X]], %[[DCONV]] {padding = array<i64: 1, 1, 1, 1>} : tensor<2x2x6x6xf32>, tensor<2x4x6x6xf32> -> tensor<4x2x3x3xf32>
+// CHECK: %[[DB:.*]] = nn.reduce_sum %[[DCONV]] dims = [0, 2, 3]
+// CHECK: train.sgd_update %[[W]], %[[DW]]
+// CHECK: train.sgd_update %{{.*}}, %[[DB]]
+// CHECK: train.sgd_update %{{.*}}, %[[DSCALE]]
+// CHECK: train.sgd_update %{{.*}}, %[[DSHIFT]]
+func.func @forward(%w: tensor<4x2x3x3xf32> {train.param = "conv.weight"},
+                   %b: tensor<4xf32> {train.param = "conv.bias"},
+                   %s: tensor<4xf32> {train.param = "bn.weight"},
+                   %t: tensor<4xf32> {train.param = "bn.bias"},
+                   %fw: tensor<3x16xf32> {train.param = "fc.weight"},
+                   %x: tensor<2x2x6x6xf32> {train.input = "x"}) -> tensor<2x3xf32> {
+  %c = nn.conv2d %x, %w, %b {padding = array<i64: 1, 1, 1, 1>} : tensor<2x2x6x6xf32>, tensor<4x2x3x3xf32>, tensor<4xf32> -> tensor<2x4x6x6xf32>
+  %n:3 = nn.batch_norm_train %c, %s, %t : tensor<2x4x6x6xf32>, tensor<4xf32>, tensor<4xf32> -> (tensor<2x4x6x6xf32>, tensor<4xf32>, tensor<4xf32>)
+  %r = nn.leaky_relu %n#0 {alpha = 0.1 : f64} : tensor<2x4x6x6xf32>
+  %p = nn.max_pool2d %r {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x6x6xf32> -> tensor<2x4x3x3xf32>
+  %a = nn.avg_pool2d %p {kernel = array<i64: 2, 2>, strides = array<i64: 1, 1>} : tensor<2x4x3x3xf32> -> tensor<2x4x2x2xf32>
+  %f = nn.reshape %a : tensor<2x4x2x2xf32> -> tensor<2x16xf32>
+  %y = nn.matmul %f, %fw {transpose_rhs} : tensor<2x16xf32>, tensor<3x16xf32> -> tensor<2x3xf32>
+  %l = nn.log_softmax %y {axis = 1 : i64} : tensor<2x3xf32>
+  return %l : tensor<2x3xf32>
+}

@@ -454,3 +454,43 @@ func.func @broadcast_mismatch(%x: tensor<4x3xf32>) -> tensor<4x5xf32> {
   %0 = nn.broadcast %x : tensor<4x3xf32> -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
+
+// -----
+
+func.func @conv_backward_data_grad(%dy: tensor<2x6x5x5xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<2x4x8x8xf32> {
+  // expected-error @+1 {{'nn.conv2d_backward_data' op has a gradient of type 'tensor<2x6x5x5xf32>', but the forward op's result has type 'tensor<2x6x6x6xf32>'}}
+  %0 = nn.conv2d_backward_data %dy, %w : tensor<2x6x5x5xf32>, tensor<6x4x3x3xf32> -> tensor<2x4x8x8xf32>
+  return %0 : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+func.func @conv_backward_weights_channels(%x: tensor<2x3x8x8xf32>, %dy: tensor<2x6x6x6xf32>) -> tensor<6x4x3x3xf32> {
+  // expected-error @+1 {{'nn.conv2d_backward_weights' op input has 3 channels but the weight expects 4 x 1 (groups)}}
+  %0 = nn.conv2d_backward_weights %x, %dy : tensor<2x3x8x8xf32>, tensor<2x6x6x6xf32> -> tensor<6x4x3x3xf32>
+  return %0 : tensor<6x4x3x3xf32>
+}
+
+// -----
+
+func.func @max_pool_grad_result(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x8x8xf32>) -> tensor<2x4x9x9xf32> {
+  // expected-error @+1 {{'nn.max_pool2d_grad' op has result type 'tensor<2x4x9x9xf32>', not the input's 'tensor<2x4x8x8xf32>'}}
+  %0 = nn.max_pool2d_grad %dy, %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x9x9xf32>
+  return %0 : tensor<2x4x9x9xf32>
+}
+
+// -----
+
+func.func @avg_pool_grad_shape(%dy: tensor<2x4x3x3xf32>) -> tensor<2x4x8x8xf32> {
+  // expected-error @+1 {{'nn.avg_pool2d_grad' op has a gradient of type 'tensor<2x4x3x3xf32>', but the forward op's result has type 'tensor<2x4x4x4xf32>'}}
+  %0 = nn.avg_pool2d_grad %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x3x3xf32> -> tensor<2x4x8x8xf32>
+  return %0 : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+func.func @batch_norm_grad_stats(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %m: tensor<5xf32>) {
+  // expected-error @+1 {{'nn.batch_norm_train_grad' op expected batch_mean of type 'tensor<4xf32>' but got 'tensor<5xf32>'}}
+  %0:3 = nn.batch_norm_train_grad %x, %x, %s, %m, %s : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<5xf32>, tensor<4xf32> -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}

@@ -153,3 +153,20 @@ func.func @broadcast(%x: tensor<4x1xf32>, %s: tensor<f32>) -> (tensor<2x4x3xf32>
   %1 = nn.broadcast %s : tensor<f32> -> tensor<5xf32>
   return %0, %1 : tensor<2x4x3xf32>, tensor<5xf32>
 }
+
+// The gradients of the window ops and of training-mode batch norm.
+// CHECK-LABEL: func.func @window_and_norm_gradients
+func.func @window_and_norm_gradients(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %dy: tensor<2x6x4x4xf32>,
+                        %dp: tensor<2x4x4x4xf32>, %s: tensor<4xf32>) {
+  // CHECK: nn.conv2d_backward_data %{{.*}}, %{{.*}} {groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x6x4x4xf32>, tensor<6x2x3x3xf32> -> tensor<2x4x8x8xf32>
+  %0 = nn.conv2d_backward_data %dy, %w {groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x6x4x4xf32>, tensor<6x2x3x3xf32> -> tensor<2x4x8x8xf32>
+  // CHECK: nn.conv2d_backward_weights %{{.*}}, %{{.*}} {groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32>, tensor<2x6x4x4xf32> -> tensor<6x2x3x3xf32>
+  %1 = nn.conv2d_backward_weights %x, %dy {groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32>, tensor<2x6x4x4xf32> -> tensor<6x2x3x3xf32>
+  // CHECK: nn.max_pool2d_grad %{{.*}}, %{{.*}} {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  %2 = nn.max_pool2d_grad %dp, %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  // CHECK: nn.avg_pool2d_grad %{{.*}} {count_include_pad, kernel = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+  %3 = nn.avg_pool2d_grad %dp {count_include_pad, kernel = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+  // CHECK: nn.batch_norm_train_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : {{.*}} -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  %4:3 = nn.batch_norm_train_grad %x, %x, %s, %s, %s : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}

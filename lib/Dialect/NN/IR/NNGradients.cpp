@@ -236,3 +236,122 @@ LogicalResult SoftmaxCrossEntropyOp::buildGradients(
   operandGrads.push_back(Value()); // integer labels
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Activations and softmax
+//===----------------------------------------------------------------------===//
+
+// dx = g where x > 0 and alpha g elsewhere: relu_grad(g, x) passes the
+// first part, and alpha (g - relu_grad(g, x)) the second.
+LogicalResult LeakyReluOp::buildGradients(OpBuilder &b,
+                                          ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value grad = resultGrads[0];
+  Value positive = ReluGradOp::create(b, loc, grad, getInput());
+  Value negative = MulOp::create(
+      b, loc, SubOp::create(b, loc, grad, positive),
+      scalar(b, loc, tensorType(grad).getElementType(),
+             getAlpha().convertToDouble()));
+  operandGrads.push_back(AddOp::create(b, loc, positive, negative));
+  return success();
+}
+
+/// sum(VALUE) over AXIS, kept as a dimension of size 1.
+static Value sumAlong(OpBuilder &b, Location loc, Value value, int64_t axis) {
+  return ReduceSumOp::create(b, loc, value, ArrayRef<int64_t>{axis},
+                             /*keep_dims=*/true);
+}
+
+// y = softmax(x): dx = y (g - sum(g y)).
+LogicalResult SoftmaxOp::buildGradients(OpBuilder &b,
+                                        ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value y = getResult();
+  Value dot = sumAlong(b, loc, MulOp::create(b, loc, resultGrads[0], y),
+                       getAxis());
+  operandGrads.push_back(MulOp::create(
+      b, loc, y, SubOp::create(b, loc, resultGrads[0], dot)));
+  return success();
+}
+
+// y = log_softmax(x): dx = g - softmax(x) sum(g).
+LogicalResult LogSoftmaxOp::buildGradients(
+    OpBuilder &b, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value grad = resultGrads[0];
+  Value probabilities = SoftmaxOp::create(b, loc, getInput(), getAxis());
+  Value total = sumAlong(b, loc, grad, getAxis());
+  operandGrads.push_back(SubOp::create(
+      b, loc, grad, MulOp::create(b, loc, probabilities, total)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling, normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2DOp::buildGradients(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value grad = resultGrads[0];
+  operandGrads.push_back(Conv2DBackwardDataOp::create(
+      b, loc, getInput().getType(), grad, getWeight(), getStrides(),
+      getDilations(), getPadding(), getGroups()));
+  operandGrads.push_back(Conv2DBackwardWeightsOp::create(
+      b, loc, getWeight().getType(), getInput(), grad, getStrides(),
+      getDilations(), getPadding(), getGroups()));
+  if (getBias())
+    operandGrads.push_back(ReduceSumOp::create(
+        b, loc, grad, ArrayRef<int64_t>{0, 2, 3}, /*keep_dims=*/false));
+  return success();
+}
+
+LogicalResult MaxPool2DOp::buildGradients(OpBuilder &b,
+                                          ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(MaxPool2DGradOp::create(
+      b, getLoc(), getInput().getType(), resultGrads[0], getInput(),
+      getKernel(), getStrides(), getPadding(), getDilations(), getCeilMode()));
+  return success();
+}
+
+LogicalResult AvgPool2DOp::buildGradients(OpBuilder &b,
+                                          ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(AvgPool2DGradOp::create(
+      b, getLoc(), getInput().getType(), resultGrads[0], getKernel(),
+      getStrides(), getPadding(), getDilations(), getCeilMode(),
+      getCountIncludePad()));
+  return success();
+}
+
+LogicalResult GlobalAvgPool2DOp::buildGradients(
+    OpBuilder &b, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  RankedTensorType input = getInput().getType();
+  operandGrads.push_back(broadcastReduced(
+      b, getLoc(), resultGrads[0], input, {2, 3},
+      1.0 / double(input.getDimSize(2) * input.getDimSize(3))));
+  return success();
+}
+
+LogicalResult BatchNormTrainOp::buildGradients(
+    OpBuilder &b, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  // The batch statistics feed the running statistics, which the loss does
+  // not read; a loss that reads them is not supported.
+  if (resultGrads[1] || resultGrads[2])
+    return emitOpError("cannot be differentiated through its batch_mean or "
+                       "batch_var results (only through the normalized "
+                       "result)");
+  auto grads = BatchNormTrainGradOp::create(
+      b, getLoc(), resultGrads[0], getInput(), getScale(), getBatchMean(),
+      getBatchVar(), getEpsilon());
+  operandGrads.append(
+      {grads.getResult(), grads.getScaleGrad(), grads.getBiasGrad()});
+  return success();
+}

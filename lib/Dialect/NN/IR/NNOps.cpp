@@ -369,18 +369,17 @@ static LogicalResult checkNCHW(const Reporter &error, RankedTensorType type) {
   return error("expects an N x C x H x W input, got ", type);
 }
 
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
-  Reporter error = reporter<Conv2DOp>(loc);
-  RankedTensorType inputType = rankedType(adaptor.getInput());
-  RankedTensorType weightType = rankedType(adaptor.getWeight());
+/// The result type of a convolution of INPUT with WEIGHT (what nn.conv2d
+/// infers and its gradients check).
+static FailureOr<RankedTensorType>
+inferConv(const Reporter &error, RankedTensorType inputType,
+          RankedTensorType weightType, ArrayRef<int64_t> strides,
+          ArrayRef<int64_t> dilations, ArrayRef<int64_t> padding,
+          int64_t groups) {
   if (failed(checkNCHW(error, inputType)))
     return failure();
   if (weightType.getRank() != 4)
     return error("expects an O x C/groups x Kh x Kw weight, got ", weightType);
-  int64_t groups = adaptor.getGroups();
   if (groups < 1)
     return error("expects groups >= 1, got ", groups);
   int64_t channels = inputType.getDimSize(1);
@@ -394,47 +393,119 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   if (!ShapedType::isDynamic(filters) && filters % groups != 0)
     return error("weight has ", filters, " filters, not divisible by the ",
                  groups, " groups");
-  if (Value bias = adaptor.getBias())
-    if (failed(checkShape(error, "bias", {filters}, rankedType(bias))))
-      return failure();
-  FailureOr<std::array<int64_t, 2>> spatial =
-      inferWindowOutput(error, inputType,
-                        {{weightType.getDimSize(2), weightType.getDimSize(3)},
-                         adaptor.getStrides(),
-                         adaptor.getDilations(),
-                         adaptor.getPadding()});
+  FailureOr<std::array<int64_t, 2>> spatial = inferWindowOutput(
+      error, inputType,
+      {{weightType.getDimSize(2), weightType.getDimSize(3)},
+       strides,
+       dilations,
+       padding});
   if (failed(spatial))
     return failure();
-  types.push_back(RankedTensorType::get(
+  return RankedTensorType::get(
       {inputType.getDimSize(0), filters, (*spatial)[0], (*spatial)[1]},
-      inputType.getElementType()));
+      inputType.getElementType());
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Reporter error = reporter<Conv2DOp>(loc);
+  RankedTensorType weightType = rankedType(adaptor.getWeight());
+  FailureOr<RankedTensorType> result = inferConv(
+      error, rankedType(adaptor.getInput()), weightType, adaptor.getStrides(),
+      adaptor.getDilations(), adaptor.getPadding(), adaptor.getGroups());
+  if (failed(result))
+    return failure();
+  if (Value bias = adaptor.getBias())
+    if (failed(checkShape(error, "bias", {weightType.getDimSize(0)},
+                          rankedType(bias))))
+      return failure();
+  types.push_back(*result);
   return success();
 }
 
-/// Both pooling ops: N x C x Ho x Wo from the window attributes.
+/// Checks that GRAD has the type FORWARD infers for the result of the op
+/// whose gradient OP computes.
+static LogicalResult checkForwardResult(Operation *op, Value grad,
+                                        FailureOr<RankedTensorType> forward) {
+  if (failed(forward))
+    return failure();
+  if (areCompatibleReturnTypes(*forward, grad.getType()))
+    return success();
+  return op->emitOpError("has a gradient of type ")
+         << grad.getType() << ", but the forward op's result has type "
+         << *forward;
+}
+
+LogicalResult Conv2DBackwardDataOp::verify() {
+  return checkForwardResult(
+      *this, getGrad(),
+      inferConv({getLoc(), getOperationName()}, getResult().getType(),
+                getWeight().getType(), getStrides(), getDilations(),
+                getPadding(), getGroups()));
+}
+
+LogicalResult Conv2DBackwardWeightsOp::verify() {
+  return checkForwardResult(
+      *this, getGrad(),
+      inferConv({getLoc(), getOperationName()}, getInput().getType(),
+                getResult().getType(), getStrides(), getDilations(),
+                getPadding(), getGroups()));
+}
+
+/// Both pooling ops and their gradients: the N x C x Ho x Wo result of
+/// pooling an INPUT with the window attributes of OP (or its adaptor).
+template <typename OpOrAdaptor>
+static FailureOr<RankedTensorType> inferPoolResult(const Reporter &error,
+                                                   RankedTensorType inputType,
+                                                   OpOrAdaptor op) {
+  ArrayRef<int64_t> kernel = op.getKernel();
+  if (failed(checkNCHW(error, inputType)) ||
+      failed(checkValues(error, "kernel", kernel, 2, 1)))
+    return failure();
+  FailureOr<std::array<int64_t, 2>> spatial = inferWindowOutput(
+      error, inputType,
+      {{kernel[0], kernel[1]}, op.getStrides(), op.getDilations(),
+       op.getPadding(), op.getCeilMode()});
+  if (failed(spatial))
+    return failure();
+  return RankedTensorType::get({inputType.getDimSize(0),
+                                inputType.getDimSize(1), (*spatial)[0],
+                                (*spatial)[1]},
+                               inputType.getElementType());
+}
+
 template <typename OpTy>
 static LogicalResult inferPool(const Reporter &error,
                                typename OpTy::Adaptor adaptor,
                                SmallVectorImpl<Type> &types) {
-  RankedTensorType inputType = rankedType(adaptor.getInput());
-  ArrayRef<int64_t> kernel = adaptor.getKernel();
-  if (failed(checkNCHW(error, inputType)) ||
-      failed(checkValues(error, "kernel", kernel, 2, 1)))
+  FailureOr<RankedTensorType> result =
+      inferPoolResult(error, rankedType(adaptor.getInput()), adaptor);
+  if (failed(result))
     return failure();
-  FailureOr<std::array<int64_t, 2>> spatial =
-      inferWindowOutput(error, inputType,
-                        {{kernel[0], kernel[1]},
-                         adaptor.getStrides(),
-                         adaptor.getDilations(),
-                         adaptor.getPadding(),
-                         adaptor.getCeilMode()});
-  if (failed(spatial))
-    return failure();
-  types.push_back(
-      RankedTensorType::get({inputType.getDimSize(0), inputType.getDimSize(1),
-                             (*spatial)[0], (*spatial)[1]},
-                            inputType.getElementType()));
+  types.push_back(*result);
   return success();
+}
+
+LogicalResult MaxPool2DGradOp::verify() {
+  if (getInput().getType() != getResult().getType())
+    return emitOpError("has result type ")
+           << getResult().getType() << ", not the input's "
+           << getInput().getType();
+  return checkForwardResult(
+      *this, getGrad(),
+      inferPoolResult({getLoc(), getOperationName()}, getInput().getType(),
+                      *this));
+}
+
+LogicalResult AvgPool2DGradOp::verify() {
+  if (llvm::any_of(getDilations(), [](int64_t d) { return d != 1; }))
+    return emitOpError("expects dilations of 1");
+  return checkForwardResult(
+      *this, getGrad(),
+      inferPoolResult({getLoc(), getOperationName()}, getResult().getType(),
+                      *this));
 }
 
 LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
@@ -511,6 +582,24 @@ LogicalResult BatchNormTrainOp::inferReturnTypes(MLIRContext *,
   auto statsType = RankedTensorType::get({inputType.getDimSize(1)},
                                          inputType.getElementType());
   types.append({inputType, statsType, statsType});
+  return success();
+}
+
+LogicalResult BatchNormTrainGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  Reporter error = reporter<BatchNormTrainGradOp>(loc);
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  if (failed(checkBatchNormOperands(
+          error, inputType,
+          {{"scale", adaptor.getScale()},
+           {"batch_mean", adaptor.getBatchMean()},
+           {"batch_var", adaptor.getBatchVar()}})) ||
+      failed(checkShape(error, "grad", inputType.getShape(),
+                        rankedType(adaptor.getGrad()))))
+    return failure();
+  RankedTensorType channelType = rankedType(adaptor.getScale());
+  types.append({inputType, channelType, channelType});
   return success();
 }
 

@@ -128,7 +128,7 @@ def NN_TanhOp : NN_UnaryOp<"tanh", [NN_Differentiable]> {
   }];
 }
 
-def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu"> {
+def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", [NN_Differentiable]> {
   let summary = "Leaky rectified linear unit, x < 0 ? alpha * x : x";
   let description = [{
     `alpha` is the slope for negative inputs (0.01 when absent, as in ONNX
@@ -192,12 +192,13 @@ def NN_ReluGradOp : NN_SameTypeOp<"relu_grad", [Pure]> {
   let assemblyFormat = "$grad `,` $input attr-dict `:` type($input)";
 }
 
-class NN_SoftmaxBaseOp<string mnemonic> : NN_UnaryOp<mnemonic> {
+class NN_SoftmaxBaseOp<string mnemonic, list<Trait> traits = []>
+    : NN_UnaryOp<mnemonic, traits> {
   let arguments = (ins NN_FloatTensor:$input, I64Attr:$axis);
   let hasVerifier = 1;
 }
 
-def NN_SoftmaxOp : NN_SoftmaxBaseOp<"softmax"> {
+def NN_SoftmaxOp : NN_SoftmaxBaseOp<"softmax", [NN_Differentiable]> {
   let summary = "Softmax along one axis";
   let description = [{
     `result = exp(x - max) / sum(exp(x - max))` along `axis` (in
@@ -209,7 +210,7 @@ def NN_SoftmaxOp : NN_SoftmaxBaseOp<"softmax"> {
   }];
 }
 
-def NN_LogSoftmaxOp : NN_SoftmaxBaseOp<"log_softmax"> {
+def NN_LogSoftmaxOp : NN_SoftmaxBaseOp<"log_softmax", [NN_Differentiable]> {
   let summary = "Logarithm of the softmax along one axis";
   let description = [{
     `result = x - max - log(sum(exp(x - max)))` along `axis` (in
@@ -316,7 +317,8 @@ def NN_PadOp : NN_InferOp<"pad", [Pure, SameOperandsAndResultElementType]> {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-def NN_Conv2DOp : NN_InferOp<"conv2d", [Pure, SameOperandsAndResultElementType]> {
+def NN_Conv2DOp : NN_InferOp<"conv2d", [Pure, SameOperandsAndResultElementType,
+                                         NN_Differentiable]> {
   let summary = "2-D convolution (cross-correlation), NCHW with OIHW weights";
   let description = [{
     `input` is `N x C x H x W`, `weight` is `O x C/groups x Kh x Kw` and the
@@ -351,7 +353,8 @@ def NN_Conv2DOp : NN_InferOp<"conv2d", [Pure, SameOperandsAndResultElementType]>
 }
 
 class NN_Pool2DOp<string mnemonic, dag extraArgs = (ins)>
-    : NN_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType]> {
+    : NN_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType,
+                            NN_Differentiable]> {
   let arguments = !con((ins
     NN_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
     DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
@@ -394,7 +397,8 @@ def NN_AvgPool2DOp : NN_Pool2DOp<"avg_pool2d", (ins UnitAttr:$count_include_pad)
 }
 
 def NN_GlobalAvgPool2DOp : NN_InferOp<"global_avg_pool2d",
-                                      [Pure, SameOperandsAndResultElementType]> {
+                                      [Pure, SameOperandsAndResultElementType,
+                                       NN_Differentiable]> {
   let summary = "Mean over the spatial dimensions, NCHW";
   let description = [{
     ```mlir
@@ -404,6 +408,135 @@ def NN_GlobalAvgPool2DOp : NN_InferOp<"global_avg_pool2d",
   let arguments = (ins NN_FloatTensor:$input);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+// The window attributes of nn.conv2d, shared by its gradients.
+defvar NN_ConvWindowArgs = (ins
+    DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+    DefaultValuedAttr<I64Attr, "1">:$groups);
+
+def NN_Conv2DBackwardDataOp : NN_Op<"conv2d_backward_data",
+                                    [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Gradient of nn.conv2d with respect to its input";
+  let description = [{
+    Given `grad`, the gradient with respect to the result of an `nn.conv2d`
+    with this `weight` and these window attributes, returns the gradient
+    with respect to its input, whose type is the result type (the input's
+    size is not implied by the output's when a stride skips rows).
+
+    ```mlir
+    %dx = nn.conv2d_backward_data %dy, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<32x16x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<32x3x32x32xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$grad, NN_FloatTensor:$weight),
+                       NN_ConvWindowArgs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $weight attr-dict `:` type($grad) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_Conv2DBackwardWeightsOp : NN_Op<"conv2d_backward_weights",
+                                       [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Gradient of nn.conv2d with respect to its weight";
+  let description = [{
+    Given the `input` of an `nn.conv2d` and `grad`, the gradient with
+    respect to its result, returns the gradient with respect to its weight
+    (of the result type). The bias gradient is `nn.reduce_sum` of `grad`
+    over dimensions 0, 2 and 3.
+
+    ```mlir
+    %dw = nn.conv2d_backward_weights %x, %dy {padding = array<i64: 1, 1, 1, 1>} : tensor<32x3x32x32xf32>, tensor<32x16x32x32xf32> -> tensor<16x3x3x3xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$input, NN_FloatTensor:$grad),
+                       NN_ConvWindowArgs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` type($input) `,` type($grad) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+// The window attributes of the pooling ops, shared by their gradients.
+defvar NN_PoolWindowArgs = (ins
+    DenseI64ArrayAttr:$kernel,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+    UnitAttr:$ceil_mode);
+
+def NN_MaxPool2DGradOp : NN_Op<"max_pool2d_grad",
+                               [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Gradient of nn.max_pool2d with respect to its input";
+  let description = [{
+    Given `grad`, the gradient with respect to the result of an
+    `nn.max_pool2d` of `input` with these window attributes, returns the
+    gradient with respect to `input`: each window's gradient goes to the
+    first of its maximal elements (row-major order), as in PyTorch.
+
+    ```mlir
+    %dx = nn.max_pool2d_grad %dy, %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<32x16x16x16xf32>, tensor<32x16x32x32xf32> -> tensor<32x16x32x32xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$grad, NN_FloatTensor:$input),
+                       NN_PoolWindowArgs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` type($grad) `,` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_AvgPool2DGradOp : NN_Op<"avg_pool2d_grad",
+                               [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Gradient of nn.avg_pool2d with respect to its input";
+  let description = [{
+    Given `grad`, the gradient with respect to the result of an
+    `nn.avg_pool2d` with these attributes, returns the gradient with respect
+    to its input (of the result type): each window's gradient, divided by
+    the window's divisor, spread over its input elements.
+
+    ```mlir
+    %dx = nn.avg_pool2d_grad %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<32x16x16x16xf32> -> tensor<32x16x32x32xf32>
+    ```
+  }];
+  let arguments = !con((ins NN_FloatTensor:$grad), NN_PoolWindowArgs,
+                       (ins UnitAttr:$count_include_pad));
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_BatchNormTrainGradOp : NN_InferOp<"batch_norm_train_grad",
+                                         [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Gradient of nn.batch_norm_train";
+  let description = [{
+    Given `grad`, the gradient with respect to the normalized result of an
+    `nn.batch_norm_train` of `input` with `scale`, and the `batch_mean` and
+    `batch_var` it returned, returns the gradients with respect to `input`,
+    `scale` and `bias` (the batch statistics depend on the input, so the
+    input gradient has the two correction terms of training mode).
+
+    ```mlir
+    %dx, %dscale, %dbias = nn.batch_norm_train_grad %dy, %x, %scale, %mean, %var {epsilon = 1.000000e-05 : f64} : tensor<32x16x8x8xf32>, tensor<32x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<32x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_FloatTensor:$input,
+                       NN_FloatTensor:$scale, NN_FloatTensor:$batch_mean,
+                       NN_FloatTensor:$batch_var,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$scale_grad,
+                      NN_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $scale `,` $batch_mean `,` $batch_var attr-dict `:`
+    type($grad) `,` type($input) `,` type($scale) `,` type($batch_mean) `,`
+    type($batch_var) `->` `(` type($result) `,` type($scale_grad) `,`
+    type($bias_grad) `)`
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -438,7 +571,8 @@ def NN_BatchNormOp : NN_InferOp<"batch_norm", [Pure, SameOperandsAndResultElemen
 }
 
 def NN_BatchNormTrainOp : NN_InferOp<"batch_norm_train",
-                                     [Pure, SameOperandsAndResultElementType]> {
+                                     [Pure, SameOperandsAndResultElementType,
+                                      NN_Differentiable]> {
   let summary = "Batch normalization with the batch's statistics (training form)";
   let description = [{
     Normalizes `input` (`N x C x ...`) as `nn.batch_norm` does, but with the
