@@ -79,15 +79,18 @@ getArgRole(func::FuncOp forward, unsigned index) {
       {train::TrainDialect::kParamAttrName, "param"},
       {train::TrainDialect::kBufferAttrName, "buffer"},
       {train::TrainDialect::kInputAttrName, "input"},
-      // A training step's labels are one more file to read.
-      {train::TrainDialect::kLabelAttrName, "input"}};
+      // A training step's labels are one more file to read; its optimizer
+      // state starts at zero.
+      {train::TrainDialect::kLabelAttrName, "input"},
+      {train::TrainDialect::kOptimizerStateAttrName, "state"}};
   for (auto [attrName, role] : kRoles)
     if (auto name = forward.getArgAttrOfType<StringAttr>(index, attrName))
       return std::make_pair(StringRef(role), name.getValue());
   return forward.emitOpError("argument #")
          << index
-         << " needs a train.param, train.buffer, train.input or train.label "
-            "attribute to be passed by a compiled model";
+         << " needs a train.param, train.buffer, train.optimizer_state, "
+            "train.input or train.label attribute to be passed by a compiled "
+            "model";
 }
 
 /// A memref of static `type` over the memory at `pointer`.

@@ -92,24 +92,48 @@ static AffineMap getMapWithout(MLIRContext *ctx, unsigned rank,
 using ScalarBuilder =
     function_ref<Value(OpBuilder &, Location, ValueRange inputs)>;
 
+using MultiScalarBuilder = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, ValueRange inputs)>;
+
+/// A parallel linalg.generic over the common shape of `resultTypes`,
+/// reading `inputs` through `inputMaps` and computing the elements of all
+/// results at once with `body`.
+static SmallVector<Value> buildParallelResults(OpBuilder &b, Location loc,
+                                               TypeRange resultTypes,
+                                               ValueRange inputs,
+                                               ArrayRef<AffineMap> inputMaps,
+                                               MultiScalarBuilder body) {
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = cast<RankedTensorType>(resultTypes.front()).getRank();
+  SmallVector<AffineMap> maps(inputMaps);
+  SmallVector<Value> inits;
+  for (Type type : resultTypes) {
+    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+    inits.push_back(createEmpty(b, loc, cast<RankedTensorType>(type)));
+  }
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultTypes, inputs, inits, maps, iterators,
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        linalg::YieldOp::create(
+            nested, nestedLoc,
+            body(nested, nestedLoc, args.drop_back(resultTypes.size())));
+      });
+  return generic.getResults();
+}
+
 /// A parallel linalg.generic over the shape of `resultType`, reading
 /// `inputs` through `inputMaps` and computing each element with `body`.
 static Value buildParallel(OpBuilder &b, Location loc,
                            RankedTensorType resultType, ValueRange inputs,
                            ArrayRef<AffineMap> inputMaps, ScalarBuilder body) {
-  MLIRContext *ctx = b.getContext();
-  SmallVector<AffineMap> maps(inputMaps);
-  maps.push_back(AffineMap::getMultiDimIdentityMap(resultType.getRank(), ctx));
-  SmallVector<utils::IteratorType> iterators(resultType.getRank(),
-                                             utils::IteratorType::parallel);
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{resultType}, inputs,
-      ValueRange{createEmpty(b, loc, resultType)}, maps, iterators,
-      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-        Value result = body(nested, nestedLoc, args.drop_back());
-        linalg::YieldOp::create(nested, nestedLoc, result);
-      });
-  return generic.getResult(0);
+  return buildParallelResults(
+             b, loc, resultType, inputs, inputMaps,
+             [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+               return SmallVector<Value>{body(nested, nestedLoc, args)};
+             })
+      .front();
 }
 
 /// An elementwise op with numpy broadcasting of its inputs.
@@ -122,6 +146,21 @@ static Value buildElementwise(OpBuilder &b, Location loc,
                                    getTensorType(input).getShape(),
                                    resultType.getShape()));
   return buildParallel(b, loc, resultType, inputs, maps, body);
+}
+
+/// Several elementwise results of one shape, with numpy broadcasting of the
+/// inputs (one loop nest for an optimizer update and its new state).
+static SmallVector<Value> buildElementwiseResults(OpBuilder &b, Location loc,
+                                                  TypeRange resultTypes,
+                                                  ValueRange inputs,
+                                                  MultiScalarBuilder body) {
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(resultTypes.front()).getShape();
+  SmallVector<AffineMap> maps;
+  for (Value input : inputs)
+    maps.push_back(getBroadcastMap(b.getContext(),
+                                   getTensorType(input).getShape(), shape));
+  return buildParallelResults(b, loc, resultTypes, inputs, maps, body);
 }
 
 /// Reduces `input` over the sorted dims `dims` with `combine`, starting
@@ -334,6 +373,8 @@ private:
   FailureOr<SmallVector<Value>> batchNormTrain(nn::BatchNormTrainOp op);
   FailureOr<SmallVector<Value>>
   batchNormTrainGrad(nn::BatchNormTrainGradOp op);
+  SmallVector<Value> momentumUpdate(train::MomentumUpdateOp op);
+  SmallVector<Value> adamUpdate(train::AdamUpdateOp op);
 
   OpBuilder &b;
 };
@@ -696,6 +737,106 @@ NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
        scalars});
 }
 
+// The optimizer updates follow PyTorch 1.13's single-tensor implementations
+// operation by operation, so that parameters match it to rounding.
+
+SmallVector<Value> NNLowering::momentumUpdate(train::MomentumUpdateOp op) {
+  double lr = op.getLr().convertToDouble();
+  double momentum = op.getMomentum().convertToDouble();
+  double decay = op.getWeightDecay().convertToDouble();
+  bool nesterov = op.getNesterov();
+  Type type = op.getParam().getType();
+  return buildElementwiseResults(
+      b, op.getLoc(), {type, type},
+      {op.getParam(), op.getGrad(), op.getVelocity()},
+      [&](OpBuilder &b, Location l, ValueRange x) {
+        Value p = x[0], d = x[1], v = x[2];
+        auto constant = [&](double value) {
+          return createFloat(b, l, p.getType(), value);
+        };
+        if (decay != 0)
+          d = arith::AddFOp::create(
+              b, l, d, arith::MulFOp::create(b, l, p, constant(decay)));
+        Value velocity = arith::AddFOp::create(
+            b, l, arith::MulFOp::create(b, l, v, constant(momentum)), d);
+        Value step =
+            nesterov ? arith::AddFOp::create(
+                           b, l, d,
+                           arith::MulFOp::create(b, l, velocity,
+                                                 constant(momentum)))
+                           .getResult()
+                     : velocity;
+        Value param = arith::SubFOp::create(
+            b, l, p, arith::MulFOp::create(b, l, step, constant(lr)));
+        return SmallVector<Value>{param, velocity};
+      });
+}
+
+SmallVector<Value> NNLowering::adamUpdate(train::AdamUpdateOp op) {
+  double lr = op.getLr().convertToDouble();
+  double beta1 = op.getBeta1().convertToDouble();
+  double beta2 = op.getBeta2().convertToDouble();
+  double epsilon = op.getEpsilon().convertToDouble();
+  double decay = op.getWeightDecay().convertToDouble();
+  bool decoupled = op.getDecoupled();
+  Type type = op.getParam().getType();
+  return buildElementwiseResults(
+      b, op.getLoc(), {type, type, type},
+      {op.getParam(), op.getGrad(), op.getExpAvg(), op.getExpAvgSq(),
+       op.getStep()},
+      [&](OpBuilder &b, Location l, ValueRange x) {
+        Value p = x[0], g = x[1], m = x[2], v = x[3];
+        Type element = p.getType(), f64 = b.getF64Type();
+        auto constant = [&](double value) {
+          return createFloat(b, l, element, value);
+        };
+        auto constant64 = [&](double value) {
+          return createFloat(b, l, f64, value);
+        };
+        if (decay != 0 && decoupled)
+          p = arith::MulFOp::create(b, l, p, constant(1.0 - lr * decay));
+        else if (decay != 0)
+          g = arith::AddFOp::create(
+              b, l, g, arith::MulFOp::create(b, l, p, constant(decay)));
+        Value expAvg = arith::AddFOp::create(
+            b, l, arith::MulFOp::create(b, l, m, constant(beta1)),
+            arith::MulFOp::create(b, l, g, constant(1.0 - beta1)));
+        Value expAvgSq = arith::AddFOp::create(
+            b, l, arith::MulFOp::create(b, l, v, constant(beta2)),
+            arith::MulFOp::create(
+                b, l, arith::MulFOp::create(b, l, g, g),
+                constant(1.0 - beta2)));
+        // The bias corrections in f64, as PyTorch computes them in Python.
+        Value t = arith::SIToFPOp::create(b, l, f64, x[4]);
+        Value correction1 = arith::SubFOp::create(
+            b, l, constant64(1.0),
+            math::PowFOp::create(b, l, constant64(beta1), t));
+        Value correction2 = arith::SubFOp::create(
+            b, l, constant64(1.0),
+            math::PowFOp::create(b, l, constant64(beta2), t));
+        auto toElement = [&](Value value) -> Value {
+          return element == f64 ? value
+                                : arith::TruncFOp::create(b, l, element, value)
+                                      .getResult();
+        };
+        Value stepSize = toElement(
+            arith::DivFOp::create(b, l, constant64(lr), correction1));
+        Value correction2Sqrt =
+            toElement(math::SqrtOp::create(b, l, correction2));
+        Value denominator = arith::AddFOp::create(
+            b, l,
+            arith::DivFOp::create(b, l, math::SqrtOp::create(b, l, expAvgSq),
+                                  correction2Sqrt),
+            constant(epsilon));
+        Value param = arith::SubFOp::create(
+            b, l, p,
+            arith::MulFOp::create(
+                b, l, stepSize,
+                arith::DivFOp::create(b, l, expAvg, denominator)));
+        return SmallVector<Value>{param, expAvg, expAvgSq};
+      });
+}
+
 FailureOr<SmallVector<Value>>
 NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
   if (failed(checkKernelOperands(op)))
@@ -832,6 +973,10 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
               b, l, p, arith::MulFOp::create(b, l, createFloat(b, l, type, lr), g));
         })};
       })
+      .Case([&](train::MomentumUpdateOp update) {
+        return momentumUpdate(update);
+      })
+      .Case([&](train::AdamUpdateOp update) { return adamUpdate(update); })
       .Case([&](nn::BroadcastOp broadcast) {
         return Values{buildElementwise(
             b, op->getLoc(), getTensorType(broadcast.getResult()),

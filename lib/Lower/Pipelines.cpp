@@ -18,7 +18,8 @@ static constexpr llvm::StringLiteral kLowerToLLVMPipeline =
     // `bufferization.to_buffer` just before its call, and merging two of
     // them would move the second call's read past in-place writes that
     // bufferization cannot see.
-    "dtrain-lower-nn,canonicalize,linalg-fuse-elementwise-ops,canonicalize,"
+    "dtrain-lower-nn,convert-elementwise-to-linalg,canonicalize,"
+    "linalg-fuse-elementwise-ops,canonicalize,"
     // Buffers: in place where possible, the rest in one static arena;
     // whatever the arena cannot take is freed by the deallocation pipeline.
     "eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries "

@@ -31,6 +31,16 @@ private:
   /// Appends the label argument to FUNC and returns the scalar loss of
   /// OUTPUT against it, built at the end of FUNC's body.
   FailureOr<Value> buildLoss(OpBuilder &b, func::FuncOp func, Value output);
+
+  /// A new optimizer-state argument NAME of TYPE, inserted before the
+  /// first non-parameter argument of FUNC.
+  Value addState(OpBuilder &b, func::FuncOp func, Type type, StringRef name);
+};
+
+/// One value the step returns: a new parameter or state, or the loss.
+struct StepResult {
+  Value value;
+  NamedAttribute role;
 };
 } // namespace
 
@@ -76,6 +86,21 @@ FailureOr<Value> BuildTrainingPass::buildLoss(OpBuilder &b, func::FuncOp func,
       .getResult();
 }
 
+Value BuildTrainingPass::addState(OpBuilder &b, func::FuncOp func, Type type,
+                                  StringRef name) {
+  unsigned index = 0;
+  while (index < func.getNumArguments() &&
+         (func.getArgAttr(index, train::TrainDialect::kParamAttrName) ||
+          func.getArgAttr(index, train::TrainDialect::kOptimizerStateAttrName)))
+    ++index;
+  (void)func.insertArgument(
+      index, type,
+      b.getDictionaryAttr(b.getNamedAttr(
+          train::TrainDialect::kOptimizerStateAttrName, b.getStringAttr(name))),
+      func.getLoc());
+  return func.getArgument(index);
+}
+
 void BuildTrainingPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (loss != "softmax-xent" && loss != "mse") {
@@ -84,9 +109,20 @@ void BuildTrainingPass::runOnOperation() {
                    "loss=mse)";
     return signalPassFailure();
   }
-  if (optimizer != "sgd") {
+  if (!llvm::is_contained({"sgd", "momentum", "nesterov", "adam", "adamw"},
+                           optimizer)) {
     module.emitError("unknown optimizer '")
-        << optimizer << "' (--dtrain-build-training accepts optimizer=sgd)";
+        << optimizer
+        << "' (--dtrain-build-training accepts optimizer=sgd, momentum, "
+           "nesterov, adam or adamw)";
+    return signalPassFailure();
+  }
+  if (!(momentum >= 0) || !(beta1 >= 0 && beta1 < 1) ||
+      !(beta2 >= 0 && beta2 < 1) || !(epsilon > 0)) {
+    module.emitError("momentum must be >= 0, beta1 and beta2 in [0, 1) and "
+                     "epsilon > 0; got momentum=")
+        << momentum << " beta1=" << beta1 << " beta2=" << beta2
+        << " epsilon=" << epsilon;
     return signalPassFailure();
   }
   if (!(learningRate > 0)) {
@@ -139,24 +175,75 @@ void BuildTrainingPass::runOnOperation() {
   if (failed(grads))
     return signalPassFailure();
 
-  SmallVector<Value> results;
-  for (auto [param, grad] : llvm::zip_equal(params, *grads))
-    results.push_back(train::SGDUpdateOp::create(
-        b, param.getLoc(), param.getType(), param, grad,
-        b.getF64FloatAttr(learningRate),
-        b.getF64FloatAttr(weightDecay)));
-  results.push_back(*lossValue);
-  func::ReturnOp::create(b, returnOp.getLoc(), results);
-  returnOp.erase();
+  // The updates: new parameters first, then the new optimizer state.
+  auto updated = [&](Value value, StringRef name) {
+    return StepResult{value,
+                      b.getNamedAttr(train::TrainDialect::kUpdatedAttrName,
+                                     b.getStringAttr(name))};
+  };
+  SmallVector<StepResult> newParams, newState;
+  FloatAttr lr = b.getF64FloatAttr(learningRate);
+  Value step;
+  if (optimizer == "adam" || optimizer == "adamw") {
+    auto stepType = RankedTensorType::get({}, b.getI64Type());
+    Value count = addState(b, func, stepType, "optimizer.step");
+    Value one = arith::ConstantOp::create(
+        b, func.getLoc(), DenseElementsAttr::get(stepType, int64_t(1)));
+    step = arith::AddIOp::create(b, func.getLoc(), count, one);
+  }
+  for (auto [param, grad, nameAttr] :
+       llvm::zip_equal(params, *grads, paramNames)) {
+    StringRef name = nameAttr.getValue();
+    Location loc = param.getLoc();
+    Type type = param.getType();
+    // Biases and batch-norm parameters are 1-D.
+    bool decays =
+        decay1D || cast<RankedTensorType>(type).getRank() != 1;
+    FloatAttr decay = b.getF64FloatAttr(decays ? weightDecay : 0.0);
+    if (optimizer == "sgd") {
+      newParams.push_back(updated(
+          train::SGDUpdateOp::create(b, loc, type, param, grad, lr, decay),
+          name));
+    } else if (optimizer == "momentum" || optimizer == "nesterov") {
+      std::string stateName = (name + ".momentum_buffer").str();
+      Value velocity = addState(b, func, type, stateName);
+      auto update = train::MomentumUpdateOp::create(
+          b, loc, type, type, param, grad, velocity, lr,
+          b.getF64FloatAttr(momentum), decay,
+          optimizer == "nesterov" ? b.getUnitAttr() : UnitAttr());
+      newParams.push_back(updated(update.getNewParam(), name));
+      newState.push_back(updated(update.getNewVelocity(), stateName));
+    } else {
+      std::string avgName = (name + ".exp_avg").str();
+      std::string avgSqName = (name + ".exp_avg_sq").str();
+      Value expAvg = addState(b, func, type, avgName);
+      Value expAvgSq = addState(b, func, type, avgSqName);
+      auto update = train::AdamUpdateOp::create(
+          b, loc, type, type, type, param, grad, expAvg, expAvgSq, step, lr,
+          b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+          b.getF64FloatAttr(epsilon), decay,
+          optimizer == "adamw" ? b.getUnitAttr() : UnitAttr());
+      newParams.push_back(updated(update.getNewParam(), name));
+      newState.push_back(updated(update.getNewExpAvg(), avgName));
+      newState.push_back(updated(update.getNewExpAvgSq(), avgSqName));
+    }
+  }
+  if (step)
+    newState.push_back(updated(step, "optimizer.step"));
 
-  SmallVector<DictionaryAttr> resultAttrs;
-  for (StringAttr name : paramNames)
-    resultAttrs.push_back(b.getDictionaryAttr(
-        b.getNamedAttr(train::TrainDialect::kUpdatedAttrName, name)));
-  resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-      train::TrainDialect::kOutputAttrName, b.getStringAttr("loss"))));
+  SmallVector<StepResult> results = std::move(newParams);
+  llvm::append_range(results, newState);
+  results.push_back(
+      {*lossValue, b.getNamedAttr(train::TrainDialect::kOutputAttrName,
+                                  b.getStringAttr("loss"))});
+  SmallVector<Value> values =
+      llvm::map_to_vector(results, [](const StepResult &r) { return r.value; });
+  func::ReturnOp::create(b, returnOp.getLoc(), values);
+  returnOp.erase();
   func.setType(FunctionType::get(&getContext(), func.getArgumentTypes(),
-                                 ValueRange(results).getTypes()));
-  func.setAllResultAttrs(resultAttrs);
+                                 ValueRange(values).getTypes()));
+  func.setAllResultAttrs(llvm::map_to_vector(results, [&](const StepResult &r) {
+    return b.getDictionaryAttr(r.role);
+  }));
   func.setSymName("train_step");
 }

@@ -226,7 +226,8 @@ int dtrain_rt_npz_write(const char *path, int32_t count,
  *
  * The operations that generated code does not compute itself: the compiler
  * (lib/Lower/LowerNN.cpp) lowers nn.matmul, nn.conv2d, nn.max_pool2d,
- * nn.avg_pool2d, nn.batch_norm and nn.batch_norm_train to these calls. On
+ * nn.avg_pool2d, nn.batch_norm and nn.batch_norm_train to these calls;
+ * their *_backward_* kernels give the gradients that training needs. On
  * the CPU they run on oneDNN, whose primitives are created once per
  * distinct geometry and cached (thread-safe), never per call. A GPU build provides the same functions on device
  * pointers, so generated code does not change with the target.
@@ -306,6 +307,66 @@ void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
                                     int64_t n, int64_t c, int64_t spatial,
                                     float epsilon);
 
+/* The gradients that training needs, on the same geometry as the forward
+ * kernels above and with the same checks (the messages name the backward
+ * kernel). They overwrite their outputs, which never alias their inputs. */
+
+/* DX = the gradient of dtrain_rt_conv2d_f32 with respect to its input X,
+ * given DY (N x OC x OH x OW) and W (OC x C/GROUPS x KH x KW); DX
+ * (N x C x H x W) is overwritten. Geometry exactly as dtrain_rt_conv2d_f32
+ * (same checks). */
+void dtrain_rt_conv2d_backward_data_f32(
+    const float *dy, const float *w, float *dx, int64_t n, int64_t c, int64_t h,
+    int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+    int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
+    int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+
+/* DW (OC x C/GROUPS x KH x KW) = the gradient of dtrain_rt_conv2d_f32 with
+ * respect to the weights, from X (N x C x H x W) and DY (N x OC x OH x OW);
+ * overwritten. When DB is not NULL, DB (OC) = the bias gradient (DY summed
+ * over N, OH, OW), overwritten. Geometry exactly as dtrain_rt_conv2d_f32
+ * (same checks). */
+void dtrain_rt_conv2d_backward_weights_f32(
+    const float *x, const float *dy, float *dw, float *db, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+
+/* DX (N x C x H x W, overwritten) = the gradient of dtrain_rt_pool2d_f32
+ * (same KIND and geometry, same checks including ceil mode) given DY
+ * (N x C x OH x OW). For DTRAIN_RT_POOL_MAX each window's gradient goes to
+ * the first maximal input element of the window in row-major window order
+ * (what PyTorch does; padding never wins, a NaN is maximal), which needs X;
+ * the average kinds do not read X (it may be NULL) and spread each window's
+ * gradient evenly over the elements its divisor counted (only the input
+ * elements lie in DX). Overlapping windows add up. */
+void dtrain_rt_pool2d_backward_f32(const float *x, const float *dy, float *dx,
+                                   int32_t kind, int64_t n, int64_t c,
+                                   int64_t h, int64_t w, int64_t oh, int64_t ow,
+                                   int64_t kh, int64_t kw, int64_t stride_h,
+                                   int64_t stride_w, int64_t pad_top,
+                                   int64_t pad_left, int64_t pad_bottom,
+                                   int64_t pad_right, int64_t dilation_h,
+                                   int64_t dilation_w);
+
+/* The gradient of dtrain_rt_batch_norm_train_f32 (normalization with the
+ * batch statistics, which depend on X): given X and DY (N x C x SPATIAL),
+ * SCALE (C), and the BATCH_MEAN and BATCH_VAR (C) that the forward call
+ * wrote (BATCH_VAR the biased variance, over N x SPATIAL values, as that
+ * kernel returns it), writes, with XHAT = (X - BATCH_MEAN) /
+ * sqrt(BATCH_VAR + EPSILON) and sums over N and SPATIAL:
+ *   DBIAS[c]  = sum(DY),
+ *   DSCALE[c] = sum(DY * XHAT),
+ *   DX        = SCALE / sqrt(BATCH_VAR + EPSILON) *
+ *               (DY - DBIAS / (N SPATIAL) - XHAT * DSCALE / (N SPATIAL)),
+ * all overwritten. Same checks as dtrain_rt_batch_norm_train_f32. */
+void dtrain_rt_batch_norm_backward_f32(
+    const float *x, const float *dy, const float *scale,
+    const float *batch_mean, const float *batch_var, float *dx, float *dscale,
+    float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon);
+
 /*===--- Compiled models --------------------------------------------------===*
  *
  * The object file that dtrain-compile generates for a model defines
@@ -327,8 +388,10 @@ void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
  *
  * with one `arg` line per buffer that the run function takes, in order.
  * <role> is param (a trainable initializer), buffer (a non-trainable
- * initializer, e.g. batch-norm running statistics), input (a graph input)
- * or output (a graph output, written by the call); <dtype> is f32, f64, f16,
+ * initializer, e.g. batch-norm running statistics), state (optimizer
+ * state, zero before the first step), input (a graph input or labels) or
+ * output (a graph output, or the new value of the param, buffer or state
+ * of the same name, written by the call); <dtype> is f32, f64, f16,
  * bf16, i64 or i32; <shape> is the dimensions joined by 'x' ("16x3x32x32"),
  * or '-' for a scalar; <name> is the ONNX name, the rest of the line.
  * Paths and names contain no newline. Mode infer runs a model's forward

@@ -1,24 +1,27 @@
 //===- DnnlKernels.cpp - The heavy-op kernels on oneDNN -------------------===//
 //
-// dtrain_rt_matmul_f32, dtrain_rt_conv2d_f32, dtrain_rt_pool2d_f32 and the
-// two batch norms on oneDNN's CPU engine. Creating a primitive costs 0.3-1 ms, so each kernel
-// keeps a cache keyed by every geometry scalar: the first call with a
-// geometry validates it and creates the primitive (with its reorders and
-// intermediate buffers), later calls only execute. A cache entry serves one
-// call at a time (its mutex guards the primitive and its buffers), and every
-// thread has its own stream on the one engine. Cached objects live as long as
-// the process: they are deliberately never destroyed, so that no static
-// destructor runs after oneDNN's OpenMP runtime has gone.
+// dtrain_rt_matmul_f32, dtrain_rt_conv2d_f32, dtrain_rt_pool2d_f32, the
+// two batch norms and the backward kernels of convolution, pooling and
+// training batch norm on oneDNN's CPU engine. Creating a primitive costs
+// 0.3-1 ms, so each kernel keeps a cache keyed by every geometry scalar:
+// the first call with a geometry validates it and creates the primitive
+// (with its reorders and intermediate buffers), later calls only execute. A
+// cache entry serves one call at a time (its mutex guards the primitive and its
+// buffers), and every thread has its own stream on the one engine. Cached
+// objects live as long as the process: they are deliberately never destroyed,
+// so that no static destructor runs after oneDNN's OpenMP runtime has gone.
 //
 // The matrix product is oneDNN's matmul rather than a BLAS sgemm: its JIT
 // kernels use the widest vectors of the host, where Debian 12's OpenBLAS
 // (0.3.21) predates AMD's AVX-512 cores and, there, runs AVX2 kernels at
 // half the speed (64x512x784 on Zen 5, 2 threads: 159 us vs 339 us).
 //
-// Convolution lets oneDNN choose its blocked layouts (format_tag::any) and
-// reorders from and to NCHW around it, which beats forcing NCHW. Pooling and
-// batch norm are memory-bound and run on NCHW directly. The few pooling
-// geometries oneDNN cannot express exactly run on a plain loop instead.
+// Convolution (forward and backward) lets oneDNN choose its blocked layouts
+// (format_tag::any) and reorders from and to NCHW around it, which beats
+// forcing NCHW. Pooling and batch norm are memory-bound and run on NCHW
+// directly. The few pooling geometries oneDNN cannot express exactly run on
+// a plain loop instead, and so does the pooling gradient (oneDNN's needs the
+// workspace of a training forward, which inference pooling does not keep).
 //
 //===----------------------------------------------------------------------===//
 
@@ -198,60 +201,149 @@ std::unique_ptr<MatmulEntry> createMatmul(const MatmulKey &key, float beta) {
 
 //===--- Convolution ------------------------------------------------------===//
 
+/// (n, c, h, w, oc, kh, kw, oh, ow, stride_h, stride_w, pad_top, pad_left,
+/// pad_bottom, pad_right, dilation_h, dilation_w, groups, has bias).
+using ConvKey = std::array<int64_t, 19>;
+
+/// Checks the geometry of a convolution kernel (every one takes the forward
+/// kernel's) and returns its cache key.
+ConvKey checkConv(const char *kernel, int64_t n, int64_t c, int64_t h,
+                  int64_t w, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+                  int64_t ow, int64_t strideH, int64_t strideW, int64_t padTop,
+                  int64_t padLeft, int64_t padBottom, int64_t padRight,
+                  int64_t dilationH, int64_t dilationW, int64_t groups,
+                  bool hasBias) {
+  checkKernelDim(kernel, "n", n, 1);
+  checkKernelDim(kernel, "c", c, 1);
+  checkKernelDim(kernel, "h", h, 1);
+  checkKernelDim(kernel, "w", w, 1);
+  checkKernelDim(kernel, "oc", oc, 1);
+  checkKernelDim(kernel, "oh", oh, 1);
+  checkKernelDim(kernel, "ow", ow, 1);
+  checkKernelDim(kernel, "groups", groups, 1);
+  if (c % groups || oc % groups)
+    fatal(nullptr,
+          "%s: groups %lld does not divide both the input channels %lld and "
+          "the output channels %lld",
+          kernel, (long long)groups, (long long)c, (long long)oc);
+  WindowDim dimH{"height", h, kh, strideH, padTop, padBottom, dilationH};
+  WindowDim dimW{"width", w, kw, strideW, padLeft, padRight, dilationW};
+  checkWindowDim(kernel, dimH, "kh", "stride_h", "pad_top", "pad_bottom",
+                 "dilation_h");
+  checkWindowDim(kernel, dimW, "kw", "stride_w", "pad_left", "pad_right",
+                 "dilation_w");
+  int64_t expectH = dimH.outputSize(false), expectW = dimW.outputSize(false);
+  if (oh != expectH || ow != expectW)
+    fatal(nullptr, "%s: output is %lldx%lld but %s gives %lldx%lld", kernel,
+          (long long)oh, (long long)ow, describeWindow(dimH, dimW).c_str(),
+          (long long)expectH, (long long)expectW);
+  return {n,        c,         h,         w,       oc,     kh,      kw,
+          oh,       ow,        strideH,   strideW, padTop, padLeft, padBottom,
+          padRight, dilationH, dilationW, groups,  hasBias};
+}
+
+/// The memory descriptors and window of a convolution geometry: the user's
+/// layouts (NCHW images, ONNX's weights) and the same shapes in the layouts
+/// the primitive chooses (format_tag::any).
+struct ConvShapes {
+  memory::desc srcUser, weightsUser, dstUser, srcAny, weightsAny, dstAny;
+  memory::desc bias; // empty without bias
+  memory::dims strides, dilates, padBegin, padEnd;
+};
+
+ConvShapes convShapes(const ConvKey &key) {
+  auto [n, c, h, w, oc, kh, kw, oh, ow, sh, sw, pt, pl, pb, pr, dh, dw, groups,
+        hasBias] = key;
+  ConvShapes s;
+  s.srcUser = memory::desc({n, c, h, w}, f32, Tag::nchw);
+  s.srcAny = memory::desc({n, c, h, w}, f32, Tag::any);
+  s.dstUser = memory::desc({n, oc, oh, ow}, f32, Tag::nchw);
+  s.dstAny = memory::desc({n, oc, oh, ow}, f32, Tag::any);
+  // Grouped weights (G, OC/G, C/G, KH, KW) are ONNX's (OC, C/G, KH, KW).
+  memory::dims weights =
+      groups == 1 ? memory::dims{oc, c, kh, kw}
+                  : memory::dims{groups, oc / groups, c / groups, kh, kw};
+  s.weightsUser =
+      memory::desc(weights, f32, groups == 1 ? Tag::oihw : Tag::goihw);
+  s.weightsAny = memory::desc(weights, f32, Tag::any);
+  if (hasBias)
+    s.bias = memory::desc({oc}, f32, Tag::x);
+  s.strides = {sh, sw};
+  // oneDNN counts dilation from 0 (no gap between taps).
+  s.dilates = {dh - 1, dw - 1};
+  s.padBegin = {pt, pl};
+  s.padEnd = {pb, pr};
+  return s;
+}
+
+dnnl::convolution_forward::primitive_desc
+convForward(const ConvShapes &s, dnnl::prop_kind propKind) {
+  return dnnl::convolution_forward::primitive_desc(
+      dnnl::convolution_forward::desc(
+          propKind, dnnl::algorithm::convolution_direct, s.srcAny, s.weightsAny,
+          s.bias, s.dstAny, s.strides, s.dilates, s.padBegin, s.padEnd),
+      cpuEngine());
+}
+
+/// An operand given in the user's layout to a primitive that may have
+/// chosen another: then an intermediate buffer in the chosen layout and the
+/// reorder between the two (user to buffer for an input, buffer to user for
+/// an output); otherwise the user's memory goes to the primitive directly.
+struct Operand {
+  memory::desc user;
+  memory buffer;
+  dnnl::reorder reorder; // empty when the layouts agree
+
+  Operand() = default;
+  Operand(const memory::desc &user, const memory::desc &chosen, bool output)
+      : user(user) {
+    if (chosen == user)
+      return;
+    buffer = memory(chosen, cpuEngine());
+    reorder =
+        dnnl::reorder(output ? dnnl::reorder::primitive_desc(
+                                   cpuEngine(), chosen, cpuEngine(), user)
+                             : dnnl::reorder::primitive_desc(
+                                   cpuEngine(), user, cpuEngine(), chosen));
+  }
+
+  /// An input for the primitive: DATA, reordered into the buffer if needed.
+  memory input(dnnl::stream &stream, const float *data) {
+    memory userData = userMemory(user, data);
+    if (!reorder)
+      return userData;
+    reorder.execute(stream, userData, buffer);
+    return buffer;
+  }
+  /// Where the primitive writes an output bound for DATA.
+  memory output(float *data) {
+    return reorder ? buffer : userMemory(user, data);
+  }
+  /// After the primitive: the output into DATA, if it went to the buffer.
+  void finishOutput(dnnl::stream &stream, float *data) {
+    if (!reorder)
+      return;
+    memory userData = userMemory(user, data);
+    reorder.execute(stream, buffer, userData);
+  }
+};
+
 struct ConvEntry {
   std::mutex mutex;
   dnnl::convolution_forward conv;
-  memory::desc srcUser, weightsUser, dstUser, biasDesc;
-  /// The operands in the layouts the convolution chose: intermediate
-  /// buffers where a reorder is needed (empty reorders where not).
-  memory src, weights, dst;
-  dnnl::reorder srcReorder, weightsReorder, dstReorder;
+  Operand src, weights, dst;
+  memory::desc bias;
 };
 
-using ConvKey = std::array<int64_t, 19>;
-
 std::unique_ptr<ConvEntry> createConv(const ConvKey &key) {
-  auto [n, c, h, w, oc, kh, kw, oh, ow, sh, sw, pt, pl, pb, pr, dh, dw, groups,
-        hasBias] = key;
   auto entry = std::make_unique<ConvEntry>();
-  entry->srcUser = memory::desc({n, c, h, w}, f32, Tag::nchw);
-  entry->dstUser = memory::desc({n, oc, oh, ow}, f32, Tag::nchw);
-  // Grouped weights (G, OC/G, C/G, KH, KW) are ONNX's (OC, C/G, KH, KW).
-  entry->weightsUser =
-      groups == 1 ? memory::desc({oc, c, kh, kw}, f32, Tag::oihw)
-                  : memory::desc({groups, oc / groups, c / groups, kh, kw}, f32,
-                                 Tag::goihw);
-  memory::desc weightsAny =
-      groups == 1 ? memory::desc({oc, c, kh, kw}, f32, Tag::any)
-                  : memory::desc({groups, oc / groups, c / groups, kh, kw}, f32,
-                                 Tag::any);
-  if (hasBias)
-    entry->biasDesc = memory::desc({oc}, f32, Tag::x);
-  // oneDNN counts dilation from 0 (no gap between taps).
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-      memory::desc({n, c, h, w}, f32, Tag::any), weightsAny, entry->biasDesc,
-      memory::desc({n, oc, oh, ow}, f32, Tag::any), {sh, sw}, {dh - 1, dw - 1},
-      {pt, pl}, {pb, pr});
-  dnnl::convolution_forward::primitive_desc pd(desc, cpuEngine());
+  ConvShapes s = convShapes(key);
+  auto pd = convForward(s, dnnl::prop_kind::forward_inference);
   entry->conv = dnnl::convolution_forward(pd);
-
-  auto operand = [](const memory::desc &user, const memory::desc &chosen,
-                    memory &buffer) {
-    if (chosen == user)
-      return false;
-    buffer = memory(chosen, cpuEngine());
-    return true;
-  };
-  if (operand(entry->srcUser, pd.src_desc(), entry->src))
-    entry->srcReorder = dnnl::reorder(dnnl::reorder::primitive_desc(
-        cpuEngine(), entry->srcUser, cpuEngine(), pd.src_desc()));
-  if (operand(entry->weightsUser, pd.weights_desc(), entry->weights))
-    entry->weightsReorder = dnnl::reorder(dnnl::reorder::primitive_desc(
-        cpuEngine(), entry->weightsUser, cpuEngine(), pd.weights_desc()));
-  if (operand(entry->dstUser, pd.dst_desc(), entry->dst))
-    entry->dstReorder = dnnl::reorder(dnnl::reorder::primitive_desc(
-        cpuEngine(), pd.dst_desc(), cpuEngine(), entry->dstUser));
+  entry->src = Operand(s.srcUser, pd.src_desc(), false);
+  entry->weights = Operand(s.weightsUser, pd.weights_desc(), false);
+  entry->dst = Operand(s.dstUser, pd.dst_desc(), true);
+  entry->bias = s.bias;
   return entry;
 }
 
@@ -259,27 +351,94 @@ void runConv(ConvEntry &e, const float *x, const float *w, const float *bias,
              float *y) {
   std::lock_guard<std::mutex> lock(e.mutex);
   dnnl::stream &stream = threadStream();
-  memory srcUser = userMemory(e.srcUser, x);
-  memory weightsUser = userMemory(e.weightsUser, w);
-  memory dstUser = userMemory(e.dstUser, y);
-  memory src = srcUser, weights = weightsUser, dst = dstUser;
-  if (e.srcReorder) {
-    e.srcReorder.execute(stream, srcUser, e.src);
-    src = e.src;
-  }
-  if (e.weightsReorder) {
-    e.weightsReorder.execute(stream, weightsUser, e.weights);
-    weights = e.weights;
-  }
-  if (e.dstReorder)
-    dst = e.dst;
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+      {DNNL_ARG_SRC, e.src.input(stream, x)},
+      {DNNL_ARG_WEIGHTS, e.weights.input(stream, w)},
+      {DNNL_ARG_DST, e.dst.output(y)}};
   if (bias)
-    args.emplace(DNNL_ARG_BIAS, userMemory(e.biasDesc, bias));
+    args.emplace(DNNL_ARG_BIAS, userMemory(e.bias, bias));
   e.conv.execute(stream, args);
-  if (e.dstReorder)
-    e.dstReorder.execute(stream, e.dst, dstUser);
+  e.dst.finishOutput(stream, y);
+  stream.wait();
+}
+
+/// The gradient with respect to the input: a transposed convolution of DY.
+struct ConvBackwardDataEntry {
+  std::mutex mutex;
+  dnnl::convolution_backward_data conv;
+  Operand diffDst, weights, diffSrc;
+};
+
+std::unique_ptr<ConvBackwardDataEntry>
+createConvBackwardData(const ConvKey &key) {
+  auto entry = std::make_unique<ConvBackwardDataEntry>();
+  ConvShapes s = convShapes(key);
+  // oneDNN picks the backward implementation that matches a forward one.
+  auto hint = convForward(s, dnnl::prop_kind::forward_training);
+  dnnl::convolution_backward_data::primitive_desc pd(
+      dnnl::convolution_backward_data::desc(
+          dnnl::algorithm::convolution_direct, s.srcAny, s.weightsAny, s.dstAny,
+          s.strides, s.dilates, s.padBegin, s.padEnd),
+      cpuEngine(), hint);
+  entry->conv = dnnl::convolution_backward_data(pd);
+  entry->diffDst = Operand(s.dstUser, pd.diff_dst_desc(), false);
+  entry->weights = Operand(s.weightsUser, pd.weights_desc(), false);
+  entry->diffSrc = Operand(s.srcUser, pd.diff_src_desc(), true);
+  return entry;
+}
+
+void runConvBackwardData(ConvBackwardDataEntry &e, const float *dy,
+                         const float *w, float *dx) {
+  std::lock_guard<std::mutex> lock(e.mutex);
+  dnnl::stream &stream = threadStream();
+  e.conv.execute(stream, {{DNNL_ARG_DIFF_DST, e.diffDst.input(stream, dy)},
+                          {DNNL_ARG_WEIGHTS, e.weights.input(stream, w)},
+                          {DNNL_ARG_DIFF_SRC, e.diffSrc.output(dx)}});
+  e.diffSrc.finishOutput(stream, dx);
+  stream.wait();
+}
+
+/// The gradients with respect to the weights and (with bias) the bias.
+struct ConvBackwardWeightsEntry {
+  std::mutex mutex;
+  dnnl::convolution_backward_weights conv;
+  Operand src, diffDst, diffWeights, diffBias;
+};
+
+std::unique_ptr<ConvBackwardWeightsEntry>
+createConvBackwardWeights(const ConvKey &key) {
+  auto entry = std::make_unique<ConvBackwardWeightsEntry>();
+  ConvShapes s = convShapes(key);
+  auto hint = convForward(s, dnnl::prop_kind::forward_training);
+  // An empty bias descriptor: no bias gradient.
+  dnnl::convolution_backward_weights::primitive_desc pd(
+      dnnl::convolution_backward_weights::desc(
+          dnnl::algorithm::convolution_direct, s.srcAny, s.weightsAny, s.bias,
+          s.dstAny, s.strides, s.dilates, s.padBegin, s.padEnd),
+      cpuEngine(), hint);
+  entry->conv = dnnl::convolution_backward_weights(pd);
+  entry->src = Operand(s.srcUser, pd.src_desc(), false);
+  entry->diffDst = Operand(s.dstUser, pd.diff_dst_desc(), false);
+  entry->diffWeights = Operand(s.weightsUser, pd.diff_weights_desc(), true);
+  if (key.back()) // has bias
+    entry->diffBias = Operand(s.bias, pd.diff_bias_desc(), true);
+  return entry;
+}
+
+void runConvBackwardWeights(ConvBackwardWeightsEntry &e, const float *x,
+                            const float *dy, float *dw, float *db) {
+  std::lock_guard<std::mutex> lock(e.mutex);
+  dnnl::stream &stream = threadStream();
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, e.src.input(stream, x)},
+      {DNNL_ARG_DIFF_DST, e.diffDst.input(stream, dy)},
+      {DNNL_ARG_DIFF_WEIGHTS, e.diffWeights.output(dw)}};
+  if (db)
+    args.emplace(DNNL_ARG_DIFF_BIAS, e.diffBias.output(db));
+  e.conv.execute(stream, args);
+  e.diffWeights.finishOutput(stream, dw);
+  if (db)
+    e.diffBias.finishOutput(stream, db);
   stream.wait();
 }
 
@@ -303,6 +462,49 @@ PoolGeometry poolGeometry(const PoolKey &key) {
           {"width", w, kw, sw, pl, pr, dw},
           oh,
           ow};
+}
+
+/// Checks the kind and geometry of a pooling kernel (both take the forward
+/// kernel's, ceil mode included) and returns its cache key. The windows
+/// without input element are checkPoolWindows's.
+PoolKey checkPool(const char *kernel, int32_t kind, int64_t n, int64_t c,
+                  int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
+                  int64_t kw, int64_t strideH, int64_t strideW, int64_t padTop,
+                  int64_t padLeft, int64_t padBottom, int64_t padRight,
+                  int64_t dilationH, int64_t dilationW) {
+  if (kind < DTRAIN_RT_POOL_MAX || kind > DTRAIN_RT_POOL_AVG_EXCLUDE_PAD)
+    fatal(nullptr,
+          "%s: unknown pooling kind %d (accepted: %d = max, %d = average "
+          "including padding, %d = average excluding padding)",
+          kernel, kind, DTRAIN_RT_POOL_MAX, DTRAIN_RT_POOL_AVG_INCLUDE_PAD,
+          DTRAIN_RT_POOL_AVG_EXCLUDE_PAD);
+  checkKernelDim(kernel, "n", n, 1);
+  checkKernelDim(kernel, "c", c, 1);
+  checkKernelDim(kernel, "h", h, 1);
+  checkKernelDim(kernel, "w", w, 1);
+  checkKernelDim(kernel, "oh", oh, 1);
+  checkKernelDim(kernel, "ow", ow, 1);
+  WindowDim dimH{"height", h, kh, strideH, padTop, padBottom, dilationH};
+  WindowDim dimW{"width", w, kw, strideW, padLeft, padRight, dilationW};
+  checkWindowDim(kernel, dimH, "kh", "stride_h", "pad_top", "pad_bottom",
+                 "dilation_h");
+  checkWindowDim(kernel, dimW, "kw", "stride_w", "pad_left", "pad_right",
+                 "dilation_w");
+  // Ceil mode is implied by either size exceeding floor mode's, and then
+  // applies to both.
+  int64_t floorH = dimH.outputSize(false), floorW = dimW.outputSize(false);
+  int64_t ceilH = dimH.outputSize(true), ceilW = dimW.outputSize(true);
+  bool ceilMode = oh != floorH || ow != floorW;
+  if (oh != (ceilMode ? ceilH : floorH) || ow != (ceilMode ? ceilW : floorW))
+    fatal(nullptr,
+          "%s: output is %lldx%lld but %s gives %lldx%lld (floor mode) or "
+          "%lldx%lld (ceil mode)",
+          kernel, (long long)oh, (long long)ow,
+          describeWindow(dimH, dimW).c_str(), (long long)floorH,
+          (long long)floorW, (long long)ceilH, (long long)ceilW);
+  return {kind,    n,         c,        h,         w,        oh,
+          ow,      kh,        kw,       strideH,   strideW,  padTop,
+          padLeft, padBottom, padRight, dilationH, dilationW};
 }
 
 struct PoolEntry {
@@ -335,6 +537,20 @@ TapRange taps(const WindowDim &d, int64_t o) {
     }
   }
   return range;
+}
+
+/// A window with no input element has no maximum and no average over the
+/// input: an error for MAX and AVG_EXCLUDE_PAD (AVG_INCLUDE_PAD averages
+/// padding to 0).
+void checkPoolWindows(const char *kernel, const PoolGeometry &g) {
+  if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
+    return;
+  for (const auto &[d, out] : {std::pair{g.h, g.oh}, std::pair{g.w, g.ow}})
+    for (int64_t o = 0; o < out; ++o)
+      if (!taps(d, o).inside())
+        fatal(nullptr,
+              "%s: the window at output %s %lld covers no input element (%s)",
+              kernel, d.name, (long long)o, describeWindow(g.h, g.w).c_str());
 }
 
 /// Pooling straight from the definition, for what oneDNN cannot express.
@@ -372,16 +588,7 @@ std::unique_ptr<PoolEntry> createPool(const char *kernel, const PoolKey &key) {
   auto entry = std::make_unique<PoolEntry>();
   PoolGeometry &g = entry->geometry;
   g = poolGeometry(key);
-  // A window with no input element has no maximum and no average over the
-  // input; with AVG_INCLUDE_PAD it averages padding to 0.
-  if (g.kind != DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
-    for (const auto &[d, out] : {std::pair{g.h, g.oh}, std::pair{g.w, g.ow}})
-      for (int64_t o = 0; o < out; ++o)
-        if (!taps(d, o).inside())
-          fatal(nullptr,
-                "%s: the window at output %s %lld covers no input element "
-                "(%s)",
-                kernel, d.name, (long long)o, describeWindow(g.h, g.w).c_str());
+  checkPoolWindows(kernel, g);
 
   // oneDNN divides AVG_INCLUDE_PAD by the whole window: wrong for a window
   // clipped by ceil mode's overhang.
@@ -423,6 +630,56 @@ void runPool(PoolEntry &e, const float *x, float *y) {
   stream.wait();
 }
 
+/// The gradient of pooling, straight from the definition: every window
+/// sends its gradient to the input elements that made its output. oneDNN's
+/// max-pooling backward needs the forward's workspace, which inference
+/// pooling does not keep, and this is memory-bound anyway.
+void poolBackwardLoop(const PoolGeometry &g, const float *x, const float *dy,
+                      float *dx) {
+  std::fill(dx, dx + g.n * g.c * g.h.in * g.w.in, 0.0f);
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    const float *in = x ? x + plane * g.h.in * g.w.in : nullptr;
+    const float *gradOut = dy + plane * g.oh * g.ow;
+    float *gradIn = dx + plane * g.h.in * g.w.in;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      TapRange rows = taps(g.h, oy);
+      int64_t y0 = oy * g.h.stride - g.h.padBegin;
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        TapRange cols = taps(g.w, ox);
+        if (!rows.inside() || !cols.inside())
+          continue; // AVG_INCLUDE_PAD's all-padding window
+        int64_t x0 = ox * g.w.stride - g.w.padBegin;
+        float grad = gradOut[oy * g.ow + ox];
+        if (g.kind == DTRAIN_RT_POOL_MAX) {
+          // The first maximum in row-major window order, as PyTorch; a NaN
+          // is the maximum (the first one).
+          int64_t best = (y0 + rows.first * g.h.dilation) * g.w.in + x0 +
+                         cols.first * g.w.dilation;
+          for (int64_t i = rows.first; i < rows.last; ++i)
+            for (int64_t j = cols.first; j < cols.last; ++j) {
+              int64_t at =
+                  (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
+              if (in[at] > in[best] ||
+                  (std::isnan(in[at]) && !std::isnan(in[best])))
+                best = at;
+            }
+          gradIn[best] += grad;
+          continue;
+        }
+        int64_t divisor = g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
+                              ? rows.padded * cols.padded
+                              : rows.inside() * cols.inside();
+        float share = grad / float(divisor);
+        for (int64_t i = rows.first; i < rows.last; ++i) {
+          float *row = gradIn + (y0 + i * g.h.dilation) * g.w.in;
+          for (int64_t j = cols.first; j < cols.last; ++j)
+            row[x0 + j * g.w.dilation] += share;
+        }
+      }
+    }
+  }
+}
+
 //===--- Batch normalization ----------------------------------------------===//
 
 /// (training, n, c, spatial, epsilon's bits).
@@ -434,25 +691,52 @@ struct BatchNormEntry {
   memory::desc data, channel;
 };
 
-std::unique_ptr<BatchNormEntry> createBatchNorm(const BatchNormKey &key,
-                                                float epsilon) {
-  auto [training, n, c, spatial, epsilonBits] = key;
-  auto entry = std::make_unique<BatchNormEntry>();
-  entry->data = memory::desc({n, c, spatial, 1}, f32, Tag::nchw);
-  entry->channel = memory::desc({c}, f32, Tag::x);
+/// N x C x SPATIAL as NCHW with W = 1.
+memory::desc batchNormData(int64_t n, int64_t c, int64_t spatial) {
+  return memory::desc({n, c, spatial, 1}, f32, Tag::nchw);
+}
+
+dnnl::normalization_flags batchNormFlags(bool training) {
   dnnl::normalization_flags flags = dnnl::normalization_flags::use_scale |
                                     dnnl::normalization_flags::use_shift;
   if (!training)
     flags |= dnnl::normalization_flags::use_global_stats;
-  dnnl::batch_normalization_forward::desc desc(
-      training ? dnnl::prop_kind::forward_training
-               : dnnl::prop_kind::forward_inference,
-      entry->data, epsilon, flags);
+  return flags;
+}
+
+dnnl::batch_normalization_forward::primitive_desc
+batchNormForward(const memory::desc &data, float epsilon, bool training) {
+  return dnnl::batch_normalization_forward::primitive_desc(
+      dnnl::batch_normalization_forward::desc(
+          training ? dnnl::prop_kind::forward_training
+                   : dnnl::prop_kind::forward_inference,
+          data, epsilon, batchNormFlags(training)),
+      cpuEngine());
+}
+
+std::unique_ptr<BatchNormEntry> createBatchNorm(const BatchNormKey &key,
+                                                float epsilon) {
+  auto [training, n, c, spatial, epsilonBits] = key;
+  auto entry = std::make_unique<BatchNormEntry>();
+  entry->data = batchNormData(n, c, spatial);
+  entry->channel = memory::desc({c}, f32, Tag::x);
   entry->norm = dnnl::batch_normalization_forward(
-      dnnl::batch_normalization_forward::primitive_desc(desc, cpuEngine()));
+      batchNormForward(entry->data, epsilon, training));
   return entry;
 }
 
+/// The geometry of every batch-norm kernel.
+void checkBatchNormGeometry(const char *kernel, int64_t n, int64_t c,
+                            int64_t spatial, float epsilon) {
+  checkKernelDim(kernel, "n", n, 1);
+  checkKernelDim(kernel, "c", c, 1);
+  checkKernelDim(kernel, "spatial", spatial, 1);
+  if (!(epsilon >= 0) || std::isinf(epsilon))
+    fatal(nullptr, "%s: epsilon is %g (accepted: a finite epsilon >= 0)",
+          kernel, double(epsilon));
+}
+
+/// The operands of both forward batch norms.
 void checkBatchNorm(const char *kernel, const float *x, const float *scale,
                     const float *bias, float *y, int64_t n, int64_t c,
                     int64_t spatial, float epsilon) {
@@ -460,12 +744,7 @@ void checkBatchNorm(const char *kernel, const float *x, const float *scale,
   checkKernelPointer(kernel, "scale", scale);
   checkKernelPointer(kernel, "bias", bias);
   checkKernelPointer(kernel, "y", y);
-  checkKernelDim(kernel, "n", n, 1);
-  checkKernelDim(kernel, "c", c, 1);
-  checkKernelDim(kernel, "spatial", spatial, 1);
-  if (!(epsilon >= 0) || std::isinf(epsilon))
-    fatal(nullptr, "%s: epsilon is %g (accepted: a finite epsilon >= 0)",
-          kernel, double(epsilon));
+  checkBatchNormGeometry(kernel, n, c, spatial, epsilon);
 }
 
 /// Both batch norms: MEAN and VAR are read (inference) or written
@@ -491,6 +770,39 @@ void runBatchNorm(const char *kernel, bool training, const float *x,
                             {DNNL_ARG_VARIANCE, userMemory(e.channel, var)}});
     stream.wait();
   });
+}
+
+/// The gradient of training batch norm, from the batch statistics that its
+/// forward computed.
+struct BatchNormBackwardEntry {
+  std::mutex mutex;
+  dnnl::batch_normalization_backward norm;
+  memory::desc data, channel;
+  /// oneDNN 2.6 requires a shift with use_shift, though no gradient
+  /// depends on it: zeros.
+  memory shift;
+};
+
+/// (n, c, spatial, epsilon's bits).
+using BatchNormBackwardKey = std::array<int64_t, 4>;
+
+std::unique_ptr<BatchNormBackwardEntry>
+createBatchNormBackward(const BatchNormBackwardKey &key, float epsilon) {
+  auto [n, c, spatial, epsilonBits] = key;
+  auto entry = std::make_unique<BatchNormBackwardEntry>();
+  entry->data = batchNormData(n, c, spatial);
+  entry->channel = memory::desc({c}, f32, Tag::x);
+  // prop_kind::backward: the scale and shift gradients too (backward_data
+  // computes DX only).
+  dnnl::batch_normalization_backward::desc desc(dnnl::prop_kind::backward,
+                                                entry->data, entry->data,
+                                                epsilon, batchNormFlags(true));
+  entry->norm = dnnl::batch_normalization_backward(
+      dnnl::batch_normalization_backward::primitive_desc(
+          desc, cpuEngine(), batchNormForward(entry->data, epsilon, true)));
+  entry->shift = memory(entry->channel, cpuEngine());
+  std::memset(entry->shift.get_data_handle(), 0, size_t(c) * sizeof(float));
+  return entry;
 }
 
 } // namespace
@@ -546,54 +858,56 @@ void dtrain_rt_conv2d_f32(const float *x, const float *w, const float *bias,
                           int64_t dilation_w, int64_t groups) {
   static auto *cache = new GeometryCache<ConvEntry, 19>();
   const char *kernel = "dtrain_rt_conv2d_f32";
-  ConvKey key{n,
-              c,
-              h,
-              w_,
-              oc,
-              kh,
-              kw,
-              oh,
-              ow,
-              stride_h,
-              stride_w,
-              pad_top,
-              pad_left,
-              pad_bottom,
-              pad_right,
-              dilation_h,
-              dilation_w,
-              groups,
-              bias != nullptr};
   checkKernelPointer(kernel, "x", x);
   checkKernelPointer(kernel, "w", w);
   checkKernelPointer(kernel, "y", y);
-  checkKernelDim(kernel, "n", n, 1);
-  checkKernelDim(kernel, "c", c, 1);
-  checkKernelDim(kernel, "h", h, 1);
-  checkKernelDim(kernel, "w", w_, 1);
-  checkKernelDim(kernel, "oc", oc, 1);
-  checkKernelDim(kernel, "oh", oh, 1);
-  checkKernelDim(kernel, "ow", ow, 1);
-  checkKernelDim(kernel, "groups", groups, 1);
-  if (c % groups || oc % groups)
-    fatal(nullptr,
-          "%s: groups %lld does not divide both the input channels %lld and "
-          "the output channels %lld",
-          kernel, (long long)groups, (long long)c, (long long)oc);
-  WindowDim dimH{"height", h, kh, stride_h, pad_top, pad_bottom, dilation_h};
-  WindowDim dimW{"width", w_, kw, stride_w, pad_left, pad_right, dilation_w};
-  checkWindowDim(kernel, dimH, "kh", "stride_h", "pad_top", "pad_bottom",
-                 "dilation_h");
-  checkWindowDim(kernel, dimW, "kw", "stride_w", "pad_left", "pad_right",
-                 "dilation_w");
-  int64_t expectH = dimH.outputSize(false), expectW = dimW.outputSize(false);
-  if (oh != expectH || ow != expectW)
-    fatal(nullptr, "%s: output is %lldx%lld but %s gives %lldx%lld", kernel,
-          (long long)oh, (long long)ow, describeWindow(dimH, dimW).c_str(),
-          (long long)expectH, (long long)expectW);
+  ConvKey key = checkConv(kernel, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
+                          stride_w, pad_top, pad_left, pad_bottom, pad_right,
+                          dilation_h, dilation_w, groups, bias != nullptr);
   guarded(kernel, [&] {
     runConv(cache->get(key, [&] { return createConv(key); }), x, w, bias, y);
+  });
+}
+
+void dtrain_rt_conv2d_backward_data_f32(
+    const float *dy, const float *w, float *dx, int64_t n, int64_t c, int64_t h,
+    int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+    int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
+    int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  static auto *cache = new GeometryCache<ConvBackwardDataEntry, 19>();
+  const char *kernel = "dtrain_rt_conv2d_backward_data_f32";
+  checkKernelPointer(kernel, "dy", dy);
+  checkKernelPointer(kernel, "w", w);
+  checkKernelPointer(kernel, "dx", dx);
+  ConvKey key = checkConv(kernel, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
+                          stride_w, pad_top, pad_left, pad_bottom, pad_right,
+                          dilation_h, dilation_w, groups, false);
+  guarded(kernel, [&] {
+    runConvBackwardData(
+        cache->get(key, [&] { return createConvBackwardData(key); }), dy, w,
+        dx);
+  });
+}
+
+void dtrain_rt_conv2d_backward_weights_f32(
+    const float *x, const float *dy, float *dw, float *db, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  static auto *cache = new GeometryCache<ConvBackwardWeightsEntry, 19>();
+  const char *kernel = "dtrain_rt_conv2d_backward_weights_f32";
+  checkKernelPointer(kernel, "x", x);
+  checkKernelPointer(kernel, "dy", dy);
+  checkKernelPointer(kernel, "dw", dw);
+  ConvKey key = checkConv(kernel, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
+                          stride_w, pad_top, pad_left, pad_bottom, pad_right,
+                          dilation_h, dilation_w, groups, db != nullptr);
+  guarded(kernel, [&] {
+    runConvBackwardWeights(
+        cache->get(key, [&] { return createConvBackwardWeights(key); }), x, dy,
+        dw, db);
   });
 }
 
@@ -605,44 +919,37 @@ void dtrain_rt_pool2d_f32(const float *x, float *y, int32_t kind, int64_t n,
                           int64_t dilation_h, int64_t dilation_w) {
   static auto *cache = new GeometryCache<PoolEntry, 17>();
   const char *kernel = "dtrain_rt_pool2d_f32";
-  if (kind < DTRAIN_RT_POOL_MAX || kind > DTRAIN_RT_POOL_AVG_EXCLUDE_PAD)
-    fatal(nullptr,
-          "%s: unknown pooling kind %d (accepted: %d = max, %d = average "
-          "including padding, %d = average excluding padding)",
-          kernel, kind, DTRAIN_RT_POOL_MAX, DTRAIN_RT_POOL_AVG_INCLUDE_PAD,
-          DTRAIN_RT_POOL_AVG_EXCLUDE_PAD);
+  PoolKey key = checkPool(kernel, kind, n, c, h, w, oh, ow, kh, kw, stride_h,
+                          stride_w, pad_top, pad_left, pad_bottom, pad_right,
+                          dilation_h, dilation_w);
   checkKernelPointer(kernel, "x", x);
   checkKernelPointer(kernel, "y", y);
-  checkKernelDim(kernel, "n", n, 1);
-  checkKernelDim(kernel, "c", c, 1);
-  checkKernelDim(kernel, "h", h, 1);
-  checkKernelDim(kernel, "w", w, 1);
-  checkKernelDim(kernel, "oh", oh, 1);
-  checkKernelDim(kernel, "ow", ow, 1);
-  WindowDim dimH{"height", h, kh, stride_h, pad_top, pad_bottom, dilation_h};
-  WindowDim dimW{"width", w, kw, stride_w, pad_left, pad_right, dilation_w};
-  checkWindowDim(kernel, dimH, "kh", "stride_h", "pad_top", "pad_bottom",
-                 "dilation_h");
-  checkWindowDim(kernel, dimW, "kw", "stride_w", "pad_left", "pad_right",
-                 "dilation_w");
-  // Ceil mode is implied by either size exceeding floor mode's, and then
-  // applies to both.
-  int64_t floorH = dimH.outputSize(false), floorW = dimW.outputSize(false);
-  int64_t ceilH = dimH.outputSize(true), ceilW = dimW.outputSize(true);
-  bool ceilMode = oh != floorH || ow != floorW;
-  if (oh != (ceilMode ? ceilH : floorH) || ow != (ceilMode ? ceilW : floorW))
-    fatal(nullptr,
-          "%s: output is %lldx%lld but %s gives %lldx%lld (floor mode) or "
-          "%lldx%lld (ceil mode)",
-          kernel, (long long)oh, (long long)ow,
-          describeWindow(dimH, dimW).c_str(), (long long)floorH,
-          (long long)floorW, (long long)ceilH, (long long)ceilW);
-  PoolKey key{kind,     n,          c,         h,          w,         oh,
-              ow,       kh,         kw,        stride_h,   stride_w,  pad_top,
-              pad_left, pad_bottom, pad_right, dilation_h, dilation_w};
   guarded(kernel, [&] {
     runPool(cache->get(key, [&] { return createPool(kernel, key); }), x, y);
   });
+}
+
+void dtrain_rt_pool2d_backward_f32(const float *x, const float *dy, float *dx,
+                                   int32_t kind, int64_t n, int64_t c,
+                                   int64_t h, int64_t w, int64_t oh, int64_t ow,
+                                   int64_t kh, int64_t kw, int64_t stride_h,
+                                   int64_t stride_w, int64_t pad_top,
+                                   int64_t pad_left, int64_t pad_bottom,
+                                   int64_t pad_right, int64_t dilation_h,
+                                   int64_t dilation_w) {
+  const char *kernel = "dtrain_rt_pool2d_backward_f32";
+  PoolKey key = checkPool(kernel, kind, n, c, h, w, oh, ow, kh, kw, stride_h,
+                          stride_w, pad_top, pad_left, pad_bottom, pad_right,
+                          dilation_h, dilation_w);
+  if (kind == DTRAIN_RT_POOL_MAX)
+    checkKernelPointer(kernel, "x", x);
+  checkKernelPointer(kernel, "dy", dy);
+  checkKernelPointer(kernel, "dx", dx);
+  // A plain loop: no primitive to cache, and the window check costs
+  // O(OH KH + OW KW), nothing next to the loop.
+  PoolGeometry g = poolGeometry(key);
+  checkPoolWindows(kernel, g);
+  poolBackwardLoop(g, x, dy, dx);
 }
 
 void dtrain_rt_batch_norm_f32(const float *x, const float *scale,
@@ -668,4 +975,41 @@ void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
   checkKernelPointer(kernel, "batch_var", batch_var);
   runBatchNorm(kernel, true, x, scale, bias, batch_mean, batch_var, y, n, c,
                spatial, epsilon);
+}
+
+void dtrain_rt_batch_norm_backward_f32(
+    const float *x, const float *dy, const float *scale,
+    const float *batch_mean, const float *batch_var, float *dx, float *dscale,
+    float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon) {
+  static auto *cache = new GeometryCache<BatchNormBackwardEntry, 4>();
+  const char *kernel = "dtrain_rt_batch_norm_backward_f32";
+  checkKernelPointer(kernel, "x", x);
+  checkKernelPointer(kernel, "dy", dy);
+  checkKernelPointer(kernel, "scale", scale);
+  checkKernelPointer(kernel, "batch_mean", batch_mean);
+  checkKernelPointer(kernel, "batch_var", batch_var);
+  checkKernelPointer(kernel, "dx", dx);
+  checkKernelPointer(kernel, "dscale", dscale);
+  checkKernelPointer(kernel, "dbias", dbias);
+  checkBatchNormGeometry(kernel, n, c, spatial, epsilon);
+  int32_t bits;
+  std::memcpy(&bits, &epsilon, sizeof bits);
+  guarded(kernel, [&] {
+    BatchNormBackwardKey key{n, c, spatial, bits};
+    BatchNormBackwardEntry &e =
+        cache->get(key, [&] { return createBatchNormBackward(key, epsilon); });
+    std::lock_guard<std::mutex> lock(e.mutex);
+    dnnl::stream &stream = threadStream();
+    e.norm.execute(stream,
+                   {{DNNL_ARG_SRC, userMemory(e.data, x)},
+                    {DNNL_ARG_DIFF_DST, userMemory(e.data, dy)},
+                    {DNNL_ARG_SCALE, userMemory(e.channel, scale)},
+                    {DNNL_ARG_SHIFT, e.shift},
+                    {DNNL_ARG_MEAN, userMemory(e.channel, batch_mean)},
+                    {DNNL_ARG_VARIANCE, userMemory(e.channel, batch_var)},
+                    {DNNL_ARG_DIFF_SRC, userMemory(e.data, dx)},
+                    {DNNL_ARG_DIFF_SCALE, userMemory(e.channel, dscale)},
+                    {DNNL_ARG_DIFF_SHIFT, userMemory(e.channel, dbias)}});
+    stream.wait();
+  });
 }

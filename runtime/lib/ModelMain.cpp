@@ -47,8 +47,9 @@ usageError(const char *format, ...) {
 
 //===--- The model description --------------------------------------------===//
 
-enum class Role { Param, Buffer, Input, Output };
-const char *const roleNames[] = {"param", "buffer", "input", "output"};
+enum class Role { Param, Buffer, Input, Output, State };
+const char *const roleNames[] = {"param", "buffer", "input", "output",
+                                 "state"};
 
 /// One `arg` line: a buffer of the run function.
 struct Arg {
@@ -97,7 +98,7 @@ Arg parseArg(std::string_view line) {
 
   auto role = std::find(std::begin(roleNames), std::end(roleNames), fields[0]);
   if (role == std::end(roleNames))
-    fail("unknown role %s (accepted: param, buffer, input, output)",
+    fail("unknown role %s (accepted: param, buffer, input, output, state)",
          quoted(fields[0]).c_str());
   a.role = Role(role - std::begin(roleNames));
 
@@ -425,7 +426,8 @@ Options parseCommandLine(int argc, char **argv, const ModelInfo &info) {
     }
   }
   if (o.warmup < 0)
-    o.warmup = o.repeat > 1 ? 1 : 0;
+    // A training step's warm-up runs would be steps too.
+    o.warmup = o.repeat > 1 && info.mode != "step" ? 1 : 0;
   o.inputs = bind(info, Role::Input, inputs);
   o.outputs = bind(info, Role::Output, outputs);
   if (o.printInfo)
@@ -457,7 +459,15 @@ std::string shellWord(const std::string &s) {
 void printHelp(const char *program, const ModelInfo &info) {
   const std::vector<size_t> inputs = info.indices(Role::Input),
                             outputs = info.indices(Role::Output);
-  const size_t count = info.args.size() - inputs.size() - outputs.size();
+  const size_t count = info.indices(Role::Param).size() +
+                       info.indices(Role::Buffer).size();
+  const char *stepNote =
+      info.mode != "step"
+          ? ""
+          : "It is one training step: each run updates the parameters and "
+            "the optimizer\nstate (zero at the start) in memory, and the "
+            "next run starts from them;\nthe outputs named after them are "
+            "their values after the last run.\n\n";
   const std::string weights =
       count == 0 ? "none"
                  : std::to_string(count) +
@@ -483,6 +493,7 @@ void printHelp(const char *program, const ModelInfo &info) {
       "the\n"
       "same way (np.load reads them).\n"
       "\n"
+      "%s"
       "This model (--print-info shows every argument):\n"
       "  inputs:  %s\n"
       "  outputs: %s\n"
@@ -530,7 +541,8 @@ void printHelp(const char *program, const ModelInfo &info) {
       "      of the last run.\n"
       "  --warmup W\n"
       "      Untimed runs before the timed ones (default: 1 when N > 1, else "
-      "0).\n"
+      "0;\n"
+      "      always 0 for a training step).\n"
       "  --print-info\n"
       "      Prints the model's arguments (role, ONNX name, dtype, shape) and "
       "exits.\n"
@@ -546,8 +558,9 @@ void printHelp(const char *program, const ModelInfo &info) {
       "Examples:\n"
       "  %s\n"
       "  %s --repeat 100\n",
-      program, argList(info, inputs).c_str(), argList(info, outputs).c_str(),
-      weights.c_str(), example.c_str(), run.c_str());
+      program, stepNote, argList(info, inputs).c_str(),
+      argList(info, outputs).c_str(), weights.c_str(), example.c_str(),
+      run.c_str());
 }
 
 /// One line per argument, the name last (it may contain spaces): inputs
@@ -559,7 +572,8 @@ void printInfo(const ModelInfo &info, const std::string &onnx) {
   std::printf("mode: %s\nweights: %s\n%-6s  %-5s  %-*s  %s\n",
               info.mode.c_str(), onnx.c_str(),
               "role", "dtype", int(width), "shape", "name");
-  for (Role role : {Role::Input, Role::Output, Role::Param, Role::Buffer})
+  for (Role role :
+       {Role::Input, Role::Output, Role::Param, Role::Buffer, Role::State})
     for (const Arg &a : info.args)
       if (a.role == role)
         std::printf("%-6s  %-5s  %-*s  %s\n", roleNames[int(role)],
@@ -706,9 +720,28 @@ int modelMain(int argc, char **argv, const char *infoText,
            roleNames[int(a.role)], quoted(a.name).c_str());
     owned.emplace_back(p);
     buffers.push_back(p);
-    if (a.role == Role::Output)
+    // Optimizer state starts at zero, as in a fresh PyTorch optimizer.
+    if (a.role == Role::Output || a.role == Role::State)
       std::memset(p, 0, bytes);
   }
+
+  // In a training step, the output named after a parameter, buffer or
+  // state is its new value, which the next run reads.
+  std::vector<std::pair<size_t, size_t>> feedback; // (output, arg)
+  if (info.mode == "step")
+    for (size_t out : info.indices(Role::Output))
+      for (size_t i = 0; i < info.args.size(); ++i)
+        if ((info.args[i].role == Role::Param ||
+             info.args[i].role == Role::Buffer ||
+             info.args[i].role == Role::State) &&
+            info.args[i].name == info.args[out].name &&
+            info.args[i].bytes == info.args[out].bytes)
+          feedback.emplace_back(out, i);
+  auto runOnce = [&] {
+    run(buffers.data());
+    for (auto [out, arg] : feedback)
+      std::memcpy(buffers[arg], buffers[out], info.args[arg].bytes);
+  };
 
   // The inputs first: they are small and most mistakes are there.
   const std::vector<size_t> inputs = info.indices(Role::Input);
@@ -736,11 +769,11 @@ int modelMain(int argc, char **argv, const char *infoText,
   onnx.reset();
 
   for (int64_t i = 0; i < o.warmup; ++i)
-    run(buffers.data());
+    runOnce();
   double total = 0, best = std::numeric_limits<double>::infinity();
   for (int64_t i = 0; i < o.repeat; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    run(buffers.data());
+    runOnce();
     const std::chrono::duration<double, std::milli> ms =
         std::chrono::steady_clock::now() - start;
     total += ms.count();

@@ -2,8 +2,9 @@
 //
 // Every kernel against a naive reference written here from the ONNX / PyTorch
 // definitions (direct loops, double accumulation), on random data, over a
-// table of geometries; plus the primitive cache (repeated geometries create
-// nothing and compute the same) and concurrent calls.
+// table of geometries; the gradients (the *_backward_* kernels) also as the
+// adjoints of the forward kernels; plus the primitive cache (repeated
+// geometries create nothing and compute the same) and concurrent calls.
 //
 //   dtrain-rt-kernels-test [gtest flags]      the unit tests
 //   dtrain-rt-kernels-test --invalid=CASE     one invalid call, which must
@@ -281,6 +282,180 @@ TEST(Conv2D, ConcurrentCalls) {
     EXPECT_EQ(failures[t], 0) << "thread " << t;
 }
 
+//===--- Convolution gradients --------------------------------------------===//
+
+/// Every product x[xi] * w[wi] that adds to y[yi] in ONNX Conv (as
+/// referenceConv sums them): the backward references distribute the same
+/// products the other way.
+template <typename Visit> void forEachConvTap(const ConvCase &k, Visit visit) {
+  int64_t oh = k.oh(), ow = k.ow(), cg = k.c / k.groups, og = k.oc / k.groups;
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t o = 0; o < k.oc; ++o)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j)
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t p = 0; p < k.kh; ++p)
+              for (int64_t q = 0; q < k.kw; ++q) {
+                int64_t yy = i * k.sh - k.pt + p * k.dh;
+                int64_t xx = j * k.sw - k.pl + q * k.dw;
+                if (yy < 0 || yy >= k.h || xx < 0 || xx >= k.w)
+                  continue;
+                int64_t channel = (o / og) * cg + c;
+                visit(size_t(((n * k.oc + o) * oh + i) * ow + j),
+                      size_t(((n * k.c + channel) * k.h + yy) * k.w + xx),
+                      size_t(((o * cg + c) * k.kh + p) * k.kw + q));
+              }
+}
+
+/// dx[xi] = sum of dy[yi] * w[wi] over the taps.
+std::vector<double> referenceConvBackwardData(const ConvCase &k,
+                                              const std::vector<float> &dy,
+                                              const std::vector<float> &w) {
+  std::vector<double> dx(size_t(k.n * k.c * k.h * k.w), 0.0);
+  forEachConvTap(k, [&](size_t yi, size_t xi, size_t wi) {
+    dx[xi] += double(dy[yi]) * double(w[wi]);
+  });
+  return dx;
+}
+
+/// dw[wi] = sum of dy[yi] * x[xi] over the taps; db[o] = sum of dy[n,o,:,:].
+std::vector<double> referenceConvBackwardWeights(const ConvCase &k,
+                                                 const std::vector<float> &x,
+                                                 const std::vector<float> &dy) {
+  std::vector<double> dw(size_t(k.oc * (k.c / k.groups) * k.kh * k.kw), 0.0);
+  forEachConvTap(k, [&](size_t yi, size_t xi, size_t wi) {
+    dw[wi] += double(dy[yi]) * double(x[xi]);
+  });
+  return dw;
+}
+
+std::vector<double> referenceConvBackwardBias(const ConvCase &k,
+                                              const std::vector<float> &dy) {
+  std::vector<double> db(size_t(k.oc), 0.0);
+  int64_t plane = k.oh() * k.ow();
+  for (size_t i = 0; i < dy.size(); ++i)
+    db[(int64_t(i) / plane) % k.oc] += dy[i];
+  return db;
+}
+
+std::vector<float> runConvBackwardData(const ConvCase &k,
+                                       const std::vector<float> &dy,
+                                       const std::vector<float> &w) {
+  // NaN: every element must be overwritten, not accumulated into.
+  std::vector<float> dx(size_t(k.n * k.c * k.h * k.w),
+                        std::numeric_limits<float>::quiet_NaN());
+  dtrain_rt_conv2d_backward_data_f32(
+      dy.data(), w.data(), dx.data(), k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw,
+      k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+  return dx;
+}
+
+/// DW, and DB when K.BIAS (else DB stays as given: NaN, not written).
+std::vector<float> runConvBackwardWeights(const ConvCase &k,
+                                          const std::vector<float> &x,
+                                          const std::vector<float> &dy,
+                                          std::vector<float> &db) {
+  std::vector<float> dw(size_t(k.oc * (k.c / k.groups) * k.kh * k.kw),
+                        std::numeric_limits<float>::quiet_NaN());
+  db.assign(size_t(k.oc), std::numeric_limits<float>::quiet_NaN());
+  dtrain_rt_conv2d_backward_weights_f32(
+      x.data(), dy.data(), dw.data(), k.bias ? db.data() : nullptr, k.n, k.c,
+      k.h, k.w, k.oc, k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb,
+      k.pr, k.dh, k.dw, k.groups);
+  return dw;
+}
+
+std::vector<float> randomGradient(const ConvCase &k, uint32_t seed) {
+  return randomVector(size_t(k.n * k.oc * k.oh() * k.ow()), seed);
+}
+
+TEST(Conv2DBackward, DataMatchesReference) {
+  uint32_t seed = 3100;
+  for (const ConvCase &k : convCases) {
+    SCOPED_TRACE(testing::Message() << k);
+    ConvData d(k, seed += 3);
+    auto dy = randomGradient(k, seed + 1000);
+    EXPECT_TRUE(allClose(runConvBackwardData(k, dy, d.w),
+                         referenceConvBackwardData(k, dy, d.w)));
+  }
+}
+
+TEST(Conv2DBackward, WeightsMatchReference) {
+  uint32_t seed = 4100;
+  for (const ConvCase &k : convCases) {
+    SCOPED_TRACE(testing::Message() << k);
+    ConvData d(k, seed += 3);
+    auto dy = randomGradient(k, seed + 1000);
+    std::vector<float> db;
+    // Sums over N x OH x OW products: a little more rounding than forward.
+    EXPECT_TRUE(allClose(runConvBackwardWeights(k, d.x, dy, db),
+                         referenceConvBackwardWeights(k, d.x, dy), 1e-4, 1e-4));
+    if (k.bias)
+      EXPECT_TRUE(allClose(db, referenceConvBackwardBias(k, dy), 1e-4, 1e-4));
+    else
+      EXPECT_TRUE(std::all_of(db.begin(), db.end(),
+                              [](float v) { return std::isnan(v); }));
+  }
+}
+
+/// The gradients are the adjoints of the forward kernel:
+/// <conv(x, w), dy> = <x, dx(dy, w)> = <w, dw(x, dy)>, all in double.
+TEST(Conv2DBackward, AdjointOfForward) {
+  uint32_t seed = 5100;
+  for (ConvCase k : convCases) {
+    k.bias = false;
+    SCOPED_TRACE(testing::Message() << k);
+    ConvData d(k, seed += 3);
+    auto dy = randomGradient(k, seed + 1000);
+    auto dot = [](const std::vector<float> &a, const std::vector<float> &b) {
+      double sum = 0;
+      for (size_t i = 0; i < a.size(); ++i)
+        sum += double(a[i]) * double(b[i]);
+      return sum;
+    };
+    std::vector<float> db;
+    double forward = dot(runConv(k, d.x, d.w, d.bias), dy);
+    double data = dot(d.x, runConvBackwardData(k, dy, d.w));
+    double weights = dot(d.w, runConvBackwardWeights(k, d.x, dy, db));
+    double tolerance = 1e-4 * (1 + std::fabs(forward));
+    EXPECT_NEAR(data, forward, tolerance);
+    EXPECT_NEAR(weights, forward, tolerance);
+  }
+}
+
+/// Repeated geometries create no primitive and compute the same; the
+/// weights gradient with and without bias are distinct geometries.
+TEST(Conv2DBackward, CachedGeometryGivesTheSameResult) {
+  ConvCase a{2, 16, 10, 10, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true};
+  ConvCase b{1, 16, 6, 6, 16, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 2, false};
+  ConvData da(a, 17), dbData(b, 18);
+  auto dyA = randomGradient(a, 19), dyB = randomGradient(b, 20);
+  std::vector<float> db, dbFirst;
+  int64_t before = kernelGeometriesCreatedForTesting();
+  std::vector<float> dx = runConvBackwardData(a, dyA, da.w);
+  std::vector<float> dw = runConvBackwardWeights(a, da.x, dyA, dbFirst);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 2);
+  EXPECT_TRUE(allClose(runConvBackwardData(b, dyB, dbData.w),
+                       referenceConvBackwardData(b, dyB, dbData.w)));
+  EXPECT_TRUE(allClose(runConvBackwardWeights(b, dbData.x, dyB, db),
+                       referenceConvBackwardWeights(b, dbData.x, dyB), 1e-4,
+                       1e-4));
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 4);
+  EXPECT_EQ(runConvBackwardData(a, dyA, da.w), dx);
+  EXPECT_EQ(runConvBackwardWeights(a, da.x, dyA, db), dw);
+  EXPECT_EQ(db, dbFirst);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 4);
+  EXPECT_TRUE(allClose(dx, referenceConvBackwardData(a, dyA, da.w)));
+  EXPECT_TRUE(
+      allClose(dw, referenceConvBackwardWeights(a, da.x, dyA), 1e-4, 1e-4));
+  ConvCase noBias = a;
+  noBias.bias = false;
+  EXPECT_TRUE(allClose(runConvBackwardWeights(noBias, da.x, dyA, db),
+                       referenceConvBackwardWeights(noBias, da.x, dyA), 1e-4,
+                       1e-4));
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 5);
+}
+
 //===--- Pooling ----------------------------------------------------------===//
 
 struct PoolCase {
@@ -410,6 +585,123 @@ TEST(Pool2D, CachedGeometryGivesTheSameResult) {
   EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 2);
 }
 
+/// The gradient of referencePool: each window's gradient to the first
+/// maximal input element in row-major window order (max), or spread over the
+/// input elements by the forward's divisor (averages).
+std::vector<double> referencePoolBackward(const PoolCase &k,
+                                          const std::vector<float> &x,
+                                          const std::vector<float> &dy) {
+  int64_t oh = k.oh(), ow = k.ow();
+  std::vector<double> dx(size_t(k.n * k.c * k.h * k.w), 0.0);
+  for (int64_t plane = 0; plane < k.n * k.c; ++plane)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        std::vector<size_t> inside;
+        int64_t inPadded = 0;
+        for (int64_t p = 0; p < k.kh; ++p)
+          for (int64_t q = 0; q < k.kw; ++q) {
+            int64_t yy = i * k.sh - k.pt + p * k.dh;
+            int64_t xx = j * k.sw - k.pl + q * k.dw;
+            if (yy >= -k.pt && yy < k.h + k.pb && xx >= -k.pl &&
+                xx < k.w + k.pr)
+              ++inPadded;
+            if (yy >= 0 && yy < k.h && xx >= 0 && xx < k.w)
+              inside.push_back(size_t((plane * k.h + yy) * k.w + xx));
+          }
+        double g = dy[size_t((plane * oh + i) * ow + j)];
+        if (k.kind == DTRAIN_RT_POOL_MAX) {
+          size_t best = inside.front();
+          for (size_t at : inside)
+            if (x[at] > x[best])
+              best = at;
+          dx[best] += g;
+        } else {
+          double divisor = k.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
+                               ? double(inPadded)
+                               : double(inside.size());
+          for (size_t at : inside)
+            dx[at] += g / divisor;
+        }
+      }
+  return dx;
+}
+
+std::vector<float> runPoolBackward(const PoolCase &k,
+                                   const std::vector<float> &x,
+                                   const std::vector<float> &dy) {
+  std::vector<float> dx(size_t(k.n * k.c * k.h * k.w),
+                        std::numeric_limits<float>::quiet_NaN());
+  // The averages do not read X.
+  dtrain_rt_pool2d_backward_f32(
+      k.kind == DTRAIN_RT_POOL_MAX ? x.data() : nullptr, dy.data(), dx.data(),
+      k.kind, k.n, k.c, k.h, k.w, k.oh(), k.ow(), k.kh, k.kw, k.sh, k.sw, k.pt,
+      k.pl, k.pb, k.pr, k.dh, k.dw);
+  return dx;
+}
+
+TEST(Pool2DBackward, MatchesReference) {
+  uint32_t seed = 6500;
+  for (const PoolCase &k : poolCases) {
+    SCOPED_TRACE(testing::Message() << k);
+    auto x = randomVector(size_t(k.n * k.c * k.h * k.w), ++seed);
+    auto dy = randomVector(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    EXPECT_TRUE(
+        allClose(runPoolBackward(k, x, dy), referencePoolBackward(k, x, dy)));
+  }
+}
+
+/// Max pooling over inputs with many ties (a few distinct values, or all
+/// equal): the first maximal element of each window takes the gradient.
+TEST(Pool2DBackward, MaxTiesGoToTheFirstMaximum) {
+  uint32_t seed = 7500;
+  for (const PoolCase &k : poolCases) {
+    if (k.kind != DTRAIN_RT_POOL_MAX)
+      continue;
+    SCOPED_TRACE(testing::Message() << k);
+    auto x = randomVector(size_t(k.n * k.c * k.h * k.w), ++seed);
+    for (float &v : x)
+      v = std::round(v); // -1, 0 or 1
+    auto dy = randomVector(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    EXPECT_TRUE(
+        allClose(runPoolBackward(k, x, dy), referencePoolBackward(k, x, dy)));
+    std::vector<float> flat(x.size(), 0.5f);
+    EXPECT_TRUE(allClose(runPoolBackward(k, flat, dy),
+                         referencePoolBackward(k, flat, dy)));
+  }
+  // One 2x2 window of equal values: all to the top-left element.
+  PoolCase one{kMax, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 1, 1, false};
+  std::vector<float> dx = runPoolBackward(one, {3, 3, 3, 3}, {1.5f});
+  EXPECT_EQ(dx, (std::vector<float>{1.5f, 0, 0, 0}));
+  // A NaN is maximal: the first one takes the gradient.
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  dx = runPoolBackward(one, {1, nan, 3, nan}, {1.5f});
+  EXPECT_EQ(dx, (std::vector<float>{0, 1.5f, 0, 0}));
+  // Padding never wins, even over negative inputs.
+  PoolCase padded{kMax, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false};
+  dx = runPoolBackward(padded, {-4}, {2});
+  EXPECT_EQ(dx, (std::vector<float>{2}));
+}
+
+/// The gradient is the adjoint of the forward kernel (average pooling is
+/// linear): <pool(x), dy> = <x, pool_backward(dy)>.
+TEST(Pool2DBackward, AverageIsAdjointOfForward) {
+  uint32_t seed = 8500;
+  for (const PoolCase &k : poolCases) {
+    if (k.kind == DTRAIN_RT_POOL_MAX)
+      continue;
+    SCOPED_TRACE(testing::Message() << k);
+    auto x = randomVector(size_t(k.n * k.c * k.h * k.w), ++seed);
+    auto dy = randomVector(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    std::vector<float> y = runPool(k, x), dx = runPoolBackward(k, x, dy);
+    double forward = 0, backward = 0;
+    for (size_t i = 0; i < y.size(); ++i)
+      forward += double(y[i]) * dy[i];
+    for (size_t i = 0; i < x.size(); ++i)
+      backward += double(x[i]) * dx[i];
+    EXPECT_NEAR(backward, forward, 1e-4 * (1 + std::fabs(forward)));
+  }
+}
+
 //===--- Batch normalization ----------------------------------------------===//
 
 struct BatchNormCase {
@@ -421,7 +713,8 @@ const BatchNormCase batchNormCases[] = {
     {4, 3, 1, 1e-5f},  // rank 2
     {8, 32, 1, 1e-3f}, // rank 2, blocked channels
     {2, 5, 49, 1e-5f}, // rank 4, 7x7
-    {1, 16, 9, 1e-5f}, {3, 20, 30, 0.1f},
+    {1, 16, 9, 1e-5f},  {3, 20, 30, 0.1f},
+    {4, 64, 49, 1e-5f}, // blocked channels, 7x7
 };
 
 struct BatchNormData {
@@ -524,6 +817,114 @@ TEST(BatchNorm, CachedGeometry) {
   EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 3);
 }
 
+/// The textbook gradient of training batch norm, in double, from the batch
+/// statistics given (as the kernel gets them from the forward):
+/// xhat = (x - mean) / sqrt(var + eps), dbias = sum(dy),
+/// dscale = sum(dy * xhat), dx = scale / sqrt(var + eps) *
+/// (dy - mean(dy) - xhat * mean(dy * xhat)).
+struct BatchNormGradients {
+  std::vector<double> dx, dscale, dbias;
+};
+
+BatchNormGradients referenceBatchNormBackward(const BatchNormCase &k,
+                                              const std::vector<float> &x,
+                                              const std::vector<float> &dy,
+                                              const std::vector<float> &scale,
+                                              const std::vector<float> &mean,
+                                              const std::vector<float> &var) {
+  BatchNormGradients g{std::vector<double>(x.size()),
+                       std::vector<double>(size_t(k.c), 0.0),
+                       std::vector<double>(size_t(k.c), 0.0)};
+  double count = double(k.n * k.spatial);
+  auto at = [&](int64_t n, int64_t c, int64_t s) {
+    return size_t((n * k.c + c) * k.spatial + s);
+  };
+  for (int64_t c = 0; c < k.c; ++c) {
+    double invStd = 1.0 / std::sqrt(double(var[c]) + double(k.epsilon));
+    for (int64_t n = 0; n < k.n; ++n)
+      for (int64_t s = 0; s < k.spatial; ++s) {
+        double xhat = (x[at(n, c, s)] - double(mean[c])) * invStd;
+        g.dbias[c] += dy[at(n, c, s)];
+        g.dscale[c] += dy[at(n, c, s)] * xhat;
+      }
+    for (int64_t n = 0; n < k.n; ++n)
+      for (int64_t s = 0; s < k.spatial; ++s) {
+        double xhat = (x[at(n, c, s)] - double(mean[c])) * invStd;
+        g.dx[at(n, c, s)] =
+            scale[c] * invStd *
+            (dy[at(n, c, s)] - g.dbias[c] / count - xhat * g.dscale[c] / count);
+      }
+  }
+  return g;
+}
+
+struct BatchNormBackwardRun {
+  std::vector<float> dx, dscale, dbias;
+};
+
+/// The forward training kernel for the statistics, then the backward one.
+BatchNormBackwardRun runBatchNormBackward(const BatchNormCase &k,
+                                          const BatchNormData &d,
+                                          const std::vector<float> &dy,
+                                          std::vector<float> &mean,
+                                          std::vector<float> &var) {
+  std::vector<float> y(d.x.size());
+  mean.assign(size_t(k.c), NAN);
+  var.assign(size_t(k.c), NAN);
+  dtrain_rt_batch_norm_train_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                                 y.data(), mean.data(), var.data(), k.n, k.c,
+                                 k.spatial, k.epsilon);
+  BatchNormBackwardRun r{std::vector<float>(d.x.size(), NAN),
+                         std::vector<float>(size_t(k.c), NAN),
+                         std::vector<float>(size_t(k.c), NAN)};
+  dtrain_rt_batch_norm_backward_f32(d.x.data(), dy.data(), d.scale.data(),
+                                    mean.data(), var.data(), r.dx.data(),
+                                    r.dscale.data(), r.dbias.data(), k.n, k.c,
+                                    k.spatial, k.epsilon);
+  return r;
+}
+
+TEST(BatchNorm, BackwardMatchesReference) {
+  uint32_t seed = 2900;
+  for (const BatchNormCase &k : batchNormCases) {
+    SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.spatial
+                                    << " epsilon " << k.epsilon);
+    BatchNormData d(k, seed += 5);
+    auto dy = randomVector(d.x.size(), seed + 1000);
+    std::vector<float> mean, var;
+    BatchNormBackwardRun r = runBatchNormBackward(k, d, dy, mean, var);
+    BatchNormGradients g =
+        referenceBatchNormBackward(k, d.x, dy, d.scale, mean, var);
+    EXPECT_TRUE(allClose(r.dbias, g.dbias));
+    EXPECT_TRUE(allClose(r.dscale, g.dscale));
+    // dy - mean(dy) - ... cancels: absolute error of the sums' rounding.
+    EXPECT_TRUE(allClose(r.dx, g.dx, 1e-4, 1e-4));
+  }
+}
+
+/// A repeated geometry creates no primitive and computes the same; another
+/// epsilon is another geometry.
+TEST(BatchNorm, BackwardCachedGeometry) {
+  BatchNormCase k{3, 6, 10, 1e-5f};
+  BatchNormData d(k, 79);
+  auto dy = randomVector(d.x.size(), 80);
+  std::vector<float> mean, var;
+  runBatchNormBackward(k, d, dy, mean, var); // the forward's geometry
+  int64_t before = kernelGeometriesCreatedForTesting();
+  BatchNormBackwardRun first = runBatchNormBackward(k, d, dy, mean, var);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before);
+  BatchNormCase other = k;
+  other.epsilon = 1e-3f;
+  std::vector<float> otherMean, otherVar;
+  runBatchNormBackward(other, d, dy, otherMean, otherVar);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 2);
+  BatchNormBackwardRun again = runBatchNormBackward(k, d, dy, mean, var);
+  EXPECT_EQ(again.dx, first.dx);
+  EXPECT_EQ(again.dscale, first.dscale);
+  EXPECT_EQ(again.dbias, first.dbias);
+  EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 2);
+}
+
 //===--- Invalid calls (run as separate processes by ctest) ---------------===//
 
 /// Makes the invalid call NAME, which must abort; returns 2 when it does not
@@ -545,6 +946,26 @@ int invalidCall(const std::string &name) {
   else if (name == "pool-empty-window") // the first window is all padding
     dtrain_rt_pool2d_f32(x.data(), y.data(), DTRAIN_RT_POOL_MAX, 1, 1, 4, 4, 4,
                          4, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1);
+  else if (name == "conv-backward-data-output") // gives 6x6
+    dtrain_rt_conv2d_backward_data_f32(y.data(), w.data(), x.data(), 1, 2, 8, 8,
+                                       2, 3, 3, 7, 6, 1, 1, 0, 0, 0, 0, 1, 1,
+                                       1);
+  else if (name == "conv-backward-weights-groups")
+    dtrain_rt_conv2d_backward_weights_f32(x.data(), y.data(), w.data(), nullptr,
+                                          1, 6, 8, 8, 4, 3, 3, 6, 6, 1, 1, 0, 0,
+                                          0, 0, 1, 1, 4);
+  else if (name == "pool-backward-max-null-x") // max needs X
+    dtrain_rt_pool2d_backward_f32(nullptr, y.data(), x.data(),
+                                  DTRAIN_RT_POOL_MAX, 1, 1, 8, 8, 4, 4, 2, 2, 2,
+                                  2, 0, 0, 0, 0, 1, 1);
+  else if (name == "pool-backward-ceil-rule")
+    dtrain_rt_pool2d_backward_f32(x.data(), y.data(), w.data(),
+                                  DTRAIN_RT_POOL_AVG_INCLUDE_PAD, 1, 1, 3, 3, 3,
+                                  3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1);
+  else if (name == "batch-norm-backward-epsilon")
+    dtrain_rt_batch_norm_backward_f32(x.data(), y.data(), w.data(), w.data(),
+                                      w.data(), x.data(), y.data(), w.data(), 2,
+                                      3, 4, -1e-5f);
   else if (name == "matmul-size")
     dtrain_rt_matmul_f32(x.data(), w.data(), y.data(), 4, -1, 4, 0, 0, 0.0f);
   else {

@@ -246,3 +246,20 @@ func.func @backward_kernels(%x: tensor<2x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %d
   %4:3 = nn.batch_norm_train_grad %x, %x, %s, %s, %s : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
   return %0, %1, %2, %3, %4#0 : tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
 }
+
+// -----
+
+// An optimizer update and its new state come out of one loop nest.
+// CHECK-LABEL: func.func @stateful_updates
+// CHECK: %{{.*}}:2 = linalg.generic
+// CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, f32
+// CHECK: %{{.*}}:3 = linalg.generic
+// CHECK: math.powf
+// CHECK: math.sqrt
+// CHECK: linalg.yield %{{.*}}, %{{.*}}, %{{.*}} : f32, f32, f32
+func.func @stateful_updates(%w: tensor<8x4xf32>, %dw: tensor<8x4xf32>, %v: tensor<8x4xf32>, %step: tensor<i64>)
+    -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+  %w1, %v1 = train.momentum_update %w, %dw, %v {lr = 0.05 : f64, momentum = 0.9 : f64} : tensor<8x4xf32>
+  %w2, %m2, %s2 = train.adam_update %w1, %dw, %v1, %v, %step {lr = 1.0e-3 : f64} : tensor<8x4xf32>, tensor<i64>
+  return %v1, %w2, %m2, %s2 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+}

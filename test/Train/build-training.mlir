@@ -1,5 +1,25 @@
 // RUN: dtrain-opt %s --split-input-file --dtrain-build-training="lr=0.1" | FileCheck %s
 // RUN: dtrain-opt %s --split-input-file --dtrain-build-training="loss=mse lr=0.5 weight-decay=0.01" | FileCheck %s --check-prefix=MSE
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="optimizer=nesterov lr=0.1 momentum=0.8 weight-decay=0.1" | FileCheck %s --check-prefix=NESTEROV
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="optimizer=adamw lr=0.01 weight-decay=0.1 decay-1d" | FileCheck %s --check-prefix=ADAMW
+
+// Optimizer state: a momentum buffer per parameter after the parameters;
+// weight decay only on the matrix.
+// NESTEROV-LABEL: func.func @train_step(
+// NESTEROV-SAME: %[[W:[^:]+]]: tensor<3x4xf32> {train.param = "w"}, %[[B:[^:]+]]: tensor<3xf32> {train.param = "b"}, %[[VW:[^:]+]]: tensor<3x4xf32> {train.optimizer_state = "w.momentum_buffer"}, %[[VB:[^:]+]]: tensor<3xf32> {train.optimizer_state = "b.momentum_buffer"}, %{{[^:]+}}: tensor<2x4xf32> {train.input = "x"}
+// NESTEROV-SAME: -> (tensor<3x4xf32> {train.updated = "w"}, tensor<3xf32> {train.updated = "b"}, tensor<3x4xf32> {train.updated = "w.momentum_buffer"}, tensor<3xf32> {train.updated = "b.momentum_buffer"}, tensor<f32> {train.output = "loss"})
+// NESTEROV: %[[W2:.*]], %[[VW2:.*]] = train.momentum_update %[[W]], %{{.*}}, %[[VW]] {lr = 1.000000e-01 : f64, momentum = 8.000000e-01 : f64, nesterov, weight_decay = 1.000000e-01 : f64}
+// NESTEROV: %[[B2:.*]], %[[VB2:.*]] = train.momentum_update %[[B]], %{{.*}}, %[[VB]] {lr = 1.000000e-01 : f64, momentum = 8.000000e-01 : f64, nesterov}
+// NESTEROV: return %[[W2]], %[[B2]], %[[VW2]], %[[VB2]], %{{.*}}
+
+// Adam: two moments per parameter and one step count, incremented once;
+// decay-1d decays the bias too.
+// ADAMW-LABEL: func.func @train_step(
+// ADAMW-SAME: %[[STEP:[^:]+]]: tensor<i64> {train.optimizer_state = "optimizer.step"}
+// ADAMW: %[[ONE:.*]] = arith.constant dense<1> : tensor<i64>
+// ADAMW: %[[NEXT:.*]] = arith.addi %[[STEP]], %[[ONE]]
+// ADAMW: train.adam_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NEXT]] {decoupled, lr = 1.000000e-02 : f64, weight_decay = 1.000000e-01 : f64} : tensor<3x4xf32>, tensor<i64>
+// ADAMW: train.adam_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NEXT]] {decoupled, lr = 1.000000e-02 : f64, weight_decay = 1.000000e-01 : f64} : tensor<3xf32>, tensor<i64>
 
 // A linear layer with ReLU: the loss is appended, every parameter gets its
 // gradient from the vector-Jacobian products in reverse order, the unused

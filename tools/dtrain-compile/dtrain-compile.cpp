@@ -94,10 +94,11 @@ static cl::opt<Mode>
                     clEnumValN(Mode::Infer, "infer",
                                "the forward pass, for inference"),
                     clEnumValN(Mode::Step, "step",
-                               "one training step (--loss, --lr, "
-                               "--weight-decay; SGD), run once per call: "
-                               "reads inputs and labels, writes the "
-                               "updated parameters and the loss")),
+                               "one training step (--loss, --optimizer, "
+                               "--lr, --momentum, --weight-decay) per run "
+                               "of the executable: reads inputs and labels, "
+                               "writes the updated parameters and the "
+                               "loss")),
          cl::init(Mode::Train), cl::cat(compileCategory));
 
 static cl::opt<std::string>
@@ -105,13 +106,23 @@ static cl::opt<std::string>
              cl::desc("--mode=step: the loss, softmax-xent (integer labels, "
                       "default) or mse (targets of the output's shape)"),
              cl::init("softmax-xent"), cl::cat(compileCategory));
+static cl::opt<std::string> optimizerName(
+    "optimizer",
+    cl::desc("--mode=step: sgd (default), momentum, nesterov, adam or adamw"),
+    cl::init("sgd"), cl::cat(compileCategory));
+static cl::opt<double>
+    momentum("momentum",
+             cl::desc("--mode=step: momentum of momentum and nesterov "
+                      "(default 0.9)"),
+             cl::init(0.9), cl::cat(compileCategory));
 static cl::opt<double> learningRate("lr",
                                     cl::desc("--mode=step: learning rate "
                                              "(default 0.01)"),
                                     cl::init(0.01), cl::cat(compileCategory));
 static cl::opt<double>
     weightDecay("weight-decay",
-                cl::desc("--mode=step: L2 weight decay (default 0)"),
+                cl::desc("--mode=step: weight decay, not applied to 1-D "
+                         "parameters (default 0)"),
                 cl::init(0.0), cl::cat(compileCategory));
 
 static cl::opt<Target>
@@ -298,6 +309,8 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
   if (mode == Mode::Step && !module.lookupSymbol("train_step")) {
     dtrain::train::BuildTrainingOptions options;
     options.loss = lossName;
+    options.optimizer = optimizerName;
+    options.momentum = momentum;
     options.learningRate = learningRate;
     options.weightDecay = weightDecay;
     pm.addPass(dtrain::train::createBuildTraining(options));

@@ -16,9 +16,11 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
   let description = [{
     Replaces `func.func @forward` (parameters marked `train.param`, inputs
     `train.input`, one model output) with `func.func @train_step`, which
-    takes the same arguments plus a batch of labels (`train.label`) and
-    returns the updated parameters (each marked `train.updated` with the
-    parameter's name) followed by the loss (`train.output = "loss"`):
+    takes the parameters, the optimizer state (`train.optimizer_state`,
+    zero before the first step), the inputs and a batch of labels
+    (`train.label`), and returns the updated parameters and optimizer state
+    (each marked `train.updated` with its name) followed by the loss
+    (`train.output = "loss"`):
 
     1. the loss of the model output against the labels:
        `softmax-xent` (logits `N x C` against `N` integer class labels,
@@ -31,7 +33,13 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
        several users are summed. Values that do not depend on a parameter
        (inputs, labels, shape arithmetic) are constants of the backward
        pass; a parameter the loss does not depend on gets a zero gradient;
-    3. one optimizer update per parameter.
+    3. one optimizer update per parameter, fused into one loop nest with
+       its state: `sgd`, `momentum` and `nesterov` (PyTorch's SGD; state
+       `<param>.momentum_buffer`), `adam` and `adamw` (state
+       `<param>.exp_avg`, `<param>.exp_avg_sq` and the step count
+       `optimizer.step`, an i64 scalar). Weight decay is not applied to 1-D
+       parameters (biases, batch-norm scales and shifts), as in large-batch
+       practice, unless `decay-1d` is set.
 
     ```mlir
     // dtrain-opt mlp.mlir --dtrain-build-training="loss=softmax-xent lr=0.1"
@@ -51,14 +59,27 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
            "The loss: softmax-xent (integer class labels) or mse (targets "
            "of the output's shape)">,
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "The optimizer: sgd">,
+           "The optimizer: sgd, momentum, nesterov, adam or adamw">,
     Option<"learningRate", "lr", "double", /*default=*/"0.01",
            "The learning rate (> 0)">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
-           "L2 weight decay added to each gradient (>= 0)">,
+           "Weight decay (>= 0): L2, added to the gradient, except for "
+           "adamw (decoupled)">,
+    Option<"decay1D", "decay-1d", "bool", /*default=*/"false",
+           "Apply weight decay to 1-D parameters (biases, batch-norm scales "
+           "and shifts) too">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "momentum and nesterov: the momentum (>= 0)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "adam and adamw: the decay of the first moment, in [0, 1)">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999",
+           "adam and adamw: the decay of the second moment, in [0, 1)">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1e-8",
+           "adam and adamw: added to the denominator (> 0)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::tensor::TensorDialect",
     "::mlir::dtrain::nn::NNDialect",
     "::mlir::dtrain::train::TrainDialect",
   ];

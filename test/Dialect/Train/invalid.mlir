@@ -78,3 +78,19 @@ func.func @updated_unknown(%x: tensor<4xf32> {train.input = "x"}) -> (tensor<4xf
 func.func @updated_type(%w: tensor<4xf32> {train.param = "w"}, %y: tensor<8xf32>) -> (tensor<8xf32> {train.updated = "w"}) {
   return %y : tensor<8xf32>
 }
+
+// -----
+
+func.func @momentum_negative(%w: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.momentum_update' op momentum must be non-negative, got -0.5}}
+  %0, %1 = train.momentum_update %w, %w, %w {lr = 0.1 : f64, momentum = -0.5 : f64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @adam_beta(%w: tensor<4xf32>, %t: tensor<i64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.adam_update' op beta2 must be in [0, 1), got 1}}
+  %0:3 = train.adam_update %w, %w, %w, %w, %t {lr = 0.1 : f64, beta2 = 1.0 : f64} : tensor<4xf32>, tensor<i64>
+  return %0#0 : tensor<4xf32>
+}

@@ -27,3 +27,13 @@ func.func @step(%w: tensor<64x10xf32> {train.param = "fc.weight"},
 func.func @bufferized(%b: memref<4xf32> {train.param = "b"}) {
   return
 }
+
+// CHECK-LABEL: func.func @stateful_updates
+func.func @stateful_updates(%w: tensor<8x4xf32>, %dw: tensor<8x4xf32>, %v: tensor<8x4xf32>, %step: tensor<i64>)
+    -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+  // CHECK: train.momentum_update %{{.*}}, %{{.*}}, %{{.*}} {lr = 5.000000e-02 : f64, momentum = 9.000000e-01 : f64, nesterov} : tensor<8x4xf32>
+  %w1, %v1 = train.momentum_update %w, %dw, %v {lr = 0.05 : f64, momentum = 0.9 : f64, nesterov} : tensor<8x4xf32>
+  // CHECK: train.adam_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {decoupled, lr = 1.000000e-03 : f64, weight_decay = 1.000000e-02 : f64} : tensor<8x4xf32>, tensor<i64>
+  %w2, %m2, %s2 = train.adam_update %w1, %dw, %v1, %v, %step {decoupled, lr = 1.0e-3 : f64, weight_decay = 0.01 : f64} : tensor<8x4xf32>, tensor<i64>
+  return %w2, %m2, %s2 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+}

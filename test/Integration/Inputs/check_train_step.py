@@ -1,16 +1,19 @@
-"""Checks one training step compiled by `dtrain-compile --mode=step`
-(--dtrain-build-training: loss, reverse-mode gradients, SGD update)
+"""Checks training steps compiled by `dtrain-compile --mode=step`
+(--dtrain-build-training: loss, reverse-mode gradients, optimizer update)
 against PyTorch's on the same model, weights and batch.
 
 usage: check_train_step.py COMPILE WORKDIR
 
-For each case below: builds the PyTorch model (seed 0), exports it to ONNX
+For each case below: builds the PyTorch model (seeded), exports it to ONNX
 (TRAINING mode, fixed batch), compiles it with `COMPILE model.onnx
---mode=step --loss L --lr LR --weight-decay WD`, runs the executable once
-on a random batch and compares the loss and every updated parameter with
-PyTorch's loss and parameters after one torch.optim.SGD step, at rtol 1e-4
-and atol 1e-6 (float32). Prints one line per case with the largest
-differences, and exits non-zero on any mismatch or failure.
+--mode=step --loss L --optimizer O --lr LR --weight-decay WD`, runs the
+executable for STEPS steps on one random batch (`--repeat STEPS`: each run
+starts from the parameters and optimizer state the previous one left) and
+compares the loss of the last step and every parameter after it with
+PyTorch's (torch.optim, weight decay on parameters of more than one
+dimension only, as dtrain does by default) at rtol 1e-4 and atol 1e-5
+(float32). Prints one line per case with the largest differences, and
+exits non-zero on any mismatch or failure.
 """
 import os
 import subprocess
@@ -21,23 +24,71 @@ import numpy as np
 import torch
 from torch import nn
 
-RTOL, ATOL = 1e-4, 1e-6
+RTOL, ATOL = 1e-4, 1e-5
+
+OPTIMIZERS = {
+    "sgd": lambda groups, lr: torch.optim.SGD(groups, lr=lr),
+    "momentum": lambda groups, lr: torch.optim.SGD(groups, lr=lr,
+                                                   momentum=0.9),
+    "nesterov": lambda groups, lr: torch.optim.SGD(groups, lr=lr,
+                                                   momentum=0.9,
+                                                   nesterov=True),
+    "adam": lambda groups, lr: torch.optim.Adam(groups, lr=lr),
+    "adamw": lambda groups, lr: torch.optim.AdamW(groups, lr=lr),
+}
+
+
+def relu_mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
+
+
+def smooth_mlp():
+    torch.manual_seed(1)
+    return nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3),
+                         nn.Sigmoid())
+
+
+def small_cnn():
+    torch.manual_seed(2)
+    return nn.Sequential(
+        # No bias before batch norm (it cancels it): its gradient is
+        # rounding noise, which Adam would scale up to a full step.
+        nn.Conv2d(3, 6, 3, padding=1, bias=False), nn.BatchNorm2d(6),
+        nn.ReLU(),
+        nn.MaxPool2d(2), nn.Conv2d(6, 8, 3, stride=2, padding=1, groups=2),
+        nn.LeakyReLU(0.1), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8, 4),
+        nn.LogSoftmax(dim=1))
 
 
 def cases():
-    """(name, model, loss, lr, weight decay, x, target)"""
-    torch.manual_seed(0)
-    relu = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
-    yield ("relu-mlp softmax-xent", relu, "softmax-xent", 0.1, 0.0,
-           torch.randn(4, 12), torch.tensor([0, 3, 4, 3]))
-    torch.manual_seed(1)
-    smooth = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3),
-                           nn.Sigmoid())
-    yield ("tanh-sigmoid-mlp mse", smooth, "mse", 0.5, 0.01,
-           torch.randn(5, 6), torch.rand(5, 3))
+    """(name, model, loss, optimizer, lr, weight decay, steps, x, target)"""
+    torch.manual_seed(10)
+    x, labels = torch.randn(4, 12), torch.tensor([0, 3, 4, 3])
+    yield ("relu-mlp softmax-xent sgd", relu_mlp(), "softmax-xent", "sgd",
+           0.1, 0.0, 1, x, labels)
+    yield ("relu-mlp softmax-xent momentum", relu_mlp(), "softmax-xent",
+           "momentum", 0.05, 5e-4, 3, x, labels)
+    yield ("relu-mlp softmax-xent adam", relu_mlp(), "softmax-xent", "adam",
+           0.01, 0.0, 3, x, labels)
+    torch.manual_seed(11)
+    x, targets = torch.randn(5, 6), torch.rand(5, 3)
+    yield ("tanh-sigmoid-mlp mse sgd", smooth_mlp(), "mse", "sgd", 0.5, 0.01,
+           1, x, targets)
+    yield ("tanh-sigmoid-mlp mse nesterov", smooth_mlp(), "mse", "nesterov",
+           0.2, 0.01, 3, x, targets)
+    yield ("tanh-sigmoid-mlp mse adamw", smooth_mlp(), "mse", "adamw", 0.02,
+           0.1, 3, x, targets)
+    torch.manual_seed(12)
+    x, labels = torch.randn(4, 3, 8, 8), torch.tensor([1, 0, 3, 2])
+    yield ("cnn softmax-xent momentum", small_cnn(), "softmax-xent",
+           "momentum", 0.05, 5e-4, 3, x, labels)
+    yield ("cnn softmax-xent adam", small_cnn(), "softmax-xent", "adam",
+           0.01, 0.0, 3, x, labels)
 
 
-def check(compile_tool, work, name, model, loss_name, lr, decay, x, target):
+def check(compile_tool, work, name, model, loss_name, optimizer_name, lr,
+          decay, steps, x, target):
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, "model.onnx")
     exe = os.path.join(work, "step.bin")
@@ -49,19 +100,28 @@ def check(compile_tool, work, name, model, loss_name, lr, decay, x, target):
     names = [n for n, _ in model.named_parameters()]
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
 
-    # PyTorch's step.
+    # PyTorch's steps. CrossEntropyLoss after LogSoftmax is what dtrain's
+    # softmax-xent of log-probabilities computes too.
     criterion = (nn.CrossEntropyLoss() if loss_name == "softmax-xent"
                  else nn.MSELoss())
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=decay)
-    optimizer.zero_grad()
-    loss = criterion(model(x), target)
-    loss.backward()
-    optimizer.step()
+    params = list(model.parameters())
+    groups = [{"params": [p for p in params if p.dim() > 1],
+               "weight_decay": decay},
+              {"params": [p for p in params if p.dim() <= 1],
+               "weight_decay": 0.0}]
+    optimizer = OPTIMIZERS[optimizer_name](groups, lr)
+    model.train()
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = criterion(model(x), target)
+        loss.backward()
+        optimizer.step()
 
-    # dtrain's step.
+    # dtrain's steps.
     result = subprocess.run(
         [compile_tool, onnx_path, "--mode=step", "--loss", loss_name,
-         "--lr", repr(lr), "--weight-decay", repr(decay), "-o", exe],
+         "--optimizer", optimizer_name, "--lr", repr(lr), "--weight-decay",
+         repr(decay), "-o", exe],
         capture_output=True, text=True)
     if result.returncode != 0:
         print("%s: COMPILE FAILED:\n%s" % (name, result.stderr))
@@ -71,7 +131,8 @@ def check(compile_tool, work, name, model, loss_name, lr, decay, x, target):
     np.save(os.path.join(work, "label.npy"), target.numpy())
     command = [exe, "--input", "x=" + os.path.join(work, "x.npy"),
                "--input", label + "=" + os.path.join(work, "label.npy"),
-               "--output", os.path.join(work, "out.npz")]
+               "--output", os.path.join(work, "out.npz"), "--repeat",
+               str(steps)]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         print("%s: RUN FAILED:\n%s" % (name, result.stderr))
@@ -112,9 +173,8 @@ def main():
     compile_tool, workdir = sys.argv[1:3]
     warnings.filterwarnings("ignore")
     ok = True
-    for i, (name, model, loss, lr, decay, x, target) in enumerate(cases()):
-        ok &= check(compile_tool, os.path.join(workdir, str(i)), name, model,
-                    loss, lr, decay, x, target)
+    for i, case in enumerate(cases()):
+        ok &= check(compile_tool, os.path.join(workdir, str(i)), *case)
     return 0 if ok else 1
 
 

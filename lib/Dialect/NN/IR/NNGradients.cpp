@@ -10,6 +10,7 @@
 #include "dtrain/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 using namespace mlir::dtrain;
@@ -172,6 +173,38 @@ LogicalResult TransposeOp::buildGradients(OpBuilder &b,
     inverse[d] = int64_t(i);
   operandGrads.push_back(
       TransposeOp::create(b, getLoc(), resultGrads[0], inverse));
+  return success();
+}
+
+/// The part of GRAD at OFFSETS with the shape of TYPE (unit strides).
+static Value slice(OpBuilder &b, Location loc, Value grad,
+                   RankedTensorType type, ArrayRef<int64_t> offsets) {
+  SmallVector<int64_t> strides(type.getRank(), 1);
+  return tensor::ExtractSliceOp::create(b, loc, type, grad, ValueRange{},
+                                        ValueRange{}, ValueRange{}, offsets,
+                                        type.getShape(), strides);
+}
+
+LogicalResult ConcatOp::buildGradients(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  RankedTensorType resultType = getResult().getType();
+  SmallVector<int64_t> offsets(resultType.getRank(), 0);
+  for (Value input : getInputs()) {
+    auto type = cast<RankedTensorType>(input.getType());
+    operandGrads.push_back(
+        slice(b, getLoc(), resultGrads[0], type, offsets));
+    offsets[getAxis()] += type.getDimSize(getAxis());
+  }
+  return success();
+}
+
+LogicalResult PadOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  RankedTensorType inputType = getInput().getType();
+  operandGrads.push_back(
+      slice(b, getLoc(), resultGrads[0], inputType,
+            getPads().take_front(inputType.getRank())));
   return success();
 }
 

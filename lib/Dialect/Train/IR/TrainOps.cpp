@@ -28,5 +28,39 @@ LogicalResult SGDUpdateOp::verify() {
   return success();
 }
 
+LogicalResult MomentumUpdateOp::verify() {
+  double lr = getLr().convertToDouble();
+  if (!(lr > 0.0))
+    return emitOpError("learning rate must be positive, got ")
+           << formatNumber(lr);
+  for (auto [name, value] : {std::pair{"momentum", getMomentum()},
+                             std::pair{"weight_decay", getWeightDecay()}})
+    if (!(value.convertToDouble() >= 0.0))
+      return emitOpError(name) << " must be non-negative, got "
+                               << formatNumber(value.convertToDouble());
+  return success();
+}
+
+LogicalResult AdamUpdateOp::verify() {
+  double lr = getLr().convertToDouble();
+  if (!(lr > 0.0))
+    return emitOpError("learning rate must be positive, got ")
+           << formatNumber(lr);
+  for (auto [name, value] : {std::pair{"beta1", getBeta1()},
+                             std::pair{"beta2", getBeta2()}}) {
+    double beta = value.convertToDouble();
+    if (!(beta >= 0.0 && beta < 1.0))
+      return emitOpError(name) << " must be in [0, 1), got "
+                               << formatNumber(beta);
+  }
+  if (!(getEpsilon().convertToDouble() > 0.0))
+    return emitOpError("epsilon must be positive, got ")
+           << formatNumber(getEpsilon().convertToDouble());
+  if (!(getWeightDecay().convertToDouble() >= 0.0))
+    return emitOpError("weight_decay must be non-negative, got ")
+           << formatNumber(getWeightDecay().convertToDouble());
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dtrain/Dialect/Train/IR/TrainOps.cpp.inc"

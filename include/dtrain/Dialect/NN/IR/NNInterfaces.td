@@ -10,7 +10,8 @@ def NN_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
   let description = [{
     An op that reverse-mode differentiation can go through: it builds its
     vector-Jacobian product, the gradients of the objective with respect to
-    its operands from those with respect to its results, out of `nn` ops.
+    its operands from those with respect to its results, out of `nn` ops
+    (and `tensor.extract_slice` for the parts of a concat or a pad).
     Gradients have the types of the values they belong to; broadcasting
     ops sum a gradient back over the broadcast dimensions.
   }];

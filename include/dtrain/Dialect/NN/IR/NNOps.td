@@ -279,7 +279,8 @@ def NN_BroadcastOp : NN_Op<"broadcast", [Pure, SameOperandsAndResultElementType,
   let hasVerifier = 1;
 }
 
-def NN_ConcatOp : NN_InferOp<"concat", [Pure, SameOperandsAndResultElementType]> {
+def NN_ConcatOp : NN_InferOp<"concat", [Pure, SameOperandsAndResultElementType,
+                                         NN_Differentiable]> {
   let summary = "Concatenation along one axis";
   let description = [{
     Joins one or more tensors of the same rank along `axis` (in
@@ -296,7 +297,8 @@ def NN_ConcatOp : NN_InferOp<"concat", [Pure, SameOperandsAndResultElementType]>
   }];
 }
 
-def NN_PadOp : NN_InferOp<"pad", [Pure, SameOperandsAndResultElementType]> {
+def NN_PadOp : NN_InferOp<"pad", [Pure, SameOperandsAndResultElementType,
+                                   NN_Differentiable]> {
   let summary = "Pads with a constant";
   let description = [{
     Surrounds `input` with `value` (0.0 when absent). `pads` is laid out as

@@ -32,4 +32,75 @@ def Train_SGDUpdateOp : Train_Op<"sgd_update", [Pure, AllTypesMatch<["param", "g
   let hasVerifier = 1;
 }
 
+def Train_MomentumUpdateOp : Train_Op<"momentum_update", [Pure,
+    AllTypesMatch<["param", "grad", "velocity", "new_param", "new_velocity"]>]> {
+  let summary = "One step of SGD with momentum (heavy ball or Nesterov)";
+  let description = [{
+    PyTorch's `torch.optim.SGD` with `momentum` (no dampening), from the
+    parameter, its gradient and its velocity (zero before the first step):
+
+        d         = grad + weight_decay * param
+        velocity' = momentum * velocity + d
+        param'    = param - lr * (nesterov ? d + momentum * velocity' : velocity')
+
+    `lr` must be positive, `momentum` and `weight_decay` non-negative.
+
+    ```mlir
+    %w2, %v2 = train.momentum_update %w, %dw, %v {lr = 5.0e-02 : f64, momentum = 9.0e-01 : f64} : tensor<784x10xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F16, BF16, F32, F64]>:$param,
+                       RankedTensorOf<[F16, BF16, F32, F64]>:$grad,
+                       RankedTensorOf<[F16, BF16, F32, F64]>:$velocity,
+                       F64Attr:$lr, F64Attr:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       UnitAttr:$nesterov);
+  let results = (outs RankedTensorOf<[F16, BF16, F32, F64]>:$new_param,
+                      RankedTensorOf<[F16, BF16, F32, F64]>:$new_velocity);
+  let assemblyFormat = "$param `,` $grad `,` $velocity attr-dict `:` type($param)";
+  let hasVerifier = 1;
+}
+
+def Train_AdamUpdateOp : Train_Op<"adam_update", [Pure,
+    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                   "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "One step of Adam or AdamW";
+  let description = [{
+    PyTorch's `torch.optim.Adam` (L2 weight decay added to the gradient) or,
+    with `decoupled`, `torch.optim.AdamW` (the parameter shrunk by
+    `lr * weight_decay` first). `step` is the number of this step, from 1
+    (a rank-0 integer tensor), for the bias corrections:
+
+        g          = grad + weight_decay * param           (Adam)
+        param      = param * (1 - lr * weight_decay)       (AdamW)
+        exp_avg'   = beta1 * exp_avg + (1 - beta1) * g
+        exp_avg_sq'= beta2 * exp_avg_sq + (1 - beta2) * g^2
+        param'     = param - lr * (exp_avg' / (1 - beta1^step))
+                       / (sqrt(exp_avg_sq' / (1 - beta2^step)) + epsilon)
+
+    ```mlir
+    %w2, %m2, %v2 = train.adam_update %w, %dw, %m, %v, %step {lr = 1.0e-03 : f64} : tensor<784x10xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F16, BF16, F32, F64]>:$param,
+                       RankedTensorOf<[F16, BF16, F32, F64]>:$grad,
+                       RankedTensorOf<[F16, BF16, F32, F64]>:$exp_avg,
+                       RankedTensorOf<[F16, BF16, F32, F64]>:$exp_avg_sq,
+                       0DTensorOf<[I64]>:$step,
+                       F64Attr:$lr,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       UnitAttr:$decoupled);
+  let results = (outs RankedTensorOf<[F16, BF16, F32, F64]>:$new_param,
+                      RankedTensorOf<[F16, BF16, F32, F64]>:$new_exp_avg,
+                      RankedTensorOf<[F16, BF16, F32, F64]>:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:`
+    type($param) `,` type($step)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // DTRAIN_DIALECT_TRAIN_IR_TRAINOPS_TD
