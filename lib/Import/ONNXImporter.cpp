@@ -187,6 +187,9 @@ private:
   llvm::StringMap<const onnx::TensorProto *> initializers;
   /// Names read by some node or returned by the graph.
   llvm::StringSet<> used;
+  /// The new values of buffer arguments (batch-norm running statistics in
+  /// training mode), which the function returns marked train.updated.
+  SmallVector<std::pair<BlockArgument, Value>> bufferUpdates;
 
   /// True when output #index of `node` exists and something reads it.
   bool isOutputUsed(const onnx::NodeProto &node, int index) {
@@ -1506,11 +1509,28 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
   values[node.output(0)] = (*op)->getResult(0);
   double momentum = getFloatAttr(node, "momentum", 0.9);
   Type elementType = statType.getElementType();
+  // The running variance takes the unbiased batch variance, as PyTorch
+  // (where these models are trained) does; ONNX's reference takes the
+  // biased one that normalization uses.
+  auto inputType = cast<RankedTensorType>(operands[0].getType());
+  double unbias = 1.0;
+  if (inputType.hasStaticShape() && inputType.getNumElements() >
+                                        inputType.getDimSize(1)) {
+    double count = double(inputType.getNumElements() / inputType.getDimSize(1));
+    unbias = count / (count - 1.0);
+  }
   for (int i = 1; i <= 2; ++i) {
-    if (node.output_size() <= i || node.output(i).empty())
+    Value running = operands[2 + i];
+    auto runningArg = dyn_cast<BlockArgument>(running);
+    bool isBuffer =
+        runningArg && isa<func::FuncOp>(runningArg.getOwner()->getParentOp()) &&
+        cast<func::FuncOp>(runningArg.getOwner()->getParentOp())
+            .getArgAttr(runningArg.getArgNumber(),
+                        train::TrainDialect::kBufferAttrName);
+    bool named = node.output_size() > i && !node.output(i).empty();
+    if (!named && !isBuffer)
       continue;
     // running' = momentum * running + (1 - momentum) * batch
-    Value running = operands[2 + i];
     Value batch = (*op)->getResult(i);
     FailureOr<Operation *> keep = createOp(
         node, "nn.mul", {running, scalarConstant(momentum, elementType)}, {},
@@ -1518,8 +1538,10 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
     FailureOr<Operation *> take =
         failed(keep) ? keep
                      : createOp(node, "nn.mul",
-                                {batch, scalarConstant(1.0 - momentum,
-                                                       elementType)},
+                                {batch, scalarConstant(
+                                            (1.0 - momentum) *
+                                                (i == 2 ? unbias : 1.0),
+                                            elementType)},
                                 {}, {statType});
     if (failed(take))
       return failure();
@@ -1529,7 +1551,10 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
                  {statType});
     if (failed(mixed))
       return failure();
-    values[node.output(i)] = (*mixed)->getResult(0);
+    if (named)
+      values[node.output(i)] = (*mixed)->getResult(0);
+    if (isBuffer)
+      bufferUpdates.emplace_back(runningArg, (*mixed)->getResult(0));
   }
   return success();
 }
@@ -1710,12 +1735,19 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
     }
     results.push_back(value);
   }
+  for (auto [arg, update] : bufferUpdates)
+    results.push_back(update);
   func::ReturnOp::create(builder, fileLoc, results);
   function.setType(
       builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   for (auto [index, output] : llvm::enumerate(graph.output()))
     function.setResultAttr(index, train::TrainDialect::kOutputAttrName,
                            builder.getStringAttr(output.name()));
+  for (auto [index, update] : llvm::enumerate(bufferUpdates))
+    function.setResultAttr(
+        graph.output_size() + index, train::TrainDialect::kUpdatedAttrName,
+        function.getArgAttr(update.first.getArgNumber(),
+                            train::TrainDialect::kBufferAttrName));
   if (failed(verify(*module)))
     return nullptr;
   return module;

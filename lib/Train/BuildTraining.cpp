@@ -103,6 +103,7 @@ Value BuildTrainingPass::addState(OpBuilder &b, func::FuncOp func, Type type,
 
 void BuildTrainingPass::runOnOperation() {
   ModuleOp module = getOperation();
+  OpBuilder b(&getContext());
   if (loss != "softmax-xent" && loss != "mse") {
     module.emitError("unknown loss '")
         << loss << "' (--dtrain-build-training accepts loss=softmax-xent or "
@@ -143,11 +144,29 @@ void BuildTrainingPass::runOnOperation() {
     func.emitError("@forward must have a single block to be differentiated");
     return signalPassFailure();
   }
-  if (func.getNumResults() != 1) {
+  // One model output for the loss; the other results are the new values of
+  // buffers (train.updated: batch-norm running statistics), which the step
+  // returns as they are.
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  Value output;
+  SmallVector<StepResult> bufferUpdates;
+  unsigned outputs = 0;
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    if (auto name = func.getResultAttrOfType<StringAttr>(
+            i, train::TrainDialect::kUpdatedAttrName)) {
+      bufferUpdates.push_back(
+          {returnOp.getOperand(i),
+           b.getNamedAttr(train::TrainDialect::kUpdatedAttrName, name)});
+      continue;
+    }
+    output = returnOp.getOperand(i);
+    ++outputs;
+  }
+  if (outputs != 1) {
     func.emitError("@forward has ")
-        << func.getNumResults()
-        << " results; --dtrain-build-training computes the loss of exactly "
-           "one model output";
+        << outputs
+        << " model outputs; --dtrain-build-training computes the loss of "
+           "exactly one";
     return signalPassFailure();
   }
 
@@ -165,9 +184,8 @@ void BuildTrainingPass::runOnOperation() {
     return signalPassFailure();
   }
 
-  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  OpBuilder b(returnOp);
-  FailureOr<Value> lossValue = buildLoss(b, func, returnOp.getOperand(0));
+  b.setInsertionPoint(returnOp);
+  FailureOr<Value> lossValue = buildLoss(b, func, output);
   if (failed(lossValue))
     return signalPassFailure();
   FailureOr<SmallVector<Value>> grads =
@@ -232,6 +250,7 @@ void BuildTrainingPass::runOnOperation() {
     newState.push_back(updated(step, "optimizer.step"));
 
   SmallVector<StepResult> results = std::move(newParams);
+  llvm::append_range(results, bufferUpdates);
   llvm::append_range(results, newState);
   results.push_back(
       {*lossValue, b.getNamedAttr(train::TrainDialect::kOutputAttrName,

@@ -132,3 +132,21 @@ func.func @forward(%w: tensor<4x2x3x3xf32> {train.param = "conv.weight"},
   %l = nn.log_softmax %y {axis = 1 : i64} : tensor<2x3xf32>
   return %l : tensor<2x3xf32>
 }
+
+// -----
+
+// New buffer values (batch-norm running statistics) pass through, after
+// the parameters.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: -> (tensor<2x3xf32> {train.updated = "w"}, tensor<3xf32> {train.updated = "running"}, tensor<f32> {train.output = "loss"})
+// CHECK: %[[NEW:.*]] = nn.mul %{{.*}}, %{{.*}} : tensor<3xf32>
+// CHECK: %[[W2:.*]] = train.sgd_update
+// CHECK: return %[[W2]], %[[NEW]], %{{.*}}
+func.func @forward(%w: tensor<2x3xf32> {train.param = "w"},
+                   %m: tensor<3xf32> {train.buffer = "running"})
+    -> (tensor<2x3xf32> {train.output = "y"}, tensor<3xf32> {train.updated = "running"}) {
+  %y = nn.relu %w : tensor<2x3xf32>
+  %half = arith.constant dense<0.5> : tensor<f32>
+  %n = nn.mul %m, %half : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+  return %y, %n : tensor<2x3xf32>, tensor<3xf32>
+}

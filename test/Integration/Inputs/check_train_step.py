@@ -9,7 +9,8 @@ For each case below: builds the PyTorch model (seeded), exports it to ONNX
 --mode=step --loss L --optimizer O --lr LR --weight-decay WD`, runs the
 executable for STEPS steps on one random batch (`--repeat STEPS`: each run
 starts from the parameters and optimizer state the previous one left) and
-compares the loss of the last step and every parameter after it with
+compares the loss of the last step, every parameter and every batch-norm
+running statistic after it with
 PyTorch's (torch.optim, weight decay on parameters of more than one
 dimension only, as dtrain does by default) at rtol 1e-4 and atol 1e-5
 (float32). Prints one line per case with the largest differences, and
@@ -145,6 +146,9 @@ def check(compile_tool, work, name, model, loss_name, optimizer_name, lr,
     # ONNX initializer names are PyTorch's parameter names.
     pairs += [(n, got.get(n), dict(model.named_parameters())[n].detach()
                .numpy()) for n in names]
+    # Batch-norm running statistics (PyTorch's buffers).
+    pairs += [(n, got.get(n), b.numpy()) for n, b in model.named_buffers()
+              if not n.endswith("num_batches_tracked")]
     for key, value, want in pairs:
         if value is None:
             print("%s: MISMATCH: no output %r (outputs: %s)" % (
