@@ -357,6 +357,7 @@ private:
 
   Value softmax(Value input, int64_t axis, bool logarithm, Location loc);
   Value crossEntropy(nn::SoftmaxCrossEntropyOp op);
+  Value countCorrect(nn::CountCorrectOp op);
   Value crossEntropyGrad(nn::SoftmaxCrossEntropyGradOp op);
   Value reduce(Operation *op, ArrayRef<int64_t> dims, bool mean);
   Value concat(nn::ConcatOp op);
@@ -413,6 +414,66 @@ Value NNLowering::softmax(Value input, int64_t axis, bool logarithm,
 /// The index of the label of row `n` as an `index` value.
 static Value labelToIndex(OpBuilder &b, Location loc, Value label) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), label);
+}
+
+/// The count of rows whose first maximal logit is at the label: a per-row
+/// argmax (strictly greater wins, so the first maximum stays), then a sum
+/// of the matches.
+Value NNLowering::countCorrect(nn::CountCorrectOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value logits = op.getLogits();
+  RankedTensorType type = getTensorType(logits);
+  int64_t n = type.getDimSize(0);
+  Type i64 = b.getI64Type();
+  auto filled = [&](RankedTensorType fillType, TypedAttr value) {
+    Value constant = arith::ConstantOp::create(b, loc, value);
+    return linalg::FillOp::create(b, loc, TypeRange{fillType},
+                                  ValueRange{constant},
+                                  ValueRange{createEmpty(b, loc, fillType)})
+        .getResult(0);
+  };
+  auto maxType = RankedTensorType::get({n}, type.getElementType());
+  auto indexType = RankedTensorType::get({n}, i64);
+  AffineMap rows = getMapWithout(ctx, 2, 1);
+  auto argmax = linalg::GenericOp::create(
+      b, loc, TypeRange{maxType, indexType}, ValueRange{logits},
+      ValueRange{createFilled(b, loc, maxType,
+                              -std::numeric_limits<double>::infinity()),
+                 filled(indexType, b.getI64IntegerAttr(0))},
+      {AffineMap::getMultiDimIdentityMap(2, ctx), rows, rows},
+      {utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &b, Location loc, ValueRange x) {
+        Value column = arith::IndexCastOp::create(
+            b, loc, i64, linalg::IndexOp::create(b, loc, 1));
+        Value greater = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OGT, x[0], x[1]);
+        linalg::YieldOp::create(
+            b, loc,
+            ValueRange{arith::SelectOp::create(b, loc, greater, x[0], x[1]),
+                       arith::SelectOp::create(b, loc, greater, column,
+                                               x[2])});
+      });
+  auto scalarType = RankedTensorType::get({}, i64);
+  AffineMap row = AffineMap::getMultiDimIdentityMap(1, ctx);
+  auto count = linalg::GenericOp::create(
+      b, loc, TypeRange{scalarType},
+      ValueRange{argmax.getResult(1), op.getLabels()},
+      ValueRange{filled(scalarType, b.getI64IntegerAttr(0))},
+      {row, row, AffineMap::get(1, 0, {}, ctx)},
+      {utils::IteratorType::reduction},
+      [&](OpBuilder &b, Location loc, ValueRange x) {
+        Value label = x[1];
+        if (label.getType() != i64)
+          label = arith::ExtSIOp::create(b, loc, i64, label);
+        Value match = arith::ExtUIOp::create(
+            b, loc, i64,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x[0],
+                                  label));
+        linalg::YieldOp::create(
+            b, loc, arith::AddIOp::create(b, loc, x[2], match).getResult());
+      });
+  return count.getResult(0);
 }
 
 /// loss = -(1/N) sum_n (x[n, label_n] - max_n - log(sum_c exp(x[n,c] - max_n)))
@@ -950,6 +1011,9 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
       })
       .Case([&](nn::SoftmaxCrossEntropyOp ce) {
         return Values{crossEntropy(ce)};
+      })
+      .Case([&](nn::CountCorrectOp count) {
+        return Values{countCorrect(count)};
       })
       .Case([&](nn::SoftmaxCrossEntropyGradOp ce) {
         return Values{crossEntropyGrad(ce)};

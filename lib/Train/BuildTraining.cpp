@@ -29,8 +29,10 @@ struct BuildTrainingPass
 
 private:
   /// Appends the label argument to FUNC and returns the scalar loss of
-  /// OUTPUT against it, built at the end of FUNC's body.
-  FailureOr<Value> buildLoss(OpBuilder &b, func::FuncOp func, Value output);
+  /// OUTPUT against it, built at the end of FUNC's body, and for class
+  /// labels the count of correct predictions (else null).
+  FailureOr<std::pair<Value, Value>> buildLoss(OpBuilder &b, func::FuncOp func,
+                                               Value output);
 
   /// A new optimizer-state argument NAME of TYPE, inserted before the
   /// first non-parameter argument of FUNC.
@@ -44,8 +46,8 @@ struct StepResult {
 };
 } // namespace
 
-FailureOr<Value> BuildTrainingPass::buildLoss(OpBuilder &b, func::FuncOp func,
-                                              Value output) {
+FailureOr<std::pair<Value, Value>>
+BuildTrainingPass::buildLoss(OpBuilder &b, func::FuncOp func, Value output) {
   Location loc = output.getLoc();
   auto outputType = dyn_cast<RankedTensorType>(output.getType());
   auto emitOutputError = [&]() {
@@ -75,15 +77,17 @@ FailureOr<Value> BuildTrainingPass::buildLoss(OpBuilder &b, func::FuncOp func,
     return failure();
   Value labels = func.getArgument(index);
   if (loss == "softmax-xent")
-    return nn::SoftmaxCrossEntropyOp::create(b, loc, output, labels)
-        .getResult();
+    return std::pair<Value, Value>(
+        nn::SoftmaxCrossEntropyOp::create(b, loc, output, labels),
+        nn::CountCorrectOp::create(b, loc, output, labels));
   // mse: mean((output - targets)^2) over every element.
   Value diff = nn::SubOp::create(b, loc, output, labels);
   Value square = nn::MulOp::create(b, loc, diff, diff);
   SmallVector<int64_t> all =
       llvm::to_vector(llvm::seq<int64_t>(0, outputType.getRank()));
-  return nn::ReduceMeanOp::create(b, loc, square, all, /*keep_dims=*/false)
-      .getResult();
+  return std::pair<Value, Value>(
+      nn::ReduceMeanOp::create(b, loc, square, all, /*keep_dims=*/false),
+      Value());
 }
 
 Value BuildTrainingPass::addState(OpBuilder &b, func::FuncOp func, Type type,
@@ -185,11 +189,13 @@ void BuildTrainingPass::runOnOperation() {
   }
 
   b.setInsertionPoint(returnOp);
-  FailureOr<Value> lossValue = buildLoss(b, func, output);
-  if (failed(lossValue))
+  FailureOr<std::pair<Value, Value>> lossAndCorrect =
+      buildLoss(b, func, output);
+  if (failed(lossAndCorrect))
     return signalPassFailure();
+  auto [lossValue, correct] = *lossAndCorrect;
   FailureOr<SmallVector<Value>> grads =
-      train::buildGradients(b, *lossValue, params);
+      train::buildGradients(b, lossValue, params);
   if (failed(grads))
     return signalPassFailure();
 
@@ -253,8 +259,12 @@ void BuildTrainingPass::runOnOperation() {
   llvm::append_range(results, bufferUpdates);
   llvm::append_range(results, newState);
   results.push_back(
-      {*lossValue, b.getNamedAttr(train::TrainDialect::kOutputAttrName,
-                                  b.getStringAttr("loss"))});
+      {lossValue, b.getNamedAttr(train::TrainDialect::kOutputAttrName,
+                                 b.getStringAttr("loss"))});
+  if (correct)
+    results.push_back(
+        {correct, b.getNamedAttr(train::TrainDialect::kOutputAttrName,
+                                 b.getStringAttr("correct"))});
   SmallVector<Value> values =
       llvm::map_to_vector(results, [](const StepResult &r) { return r.value; });
   func::ReturnOp::create(b, returnOp.getLoc(), values);

@@ -263,3 +263,22 @@ func.func @stateful_updates(%w: tensor<8x4xf32>, %dw: tensor<8x4xf32>, %v: tenso
   %w2, %m2, %s2 = train.adam_update %w1, %dw, %v1, %v, %step {lr = 1.0e-3 : f64} : tensor<8x4xf32>, tensor<i64>
   return %v1, %w2, %m2, %s2 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// count_correct: a per-row argmax where only a strictly greater logit
+// replaces the kept one (the first maximum wins), then a count of matches.
+// CHECK-LABEL: func.func @count_correct
+// CHECK: %[[ARGMAX:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: %[[COLUMN:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK: %[[GREATER:.*]] = arith.cmpf ogt
+// CHECK: arith.select %[[GREATER]], %{{.*}}, %{{.*}} : f32
+// CHECK: arith.select %[[GREATER]], %[[COLUMN]], %{{.*}} : i64
+// CHECK: linalg.generic {{.*}} ins(%[[ARGMAX]]#1, %{{.*}} : tensor<4xi64>, tensor<4xi64>)
+// CHECK: arith.cmpi eq
+// CHECK: arith.extui
+// CHECK: arith.addi
+func.func @count_correct(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>) -> tensor<i64> {
+  %0 = nn.count_correct %logits, %labels : tensor<4x3xf32>, tensor<4xi64> -> tensor<i64>
+  return %0 : tensor<i64>
+}

@@ -7,7 +7,7 @@
 // weight decay only on the matrix.
 // NESTEROV-LABEL: func.func @train_step(
 // NESTEROV-SAME: %[[W:[^:]+]]: tensor<3x4xf32> {train.param = "w"}, %[[B:[^:]+]]: tensor<3xf32> {train.param = "b"}, %[[VW:[^:]+]]: tensor<3x4xf32> {train.optimizer_state = "w.momentum_buffer"}, %[[VB:[^:]+]]: tensor<3xf32> {train.optimizer_state = "b.momentum_buffer"}, %{{[^:]+}}: tensor<2x4xf32> {train.input = "x"}
-// NESTEROV-SAME: -> (tensor<3x4xf32> {train.updated = "w"}, tensor<3xf32> {train.updated = "b"}, tensor<3x4xf32> {train.updated = "w.momentum_buffer"}, tensor<3xf32> {train.updated = "b.momentum_buffer"}, tensor<f32> {train.output = "loss"})
+// NESTEROV-SAME: -> (tensor<3x4xf32> {train.updated = "w"}, tensor<3xf32> {train.updated = "b"}, tensor<3x4xf32> {train.updated = "w.momentum_buffer"}, tensor<3xf32> {train.updated = "b.momentum_buffer"}, tensor<f32> {train.output = "loss"}, tensor<i64> {train.output = "correct"})
 // NESTEROV: %[[W2:.*]], %[[VW2:.*]] = train.momentum_update %[[W]], %{{.*}}, %[[VW]] {lr = 1.000000e-01 : f64, momentum = 8.000000e-01 : f64, nesterov, weight_decay = 1.000000e-01 : f64}
 // NESTEROV: %[[B2:.*]], %[[VB2:.*]] = train.momentum_update %[[B]], %{{.*}}, %[[VB]] {lr = 1.000000e-01 : f64, momentum = 8.000000e-01 : f64, nesterov}
 // NESTEROV: return %[[W2]], %[[B2]], %[[VW2]], %[[VB2]], %{{.*}}
@@ -29,11 +29,12 @@
 // CHECK-SAME: %[[B:[^:]+]]: tensor<3xf32> {train.param = "b"}
 // CHECK-SAME: %[[X:[^:]+]]: tensor<2x4xf32> {train.input = "x"}
 // CHECK-SAME: %[[L:[^:]+]]: tensor<2xi64> {train.label = "labels"}
-// CHECK-SAME: -> (tensor<3x4xf32> {train.updated = "w"}, tensor<3xf32> {train.updated = "b"}, tensor<f32> {train.output = "loss"})
+// CHECK-SAME: -> (tensor<3x4xf32> {train.updated = "w"}, tensor<3xf32> {train.updated = "b"}, tensor<f32> {train.output = "loss"}, tensor<i64> {train.output = "correct"})
 // CHECK: %[[MM:.*]] = nn.matmul %[[X]], %[[W]] {transpose_rhs}
 // CHECK: %[[H:.*]] = nn.add %[[MM]], %[[B]]
 // CHECK: %[[Y:.*]] = nn.relu %[[H]]
 // CHECK: %[[LOSS:.*]] = nn.softmax_cross_entropy %[[Y]], %[[L]]
+// CHECK: %[[CORRECT:.*]] = nn.count_correct %[[Y]], %[[L]] : tensor<2x3xf32>, tensor<2xi64> -> tensor<i64>
 // CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[DY:.*]] = nn.softmax_cross_entropy_grad %[[ONE]], %[[Y]], %[[L]]
 // CHECK: %[[DH:.*]] = nn.relu_grad %[[DY]], %[[H]]
@@ -42,7 +43,7 @@
 // CHECK: %[[DW:.*]] = nn.matmul %[[DH]], %[[X]] {transpose_lhs} : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<3x4xf32>
 // CHECK: %[[W2:.*]] = train.sgd_update %[[W]], %[[DW]] {lr = 1.000000e-01 : f64}
 // CHECK: %[[B2:.*]] = train.sgd_update %[[B]], %[[DB]] {lr = 1.000000e-01 : f64}
-// CHECK: return %[[W2]], %[[B2]], %[[LOSS]]
+// CHECK: return %[[W2]], %[[B2]], %[[LOSS]], %[[CORRECT]]
 func.func @forward(%w: tensor<3x4xf32> {train.param = "w"},
                    %b: tensor<3xf32> {train.param = "b"},
                    %x: tensor<2x4xf32> {train.input = "x"})
@@ -138,7 +139,7 @@ func.func @forward(%w: tensor<4x2x3x3xf32> {train.param = "conv.weight"},
 // New buffer values (batch-norm running statistics) pass through, after
 // the parameters.
 // CHECK-LABEL: func.func @train_step(
-// CHECK-SAME: -> (tensor<2x3xf32> {train.updated = "w"}, tensor<3xf32> {train.updated = "running"}, tensor<f32> {train.output = "loss"})
+// CHECK-SAME: -> (tensor<2x3xf32> {train.updated = "w"}, tensor<3xf32> {train.updated = "running"}, tensor<f32> {train.output = "loss"}, tensor<i64> {train.output = "correct"})
 // CHECK: %[[NEW:.*]] = nn.mul %{{.*}}, %{{.*}} : tensor<3xf32>
 // CHECK: %[[W2:.*]] = train.sgd_update
 // CHECK: return %[[W2]], %[[NEW]], %{{.*}}

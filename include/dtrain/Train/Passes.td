@@ -19,8 +19,11 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
     takes the parameters, the optimizer state (`train.optimizer_state`,
     zero before the first step), the inputs and a batch of labels
     (`train.label`), and returns the updated parameters and optimizer state
-    (each marked `train.updated` with its name) followed by the loss
-    (`train.output = "loss"`):
+    (each marked `train.updated` with its name), the new values of buffers
+    that @forward returns (`train.updated`: batch-norm running statistics),
+    the loss (`train.output = "loss"`) and, for softmax-xent, the number of
+    correct predictions in the batch (`train.output = "correct"`, i64,
+    `nn.count_correct`):
 
     1. the loss of the model output against the labels:
        `softmax-xent` (logits `N x C` against `N` integer class labels,

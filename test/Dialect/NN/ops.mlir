@@ -170,3 +170,10 @@ func.func @window_and_norm_gradients(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3
   %4:3 = nn.batch_norm_train_grad %x, %x, %s, %s, %s : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// CHECK-LABEL: func.func @count_correct
+func.func @count_correct(%logits: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tensor<i64> {
+  // CHECK: nn.count_correct %{{.*}}, %{{.*}} : tensor<8x10xf32>, tensor<8xi32> -> tensor<i64>
+  %0 = nn.count_correct %logits, %labels : tensor<8x10xf32>, tensor<8xi32> -> tensor<i64>
+  return %0 : tensor<i64>
+}

@@ -9,8 +9,8 @@ For each case below: builds the PyTorch model (seeded), exports it to ONNX
 --mode=step --loss L --optimizer O --lr LR --weight-decay WD`, runs the
 executable for STEPS steps on one random batch (`--repeat STEPS`: each run
 starts from the parameters and optimizer state the previous one left) and
-compares the loss of the last step, every parameter and every batch-norm
-running statistic after it with
+compares the loss and the correct-prediction count of the last step, every
+parameter and every batch-norm running statistic after it with
 PyTorch's (torch.optim, weight decay on parameters of more than one
 dimension only, as dtrain does by default) at rtol 1e-4 and atol 1e-5
 (float32). Prints one line per case with the largest differences, and
@@ -114,9 +114,12 @@ def check(compile_tool, work, name, model, loss_name, optimizer_name, lr,
     model.train()
     for _ in range(steps):
         optimizer.zero_grad()
-        loss = criterion(model(x), target)
+        output = model(x)
+        loss = criterion(output, target)
         loss.backward()
         optimizer.step()
+    if loss_name == "softmax-xent":
+        correct = (output.argmax(1) == target).sum().numpy()
 
     # dtrain's steps.
     result = subprocess.run(
@@ -143,6 +146,8 @@ def check(compile_tool, work, name, model, loss_name, optimizer_name, lr,
     ok = True
     worst = []
     pairs = [("loss", got.get("loss"), loss.detach().numpy())]
+    if loss_name == "softmax-xent":
+        pairs.append(("correct", got.get("correct"), correct))
     # ONNX initializer names are PyTorch's parameter names.
     pairs += [(n, got.get(n), dict(model.named_parameters())[n].detach()
                .numpy()) for n in names]
@@ -168,8 +173,10 @@ def check(compile_tool, work, name, model, loss_name, optimizer_name, lr,
             print("%s: MISMATCH: %s did not change" % (name, n))
             ok = False
     if ok:
-        print("%s: loss=%.6f max_abs %s OK" % (name, float(got["loss"]),
-                                               " ".join(worst)))
+        counted = ("correct=%d " % int(got["correct"])
+                   if "correct" in got else "")
+        print("%s: loss=%.6f %smax_abs %s OK" % (
+            name, float(got["loss"]), counted, " ".join(worst)))
     return ok
 
 

@@ -672,6 +672,17 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult CountCorrectOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  if (failed(checkLogitsAndLabels(reporter<CountCorrectOp>(loc),
+                                  rankedType(adaptor.getLogits()),
+                                  rankedType(adaptor.getLabels()))))
+    return failure();
+  types.push_back(RankedTensorType::get({}, IntegerType::get(context, 64)));
+  return success();
+}
+
 LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {

@@ -666,6 +666,24 @@ def NN_SoftmaxCrossEntropyOp : NN_InferOp<"softmax_cross_entropy",
   }];
 }
 
+def NN_CountCorrectOp : NN_InferOp<"count_correct", [Pure]> {
+  let summary = "The number of rows whose largest logit is at the label";
+  let description = [{
+    For `logits` of shape `N x C` and integer `labels` of shape `N`, counts
+    the rows `n` where `argmax(logits[n]) == labels[n]`, the first maximum
+    winning ties (as `torch.argmax`): the correct predictions of a batch.
+
+    ```mlir
+    %correct = nn.count_correct %logits, %labels : tensor<32x10xf32>, tensor<32xi64> -> tensor<i64>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_LabelTensor:$labels);
+  let results = (outs 0DTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)
+  }];
+}
+
 def NN_SoftmaxCrossEntropyGradOp : NN_InferOp<"softmax_cross_entropy_grad", [Pure]> {
   let summary = "Vector-Jacobian product of nn.softmax_cross_entropy";
   let description = [{
