@@ -376,6 +376,7 @@ private:
   batchNormTrainGrad(nn::BatchNormTrainGradOp op);
   SmallVector<Value> momentumUpdate(train::MomentumUpdateOp op);
   SmallVector<Value> adamUpdate(train::AdamUpdateOp op);
+  SmallVector<Value> larsUpdate(train::LarsUpdateOp op);
 
   OpBuilder &b;
 };
@@ -833,6 +834,68 @@ SmallVector<Value> NNLowering::momentumUpdate(train::MomentumUpdateOp op) {
       });
 }
 
+SmallVector<Value> NNLowering::larsUpdate(train::LarsUpdateOp op) {
+  Location loc = op.getLoc();
+  double lr = op.getLr().convertToDouble();
+  double momentum = op.getMomentum().convertToDouble();
+  double decay = op.getWeightDecay().convertToDouble();
+  double eta = op.getTrustCoefficient().convertToDouble();
+  double epsilon = op.getEpsilon().convertToDouble();
+  auto type = cast<RankedTensorType>(op.getParam().getType());
+  SmallVector<int64_t> all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  // The squared norms of the whole tensors, as rank-0 tensors.
+  auto squaredNorm = [&](Value value) {
+    Value squares = buildElementwise(
+        b, loc, type, value, [](OpBuilder &b, Location l, ValueRange x) {
+          return arith::MulFOp::create(b, l, x[0], x[0]);
+        });
+    return buildSum(b, loc, squares, all);
+  };
+  Value paramNorm2 = squaredNorm(op.getParam());
+  Value gradNorm2 = squaredNorm(op.getGrad());
+  return buildElementwiseResults(
+      b, loc, {type, type},
+      {op.getParam(), op.getGrad(), op.getVelocity(), paramNorm2, gradNorm2},
+      [&](OpBuilder &b, Location l, ValueRange x) {
+        Value p = x[0], g = x[1], v = x[2];
+        auto constant = [&](double value) {
+          return createFloat(b, l, p.getType(), value);
+        };
+        Value paramNorm = math::SqrtOp::create(b, l, x[3]);
+        Value gradNorm = math::SqrtOp::create(b, l, x[4]);
+        Value denominator = arith::AddFOp::create(
+            b, l,
+            arith::AddFOp::create(
+                b, l, gradNorm,
+                arith::MulFOp::create(b, l, paramNorm, constant(decay))),
+            constant(epsilon));
+        Value ratio = arith::DivFOp::create(
+            b, l, arith::MulFOp::create(b, l, paramNorm, constant(eta)),
+            denominator);
+        Value zero = constant(0.0);
+        Value defined = arith::AndIOp::create(
+            b, l,
+            arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, paramNorm,
+                                  zero),
+            arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, gradNorm,
+                                  zero));
+        Value localLr =
+            arith::SelectOp::create(b, l, defined, ratio, constant(1.0));
+        Value d = decay != 0
+                      ? arith::AddFOp::create(
+                            b, l, g,
+                            arith::MulFOp::create(b, l, p, constant(decay)))
+                            .getResult()
+                      : g;
+        Value velocity = arith::AddFOp::create(
+            b, l, arith::MulFOp::create(b, l, v, constant(momentum)),
+            arith::MulFOp::create(
+                b, l, arith::MulFOp::create(b, l, localLr, constant(lr)), d));
+        Value param = arith::SubFOp::create(b, l, p, velocity);
+        return SmallVector<Value>{param, velocity};
+      });
+}
+
 SmallVector<Value> NNLowering::adamUpdate(train::AdamUpdateOp op) {
   double lr = op.getLr().convertToDouble();
   double beta1 = op.getBeta1().convertToDouble();
@@ -1041,6 +1104,7 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
         return momentumUpdate(update);
       })
       .Case([&](train::AdamUpdateOp update) { return adamUpdate(update); })
+      .Case([&](train::LarsUpdateOp update) { return larsUpdate(update); })
       .Case([&](nn::BroadcastOp broadcast) {
         return Values{buildElementwise(
             b, op->getLoc(), getTensorType(broadcast.getResult()),

@@ -114,12 +114,18 @@ void BuildTrainingPass::runOnOperation() {
                    "loss=mse)";
     return signalPassFailure();
   }
-  if (!llvm::is_contained({"sgd", "momentum", "nesterov", "adam", "adamw"},
-                           optimizer)) {
+  if (!llvm::is_contained(
+          {"sgd", "momentum", "nesterov", "adam", "adamw", "lars"},
+          optimizer)) {
     module.emitError("unknown optimizer '")
         << optimizer
         << "' (--dtrain-build-training accepts optimizer=sgd, momentum, "
-           "nesterov, adam or adamw)";
+           "nesterov, adam, adamw or lars)";
+    return signalPassFailure();
+  }
+  if (!(trustCoefficient > 0)) {
+    module.emitError("trust-coefficient must be positive, got ")
+        << trustCoefficient;
     return signalPassFailure();
   }
   if (!(momentum >= 0) || !(beta1 >= 0 && beta1 < 1) ||
@@ -228,7 +234,19 @@ void BuildTrainingPass::runOnOperation() {
       newParams.push_back(updated(
           train::SGDUpdateOp::create(b, loc, type, param, grad, lr, decay),
           name));
-    } else if (optimizer == "momentum" || optimizer == "nesterov") {
+    } else if (optimizer == "lars" &&
+               cast<RankedTensorType>(type).getRank() != 1) {
+      std::string stateName = (name + ".momentum_buffer").str();
+      Value velocity = addState(b, func, type, stateName);
+      auto update = train::LarsUpdateOp::create(
+          b, loc, type, type, param, grad, velocity, lr,
+          b.getF64FloatAttr(momentum), decay,
+          b.getF64FloatAttr(trustCoefficient), b.getF64FloatAttr(0.0));
+      newParams.push_back(updated(update.getNewParam(), name));
+      newState.push_back(updated(update.getNewVelocity(), stateName));
+    } else if (optimizer == "momentum" || optimizer == "nesterov" ||
+               optimizer == "lars") {
+      // LARS leaves 1-D parameters (biases, batch norm) to momentum SGD.
       std::string stateName = (name + ".momentum_buffer").str();
       Value velocity = addState(b, func, type, stateName);
       auto update = train::MomentumUpdateOp::create(

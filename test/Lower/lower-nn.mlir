@@ -282,3 +282,19 @@ func.func @count_correct(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>) -> te
   %0 = nn.count_correct %logits, %labels : tensor<4x3xf32>, tensor<4xi64> -> tensor<i64>
   return %0 : tensor<i64>
 }
+
+// -----
+
+// LARS: the squared norms of the parameter and the gradient are reductions
+// of the whole tensors, read as scalars by the update's loop nest.
+// CHECK-LABEL: func.func @lars
+// CHECK: %[[PN:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]
+// CHECK: %[[GN:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]
+// CHECK: %{{.*}}:2 = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %[[PN]], %[[GN]] : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>, tensor<f32>)
+// CHECK: math.sqrt
+// CHECK: math.sqrt
+// CHECK: arith.select
+func.func @lars(%w: tensor<8x4xf32>, %dw: tensor<8x4xf32>, %v: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %w1, %v1 = train.lars_update %w, %dw, %v {lr = 2.0 : f64, momentum = 0.9 : f64, weight_decay = 5.0e-5 : f64} : tensor<8x4xf32>
+  return %w1, %v1 : tensor<8x4xf32>, tensor<8x4xf32>
+}

@@ -3,7 +3,7 @@
 // RUN: not dtrain-opt %s --split-input-file --dtrain-build-training="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
 // RUN: not dtrain-opt %s --split-input-file --dtrain-build-training="lr=0" 2>&1 | FileCheck %s --check-prefix=LR
 // LOSS: error: unknown loss 'hinge' (--dtrain-build-training accepts loss=softmax-xent or loss=mse)
-// OPTIMIZER: error: unknown optimizer 'lamb' (--dtrain-build-training accepts optimizer=sgd, momentum, nesterov, adam or adamw)
+// OPTIMIZER: error: unknown optimizer 'lamb' (--dtrain-build-training accepts optimizer=sgd, momentum, nesterov, adam, adamw or lars)
 // LR: error: lr must be positive, got 0
 
 // An op on the way from a parameter to the loss without a gradient.

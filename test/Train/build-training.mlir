@@ -20,6 +20,13 @@
 // ADAMW: %[[NEXT:.*]] = arith.addi %[[STEP]], %[[ONE]]
 // ADAMW: train.adam_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NEXT]] {decoupled, lr = 1.000000e-02 : f64, weight_decay = 1.000000e-01 : f64} : tensor<3x4xf32>, tensor<i64>
 // ADAMW: train.adam_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NEXT]] {decoupled, lr = 1.000000e-02 : f64, weight_decay = 1.000000e-01 : f64} : tensor<3xf32>, tensor<i64>
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="optimizer=lars lr=2.0 trust-coefficient=0.02" | FileCheck %s --check-prefix=LARS
+
+// LARS scales the matrix's step by its trust ratio; the bias gets momentum
+// SGD.
+// LARS-LABEL: func.func @train_step(
+// LARS: train.lars_update %{{.*}}, %{{.*}}, %{{.*}} {lr = 2.000000e+00 : f64, momentum = 9.000000e-01 : f64, trust_coefficient = 2.000000e-02 : f64} : tensor<3x4xf32>
+// LARS: train.momentum_update %{{.*}}, %{{.*}}, %{{.*}} {lr = 2.000000e+00 : f64, momentum = 9.000000e-01 : f64} : tensor<3xf32>
 
 // A linear layer with ReLU: the loss is appended, every parameter gets its
 // gradient from the vector-Jacobian products in reverse order, the unused

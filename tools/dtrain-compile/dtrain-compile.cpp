@@ -108,13 +108,18 @@ static cl::opt<std::string>
              cl::init("softmax-xent"), cl::cat(compileCategory));
 static cl::opt<std::string> optimizerName(
     "optimizer",
-    cl::desc("--mode=step: sgd (default), momentum, nesterov, adam or adamw"),
+    cl::desc("--mode=step: sgd (default), momentum, nesterov, adam, adamw or "
+             "lars"),
     cl::init("sgd"), cl::cat(compileCategory));
 static cl::opt<double>
     momentum("momentum",
              cl::desc("--mode=step: momentum of momentum and nesterov "
                       "(default 0.9)"),
              cl::init(0.9), cl::cat(compileCategory));
+static cl::opt<double> trustCoefficient(
+    "trust-coefficient",
+    cl::desc("--mode=step: LARS trust coefficient eta (default 0.001)"),
+    cl::init(0.001), cl::cat(compileCategory));
 static cl::opt<double> learningRate("lr",
                                     cl::desc("--mode=step: learning rate "
                                              "(default 0.01)"),
@@ -311,6 +316,7 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     options.loss = lossName;
     options.optimizer = optimizerName;
     options.momentum = momentum;
+    options.trustCoefficient = trustCoefficient;
     options.learningRate = learningRate;
     options.weightDecay = weightDecay;
     pm.addPass(dtrain::train::createBuildTraining(options));

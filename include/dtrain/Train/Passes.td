@@ -40,9 +40,12 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
        its state: `sgd`, `momentum` and `nesterov` (PyTorch's SGD; state
        `<param>.momentum_buffer`), `adam` and `adamw` (state
        `<param>.exp_avg`, `<param>.exp_avg_sq` and the step count
-       `optimizer.step`, an i64 scalar). Weight decay is not applied to 1-D
-       parameters (biases, batch-norm scales and shifts), as in large-batch
-       practice, unless `decay-1d` is set.
+       `optimizer.step`, an i64 scalar), `lars` (momentum SGD whose step is
+       scaled per tensor by the trust ratio `trust-coefficient * ||w|| /
+       (||g|| + weight-decay * ||w||)`, except for 1-D parameters, which get
+       momentum SGD; state `<param>.momentum_buffer`). Weight decay is not
+       applied to 1-D parameters (biases, batch-norm scales and shifts), as
+       in large-batch practice, unless `decay-1d` is set.
 
     ```mlir
     // dtrain-opt mlp.mlir --dtrain-build-training="loss=softmax-xent lr=0.1"
@@ -62,7 +65,7 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
            "The loss: softmax-xent (integer class labels) or mse (targets "
            "of the output's shape)">,
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "The optimizer: sgd, momentum, nesterov, adam or adamw">,
+           "The optimizer: sgd, momentum, nesterov, adam, adamw or lars">,
     Option<"learningRate", "lr", "double", /*default=*/"0.01",
            "The learning rate (> 0)">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
@@ -72,7 +75,10 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
            "Apply weight decay to 1-D parameters (biases, batch-norm scales "
            "and shifts) too">,
     Option<"momentum", "momentum", "double", /*default=*/"0.9",
-           "momentum and nesterov: the momentum (>= 0)">,
+           "momentum, nesterov and lars: the momentum (>= 0)">,
+    Option<"trustCoefficient", "trust-coefficient", "double",
+           /*default=*/"0.001",
+           "lars: the trust coefficient eta (> 0)">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9",
            "adam and adamw: the decay of the first moment, in [0, 1)">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999",

@@ -94,3 +94,11 @@ func.func @adam_beta(%w: tensor<4xf32>, %t: tensor<i64>) -> tensor<4xf32> {
   %0:3 = train.adam_update %w, %w, %w, %w, %t {lr = 0.1 : f64, beta2 = 1.0 : f64} : tensor<4xf32>, tensor<i64>
   return %0#0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @lars_trust(%w: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.lars_update' op trust_coefficient must be positive, got 0}}
+  %0, %1 = train.lars_update %w, %w, %w {lr = 0.1 : f64, momentum = 0.9 : f64, trust_coefficient = 0.0 : f64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

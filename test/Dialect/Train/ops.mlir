@@ -37,3 +37,10 @@ func.func @stateful_updates(%w: tensor<8x4xf32>, %dw: tensor<8x4xf32>, %v: tenso
   %w2, %m2, %s2 = train.adam_update %w1, %dw, %v1, %v, %step {decoupled, lr = 1.0e-3 : f64, weight_decay = 0.01 : f64} : tensor<8x4xf32>, tensor<i64>
   return %w2, %m2, %s2 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// CHECK-LABEL: func.func @lars
+func.func @lars(%w: tensor<8x4xf32>, %dw: tensor<8x4xf32>, %v: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  // CHECK: train.lars_update %{{.*}}, %{{.*}}, %{{.*}} {lr = 2.000000e+00 : f64, momentum = 9.000000e-01 : f64, weight_decay = 5.000000e-05 : f64} : tensor<8x4xf32>
+  %w1, %v1 = train.lars_update %w, %dw, %v {lr = 2.0 : f64, momentum = 0.9 : f64, trust_coefficient = 1.0e-3 : f64, weight_decay = 5.0e-5 : f64} : tensor<8x4xf32>
+  return %w1 : tensor<8x4xf32>
+}

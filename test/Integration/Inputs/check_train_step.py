@@ -27,6 +27,38 @@ from torch import nn
 
 RTOL, ATOL = 1e-4, 1e-5
 
+class Lars(torch.optim.Optimizer):
+    """LARS as dtrain documents it (train.lars_update): for tensors of more
+    than one dimension, v = momentum v + lr * trust * (g + wd w) with
+    trust = eta ||w|| / (||g|| + wd ||w||) (1 if a norm is 0), w -= v; 1-D
+    tensors get PyTorch's momentum SGD. Written from the formulas, not from
+    dtrain's code."""
+
+    def __init__(self, groups, lr, momentum=0.9, eta=0.001):
+        super().__init__(groups, dict(lr=lr, momentum=momentum, eta=eta,
+                                      weight_decay=0.0))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            lr, momentum = group["lr"], group["momentum"]
+            decay, eta = group["weight_decay"], group["eta"]
+            for p in group["params"]:
+                d = p.grad + decay * p
+                state = self.state[p]
+                v = state.get("v", torch.zeros_like(p))
+                if p.dim() > 1:
+                    w_norm, g_norm = p.norm(), p.grad.norm()
+                    trust = (eta * w_norm / (g_norm + decay * w_norm)
+                             if w_norm > 0 and g_norm > 0 else 1.0)
+                    v = momentum * v + lr * trust * d
+                    p.sub_(v)
+                else:
+                    v = momentum * v + d
+                    p.sub_(lr * v)
+                state["v"] = v
+
+
 OPTIMIZERS = {
     "sgd": lambda groups, lr: torch.optim.SGD(groups, lr=lr),
     "momentum": lambda groups, lr: torch.optim.SGD(groups, lr=lr,
@@ -36,6 +68,7 @@ OPTIMIZERS = {
                                                    nesterov=True),
     "adam": lambda groups, lr: torch.optim.Adam(groups, lr=lr),
     "adamw": lambda groups, lr: torch.optim.AdamW(groups, lr=lr),
+    "lars": lambda groups, lr: Lars(groups, lr=lr),
 }
 
 
@@ -86,6 +119,8 @@ def cases():
            "momentum", 0.05, 5e-4, 3, x, labels)
     yield ("cnn softmax-xent adam", small_cnn(), "softmax-xent", "adam",
            0.01, 0.0, 3, x, labels)
+    yield ("cnn softmax-xent lars", small_cnn(), "softmax-xent", "lars",
+           2.0, 5e-4, 3, x, labels)
 
 
 def check(compile_tool, work, name, model, loss_name, optimizer_name, lr,

@@ -41,6 +41,23 @@ LogicalResult MomentumUpdateOp::verify() {
   return success();
 }
 
+LogicalResult LarsUpdateOp::verify() {
+  double lr = getLr().convertToDouble();
+  if (!(lr > 0.0))
+    return emitOpError("learning rate must be positive, got ")
+           << formatNumber(lr);
+  if (!(getTrustCoefficient().convertToDouble() > 0.0))
+    return emitOpError("trust_coefficient must be positive, got ")
+           << formatNumber(getTrustCoefficient().convertToDouble());
+  for (auto [name, value] : {std::pair{"momentum", getMomentum()},
+                             std::pair{"weight_decay", getWeightDecay()},
+                             std::pair{"epsilon", getEpsilon()}})
+    if (!(value.convertToDouble() >= 0.0))
+      return emitOpError(name) << " must be non-negative, got "
+                               << formatNumber(value.convertToDouble());
+  return success();
+}
+
 LogicalResult AdamUpdateOp::verify() {
   double lr = getLr().convertToDouble();
   if (!(lr > 0.0))

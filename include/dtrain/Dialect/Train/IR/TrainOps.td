@@ -61,6 +61,37 @@ def Train_MomentumUpdateOp : Train_Op<"momentum_update", [Pure,
   let hasVerifier = 1;
 }
 
+def Train_LarsUpdateOp : Train_Op<"lars_update", [Pure,
+    AllTypesMatch<["param", "grad", "velocity", "new_param", "new_velocity"]>]> {
+  let summary = "One step of LARS: momentum SGD with a layer-wise trust ratio";
+  let description = [{
+    Layer-wise adaptive rate scaling (You et al., 2017), as in the
+    "ImageNet in four minutes" recipe: the step of each parameter tensor is
+    scaled by its trust ratio, from the norms of the whole tensor,
+
+        local_lr  = trust_coefficient * ||param|| /
+                    (||grad|| + weight_decay * ||param|| + epsilon)
+                    (1 when ||param|| or ||grad|| is 0)
+        velocity' = momentum * velocity + lr * local_lr * (grad + weight_decay * param)
+        param'    = param - velocity'
+
+    ```mlir
+    %w2, %v2 = train.lars_update %w, %dw, %v {lr = 2.0 : f64, momentum = 0.9 : f64, trust_coefficient = 1.0e-03 : f64, weight_decay = 5.0e-05 : f64} : tensor<64x3x7x7xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F16, BF16, F32, F64]>:$param,
+                       RankedTensorOf<[F16, BF16, F32, F64]>:$grad,
+                       RankedTensorOf<[F16, BF16, F32, F64]>:$velocity,
+                       F64Attr:$lr, F64Attr:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<F64Attr, "0.001">:$trust_coefficient,
+                       DefaultValuedAttr<F64Attr, "0.0">:$epsilon);
+  let results = (outs RankedTensorOf<[F16, BF16, F32, F64]>:$new_param,
+                      RankedTensorOf<[F16, BF16, F32, F64]>:$new_velocity);
+  let assemblyFormat = "$param `,` $grad `,` $velocity attr-dict `:` type($param)";
+  let hasVerifier = 1;
+}
+
 def Train_AdamUpdateOp : Train_Op<"adam_update", [Pure,
     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                    "new_exp_avg", "new_exp_avg_sq"]>]> {
