@@ -1061,6 +1061,27 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
           return x;
         })};
       })
+      .Case([&](nn::ClipGradOp clip) {
+        return Values{binary(op, [&](OpBuilder &b, Location l, Value g,
+                                     Value x) {
+          Type type = x.getType();
+          Value inside = arith::ConstantIntOp::create(b, l, 1, 1);
+          if (auto min = clip.getMin())
+            inside = arith::AndIOp::create(
+                b, l, inside,
+                arith::CmpFOp::create(
+                    b, l, arith::CmpFPredicate::OGT, x,
+                    createFloat(b, l, type, min->convertToDouble())));
+          if (auto max = clip.getMax())
+            inside = arith::AndIOp::create(
+                b, l, inside,
+                arith::CmpFOp::create(
+                    b, l, arith::CmpFPredicate::OLT, x,
+                    createFloat(b, l, type, max->convertToDouble())));
+          return arith::SelectOp::create(b, l, inside, g,
+                                         createFloat(b, l, type, 0.0));
+        })};
+      })
       // Forward execution is inference: dropout is the identity there. The
       // training lowering replaces it with a masked op before this pass.
       .Case([&](nn::DropoutOp dropout) { return Values{dropout.getInput()}; })

@@ -298,3 +298,17 @@ func.func @lars(%w: tensor<8x4xf32>, %dw: tensor<8x4xf32>, %v: tensor<8x4xf32>) 
   %w1, %v1 = train.lars_update %w, %dw, %v {lr = 2.0 : f64, momentum = 0.9 : f64, weight_decay = 5.0e-5 : f64} : tensor<8x4xf32>
   return %w1, %v1 : tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// clip_grad passes the gradient strictly inside the bounds.
+// CHECK-LABEL: func.func @clip_grad
+// CHECK: ^bb0(%[[G:.*]]: f32, %[[X:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[ABOVE:.*]] = arith.cmpf ogt, %[[X]], %{{.*}} : f32
+// CHECK: %[[BELOW:.*]] = arith.cmpf olt, %[[X]], %{{.*}} : f32
+// CHECK: %[[INSIDE:.*]] = arith.andi %[[ABOVE]], %[[BELOW]] : i1
+// CHECK: arith.select %[[INSIDE]], %[[G]], %{{.*}} : f32
+func.func @clip_grad(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = nn.clip_grad %dy, %x {min = 0.0 : f64, max = 6.0 : f64} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -177,3 +177,10 @@ func.func @count_correct(%logits: tensor<8x10xf32>, %labels: tensor<8xi32>) -> t
   %0 = nn.count_correct %logits, %labels : tensor<8x10xf32>, tensor<8xi32> -> tensor<i64>
   return %0 : tensor<i64>
 }
+
+// CHECK-LABEL: func.func @clip_grad
+func.func @clip_grad(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: nn.clip_grad %{{.*}}, %{{.*}} {max = 6.000000e+00 : f64, min = 0.000000e+00 : f64} : tensor<4x8xf32>
+  %0 = nn.clip_grad %dy, %x {min = 0.0 : f64, max = 6.0 : f64} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

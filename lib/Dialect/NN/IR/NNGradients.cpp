@@ -290,6 +290,26 @@ LogicalResult LeakyReluOp::buildGradients(OpBuilder &b,
   return success();
 }
 
+LogicalResult ClipOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(ClipGradOp::create(b, getLoc(), resultGrads[0],
+                                            getInput(), getMinAttr(),
+                                            getMaxAttr()));
+  return success();
+}
+
+LogicalResult DropoutOp::buildGradients(OpBuilder &b,
+                                        ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  if (getRatio().convertToDouble() != 0.0)
+    return emitOpError("with ratio ")
+           << getRatio().convertToDouble()
+           << " needs a random mask in a training step, which dtrain does "
+              "not generate yet (export the model with dropout ratio 0)";
+  operandGrads.push_back(resultGrads[0]);
+  return success();
+}
+
 /// sum(VALUE) over AXIS, kept as a dimension of size 1.
 static Value sumAlong(OpBuilder &b, Location loc, Value value, int64_t axis) {
   return ReduceSumOp::create(b, loc, value, ArrayRef<int64_t>{axis},

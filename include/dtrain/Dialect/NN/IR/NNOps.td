@@ -142,7 +142,7 @@ def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", [NN_Differentiable]> {
                        DefaultValuedAttr<F64Attr, "0.01">:$alpha);
 }
 
-def NN_ClipOp : NN_UnaryOp<"clip"> {
+def NN_ClipOp : NN_UnaryOp<"clip", [NN_Differentiable]> {
   let summary = "Clamps each element to [min, max]";
   let description = [{
     `result = min(max(input, min), max)`. An absent bound is unbounded on its
@@ -157,7 +157,7 @@ def NN_ClipOp : NN_UnaryOp<"clip"> {
   let hasVerifier = 1;
 }
 
-def NN_DropoutOp : NN_UnaryOp<"dropout"> {
+def NN_DropoutOp : NN_UnaryOp<"dropout", [NN_Differentiable]> {
   let summary = "Dropout: random zeroing during training, identity at inference";
   let description = [{
     In a training step each element is zeroed with probability `ratio` and
@@ -173,6 +173,24 @@ def NN_DropoutOp : NN_UnaryOp<"dropout"> {
   let arguments = (ins NN_FloatTensor:$input,
                        DefaultValuedAttr<F64Attr, "0.5">:$ratio);
   let hasVerifier = 1;
+}
+
+def NN_ClipGradOp : NN_SameTypeOp<"clip_grad", [Pure]> {
+  let summary = "Vector-Jacobian product of nn.clip";
+  let description = [{
+    Given the gradient `grad` with respect to `clip(input)`, returns the
+    gradient with respect to `input`: `grad` where `min < input < max`
+    (strictly, as PyTorch's hardtanh and ReLU6, which export as Clip) and 0
+    elsewhere; an absent bound is unbounded.
+
+    ```mlir
+    %dx = nn.clip_grad %dy, %x {max = 6.000000e+00 : f64, min = 0.000000e+00 : f64} : tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_FloatTensor:$input,
+                       OptionalAttr<F64Attr>:$min, OptionalAttr<F64Attr>:$max);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` type($input)";
 }
 
 def NN_ReluGradOp : NN_SameTypeOp<"relu_grad", [Pure]> {
