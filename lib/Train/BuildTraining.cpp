@@ -11,6 +11,7 @@
 #include "dtrain/Dialect/NN/IR/NNOps.h"
 #include "dtrain/Dialect/Train/IR/TrainOps.h"
 #include "dtrain/Train/Differentiate.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::dtrain::train {
 #define GEN_PASS_DEF_BUILDTRAINING
@@ -37,6 +38,11 @@ private:
   /// A new optimizer-state argument NAME of TYPE, inserted before the
   /// first non-parameter argument of FUNC.
   Value addState(OpBuilder &b, func::FuncOp func, Type type, StringRef name);
+
+  /// Turns EVAL, a copy of @forward, into @eval_step(params, buffers,
+  /// inputs, labels) -> (loss, correct): batch norm with the running
+  /// statistics, no buffer updates.
+  LogicalResult buildEvalStep(OpBuilder &b, func::FuncOp eval);
 };
 
 /// One value the step returns: a new parameter or state, or the loss.
@@ -103,6 +109,82 @@ Value BuildTrainingPass::addState(OpBuilder &b, func::FuncOp func, Type type,
           train::TrainDialect::kOptimizerStateAttrName, b.getStringAttr(name))),
       func.getLoc());
   return func.getArgument(index);
+}
+
+/// The buffer argument whose running statistic STAT (a batch statistic of
+/// nn.batch_norm_train) updates, as the importer builds it:
+/// running' = running * momentum + STAT * (1 - momentum).
+static BlockArgument findRunningStatistic(func::FuncOp func, Value stat) {
+  for (Operation *scale : stat.getUsers()) {
+    if (!isa<nn::MulOp>(scale))
+      continue;
+    for (Operation *mix : scale->getResult(0).getUsers()) {
+      if (!isa<nn::AddOp>(mix))
+        continue;
+      Value other = mix->getOperand(0) == scale->getResult(0)
+                        ? mix->getOperand(1)
+                        : mix->getOperand(0);
+      auto keep = other.getDefiningOp<nn::MulOp>();
+      if (!keep)
+        continue;
+      for (Value operand : keep->getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(operand))
+          if (func.getArgAttr(arg.getArgNumber(),
+                              train::TrainDialect::kBufferAttrName))
+            return arg;
+    }
+  }
+  return nullptr;
+}
+
+LogicalResult BuildTrainingPass::buildEvalStep(OpBuilder &b,
+                                               func::FuncOp eval) {
+  eval.setSymName("eval_step");
+  Block &body = eval.getBody().front();
+  SmallVector<nn::BatchNormTrainOp> norms;
+  eval.walk([&](nn::BatchNormTrainOp op) { norms.push_back(op); });
+  for (nn::BatchNormTrainOp op : norms) {
+    BlockArgument mean = findRunningStatistic(eval, op.getBatchMean());
+    BlockArgument var = findRunningStatistic(eval, op.getBatchVar());
+    if (!mean || !var)
+      return op.emitOpError(
+          "has no running statistics among the buffers (train.buffer) for "
+          "the evaluation step");
+    b.setInsertionPoint(op);
+    Value normalized = nn::BatchNormOp::create(
+        b, op.getLoc(), op.getInput(), op.getScale(), op.getBias(), mean,
+        var, op.getEpsilon());
+    op.getResult().replaceAllUsesWith(normalized);
+  }
+  // Only the model output remains; what computed the updates goes.
+  auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+  Value output;
+  for (unsigned i = 0, e = eval.getNumResults(); i < e; ++i)
+    if (!eval.getResultAttr(i, train::TrainDialect::kUpdatedAttrName))
+      output = returnOp.getOperand(i);
+  b.setInsertionPoint(returnOp);
+  FailureOr<std::pair<Value, Value>> lossAndCorrect =
+      buildLoss(b, eval, output);
+  if (failed(lossAndCorrect))
+    return failure();
+  auto [loss, correct] = *lossAndCorrect;
+  SmallVector<Value> results = {loss};
+  SmallVector<DictionaryAttr> attrs = {b.getDictionaryAttr(b.getNamedAttr(
+      train::TrainDialect::kOutputAttrName, b.getStringAttr("loss")))};
+  if (correct) {
+    results.push_back(correct);
+    attrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+        train::TrainDialect::kOutputAttrName, b.getStringAttr("correct"))));
+  }
+  func::ReturnOp::create(b, returnOp.getLoc(), results);
+  returnOp.erase();
+  eval.setType(FunctionType::get(&getContext(), eval.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
+  eval.setAllResultAttrs(attrs);
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  return success();
 }
 
 void BuildTrainingPass::runOnOperation() {
@@ -178,6 +260,13 @@ void BuildTrainingPass::runOnOperation() {
         << " model outputs; --dtrain-build-training computes the loss of "
            "exactly one";
     return signalPassFailure();
+  }
+
+  if (withEval) {
+    auto eval = cast<func::FuncOp>(func->clone());
+    module.getBody()->push_back(eval);
+    if (failed(buildEvalStep(b, eval)))
+      return signalPassFailure();
   }
 
   SmallVector<Value> params;

@@ -71,6 +71,10 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
            "Weight decay (>= 0): L2, added to the gradient, except for "
            "adamw (decoupled)">,
+    Option<"withEval", "with-eval", "bool", /*default=*/"false",
+           "Also build @eval_step(params, buffers, inputs, labels) -> (loss, "
+           "correct): the model in inference form (batch norm with the "
+           "running statistics) and the loss, for validation">,
     Option<"decay1D", "decay-1d", "bool", /*default=*/"false",
            "Apply weight decay to 1-D parameters (biases, batch-norm scales "
            "and shifts) too">,
