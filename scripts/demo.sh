@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the two bundled examples:
-#  1. a LeNet-5-style CNN exported by PyTorch (random weights), imported
+# Installs what is missing, builds, and runs the bundled examples:
+#  1. training: a small CNN for scikit-learn's digits, exported by PyTorch
+#     with the data (test/Examples/digits.py), compiled into a trainer
+#     (loss, reverse-mode gradients, momentum SGD) that trains it for 10
+#     epochs and prints its validation accuracy;
+#  2. a LeNet-5-style CNN exported by PyTorch (random weights), imported
 #     into the nn dialect with a batch size of 8, compiled into a native
 #     executable that runs its forward pass, checked against PyTorch;
-#  2. a hand-written data-parallel training step of a small MLP, whose
+#  3. a hand-written data-parallel training step of a small MLP, whose
 #     gradient all-reduces are split into start/wait pairs that overlap the
 #     backward pass, bufferized, and lowered to calls of the dtrain runtime.
 set -euo pipefail
@@ -13,6 +17,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+echo "== export the digits data and a CNN for it: test/Examples/digits.py"
+/usr/bin/python3 test/Examples/digits.py "$work"
+echo "== dtrain-compile digits_cnn.onnx --mode=train --batch-size 32" \
+  "--optimizer momentum --lr 0.05 --weight-decay 5e-4 -o trainer"
+build/bin/dtrain-compile "$work/digits_cnn.onnx" --mode=train \
+  --batch-size 32 --optimizer momentum --lr 0.05 --weight-decay 5e-4 \
+  -o "$work/trainer"
+echo "== trainer --data train.npz --val val.npz --epochs 10"
+"$work/trainer" --data "$work/train.npz" --val "$work/val.npz" --epochs 10
+
 echo "== export a LeNet-5 with PyTorch: test/Examples/lenet.py"
 /usr/bin/python3 test/Examples/lenet.py "$work/lenet.onnx" eval \
   --reference "$work"

@@ -8,7 +8,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # The toolchain of ../shared/TOOLCHAIN.md: LLVM/MLIR 22, clang and lld 22,
 # Ninja, ccache, Open MPI, GoogleTest, oneDNN (the runtime's CPU kernels),
 # ONNX 1.12 (the C++ library for the importer, the Python module for tests
-# that write models), and PyTorch with torchvision (references for tests).
+# that write models), PyTorch with torchvision (references for tests) and
+# scikit-learn (the digits data set of the demo).
 packages=(
   cmake ninja-build ccache time
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
@@ -16,7 +17,7 @@ packages=(
   libopenmpi-dev openmpi-bin zlib1g-dev
   libdnnl-dev
   libgtest-dev
-  libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx
+  libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx python3-sklearn
   python3-torch python3-torchvision python3-numpy
 )
 

@@ -48,6 +48,10 @@ import subprocess
 if subprocess.run(["/usr/bin/python3", "-c", "import torchvision"],
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("torchvision")
+# The demo's data set is scikit-learn's digits (python3-sklearn).
+if subprocess.run(["/usr/bin/python3", "-c", "import sklearn"],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("sklearn")
 
 # Execution tests compile generated code with clang and run it under mpirun.
 if config.clang and config.mpiexec and os.path.exists(config.mpiexec):

@@ -1493,7 +1493,9 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
     return emitSingle(node, "nn.batch_norm", operands, {epsilon});
 
   // Training: normalize with the batch statistics; the running statistics
-  // are the momentum-weighted mix that ONNX outputs 1 and 2 name.
+  // are the momentum-weighted mix that ONNX outputs 1 and 2 name, with the
+  // biased batch variance as ONNX defines it (PyTorch's own training mixes
+  // in the unbiased one).
   Location loc = nodeLoc(node);
   FailureOr<RankedTensorType> yType =
       getTensorType(node.output(0), loc, /*allowSymbolic=*/true);
@@ -1509,16 +1511,6 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
   values[node.output(0)] = (*op)->getResult(0);
   double momentum = getFloatAttr(node, "momentum", 0.9);
   Type elementType = statType.getElementType();
-  // The running variance takes the unbiased batch variance, as PyTorch
-  // (where these models are trained) does; ONNX's reference takes the
-  // biased one that normalization uses.
-  auto inputType = cast<RankedTensorType>(operands[0].getType());
-  double unbias = 1.0;
-  if (inputType.hasStaticShape() && inputType.getNumElements() >
-                                        inputType.getDimSize(1)) {
-    double count = double(inputType.getNumElements() / inputType.getDimSize(1));
-    unbias = count / (count - 1.0);
-  }
   for (int i = 1; i <= 2; ++i) {
     Value running = operands[2 + i];
     auto runningArg = dyn_cast<BlockArgument>(running);
@@ -1538,10 +1530,8 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
     FailureOr<Operation *> take =
         failed(keep) ? keep
                      : createOp(node, "nn.mul",
-                                {batch, scalarConstant(
-                                            (1.0 - momentum) *
-                                                (i == 2 ? unbias : 1.0),
-                                            elementType)},
+                                {batch, scalarConstant(1.0 - momentum,
+                                                       elementType)},
                                 {}, {statType});
     if (failed(take))
       return failure();

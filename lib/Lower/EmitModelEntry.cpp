@@ -14,6 +14,7 @@
 #include "dtrain/Lower/Passes.h"
 
 #include "RuntimeABI.h"
+#include "dtrain/Dialect/NN/IR/NNOps.h"
 #include "dtrain/Dialect/Train/IR/TrainDialect.h"
 
 namespace mlir::dtrain::lower {
@@ -26,6 +27,7 @@ using namespace mlir::dtrain;
 
 static constexpr StringLiteral kInfoSymbol = "dtrain_model_info";
 static constexpr StringLiteral kRunSymbol = "dtrain_model_run";
+static constexpr StringLiteral kEvalSymbol = "dtrain_model_eval";
 static constexpr StringLiteral kMainSymbol = "main";
 
 /// The dtype name of dtrain_rt.h's model info, or "" when unsupported.
@@ -143,14 +145,19 @@ struct EmitModelEntryPass
                        "@train_step of --dtrain-build-training) with a body");
       return signalPassFailure();
     }
-    for (StringRef symbol : {kInfoSymbol, kRunSymbol, kMainSymbol}) {
+    // A trainer: the step and, for validation, the evaluation step.
+    auto eval = forward.getSymName() == "train_step"
+                    ? module.lookupSymbol<func::FuncOp>("eval_step")
+                    : func::FuncOp();
+    for (StringRef symbol :
+         {kInfoSymbol, kRunSymbol, kEvalSymbol, kMainSymbol}) {
       if (Operation *existing = module.lookupSymbol(symbol)) {
         existing->emitOpError("uses the symbol '")
             << symbol << "', which the compiled-model ABI defines";
         return signalPassFailure();
       }
     }
-    FailureOr<std::string> info = buildInfo(forward);
+    FailureOr<std::string> info = buildInfo(forward, eval);
     if (failed(info))
       return signalPassFailure();
 
@@ -166,8 +173,37 @@ struct EmitModelEntryPass
 
     FunctionType runType = b.getFunctionType({ptr}, {});
     auto run = func::FuncOp::create(b, loc, kRunSymbol, runType);
-    buildRunBody(run, forward);
+    unsigned numArgs = forward.getNumArguments();
+    unsigned numResults = forward.getNumResults();
+    buildRunBody(run, forward, llvm::to_vector(llvm::seq<int32_t>(0, numArgs)),
+                 llvm::to_vector(llvm::seq<int32_t>(numArgs,
+                                                    numArgs + numResults)));
     forward.setPrivate();
+    func::FuncOp evalRun;
+    if (eval) {
+      // The evaluation step reads the step's buffers of the same role and
+      // name, and writes its own outputs after the step's.
+      SmallVector<int32_t> argSlots;
+      for (unsigned i = 0, e = eval.getNumArguments(); i < e; ++i) {
+        std::optional<int32_t> slot;
+        for (unsigned j = 0; j < numArgs && !slot; ++j)
+          if (eval.getArgAttrDict(i) == forward.getArgAttrDict(j))
+            slot = int32_t(j);
+        if (!slot) {
+          eval.emitOpError("argument #")
+              << i << " has no argument of @train_step with the same role";
+          return signalPassFailure();
+        }
+        argSlots.push_back(*slot);
+      }
+      int32_t first = int32_t(numArgs + numResults);
+      b.setInsertionPointToEnd(module.getBody());
+      evalRun = func::FuncOp::create(b, loc, kEvalSymbol, runType);
+      buildRunBody(evalRun, eval, argSlots,
+                   llvm::to_vector(llvm::seq<int32_t>(
+                       first, first + int32_t(eval.getNumResults()))));
+      eval.setPrivate();
+    }
 
     b.setInsertionPointToEnd(module.getBody());
     Type i32 = b.getI32Type();
@@ -179,14 +215,22 @@ struct EmitModelEntryPass
     Value runAddress = func::ConstantOp::create(
         b, loc, runType, FlatSymbolRefAttr::get(ctx, kRunSymbol));
     Value argc = body->getArgument(0), argv = body->getArgument(1);
-    func::CallOp call = lower::createRuntimeCall(
-        b, main, "dtrain_rt_model_main",
-        b.getFunctionType({i32, ptr, ptr, runType}, {i32}),
-        {argc, argv, infoAddress, runAddress});
+    func::CallOp call =
+        evalRun
+            ? lower::createRuntimeCall(
+                  b, main, "dtrain_rt_trainer_main",
+                  b.getFunctionType({i32, ptr, ptr, runType, runType}, {i32}),
+                  {argc, argv, infoAddress, runAddress,
+                   func::ConstantOp::create(
+                       b, loc, runType, FlatSymbolRefAttr::get(ctx, kEvalSymbol))})
+            : lower::createRuntimeCall(
+                  b, main, "dtrain_rt_model_main",
+                  b.getFunctionType({i32, ptr, ptr, runType}, {i32}),
+                  {argc, argv, infoAddress, runAddress});
     func::ReturnOp::create(b, loc, call.getResult(0));
   }
 
-  FailureOr<std::string> buildInfo(func::FuncOp forward) {
+  FailureOr<std::string> buildInfo(func::FuncOp forward, func::FuncOp eval) {
     ModuleOp module = getOperation();
     std::string info;
     llvm::raw_string_ostream os(info);
@@ -196,7 +240,10 @@ struct EmitModelEntryPass
     if (path && path.getValue().contains('\n'))
       return module.emitError("the train.onnx_model path contains a newline");
     os << "onnx " << (path ? path.getValue() : StringRef("-")) << '\n';
-    os << "mode " << (forward.getSymName() == "forward" ? "infer" : "step")
+    os << "mode "
+       << (forward.getSymName() == "forward" ? "infer"
+           : eval                            ? "train"
+                                             : "step")
        << '\n';
     Location loc = forward.getLoc();
     for (auto [index, type] : llvm::enumerate(forward.getArgumentTypes())) {
@@ -216,40 +263,60 @@ struct EmitModelEntryPass
       if (failed(appendArgLine(os, loc, "output", type, name)))
         return failure();
     }
+    if (eval) {
+      for (auto [index, type] : llvm::enumerate(eval.getResultTypes())) {
+        auto name = eval.getResultAttrOfType<StringAttr>(
+            index, train::TrainDialect::kOutputAttrName);
+        if (!name)
+          return eval.emitOpError("result #")
+                 << index << " needs a train.output name";
+        if (failed(appendArgLine(os, loc, "eval", type, name.getValue())))
+          return failure();
+      }
+      // The number of classes, for the runtime to check the labels.
+      forward.walk([&](nn::SoftmaxCrossEntropyOp op) {
+        os << "classes " << op.getLogits().getType().getDimSize(1) << '\n';
+        return WalkResult::interrupt();
+      });
+    }
     return info;
   }
 
-  /// dtrain_model_run(buffers): forward's arguments from buffers[0..n),
-  /// its results materialized into the buffers that follow.
-  void buildRunBody(func::FuncOp run, func::FuncOp forward) {
+  /// The body of RUN(buffers): FORWARD's arguments from the buffers at
+  /// ARGSLOTS, its results materialized into those at RESULTSLOTS.
+  void buildRunBody(func::FuncOp run, func::FuncOp forward,
+                    ArrayRef<int32_t> argSlots,
+                    ArrayRef<int32_t> resultSlots) {
     Location loc = forward.getLoc();
     OpBuilder b(run.getContext());
     Block *body = run.addEntryBlock();
     b.setInsertionPointToStart(body);
     Type ptr = LLVM::LLVMPointerType::get(b.getContext());
     Value base = body->getArgument(0);
-    int32_t next = 0;
-    auto loadBuffer = [&](RankedTensorType type) {
+    auto loadBuffer = [&](RankedTensorType type, int32_t index) {
       Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, base,
-                                       ArrayRef<LLVM::GEPArg>{next++});
+                                       ArrayRef<LLVM::GEPArg>{index});
       Value pointer = LLVM::LoadOp::create(b, loc, ptr, slot);
       return viewPointerAsMemRef(
           b, loc, pointer,
           MemRefType::get(type.getShape(), type.getElementType()));
     };
     SmallVector<Value> args;
-    for (Type type : forward.getArgumentTypes()) {
+    for (auto [type, index] : llvm::zip_equal(forward.getArgumentTypes(),
+                                              argSlots)) {
       auto tensorType = cast<RankedTensorType>(type);
       // Not writable: the caller's inputs and weights are only read.
       args.push_back(bufferization::ToTensorOp::create(
-          b, loc, tensorType, loadBuffer(tensorType), b.getUnitAttr()));
+          b, loc, tensorType, loadBuffer(tensorType, index),
+          b.getUnitAttr()));
     }
     // Output buffers are loaded before the call so that they dominate the
     // inlined body: --eliminate-empty-tensors can then make the ops that
     // produce the outputs write into them directly.
     SmallVector<Value> outputs;
-    for (Type type : forward.getResultTypes())
-      outputs.push_back(loadBuffer(cast<RankedTensorType>(type)));
+    for (auto [type, index] :
+         llvm::zip_equal(forward.getResultTypes(), resultSlots))
+      outputs.push_back(loadBuffer(cast<RankedTensorType>(type), index));
     auto call = func::CallOp::create(b, loc, forward, args);
     for (auto [result, output] : llvm::zip(call.getResults(), outputs))
       bufferization::MaterializeInDestinationOp::create(

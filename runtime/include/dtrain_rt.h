@@ -382,7 +382,7 @@ void dtrain_rt_batch_norm_backward_f32(
  *
  *   dtrain-model 1
  *   onnx <path of the ONNX model the weights are read from>
- *   mode <infer or step>
+ *   mode <infer, step or train>
  *   arg <role> <dtype> <shape> <name>
  *   ...
  *
@@ -397,7 +397,9 @@ void dtrain_rt_batch_norm_backward_f32(
  * Paths and names contain no newline. Mode infer runs a model's forward
  * pass; mode step runs one training step of --dtrain-build-training, whose
  * inputs include the labels and whose outputs are the updated parameters
- * (named after them) and the loss.
+ * (named after them) and the loss; mode train is a trainer: the step, and
+ * an evaluation step whose outputs are the args of role `eval` (its loss
+ * and correct count), after a line `classes <C>` for class labels.
  *===----------------------------------------------------------------------===*/
 
 /* Runs a compiled model: BUFFERS[i] given to RUN points to the dense
@@ -411,6 +413,17 @@ void dtrain_rt_batch_norm_backward_f32(
  * match INFO, a malformed INFO). */
 int dtrain_rt_model_main(int argc, char **argv, const char *info,
                          void (*run)(void **buffers));
+
+/* The whole main of a compiled trainer (mode train): like
+ * dtrain_rt_model_main, with RUN one training step (the new parameters,
+ * buffers and optimizer state it writes become the next step's) and EVAL
+ * the evaluation step (args `eval` of INFO: its loss and correct count).
+ * Reads the samples of --data (and --val) .npz files, runs epochs of
+ * shuffled full batches, prints progress lines; see its --help. Returns
+ * the process exit code (0, 1 on an error, 2 on a usage error). */
+int dtrain_rt_trainer_main(int argc, char **argv, const char *info,
+                           void (*run)(void **buffers),
+                           void (*eval)(void **buffers));
 
 #ifdef __cplusplus
 }

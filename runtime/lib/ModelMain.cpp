@@ -25,6 +25,8 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
+#include <random>
 
 using namespace dtrain::rt;
 
@@ -47,9 +49,9 @@ usageError(const char *format, ...) {
 
 //===--- The model description --------------------------------------------===//
 
-enum class Role { Param, Buffer, Input, Output, State };
-const char *const roleNames[] = {"param", "buffer", "input", "output",
-                                 "state"};
+enum class Role { Param, Buffer, Input, Output, State, Eval };
+const char *const roleNames[] = {"param", "buffer", "input",
+                                 "output", "state", "eval"};
 
 /// One `arg` line: a buffer of the run function.
 struct Arg {
@@ -66,6 +68,9 @@ struct ModelInfo {
   /// outputs are the updated parameters and the loss).
   std::string mode;
   std::vector<Arg> args;
+  /// For a trainer with class labels: their number (labels lie in
+  /// [0, classes)); 0 otherwise.
+  int64_t classes = 0;
 
   /// The indices of the args of ROLE, in order.
   std::vector<size_t> indices(Role role) const {
@@ -98,7 +103,8 @@ Arg parseArg(std::string_view line) {
 
   auto role = std::find(std::begin(roleNames), std::end(roleNames), fields[0]);
   if (role == std::end(roleNames))
-    fail("unknown role %s (accepted: param, buffer, input, output, state)",
+    fail("unknown role %s (accepted: param, buffer, input, output, state, "
+         "eval)",
          quoted(fields[0]).c_str());
   a.role = Role(role - std::begin(roleNames));
 
@@ -184,16 +190,20 @@ ModelInfo parseInfo(const char *text) {
       } else if (key == "mode") {
         if (mode)
           fail("a second 'mode' line");
-        if (value != "infer" && value != "step")
+        if (value != "infer" && value != "step" && value != "train")
           fail("mode %s is not supported by this runtime (accepted: infer, "
-               "step)",
+               "step, train)",
                quoted(value).c_str());
         info.mode = std::string(value);
         mode = true;
       } else if (key == "arg") {
         info.args.push_back(parseArg(value));
+      } else if (key == "classes") {
+        info.classes = std::atoll(std::string(value).c_str());
+        if (info.classes < 1)
+          fail("'classes' must be positive, found %s", quoted(value).c_str());
       } else {
-        fail("unknown item %s (accepted: onnx, mode, arg)",
+        fail("unknown item %s (accepted: onnx, mode, arg, classes)",
              quoted(key).c_str());
       }
     }
@@ -692,6 +702,84 @@ void writeOutputs(const ModelInfo &info, const std::vector<std::string> &files,
   }
 }
 
+/// The buffers of a compiled model's run function, one per arg, 64-byte
+/// aligned: weights read from the ONNX file, optimizer state and outputs
+/// zeroed.
+struct Workspace {
+  const ModelInfo &info;
+  std::vector<std::unique_ptr<void, FreeDeleter>> owned;
+  std::vector<void *> buffers;
+  /// (output, arg): in a training step, the output named after a
+  /// parameter, buffer or state is its new value, which the next run reads.
+  std::vector<std::pair<size_t, size_t>> feedback;
+
+  explicit Workspace(const ModelInfo &info) : info(info) {
+    for (const Arg &a : info.args) {
+      void *p = nullptr;
+      // At least one cache line, so that an empty buffer is a valid pointer.
+      const size_t bytes = std::max<size_t>((a.bytes + 63) / 64 * 64, 64);
+      if (::posix_memalign(&p, 64, bytes) != 0)
+        fail("cannot allocate %zu bytes for %s %s", a.bytes,
+             roleNames[int(a.role)], quoted(a.name).c_str());
+      owned.emplace_back(p);
+      buffers.push_back(p);
+      // Optimizer state starts at zero, as in a fresh PyTorch optimizer.
+      if (a.role == Role::Output || a.role == Role::State ||
+          a.role == Role::Eval)
+        std::memset(p, 0, bytes);
+    }
+    if (info.mode == "infer")
+      return;
+    for (size_t out : info.indices(Role::Output))
+      for (size_t i = 0; i < info.args.size(); ++i)
+        if ((info.args[i].role == Role::Param ||
+             info.args[i].role == Role::Buffer ||
+             info.args[i].role == Role::State) &&
+            info.args[i].name == info.args[out].name &&
+            info.args[i].bytes == info.args[out].bytes)
+          feedback.emplace_back(out, i);
+  }
+
+  /// Reads the parameters and buffers from the ONNX file PATH (given by
+  /// the user when OVERRIDDEN, else recorded at compile time).
+  void loadWeights(const std::string &path, bool overridden) {
+    std::unique_ptr<OnnxInitializers> onnx;
+    for (size_t i = 0; i < info.args.size(); ++i) {
+      const Arg &a = info.args[i];
+      if (a.role != Role::Param && a.role != Role::Buffer)
+        continue;
+      if (!onnx) {
+        try {
+          onnx = OnnxInitializers::open(path);
+        } catch (Failure &f) {
+          f.message = "cannot read the weights: " + f.message +
+                      (overridden ? ""
+                                  : " (the ONNX file the model was "
+                                    "compiled from; give another with "
+                                    "--model FILE.onnx)");
+          throw;
+        }
+      }
+      loadWeight(*onnx, a, buffers[i]);
+    }
+  }
+
+  /// Runs RUN once and carries the new parameters, buffers and state over.
+  void step(void (*run)(void **)) {
+    run(buffers.data());
+    for (auto [out, arg] : feedback)
+      std::memcpy(buffers[arg], buffers[out], info.args[arg].bytes);
+  }
+
+  /// The index of the arg of ROLE named NAME, if any.
+  std::optional<size_t> find(Role role, std::string_view name) const {
+    for (size_t i = 0; i < info.args.size(); ++i)
+      if (info.args[i].role == role && info.args[i].name == name)
+        return i;
+    return std::nullopt;
+  }
+};
+
 int modelMain(int argc, char **argv, const char *infoText,
               void (*run)(void **)) {
   const ModelInfo info = parseInfo(infoText);
@@ -709,64 +797,13 @@ int modelMain(int argc, char **argv, const char *infoText,
     return 0;
   }
 
-  std::vector<std::unique_ptr<void, FreeDeleter>> owned;
-  std::vector<void *> buffers;
-  for (const Arg &a : info.args) {
-    void *p = nullptr;
-    // At least one cache line, so that an empty buffer is a valid pointer.
-    const size_t bytes = std::max<size_t>((a.bytes + 63) / 64 * 64, 64);
-    if (::posix_memalign(&p, 64, bytes) != 0)
-      fail("cannot allocate %zu bytes for %s %s", a.bytes,
-           roleNames[int(a.role)], quoted(a.name).c_str());
-    owned.emplace_back(p);
-    buffers.push_back(p);
-    // Optimizer state starts at zero, as in a fresh PyTorch optimizer.
-    if (a.role == Role::Output || a.role == Role::State)
-      std::memset(p, 0, bytes);
-  }
-
-  // In a training step, the output named after a parameter, buffer or
-  // state is its new value, which the next run reads.
-  std::vector<std::pair<size_t, size_t>> feedback; // (output, arg)
-  if (info.mode == "step")
-    for (size_t out : info.indices(Role::Output))
-      for (size_t i = 0; i < info.args.size(); ++i)
-        if ((info.args[i].role == Role::Param ||
-             info.args[i].role == Role::Buffer ||
-             info.args[i].role == Role::State) &&
-            info.args[i].name == info.args[out].name &&
-            info.args[i].bytes == info.args[out].bytes)
-          feedback.emplace_back(out, i);
-  auto runOnce = [&] {
-    run(buffers.data());
-    for (auto [out, arg] : feedback)
-      std::memcpy(buffers[arg], buffers[out], info.args[arg].bytes);
-  };
-
+  Workspace w(info);
   // The inputs first: they are small and most mistakes are there.
   const std::vector<size_t> inputs = info.indices(Role::Input);
   for (size_t k = 0; k < inputs.size(); ++k)
-    loadInput(info.args[inputs[k]], o.inputs[k], buffers[inputs[k]]);
-  std::unique_ptr<OnnxInitializers> onnx;
-  for (size_t i = 0; i < info.args.size(); ++i) {
-    const Arg &a = info.args[i];
-    if (a.role != Role::Param && a.role != Role::Buffer)
-      continue;
-    if (!onnx) {
-      try {
-        onnx = OnnxInitializers::open(onnxPath);
-      } catch (Failure &f) {
-        f.message = "cannot read the weights: " + f.message +
-                    (o.model.empty() ? " (the ONNX file the model was "
-                                       "compiled from; give another with "
-                                       "--model FILE.onnx)"
-                                     : "");
-        throw;
-      }
-    }
-    loadWeight(*onnx, a, buffers[i]);
-  }
-  onnx.reset();
+    loadInput(info.args[inputs[k]], o.inputs[k], w.buffers[inputs[k]]);
+  w.loadWeights(onnxPath, !o.model.empty());
+  auto runOnce = [&] { w.step(run); };
 
   for (int64_t i = 0; i < o.warmup; ++i)
     runOnce();
@@ -780,7 +817,7 @@ int modelMain(int argc, char **argv, const char *infoText,
     best = std::min(best, ms.count());
   }
 
-  writeOutputs(info, o.outputs, buffers);
+  writeOutputs(info, o.outputs, w.buffers);
   if (o.timed) {
     std::printf("run_ms=%.6f min_ms=%.6f runs=%lld\n", total / double(o.repeat),
                 best, (long long)o.repeat);
@@ -796,12 +833,339 @@ void printError(const std::string &message) {
   std::fflush(stderr);
 }
 
-} // namespace
 
-extern "C" int dtrain_rt_model_main(int argc, char **argv, const char *info,
-                                    void (*run)(void **buffers)) {
+//===--- Trainers ---------------------------------------------------------===//
+
+struct TrainOptions {
+  bool help = false, printInfo = false;
+  std::string data, val, model, xKey = "x", yKey = "y";
+  int64_t epochs = 0, steps = 0, seed = 0, logEvery = 0;
+};
+
+void printTrainerHelp(const char *program, const ModelInfo &info) {
+  std::printf(
+      "usage: %s --data FILE.npz [--val FILE.npz] (--epochs E | --steps N)\n"
+      "           [--seed S] [--log-every K] [--x-key NAME] [--y-key NAME]\n"
+      "           [--model FILE.onnx] [--print-info]\n"
+      "\n"
+      "Trains the model that dtrain-compile compiled into this program, "
+      "starting\nfrom the weights of its ONNX file (%s).\n"
+      "\n"
+      "Flags (the value follows the flag, or is attached: --epochs=10):\n"
+      "  --data FILE.npz   training samples: arrays X (inputs, the first "
+      "dimension\n"
+      "                    the sample) and Y (labels), as np.savez writes "
+      "them\n"
+      "  --val FILE.npz    validation samples, evaluated after each epoch "
+      "with the\n"
+      "                    batch-norm running statistics (full batches "
+      "only)\n"
+      "  --epochs E        passes over the training samples, each in a new "
+      "random\n"
+      "                    order (full batches only)\n"
+      "  --steps N         stop after N steps (also with --epochs: whichever "
+      "comes\n"
+      "                    first)\n"
+      "  --seed S          the seed of the sample order (default 0)\n"
+      "  --log-every K     a progress line every K steps (default: once per "
+      "epoch)\n"
+      "  --x-key NAME, --y-key NAME\n"
+      "                    the array names in the .npz files (default x, "
+      "y)\n"
+      "  --model FILE.onnx the initial weights (default: the file above)\n"
+      "  --print-info      prints the model's arguments and exits\n"
+      "\n"
+      "Progress lines are key=value pairs: 'step= epoch= loss= acc= "
+      "samples/s='\n"
+      "(loss and accuracy averaged since the previous line), 'epoch= "
+      "val_loss=\nval_acc= val_samples=' after each epoch, and last "
+      "'final steps= epochs= loss=\nacc= [val_acc=]'. Exit status: 0 on "
+      "success, 1 on an error (a file that\ndoes not fit the model, a "
+      "label out of range, a loss that is not finite),\n2 for a usage "
+      "error.\n",
+      program, info.onnx.c_str());
+}
+
+TrainOptions parseTrainerCommandLine(int argc, char **argv) {
+  TrainOptions o;
+  static const char *const withValue[] = {
+      "--data",  "--val",  "--epochs", "--steps", "--seed",
+      "--log-every", "--x-key", "--y-key", "--model"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i] ? argv[i] : "";
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+      return o;
+    }
+    if (arg == "--print-info") {
+      o.printInfo = true;
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const std::string flag = arg.substr(0, eq);
+    if (std::find(std::begin(withValue), std::end(withValue), flag) ==
+        std::end(withValue))
+      usageError("unknown argument %s (see --help)", quoted(arg).c_str());
+    std::string value;
+    if (eq != std::string::npos)
+      value = arg.substr(eq + 1);
+    else if (i + 1 < argc && argv[i + 1])
+      value = argv[++i];
+    if (value.empty())
+      usageError("%s needs a value (see --help)", flag.c_str());
+    if (flag == "--data")
+      o.data = value;
+    else if (flag == "--val")
+      o.val = value;
+    else if (flag == "--model")
+      o.model = value;
+    else if (flag == "--x-key")
+      o.xKey = value;
+    else if (flag == "--y-key")
+      o.yKey = value;
+    else if (flag == "--epochs")
+      o.epochs = parseCount(flag, value, 1);
+    else if (flag == "--steps")
+      o.steps = parseCount(flag, value, 1);
+    else if (flag == "--seed")
+      o.seed = parseCount(flag, value, 0);
+    else
+      o.logEvery = parseCount(flag, value, 1);
+  }
+  if (o.printInfo)
+    return o;
+  if (o.data.empty())
+    usageError("no --data FILE.npz (see --help)");
+  if (!o.epochs && !o.steps)
+    usageError("give --epochs E or --steps N (see --help)");
+  return o;
+}
+
+/// Samples of an .npz file: X and Y, checked against the model's input
+/// and label args (all but the batch dimension, and the dtype).
+struct Samples {
+  ArrayGuard x, y;
+  int64_t count = 0;
+  size_t xBytes = 0, yBytes = 0; // per sample
+
+  Samples(const std::string &path, const TrainOptions &o, const Arg &input,
+          const Arg &label, int64_t classes) {
+    char error[1024];
+    if (dtrain_rt_npz_read(path.c_str(), o.xKey.c_str(), &x.array, error,
+                           sizeof error) ||
+        dtrain_rt_npz_read(path.c_str(), o.yKey.c_str(), &y.array, error,
+                           sizeof error))
+      fail("%s", error);
+    // Integer labels of any width: the model takes i64.
+    if (label.dtype == DTRAIN_RT_I64 && y.array.dtype == DTRAIN_RT_I32) {
+      ArrayGuard wide;
+      if (dtrain_rt_array_alloc(&wide.array, DTRAIN_RT_I64, y.array.rank,
+                                y.array.shape, error, sizeof error))
+        fail("%s", error);
+      const int64_t n = dtrain_rt_array_num_elements(&y.array);
+      for (int64_t i = 0; i < n; ++i)
+        static_cast<int64_t *>(wide.array.data)[i] =
+            static_cast<const int32_t *>(y.array.data)[i];
+      std::swap(y.array, wide.array);
+    }
+    check(path, o.xKey, x.array, input);
+    check(path, o.yKey, y.array, label);
+    count = x.array.shape[0];
+    if (y.array.shape[0] != count)
+      fail("%s: %s has %lld samples but %s has %lld", path.c_str(),
+           o.xKey.c_str(), (long long)count, o.yKey.c_str(),
+           (long long)y.array.shape[0]);
+    const int64_t batch = input.dims[0];
+    if (count < batch)
+      fail("%s: %lld samples, fewer than the batch size %lld (recompile "
+           "with a smaller --batch-size)",
+           path.c_str(), (long long)count, (long long)batch);
+    xBytes = input.bytes / size_t(batch);
+    yBytes = label.bytes / size_t(batch);
+    if (classes > 0)
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t v = static_cast<const int64_t *>(y.array.data)[i];
+        if (v < 0 || v >= classes)
+          fail("%s: label %lld of sample %lld is out of range [0, %lld)",
+               path.c_str(), (long long)v, (long long)i, (long long)classes);
+      }
+  }
+
+  static void check(const std::string &path, const std::string &key,
+                    const dtrain_rt_array_t &array, const Arg &a) {
+    if (array.dtype != a.dtype)
+      fail("%s: %s has dtype %s, but the model's %s takes %s%s",
+           path.c_str(), key.c_str(), dtypeName(array.dtype),
+           quoted(a.name).c_str(), dtypeName(a.dtype),
+           dtypeHint(a.dtype).c_str());
+    const std::vector<int64_t> dims(array.shape, array.shape + array.rank);
+    if (dims.size() != a.dims.size() || dims.empty() ||
+        !std::equal(dims.begin() + 1, dims.end(), a.dims.begin() + 1)) {
+      std::vector<int64_t> sample(a.dims);
+      sample[0] = dims.empty() ? 0 : dims[0];
+      fail("%s: %s has shape %s, but the model's %s takes N x %s samples "
+           "(expected %s)",
+           path.c_str(), key.c_str(), dimsString(dims).c_str(),
+           quoted(a.name).c_str(),
+           dimsString(std::vector<int64_t>(a.dims.begin() + 1, a.dims.end()))
+               .c_str(),
+           dimsString(sample).c_str());
+    }
+  }
+
+  /// Copies the samples ORDER[first .. first + batch) into the buffers.
+  void gather(const std::vector<int64_t> &order, int64_t first, int64_t batch,
+              void *xBuffer, void *yBuffer) const {
+    for (int64_t k = 0; k < batch; ++k) {
+      const int64_t i = order[size_t(first + k)];
+      std::memcpy(static_cast<char *>(xBuffer) + size_t(k) * xBytes,
+                  static_cast<const char *>(x.array.data) + size_t(i) * xBytes,
+                  xBytes);
+      std::memcpy(static_cast<char *>(yBuffer) + size_t(k) * yBytes,
+                  static_cast<const char *>(y.array.data) + size_t(i) * yBytes,
+                  yBytes);
+    }
+  }
+};
+
+int trainerMain(int argc, char **argv, const char *infoText,
+                void (*run)(void **), void (*eval)(void **)) {
+  const ModelInfo info = parseInfo(infoText);
+  if (!run || !eval || info.mode != "train")
+    fail("internal error: not a compiled trainer");
+  const char *program = argc > 0 && argv && argv[0] ? argv[0] : "trainer";
+  const TrainOptions o = parseTrainerCommandLine(argc, argv);
+  if (o.help) {
+    printTrainerHelp(program, info);
+    return 0;
+  }
+  const std::string onnxPath = o.model.empty() ? info.onnx : o.model;
+  if (o.printInfo) {
+    printInfo(info, onnxPath);
+    return 0;
+  }
+  Workspace w(info);
+  // The labels are the input --dtrain-build-training added.
+  std::optional<size_t> label = w.find(Role::Input, "labels");
+  if (!label)
+    label = w.find(Role::Input, "targets");
+  std::vector<size_t> inputs;
+  for (size_t i : info.indices(Role::Input))
+    if (i != *label)
+      inputs.push_back(i);
+  std::optional<size_t> loss = w.find(Role::Output, "loss"),
+                        correct = w.find(Role::Output, "correct"),
+                        evalLoss = w.find(Role::Eval, "loss"),
+                        evalCorrect = w.find(Role::Eval, "correct");
+  if (!label || inputs.size() != 1 || !loss || !evalLoss)
+    fail("internal error: a trainer needs one input, labels and a loss");
+  const Arg &input = info.args[inputs[0]];
+  const int64_t batch = input.dims[0];
+  Samples data(o.data, o, input, info.args[*label], info.classes);
+  std::optional<Samples> val;
+  if (!o.val.empty())
+    val.emplace(o.val, o, input, info.args[*label], info.classes);
+  w.loadWeights(onnxPath, !o.model.empty());
+
+  const int64_t batches = data.count / batch;
+  const int64_t epochs =
+      o.epochs ? o.epochs : (o.steps + batches - 1) / batches;
+  const int64_t logEvery = o.logEvery ? o.logEvery : batches;
+  auto valueOf = [&](size_t index) {
+    return *static_cast<const float *>(w.buffers[index]);
+  };
+  auto countOf = [&](size_t index) {
+    return *static_cast<const int64_t *>(w.buffers[index]);
+  };
+  std::mt19937_64 rng(uint64_t(o.seed));
+  std::vector<int64_t> order(size_t(data.count));
+  int64_t step = 0;
+  double epochLoss = 0, lastValAcc = -1;
+  int64_t epochCorrect = 0, epochSamples = 0, epoch = 0;
+  for (epoch = 1; epoch <= epochs && (!o.steps || step < o.steps); ++epoch) {
+    for (int64_t i = 0; i < data.count; ++i)
+      order[size_t(i)] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    epochLoss = 0;
+    epochCorrect = epochSamples = 0;
+    double windowLoss = 0;
+    int64_t windowCorrect = 0, windowSamples = 0;
+    auto windowStart = std::chrono::steady_clock::now();
+    for (int64_t b = 0; b < batches && (!o.steps || step < o.steps); ++b) {
+      data.gather(order, b * batch, batch, w.buffers[inputs[0]],
+                  w.buffers[*label]);
+      w.step(run);
+      ++step;
+      const float stepLoss = valueOf(*loss);
+      if (!std::isfinite(stepLoss))
+        fail("the loss is %g at step %lld (epoch %lld): training diverged "
+             "(try a smaller --lr)",
+             double(stepLoss), (long long)step, (long long)epoch);
+      windowLoss += stepLoss;
+      epochLoss += stepLoss;
+      windowSamples += batch;
+      epochSamples += batch;
+      if (correct) {
+        windowCorrect += countOf(*correct);
+        epochCorrect += countOf(*correct);
+      }
+      if (step % logEvery == 0) {
+        const double seconds = std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() -
+                                   windowStart)
+                                   .count();
+        std::printf("step=%lld epoch=%lld loss=%.6f", (long long)step,
+                    (long long)epoch,
+                    windowLoss / double(windowSamples / batch));
+        if (correct)
+          std::printf(" acc=%.4f", double(windowCorrect) / windowSamples);
+        std::printf(" samples/s=%.1f\n", windowSamples / seconds);
+        std::fflush(stdout);
+        windowLoss = 0;
+        windowCorrect = windowSamples = 0;
+        windowStart = std::chrono::steady_clock::now();
+      }
+    }
+    if (val) {
+      std::vector<int64_t> inOrder(size_t(val->count));
+      for (int64_t i = 0; i < val->count; ++i)
+        inOrder[size_t(i)] = i;
+      double valLoss = 0;
+      int64_t valCorrect = 0, valBatches = val->count / batch;
+      for (int64_t b = 0; b < valBatches; ++b) {
+        val->gather(inOrder, b * batch, batch, w.buffers[inputs[0]],
+                    w.buffers[*label]);
+        eval(w.buffers.data());
+        valLoss += valueOf(*evalLoss);
+        if (evalCorrect)
+          valCorrect += countOf(*evalCorrect);
+      }
+      std::printf("epoch=%lld val_loss=%.6f", (long long)epoch,
+                  valLoss / double(valBatches));
+      if (evalCorrect) {
+        lastValAcc = double(valCorrect) / double(valBatches * batch);
+        std::printf(" val_acc=%.4f", lastValAcc);
+      }
+      std::printf(" val_samples=%lld\n", (long long)(valBatches * batch));
+      std::fflush(stdout);
+    }
+  }
+  std::printf("final steps=%lld epochs=%lld loss=%.6f", (long long)step,
+              (long long)(epoch - 1),
+              epochLoss / double(std::max<int64_t>(1, epochSamples / batch)));
+  if (correct)
+    std::printf(" acc=%.4f", double(epochCorrect) /
+                                 double(std::max<int64_t>(1, epochSamples)));
+  if (lastValAcc >= 0)
+    std::printf(" val_acc=%.4f", lastValAcc);
+  std::printf("\n");
+  return 0;
+}
+
+/// Runs MAIN, turning every error into its message and exit status.
+template <typename Main> int guardedMain(Main main) {
   try {
-    return modelMain(argc, argv, info, run);
+    return main();
   } catch (const UsageError &e) {
     printError(e.message);
     return 2;
@@ -813,4 +1177,17 @@ extern "C" int dtrain_rt_model_main(int argc, char **argv, const char *info,
     printError(std::string("internal error: ") + e.what());
   }
   return 1;
+}
+
+} // namespace
+
+extern "C" int dtrain_rt_trainer_main(int argc, char **argv, const char *info,
+                                      void (*run)(void **buffers),
+                                      void (*eval)(void **buffers)) {
+  return guardedMain([&] { return trainerMain(argc, argv, info, run, eval); });
+}
+
+extern "C" int dtrain_rt_model_main(int argc, char **argv, const char *info,
+                                    void (*run)(void **buffers)) {
+  return guardedMain([&] { return modelMain(argc, argv, info, run); });
 }

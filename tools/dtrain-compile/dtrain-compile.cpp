@@ -89,8 +89,9 @@ enum OptLevel : unsigned { O0, O1, O2, O3 };
 static cl::opt<Mode>
     mode("mode", cl::desc("What to compile (default: train)"),
          cl::values(clEnumValN(Mode::Train, "train",
-                               "the data-parallel training step (not "
-                               "available yet)"),
+                               "a trainer (--loss, --optimizer, --lr, ...): "
+                               "./trainer --data train.npz --val val.npz "
+                               "--epochs E (see its --help)"),
                     clEnumValN(Mode::Infer, "infer",
                                "the forward pass, for inference"),
                     clEnumValN(Mode::Step, "step",
@@ -103,30 +104,30 @@ static cl::opt<Mode>
 
 static cl::opt<std::string>
     lossName("loss",
-             cl::desc("--mode=step: the loss, softmax-xent (integer labels, "
+             cl::desc("--mode=train|step: the loss, softmax-xent (integer labels, "
                       "default) or mse (targets of the output's shape)"),
              cl::init("softmax-xent"), cl::cat(compileCategory));
 static cl::opt<std::string> optimizerName(
     "optimizer",
-    cl::desc("--mode=step: sgd (default), momentum, nesterov, adam, adamw or "
+    cl::desc("--mode=train|step: sgd (default), momentum, nesterov, adam, adamw or "
              "lars"),
     cl::init("sgd"), cl::cat(compileCategory));
 static cl::opt<double>
     momentum("momentum",
-             cl::desc("--mode=step: momentum of momentum and nesterov "
+             cl::desc("--mode=train|step: momentum of momentum and nesterov "
                       "(default 0.9)"),
              cl::init(0.9), cl::cat(compileCategory));
 static cl::opt<double> trustCoefficient(
     "trust-coefficient",
-    cl::desc("--mode=step: LARS trust coefficient eta (default 0.001)"),
+    cl::desc("--mode=train|step: LARS trust coefficient eta (default 0.001)"),
     cl::init(0.001), cl::cat(compileCategory));
 static cl::opt<double> learningRate("lr",
-                                    cl::desc("--mode=step: learning rate "
+                                    cl::desc("--mode=train|step: learning rate "
                                              "(default 0.01)"),
                                     cl::init(0.01), cl::cat(compileCategory));
 static cl::opt<double>
     weightDecay("weight-decay",
-                cl::desc("--mode=step: weight decay, not applied to 1-D "
+                cl::desc("--mode=train|step: weight decay, not applied to 1-D "
                          "parameters (default 0)"),
                 cl::init(0.0), cl::cat(compileCategory));
 
@@ -311,12 +312,14 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
   TimingScope timing = timingManager.getRootScope();
   pm.enableTiming(timing);
   // A .mlir input may hold the @train_step already.
-  if (mode == Mode::Step && !module.lookupSymbol("train_step")) {
+  if ((mode == Mode::Step || mode == Mode::Train) &&
+      !module.lookupSymbol("train_step")) {
     dtrain::train::BuildTrainingOptions options;
     options.loss = lossName;
     options.optimizer = optimizerName;
     options.momentum = momentum;
     options.trustCoefficient = trustCoefficient;
+    options.withEval = mode == Mode::Train;
     options.learningRate = learningRate;
     options.weightDecay = weightDecay;
     pm.addPass(dtrain::train::createBuildTraining(options));
@@ -417,8 +420,6 @@ static LogicalResult link(StringRef cc, StringRef object, StringRef rtDir) {
 }
 
 static LogicalResult compile(const char *argv0) {
-  if (mode == Mode::Train)
-    return error("--mode=train is not available yet; use --mode=infer");
   if (target == Target::CUDA)
     return error("--target=cuda is not available yet; use --target=cpu");
 

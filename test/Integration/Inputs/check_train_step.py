@@ -204,9 +204,11 @@ def state(model, loss, correct):
     if correct is not None:
         values["correct"] = correct
     values.update((n, p.detach().numpy()) for n, p in model.named_parameters())
-    # Batch-norm running statistics (PyTorch's buffers).
+    # Batch-norm running means (PyTorch's buffers). Not the running
+    # variances: ONNX's BatchNormalization, which dtrain implements, mixes
+    # in the biased batch variance, PyTorch's training the unbiased one.
     values.update((n, b.numpy()) for n, b in model.named_buffers()
-                  if not n.endswith("num_batches_tracked"))
+                  if n.endswith("running_mean"))
     return values
 
 

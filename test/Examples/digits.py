@@ -1,0 +1,50 @@
+"""Exports the demo's training job: scikit-learn's digits set (1797 8x8
+grey images of the digits 0-9) as .npz files, and a small CNN for it as an
+ONNX model in training mode, as PyTorch users export models.
+
+usage: digits.py OUTDIR
+
+Writes OUTDIR/train.npz (1440 samples) and OUTDIR/val.npz (357 samples),
+each with x (N x 1 x 8 x 8, float32, pixel values scaled to [0, 1]) and y
+(N, int64 labels), split at random with seed 0, and OUTDIR/digits_cnn.onnx:
+conv 3x3 (16) - batch norm - ReLU - max pool 2, conv 3x3 (32) - batch
+norm - ReLU - max pool 2, linear 128 -> 10, random weights from seed 0,
+with a symbolic batch dimension.
+"""
+import argparse
+import os
+import warnings
+
+import numpy as np
+import torch
+from sklearn.datasets import load_digits
+from torch import nn
+
+warnings.filterwarnings("ignore")
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("outdir", help="the directory to write into")
+args = parser.parse_args()
+os.makedirs(args.outdir, exist_ok=True)
+
+digits = load_digits()
+x = (digits.images / 16.0).astype(np.float32)[:, None, :, :]
+y = digits.target.astype(np.int64)
+order = np.random.RandomState(0).permutation(len(y))
+x, y = x[order], y[order]
+np.savez(os.path.join(args.outdir, "train.npz"), x=x[:1440], y=y[:1440])
+np.savez(os.path.join(args.outdir, "val.npz"), x=x[1440:], y=y[1440:])
+
+torch.manual_seed(0)
+model = nn.Sequential(
+    nn.Conv2d(1, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+    nn.MaxPool2d(2),
+    nn.Conv2d(16, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32),
+    nn.ReLU(), nn.MaxPool2d(2),
+    nn.Flatten(), nn.Linear(32 * 2 * 2, 10))
+model.train()
+torch.onnx.export(
+    model, torch.randn(2, 1, 8, 8),
+    os.path.join(args.outdir, "digits_cnn.onnx"), opset_version=13,
+    training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+    input_names=["x"], output_names=["logits"],
+    dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}})
