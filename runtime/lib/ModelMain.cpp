@@ -18,6 +18,7 @@
 #include "OnnxWeights.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -838,7 +839,7 @@ void printError(const std::string &message) {
 
 struct TrainOptions {
   bool help = false, printInfo = false;
-  std::string data, val, model, xKey = "x", yKey = "y";
+  std::string data, val, model, saveOnnx, xKey = "x", yKey = "y";
   int64_t epochs = 0, steps = 0, seed = 0, logEvery = 0;
 };
 
@@ -846,7 +847,7 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
   std::printf(
       "usage: %s --data FILE.npz [--val FILE.npz] (--epochs E | --steps N)\n"
       "           [--seed S] [--log-every K] [--x-key NAME] [--y-key NAME]\n"
-      "           [--model FILE.onnx] [--print-info]\n"
+      "           [--model FILE.onnx] [--save-onnx FILE.onnx] [--print-info]\n"
       "\n"
       "Trains the model that dtrain-compile compiled into this program, "
       "starting\nfrom the weights of its ONNX file (%s).\n"
@@ -873,6 +874,14 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "                    the array names in the .npz files (default x, "
       "y)\n"
       "  --model FILE.onnx the initial weights (default: the file above)\n"
+      "  --save-onnx FILE.onnx\n"
+      "                    writes the model back with the trained weights "
+      "and\n"
+      "                    batch-norm statistics: the initial ONNX file with "
+      "its\n"
+      "                    initializers' data replaced (written to a "
+      "temporary\n"
+      "                    file, then renamed)\n"
       "  --print-info      prints the model's arguments and exits\n"
       "\n"
       "Progress lines are key=value pairs: 'step= epoch= loss= acc= "
@@ -890,7 +899,7 @@ TrainOptions parseTrainerCommandLine(int argc, char **argv) {
   TrainOptions o;
   static const char *const withValue[] = {
       "--data",  "--val",  "--epochs", "--steps", "--seed",
-      "--log-every", "--x-key", "--y-key", "--model"};
+      "--log-every", "--x-key", "--y-key", "--model", "--save-onnx"};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i] ? argv[i] : "";
     if (arg == "-h" || arg == "--help") {
@@ -919,6 +928,8 @@ TrainOptions parseTrainerCommandLine(int argc, char **argv) {
       o.val = value;
     else if (flag == "--model")
       o.model = value;
+    else if (flag == "--save-onnx")
+      o.saveOnnx = value;
     else if (flag == "--x-key")
       o.xKey = value;
     else if (flag == "--y-key")
@@ -1027,6 +1038,46 @@ struct Samples {
     }
   }
 };
+
+/// Writes the ONNX file SOURCE to TARGET with the data of its parameters
+/// and buffers replaced by those of W: the same bytes elsewhere, so the
+/// graph and everything else stay as exported. Initializers must hold
+/// their data in raw_data (as PyTorch exports them).
+void saveOnnx(const Workspace &w, const std::string &source,
+              const std::string &target) {
+  std::unique_ptr<OnnxInitializers> onnx = OnnxInitializers::open(source);
+  std::vector<char> bytes;
+  {
+    InputFile file(source.c_str());
+    bytes.resize(size_t(file.size()));
+    file.readAt(0, bytes.data(), bytes.size());
+  }
+  for (size_t i = 0; i < w.info.args.size(); ++i) {
+    const Arg &a = w.info.args[i];
+    if (a.role != Role::Param && a.role != Role::Buffer)
+      continue;
+    const OnnxTensor &t = onnx->lookup(a.name);
+    if (t.dataLocation == 1 || !t.hasRaw || t.rawSize != a.bytes)
+      fail("--save-onnx: initializer %s of %s keeps its data %s; dtrain "
+           "writes back initializers stored in raw_data",
+           quoted(a.name).c_str(), source.c_str(),
+           t.dataLocation == 1 ? "in an external file" : "in typed fields");
+    std::memcpy(bytes.data() + t.rawBegin, w.buffers[i], a.bytes);
+  }
+  const std::string temporary = target + ".tmp";
+  FILE *out = std::fopen(temporary.c_str(), "wb");
+  if (!out)
+    fail("--save-onnx: cannot create %s: %s", temporary.c_str(),
+         std::strerror(errno));
+  const bool written =
+      std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size();
+  if (std::fclose(out) != 0 || !written ||
+      std::rename(temporary.c_str(), target.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    fail("--save-onnx: cannot write %s: %s", target.c_str(),
+         std::strerror(errno));
+  }
+}
 
 int trainerMain(int argc, char **argv, const char *infoText,
                 void (*run)(void **), void (*eval)(void **)) {
@@ -1159,6 +1210,9 @@ int trainerMain(int argc, char **argv, const char *infoText,
   if (lastValAcc >= 0)
     std::printf(" val_acc=%.4f", lastValAcc);
   std::printf("\n");
+  std::fflush(stdout);
+  if (!o.saveOnnx.empty())
+    saveOnnx(w, onnxPath, o.saveOnnx);
   return 0;
 }
 
