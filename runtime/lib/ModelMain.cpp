@@ -839,14 +839,17 @@ void printError(const std::string &message) {
 
 struct TrainOptions {
   bool help = false, printInfo = false;
-  std::string data, val, model, saveOnnx, xKey = "x", yKey = "y";
-  int64_t epochs = 0, steps = 0, seed = 0, logEvery = 0;
+  std::string data, val, model, saveOnnx, checkpointDir, xKey = "x",
+                                                        yKey = "y";
+  int64_t epochs = 0, steps = 0, seed = 0, logEvery = 0, checkpointEvery = 0;
+  bool resume = false;
 };
 
 void printTrainerHelp(const char *program, const ModelInfo &info) {
   std::printf(
       "usage: %s --data FILE.npz [--val FILE.npz] (--epochs E | --steps N)\n"
       "           [--seed S] [--log-every K] [--x-key NAME] [--y-key NAME]\n"
+      "           [--checkpoint-dir DIR [--checkpoint-every N] [--resume]]\n"
       "           [--model FILE.onnx] [--save-onnx FILE.onnx] [--print-info]\n"
       "\n"
       "Trains the model that dtrain-compile compiled into this program, "
@@ -873,6 +876,17 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "  --x-key NAME, --y-key NAME\n"
       "                    the array names in the .npz files (default x, "
       "y)\n"
+      "  --checkpoint-dir DIR\n"
+      "                    writes DIR/checkpoint.npz (parameters, batch-norm "
+      "statistics,\n"
+      "                    optimizer state, progress; atomically) after each "
+      "epoch,\n"
+      "                    every --checkpoint-every N steps, and at the end\n"
+      "  --resume          continues from DIR/checkpoint.npz: the same run as "
+      "without\n"
+      "                    the interruption, bit for bit (--epochs and "
+      "--steps count\n"
+      "                    from the start)\n"
       "  --model FILE.onnx the initial weights (default: the file above)\n"
       "  --save-onnx FILE.onnx\n"
       "                    writes the model back with the trained weights "
@@ -899,7 +913,8 @@ TrainOptions parseTrainerCommandLine(int argc, char **argv) {
   TrainOptions o;
   static const char *const withValue[] = {
       "--data",  "--val",  "--epochs", "--steps", "--seed",
-      "--log-every", "--x-key", "--y-key", "--model", "--save-onnx"};
+      "--log-every", "--x-key", "--y-key", "--model", "--save-onnx",
+      "--checkpoint-dir", "--checkpoint-every"};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i] ? argv[i] : "";
     if (arg == "-h" || arg == "--help") {
@@ -908,6 +923,10 @@ TrainOptions parseTrainerCommandLine(int argc, char **argv) {
     }
     if (arg == "--print-info") {
       o.printInfo = true;
+      continue;
+    }
+    if (arg == "--resume") {
+      o.resume = true;
       continue;
     }
     const size_t eq = arg.find('=');
@@ -930,6 +949,10 @@ TrainOptions parseTrainerCommandLine(int argc, char **argv) {
       o.model = value;
     else if (flag == "--save-onnx")
       o.saveOnnx = value;
+    else if (flag == "--checkpoint-dir")
+      o.checkpointDir = value;
+    else if (flag == "--checkpoint-every")
+      o.checkpointEvery = parseCount(flag, value, 1);
     else if (flag == "--x-key")
       o.xKey = value;
     else if (flag == "--y-key")
@@ -949,6 +972,9 @@ TrainOptions parseTrainerCommandLine(int argc, char **argv) {
     usageError("no --data FILE.npz (see --help)");
   if (!o.epochs && !o.steps)
     usageError("give --epochs E or --steps N (see --help)");
+  if ((o.resume || o.checkpointEvery) && o.checkpointDir.empty())
+    usageError("%s needs --checkpoint-dir DIR",
+               o.resume ? "--resume" : "--checkpoint-every");
   return o;
 }
 
@@ -1079,6 +1105,80 @@ void saveOnnx(const Workspace &w, const std::string &source,
   }
 }
 
+/// Where training stands: STEP steps done, BATCH batches of epoch EPOCH
+/// (from 1) done.
+struct Progress {
+  int64_t step = 0, epoch = 1, batch = 0;
+};
+
+constexpr const char *kProgressNames[] = {"dtrain.step", "dtrain.epoch",
+                                          "dtrain.batch"};
+
+bool isTrainingState(Role role) {
+  return role == Role::Param || role == Role::Buffer || role == Role::State;
+}
+
+/// Writes DIR/checkpoint.npz: every parameter, buffer and optimizer state
+/// by name, and the progress (replacing the file atomically).
+void writeCheckpoint(const Workspace &w, const std::string &dir,
+                     const Progress &p) {
+  std::vector<const char *> names;
+  std::vector<dtrain_rt_array_t> arrays;
+  for (size_t i = 0; i < w.info.args.size(); ++i)
+    if (isTrainingState(w.info.args[i].role)) {
+      names.push_back(w.info.args[i].name.c_str());
+      arrays.push_back(arrayOf(w.info.args[i], w.buffers[i]));
+    }
+  int64_t values[] = {p.step, p.epoch, p.batch};
+  for (int k = 0; k < 3; ++k) {
+    dtrain_rt_array_t scalar{};
+    scalar.dtype = DTRAIN_RT_I64;
+    scalar.data = &values[k];
+    names.push_back(kProgressNames[k]);
+    arrays.push_back(scalar);
+  }
+  const std::string path = dir + "/checkpoint.npz";
+  char error[1024];
+  if (dtrain_rt_npz_write(path.c_str(), int32_t(names.size()), names.data(),
+                          arrays.data(), error, sizeof error) != 0)
+    fail("checkpoint: %s", error);
+}
+
+/// Restores the state and the progress from DIR/checkpoint.npz.
+Progress readCheckpoint(Workspace &w, const std::string &dir) {
+  const std::string path = dir + "/checkpoint.npz";
+  char error[1024];
+  for (size_t i = 0; i < w.info.args.size(); ++i) {
+    const Arg &a = w.info.args[i];
+    if (!isTrainingState(a.role))
+      continue;
+    ArrayGuard in;
+    if (dtrain_rt_npz_read(path.c_str(), a.name.c_str(), &in.array, error,
+                           sizeof error) != 0)
+      fail("--resume: %s", error);
+    const std::vector<int64_t> dims(in.array.shape,
+                                    in.array.shape + in.array.rank);
+    if (in.array.dtype != a.dtype || dims != a.dims)
+      fail("--resume: %s member %s is %s %s, but the model's is %s %s",
+           path.c_str(), quoted(a.name).c_str(), dtypeName(in.array.dtype),
+           dimsString(dims).c_str(), dtypeName(a.dtype),
+           dimsString(a.dims).c_str());
+    std::memcpy(w.buffers[i], in.array.data, a.bytes);
+  }
+  int64_t values[3];
+  for (int k = 0; k < 3; ++k) {
+    ArrayGuard in;
+    if (dtrain_rt_npz_read(path.c_str(), kProgressNames[k], &in.array, error,
+                           sizeof error) != 0)
+      fail("--resume: %s", error);
+    if (in.array.dtype != DTRAIN_RT_I64 || in.array.rank != 0)
+      fail("--resume: %s member '%s' is not an i64 scalar", path.c_str(),
+           kProgressNames[k]);
+    values[k] = *static_cast<const int64_t *>(in.array.data);
+  }
+  return {values[0], values[1], values[2]};
+}
+
 int trainerMain(int argc, char **argv, const char *infoText,
                 void (*run)(void **), void (*eval)(void **)) {
   const ModelInfo info = parseInfo(infoText);
@@ -1128,12 +1228,24 @@ int trainerMain(int argc, char **argv, const char *infoText,
   auto countOf = [&](size_t index) {
     return *static_cast<const int64_t *>(w.buffers[index]);
   };
-  std::mt19937_64 rng(uint64_t(o.seed));
+  Progress start;
+  if (o.resume) {
+    start = readCheckpoint(w, o.checkpointDir);
+    std::printf("resumed step=%lld epoch=%lld batch=%lld\n",
+                (long long)start.step, (long long)start.epoch,
+                (long long)start.batch);
+  }
   std::vector<int64_t> order(size_t(data.count));
-  int64_t step = 0;
+  Progress now = start;
+  int64_t step = start.step;
   double epochLoss = 0, lastValAcc = -1;
   int64_t epochCorrect = 0, epochSamples = 0, epoch = 0;
-  for (epoch = 1; epoch <= epochs && (!o.steps || step < o.steps); ++epoch) {
+  for (epoch = start.epoch; epoch <= epochs && (!o.steps || step < o.steps);
+       ++epoch) {
+    // Each epoch's order from the seed and the epoch alone, so that a
+    // resumed run shuffles as the uninterrupted one.
+    std::mt19937_64 rng(uint64_t(o.seed) * 0x9E3779B97F4A7C15ull +
+                        uint64_t(epoch));
     for (int64_t i = 0; i < data.count; ++i)
       order[size_t(i)] = i;
     std::shuffle(order.begin(), order.end(), rng);
@@ -1142,11 +1254,17 @@ int trainerMain(int argc, char **argv, const char *infoText,
     double windowLoss = 0;
     int64_t windowCorrect = 0, windowSamples = 0;
     auto windowStart = std::chrono::steady_clock::now();
-    for (int64_t b = 0; b < batches && (!o.steps || step < o.steps); ++b) {
+    const int64_t firstBatch = epoch == start.epoch ? start.batch : 0;
+    for (int64_t b = firstBatch; b < batches && (!o.steps || step < o.steps);
+         ++b) {
       data.gather(order, b * batch, batch, w.buffers[inputs[0]],
                   w.buffers[*label]);
       w.step(run);
       ++step;
+      now = b + 1 == batches ? Progress{step, epoch + 1, 0}
+                             : Progress{step, epoch, b + 1};
+      if (o.checkpointEvery && step % o.checkpointEvery == 0)
+        writeCheckpoint(w, o.checkpointDir, now);
       const float stepLoss = valueOf(*loss);
       if (!std::isfinite(stepLoss))
         fail("the loss is %g at step %lld (epoch %lld): training diverged "
@@ -1200,7 +1318,11 @@ int trainerMain(int argc, char **argv, const char *infoText,
       std::printf(" val_samples=%lld\n", (long long)(valBatches * batch));
       std::fflush(stdout);
     }
+    if (!o.checkpointDir.empty() && now.batch == 0)
+      writeCheckpoint(w, o.checkpointDir, now);
   }
+  if (!o.checkpointDir.empty())
+    writeCheckpoint(w, o.checkpointDir, now);
   std::printf("final steps=%lld epochs=%lld loss=%.6f", (long long)step,
               (long long)(epoch - 1),
               epochLoss / double(std::max<int64_t>(1, epochSamples / batch)));
