@@ -8,6 +8,8 @@ echo "== ONNX import: dtrain-opt vs onnx.load + shape inference"
 /usr/bin/python3 bench/import_bench.py build "$@"
 echo "== forward: dtrain-compile'd models vs PyTorch eager, 2 threads, compile time"
 /usr/bin/python3 bench/forward_bench.py build
+echo "== training steps: dtrain-compile --mode=step vs PyTorch eager, 2 threads, peak memory"
+/usr/bin/python3 bench/train_bench.py build
 echo "== all-reduce: dtrain's ring vs MPI_Allreduce, 2 and 4 ranks"
 for np in 2 4; do
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \

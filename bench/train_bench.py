@@ -1,0 +1,179 @@
+"""Training-step benchmark: steps compiled by `dtrain-compile --mode=step`
+against PyTorch's eager training steps on the same model, weights, batch and
+optimizer, same thread count, and the peak memory of each.
+
+usage: train_bench.py [--threads T] [--seconds S] [--models M ...] BUILD_DIR
+
+Models and batches as in bench/forward_bench.py (mlp 64 x 784, lenet 64 x
+1x28x28, resnet18 and mobilenet_v2 8 x 3x224x224), exported in TRAINING
+mode (dropout ratio 0) with a fixed batch, trained with softmax
+cross-entropy on random labels and momentum SGD (lr 0.01, momentum 0.9,
+weight decay 5e-4). dtrain: `step.bin --repeat N --warmup 2` (each run one
+step: forward, loss, backward, update); PyTorch: zero_grad, forward, loss,
+backward, step, in a child process. Both report the MINIMUM step time over
+N runs (N chosen so that the runs take about S seconds) and their peak
+resident memory (the child's ru_maxrss: the executable, and the Python
+process with PyTorch loaded). Prints a table:
+
+  model batch dtrain_ms torch_ms ratio dtrain_MB torch_MB compile_s
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import torch
+from torch import nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import forward_bench  # noqa: E402
+
+LR, MOMENTUM, DECAY = 0.01, 0.9, 5e-4
+
+
+def make_step_model(name, work):
+    """The model NAME (forward_bench's, seed 0) in training mode without
+    dropout, exported for training to WORK/NAME-train.onnx."""
+    model, _ = forward_bench.make_model(name, work)
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
+    model.train()
+    batch, shape = forward_bench.MODELS[name]
+    path = os.path.join(work, name + "-train.onnx")
+    with torch.no_grad():
+        torch.onnx.export(model, torch.randn(batch, *shape), path,
+                          opset_version=13, input_names=["x"],
+                          output_names=["y"],
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+    return model, path
+
+
+def optimizer_for(model):
+    params = list(model.parameters())
+    return torch.optim.SGD(
+        [{"params": [p for p in params if p.dim() > 1],
+          "weight_decay": DECAY},
+         {"params": [p for p in params if p.dim() <= 1],
+          "weight_decay": 0.0}], lr=LR, momentum=MOMENTUM)
+
+
+def torch_child(name, work, seconds, threads):
+    """Runs in a child process: times PyTorch's steps, prints the result."""
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(threads)
+    model, _ = make_step_model(name, work)
+    x = torch.from_numpy(np.load(os.path.join(work, name + "-x.npy")))
+    y = torch.from_numpy(np.load(os.path.join(work, name + "-labels.npy")))
+    optimizer = optimizer_for(model)
+    criterion = nn.CrossEntropyLoss()
+
+    def step():
+        optimizer.zero_grad()
+        criterion(model(x), y).backward()
+        optimizer.step()
+    for _ in range(2):
+        step()
+    start = time.perf_counter()
+    step()
+    probe = (time.perf_counter() - start) * 1000.0
+    times = []
+    for _ in range(forward_bench.runs_for(probe, seconds)):
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1000.0)
+    print("torch_min_ms=%f torch_mean_ms=%f runs=%d" % (
+        min(times), float(np.mean(times)), len(times)))
+
+
+def peak_mb(command):
+    """The peak resident memory of COMMAND, in MB (GNU time)."""
+    result = subprocess.run(["/usr/bin/time", "-f", "peak_kb=%M"] + command,
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit("%s failed:\n%s%s" % (" ".join(command), result.stdout,
+                                       result.stderr))
+    kb = int(re.search(r"peak_kb=(\d+)", result.stderr).group(1))
+    return result.stdout, kb / 1024.0
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("build", help="the build directory (bin/dtrain-compile)")
+    parser.add_argument("--models", nargs="+",
+                        default=["mlp", "lenet", "resnet18", "mobilenet_v2"],
+                        metavar="MODEL")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--torch-child", nargs=2, metavar=("MODEL", "WORK"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    if args.torch_child:
+        torch_child(*args.torch_child, args.seconds, args.threads)
+        return 0
+
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for name in args.models:
+            batch, shape = forward_bench.MODELS[name]
+            _, onnx_path = make_step_model(name, work)
+            torch.manual_seed(1)
+            x_path = os.path.join(work, name + "-x.npy")
+            labels_path = os.path.join(work, name + "-labels.npy")
+            np.save(x_path, torch.randn(batch, *shape).numpy())
+            classes = 1000 if name in ("resnet18", "mobilenet_v2") else 10
+            np.save(labels_path, torch.randint(0, classes, (batch,)).numpy())
+            exe = os.path.join(work, name + "-step.bin")
+            start = time.perf_counter()
+            result = subprocess.run(
+                [os.path.join(args.build, "bin", "dtrain-compile"),
+                 onnx_path, "--mode=step", "--optimizer", "momentum",
+                 "--lr", str(LR), "--momentum", str(MOMENTUM),
+                 "--weight-decay", str(DECAY), "-o", exe],
+                capture_output=True, text=True)
+            compile_s = time.perf_counter() - start
+            if result.returncode != 0:
+                sys.exit("dtrain-compile failed on %s:\n%s" % (
+                    name, result.stderr))
+            inputs = ["--input", "x=" + x_path, "--input",
+                      "labels=" + labels_path]
+            probe, _ = peak_mb([exe] + inputs + ["--repeat", "1"])
+            probe_ms = float(re.search(r"min_ms=([0-9.]+)", probe).group(1))
+            runs = forward_bench.runs_for(probe_ms, args.seconds)
+            out, d_mb = peak_mb([exe] + inputs + ["--repeat", str(runs),
+                                                  "--warmup", "2"])
+            d_min = float(re.search(r"min_ms=([0-9.]+)", out).group(1))
+            out, t_mb = peak_mb([sys.executable, os.path.abspath(__file__),
+                                 args.build, "--threads", str(args.threads),
+                                 "--seconds", str(args.seconds),
+                                 "--torch-child", name, work])
+            t_min = float(re.search(r"torch_min_ms=([0-9.]+)", out).group(1))
+            rows.append((name, batch, d_min, t_min, d_mb, t_mb, compile_s))
+            print("%s: dtrain %.3f ms (%d runs, %.0f MB); torch %.3f ms "
+                  "(%.0f MB); compile %.2f s" % (name, d_min, runs, d_mb,
+                                                 t_min, t_mb, compile_s),
+                  flush=True)
+    print()
+    print("training step (forward, backward, momentum SGD), min over N runs, "
+          "%d threads; ratio = dtrain / torch" % args.threads)
+    print("%-13s %5s %10s %10s %6s %10s %9s %9s" % (
+        "model", "batch", "dtrain_ms", "torch_ms", "ratio", "dtrain_MB",
+        "torch_MB", "compile_s"))
+    for name, batch, d_min, t_min, d_mb, t_mb, compile_s in rows:
+        print("%-13s %5d %10.3f %10.3f %6.2f %10.0f %9.0f %9.2f" % (
+            name, batch, d_min, t_min, d_min / t_min, d_mb, t_mb, compile_s))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
