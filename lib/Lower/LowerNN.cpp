@@ -323,6 +323,22 @@ static LogicalResult checkKernelOperands(Operation *op) {
   return success();
 }
 
+/// The learning rate LR of an optimizer update in element type TYPE, times
+/// the schedule's factor when the op has one: the loop-nest input
+/// INPUTS[INDEX] (an f32 scalar), if present.
+static Value scaledLr(OpBuilder &b, Location loc, Type type, double lr,
+                      ValueRange inputs, unsigned index) {
+  Value rate = createFloat(b, loc, type, lr);
+  if (inputs.size() <= index)
+    return rate;
+  Value scale = inputs[index];
+  if (scale.getType() != type)
+    scale = cast<FloatType>(type).getWidth() > 32
+                ? arith::ExtFOp::create(b, loc, type, scale).getResult()
+                : arith::TruncFOp::create(b, loc, type, scale).getResult();
+  return arith::MulFOp::create(b, loc, rate, scale);
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering of each op
 //===----------------------------------------------------------------------===//
@@ -810,8 +826,7 @@ SmallVector<Value> NNLowering::momentumUpdate(train::MomentumUpdateOp op) {
   Type type = op.getParam().getType();
   return buildElementwiseResults(
       b, op.getLoc(), {type, type},
-      {op.getParam(), op.getGrad(), op.getVelocity()},
-      [&](OpBuilder &b, Location l, ValueRange x) {
+      op->getOperands(), [&](OpBuilder &b, Location l, ValueRange x) {
         Value p = x[0], d = x[1], v = x[2];
         auto constant = [&](double value) {
           return createFloat(b, l, p.getType(), value);
@@ -829,7 +844,9 @@ SmallVector<Value> NNLowering::momentumUpdate(train::MomentumUpdateOp op) {
                            .getResult()
                      : velocity;
         Value param = arith::SubFOp::create(
-            b, l, p, arith::MulFOp::create(b, l, step, constant(lr)));
+            b, l, p,
+            arith::MulFOp::create(b, l, step,
+                                  scaledLr(b, l, p.getType(), lr, x, 3)));
         return SmallVector<Value>{param, velocity};
       });
 }
@@ -855,7 +872,10 @@ SmallVector<Value> NNLowering::larsUpdate(train::LarsUpdateOp op) {
   Value gradNorm2 = squaredNorm(op.getGrad());
   return buildElementwiseResults(
       b, loc, {type, type},
-      {op.getParam(), op.getGrad(), op.getVelocity(), paramNorm2, gradNorm2},
+      llvm::to_vector(llvm::concat<Value>(
+          ValueRange{op.getParam(), op.getGrad(), op.getVelocity(), paramNorm2,
+                     gradNorm2},
+          op.getLrScale() ? ValueRange{op.getLrScale()} : ValueRange{})),
       [&](OpBuilder &b, Location l, ValueRange x) {
         Value p = x[0], g = x[1], v = x[2];
         auto constant = [&](double value) {
@@ -890,7 +910,10 @@ SmallVector<Value> NNLowering::larsUpdate(train::LarsUpdateOp op) {
         Value velocity = arith::AddFOp::create(
             b, l, arith::MulFOp::create(b, l, v, constant(momentum)),
             arith::MulFOp::create(
-                b, l, arith::MulFOp::create(b, l, localLr, constant(lr)), d));
+                b, l,
+                arith::MulFOp::create(b, l, localLr,
+                                      scaledLr(b, l, p.getType(), lr, x, 5)),
+                d));
         Value param = arith::SubFOp::create(b, l, p, velocity);
         return SmallVector<Value>{param, velocity};
       });
@@ -906,8 +929,7 @@ SmallVector<Value> NNLowering::adamUpdate(train::AdamUpdateOp op) {
   Type type = op.getParam().getType();
   return buildElementwiseResults(
       b, op.getLoc(), {type, type, type},
-      {op.getParam(), op.getGrad(), op.getExpAvg(), op.getExpAvgSq(),
-       op.getStep()},
+      op->getOperands(),
       [&](OpBuilder &b, Location l, ValueRange x) {
         Value p = x[0], g = x[1], m = x[2], v = x[3];
         Type element = p.getType(), f64 = b.getF64Type();
@@ -918,7 +940,16 @@ SmallVector<Value> NNLowering::adamUpdate(train::AdamUpdateOp op) {
           return createFloat(b, l, f64, value);
         };
         if (decay != 0 && decoupled)
-          p = arith::MulFOp::create(b, l, p, constant(1.0 - lr * decay));
+          p = arith::MulFOp::create(
+              b, l, p,
+              x.size() > 5
+                  ? arith::SubFOp::create(
+                        b, l, constant(1.0),
+                        arith::MulFOp::create(
+                            b, l, scaledLr(b, l, element, lr, x, 5),
+                            constant(decay)))
+                        .getResult()
+                  : constant(1.0 - lr * decay));
         else if (decay != 0)
           g = arith::AddFOp::create(
               b, l, g, arith::MulFOp::create(b, l, p, constant(decay)));
@@ -943,8 +974,10 @@ SmallVector<Value> NNLowering::adamUpdate(train::AdamUpdateOp op) {
                                 : arith::TruncFOp::create(b, l, element, value)
                                       .getResult();
         };
-        Value stepSize = toElement(
-            arith::DivFOp::create(b, l, constant64(lr), correction1));
+        Value stepSize = arith::MulFOp::create(
+            b, l,
+            toElement(arith::DivFOp::create(b, l, constant64(lr), correction1)),
+            scaledLr(b, l, element, 1.0, x, 5));
         Value correction2Sqrt =
             toElement(math::SqrtOp::create(b, l, correction2));
         Value denominator = arith::AddFOp::create(
@@ -1110,16 +1143,21 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
         // param - lr * (grad + weight_decay * param), in the element type.
         double lr = update.getLr().convertToDouble();
         double decay = update.getWeightDecay().convertToDouble();
-        return Values{binary(op, [&](OpBuilder &b, Location l, Value p,
-                                     Value g) {
-          Type type = p.getType();
-          if (decay != 0)
-            g = arith::AddFOp::create(
-                b, l, g,
-                arith::MulFOp::create(b, l, createFloat(b, l, type, decay), p));
-          return arith::SubFOp::create(
-              b, l, p, arith::MulFOp::create(b, l, createFloat(b, l, type, lr), g));
-        })};
+        return Values{buildElementwise(
+            b, op->getLoc(), getTensorType(update.getResult()),
+            op->getOperands(), [&](OpBuilder &b, Location l, ValueRange x) {
+              Value p = x[0], g = x[1];
+              Type type = p.getType();
+              if (decay != 0)
+                g = arith::AddFOp::create(
+                    b, l, g,
+                    arith::MulFOp::create(b, l, createFloat(b, l, type, decay),
+                                          p));
+              return arith::SubFOp::create(
+                  b, l, p,
+                  arith::MulFOp::create(b, l, scaledLr(b, l, type, lr, x, 2),
+                                        g));
+            })};
       })
       .Case([&](train::MomentumUpdateOp update) {
         return momentumUpdate(update);

@@ -11,7 +11,10 @@
 #include "dtrain/Dialect/NN/IR/NNOps.h"
 #include "dtrain/Dialect/Train/IR/TrainOps.h"
 #include "dtrain/Train/Differentiate.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <cmath>
 
 namespace mlir::dtrain::train {
 #define GEN_PASS_DEF_BUILDTRAINING
@@ -43,6 +46,9 @@ private:
   /// inputs, labels) -> (loss, correct): batch norm with the running
   /// statistics, no buffer updates.
   LogicalResult buildEvalStep(OpBuilder &b, func::FuncOp eval);
+
+  /// The learning-rate factor of the schedule at STEP (see the .cpp).
+  Value buildScheduleScale(OpBuilder &b, Location loc, Value step);
 };
 
 /// One value the step returns: a new parameter or state, or the loss.
@@ -109,6 +115,50 @@ Value BuildTrainingPass::addState(OpBuilder &b, func::FuncOp func, Type type,
           train::TrainDialect::kOptimizerStateAttrName, b.getStringAttr(name))),
       func.getLoc());
   return func.getArgument(index);
+}
+
+/// The factor of the learning rate at the step whose number (from 1) is
+/// STEP, as a rank-0 f32 tensor, or null for a constant rate. With
+/// u = STEP - 1 (PyTorch's scheduler count when the step runs), the
+/// schedule's factor (step: gamma^floor(u / step_size); cosine:
+/// (1 + cos(pi u / total_steps)) / 2) times the linear warm-up's
+/// min(1, (u + 1) / warmup_steps).
+Value BuildTrainingPass::buildScheduleScale(OpBuilder &b, Location loc,
+                                            Value step) {
+  if (schedule == "constant" && warmupSteps == 0)
+    return nullptr;
+  auto scalarType = RankedTensorType::get({}, b.getF32Type());
+  auto constant = [&](double value) -> Value {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(scalarType, b.getF32FloatAttr(float(value))));
+  };
+  Value u = arith::SubFOp::create(
+      b, loc, arith::SIToFPOp::create(b, loc, scalarType, step),
+      constant(1.0));
+  Value scale = constant(1.0);
+  if (schedule == "step") {
+    Value periods = math::FloorOp::create(
+        b, loc, arith::DivFOp::create(b, loc, u, constant(double(stepSize))));
+    scale = math::PowFOp::create(b, loc, constant(gamma), periods);
+  } else if (schedule == "cosine") {
+    Value angle = arith::MulFOp::create(
+        b, loc, u, constant(M_PI / double(totalSteps)));
+    scale = arith::MulFOp::create(
+        b, loc,
+        arith::AddFOp::create(b, loc, constant(1.0),
+                              math::CosOp::create(b, loc, angle)),
+        constant(0.5));
+  }
+  if (warmupSteps > 0) {
+    Value ramp = arith::MinimumFOp::create(
+        b, loc, constant(1.0),
+        arith::DivFOp::create(b, loc,
+                              arith::AddFOp::create(b, loc, u, constant(1.0)),
+                              constant(double(warmupSteps))));
+    scale = arith::MulFOp::create(b, loc, scale, ramp);
+  }
+  return scale;
 }
 
 /// The buffer argument whose running statistic STAT (a batch statistic of
@@ -203,6 +253,20 @@ void BuildTrainingPass::runOnOperation() {
         << optimizer
         << "' (--dtrain-build-training accepts optimizer=sgd, momentum, "
            "nesterov, adam, adamw or lars)";
+    return signalPassFailure();
+  }
+  if (!llvm::is_contained({"constant", "step", "cosine"}, schedule)) {
+    module.emitError("unknown schedule '")
+        << schedule
+        << "' (--dtrain-build-training accepts schedule=constant, step or "
+           "cosine)";
+    return signalPassFailure();
+  }
+  if ((schedule == "step" && (stepSize < 1 || !(gamma > 0))) ||
+      (schedule == "cosine" && totalSteps < 1) || warmupSteps < 0) {
+    module.emitError("schedule=step needs step-size >= 1 and gamma > 0, "
+                     "schedule=cosine total-steps >= 1, and warmup-steps "
+                     "must be >= 0");
     return signalPassFailure();
   }
   if (!(trustCoefficient > 0)) {
@@ -303,13 +367,15 @@ void BuildTrainingPass::runOnOperation() {
   SmallVector<StepResult> newParams, newState;
   FloatAttr lr = b.getF64FloatAttr(learningRate);
   Value step;
-  if (optimizer == "adam" || optimizer == "adamw") {
+  if (optimizer == "adam" || optimizer == "adamw" || schedule != "constant" ||
+      warmupSteps > 0) {
     auto stepType = RankedTensorType::get({}, b.getI64Type());
     Value count = addState(b, func, stepType, "optimizer.step");
     Value one = arith::ConstantOp::create(
         b, func.getLoc(), DenseElementsAttr::get(stepType, int64_t(1)));
     step = arith::AddIOp::create(b, func.getLoc(), count, one);
   }
+  Value lrScale = buildScheduleScale(b, func.getLoc(), step);
   for (auto [param, grad, nameAttr] :
        llvm::zip_equal(params, *grads, paramNames)) {
     StringRef name = nameAttr.getValue();
@@ -321,14 +387,15 @@ void BuildTrainingPass::runOnOperation() {
     FloatAttr decay = b.getF64FloatAttr(decays ? weightDecay : 0.0);
     if (optimizer == "sgd") {
       newParams.push_back(updated(
-          train::SGDUpdateOp::create(b, loc, type, param, grad, lr, decay),
+          train::SGDUpdateOp::create(b, loc, type, param, grad, lrScale, lr,
+                                     decay),
           name));
     } else if (optimizer == "lars" &&
                cast<RankedTensorType>(type).getRank() != 1) {
       std::string stateName = (name + ".momentum_buffer").str();
       Value velocity = addState(b, func, type, stateName);
       auto update = train::LarsUpdateOp::create(
-          b, loc, type, type, param, grad, velocity, lr,
+          b, loc, type, type, param, grad, velocity, lrScale, lr,
           b.getF64FloatAttr(momentum), decay,
           b.getF64FloatAttr(trustCoefficient), b.getF64FloatAttr(0.0));
       newParams.push_back(updated(update.getNewParam(), name));
@@ -339,7 +406,7 @@ void BuildTrainingPass::runOnOperation() {
       std::string stateName = (name + ".momentum_buffer").str();
       Value velocity = addState(b, func, type, stateName);
       auto update = train::MomentumUpdateOp::create(
-          b, loc, type, type, param, grad, velocity, lr,
+          b, loc, type, type, param, grad, velocity, lrScale, lr,
           b.getF64FloatAttr(momentum), decay,
           optimizer == "nesterov" ? b.getUnitAttr() : UnitAttr());
       newParams.push_back(updated(update.getNewParam(), name));
@@ -350,7 +417,8 @@ void BuildTrainingPass::runOnOperation() {
       Value expAvg = addState(b, func, type, avgName);
       Value expAvgSq = addState(b, func, type, avgSqName);
       auto update = train::AdamUpdateOp::create(
-          b, loc, type, type, type, param, grad, expAvg, expAvgSq, step, lr,
+          b, loc, type, type, type, param, grad, expAvg, expAvgSq, step,
+          lrScale, lr,
           b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
           b.getF64FloatAttr(epsilon), decay,
           optimizer == "adamw" ? b.getUnitAttr() : UnitAttr());

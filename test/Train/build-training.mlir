@@ -27,6 +27,18 @@
 // LARS-LABEL: func.func @train_step(
 // LARS: train.lars_update %{{.*}}, %{{.*}}, %{{.*}} {lr = 2.000000e+00 : f64, momentum = 9.000000e-01 : f64, trust_coefficient = 2.000000e-02 : f64} : tensor<3x4xf32>
 // LARS: train.momentum_update %{{.*}}, %{{.*}}, %{{.*}} {lr = 2.000000e+00 : f64, momentum = 9.000000e-01 : f64} : tensor<3xf32>
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="schedule=cosine total-steps=100 warmup-steps=10" | FileCheck %s --check-prefix=SCHEDULE
+
+// A schedule: the step count is optimizer state, and the factor of lr is
+// computed from it once and passed to every update.
+// SCHEDULE-LABEL: func.func @train_step(
+// SCHEDULE-SAME: %[[COUNT:[^:]+]]: tensor<i64> {train.optimizer_state = "optimizer.step"}
+// SCHEDULE: %[[STEP:.*]] = arith.addi %[[COUNT]]
+// SCHEDULE: %[[U:.*]] = arith.subf %{{.*}}, %{{.*}} : tensor<f32>
+// SCHEDULE: math.cos
+// SCHEDULE: %[[RAMP:.*]] = arith.minimumf
+// SCHEDULE: %[[SCALE:.*]] = arith.mulf %{{.*}}, %[[RAMP]] : tensor<f32>
+// SCHEDULE: train.sgd_update %{{.*}}, %{{.*}} lr_scale %[[SCALE]] : tensor<f32> {lr = 1.000000e-02 : f64} : tensor<3x4xf32>
 
 // A linear layer with ReLU: the loss is appended, every parameter gets its
 // gradient from the vector-Jacobian products in reverse order, the unused

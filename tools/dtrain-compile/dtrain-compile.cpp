@@ -121,6 +121,29 @@ static cl::opt<double> trustCoefficient(
     "trust-coefficient",
     cl::desc("--mode=train|step: LARS trust coefficient eta (default 0.001)"),
     cl::init(0.001), cl::cat(compileCategory));
+static cl::opt<std::string> scheduleName(
+    "schedule",
+    cl::desc("--mode=train|step: learning-rate schedule: constant (default), "
+             "step (--gamma every --step-size steps) or cosine (to 0 over "
+             "--total-steps)"),
+    cl::init("constant"), cl::cat(compileCategory));
+static cl::opt<int64_t> stepSize("step-size",
+                                 cl::desc("--schedule=step: steps per decay "
+                                          "(default 1000)"),
+                                 cl::init(1000), cl::cat(compileCategory));
+static cl::opt<double> decayGamma("gamma",
+                             cl::desc("--schedule=step: decay factor "
+                                      "(default 0.1)"),
+                             cl::init(0.1), cl::cat(compileCategory));
+static cl::opt<int64_t> totalSteps("total-steps",
+                                   cl::desc("--schedule=cosine: steps of the "
+                                            "half cosine (default 1000)"),
+                                   cl::init(1000), cl::cat(compileCategory));
+static cl::opt<int64_t>
+    warmupSteps("warmup-steps",
+                cl::desc("--mode=train|step: linear learning-rate warm-up "
+                         "over the first N steps (default 0: none)"),
+                cl::init(0), cl::cat(compileCategory));
 static cl::opt<double> learningRate("lr",
                                     cl::desc("--mode=train|step: learning rate "
                                              "(default 0.01)"),
@@ -320,6 +343,11 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     options.momentum = momentum;
     options.trustCoefficient = trustCoefficient;
     options.withEval = mode == Mode::Train;
+    options.schedule = scheduleName;
+    options.stepSize = stepSize;
+    options.gamma = decayGamma;
+    options.totalSteps = totalSteps;
+    options.warmupSteps = warmupSteps;
     options.learningRate = learningRate;
     options.weightDecay = weightDecay;
     pm.addPass(dtrain::train::createBuildTraining(options));

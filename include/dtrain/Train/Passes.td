@@ -45,7 +45,9 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
        (||g|| + weight-decay * ||w||)`, except for 1-D parameters, which get
        momentum SGD; state `<param>.momentum_buffer`). Weight decay is not
        applied to 1-D parameters (biases, batch-norm scales and shifts), as
-       in large-batch practice, unless `decay-1d` is set.
+       in large-batch practice, unless `decay-1d` is set. A learning-rate
+       schedule (`schedule`, `warmup-steps`) is computed in the step from
+       the step count (`optimizer.step`) and scales `lr` (`lr_scale`).
 
     ```mlir
     // dtrain-opt mlp.mlir --dtrain-build-training="loss=softmax-xent lr=0.1"
@@ -75,6 +77,19 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
            "Also build @eval_step(params, buffers, inputs, labels) -> (loss, "
            "correct): the model in inference form (batch norm with the "
            "running statistics) and the loss, for validation">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"constant\"",
+           "Learning-rate schedule: constant, step (times gamma every "
+           "step-size steps) or cosine (to 0 over total-steps, as PyTorch's "
+           "CosineAnnealingLR)">,
+    Option<"stepSize", "step-size", "int64_t", /*default=*/"1000",
+           "schedule=step: steps per decay">,
+    Option<"gamma", "gamma", "double", /*default=*/"0.1",
+           "schedule=step: the decay factor">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"1000",
+           "schedule=cosine: the steps of the half cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Linear warm-up: the rate grows from lr / N to lr over the first "
+           "N steps (0: none)">,
     Option<"decay1D", "decay-1d", "bool", /*default=*/"false",
            "Apply weight decay to 1-D parameters (biases, batch-norm scales "
            "and shifts) too">,
@@ -92,6 +107,7 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
     "::mlir::tensor::TensorDialect",
     "::mlir::dtrain::nn::NNDialect",
     "::mlir::dtrain::train::TrainDialect",

@@ -148,6 +148,20 @@ def cases():
            "momentum", 0.05, 5e-4, 3, x, labels)
     yield ("relu-mlp softmax-xent adam", relu_mlp(), "softmax-xent", "adam",
            0.01, 0.0, 3, x, labels)
+    # Learning-rate schedules against PyTorch's schedulers, over 5 steps.
+    yield ("relu-mlp softmax-xent momentum step-schedule", relu_mlp(),
+           "softmax-xent", "momentum", 0.05, 0.0, 5, x, labels,
+           (("--schedule", "step", "--step-size", "2", "--gamma", "0.5"),
+            lambda o: torch.optim.lr_scheduler.StepLR(o, 2, gamma=0.5)))
+    yield ("relu-mlp softmax-xent adamw cosine-schedule", relu_mlp(),
+           "softmax-xent", "adamw", 0.01, 0.1, 5, x, labels,
+           (("--schedule", "cosine", "--total-steps", "4"),
+            lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, 4)))
+    yield ("relu-mlp softmax-xent sgd warmup", relu_mlp(), "softmax-xent",
+           "sgd", 0.1, 0.0, 5, x, labels,
+           (("--warmup-steps", "3"),
+            lambda o: torch.optim.lr_scheduler.LinearLR(
+                o, start_factor=1 / 3, total_iters=2)))
     torch.manual_seed(11)
     x, targets = torch.randn(5, 6), torch.rand(5, 3)
     yield ("tanh-sigmoid-mlp mse sgd", smooth_mlp(), "mse", "sgd", 0.5, 0.01,
@@ -171,7 +185,8 @@ def cases():
                optimizer, lr, 5e-4, 3, x, labels)
 
 
-def train(model, x, target, loss_name, optimizer_name, lr, decay, steps):
+def train(model, x, target, loss_name, optimizer_name, lr, decay, steps,
+          scheduler=None):
     """PyTorch's STEPS steps on MODEL (in place), with weight decay on the
     parameters of more than one dimension only; returns the loss and the
     correct-prediction count (softmax-xent, else None) of the last step."""
@@ -185,6 +200,7 @@ def train(model, x, target, loss_name, optimizer_name, lr, decay, steps):
               {"params": [p for p in params if p.dim() <= 1],
                "weight_decay": 0.0}]
     optimizer = OPTIMIZERS[optimizer_name](groups, lr)
+    schedule = scheduler(optimizer) if scheduler else None
     model.train()
     for _ in range(steps):
         optimizer.zero_grad()
@@ -192,6 +208,8 @@ def train(model, x, target, loss_name, optimizer_name, lr, decay, steps):
         loss = criterion(output, target)
         loss.backward()
         optimizer.step()
+        if schedule:
+            schedule.step()
     correct = None
     if loss_name == "softmax-xent":
         correct = (output.argmax(1) == target).sum().numpy()
@@ -213,7 +231,10 @@ def state(model, loss, correct):
 
 
 def check(compile_tool, work, f64_factor, name, model, loss_name,
-          optimizer_name, lr, decay, steps, x, target):
+          optimizer_name, lr, decay, steps, x, target, schedule=((), None)):
+    """SCHEDULE: dtrain-compile's schedule flags and the PyTorch scheduler
+    (a function of the optimizer) that they stand for."""
+    flags, scheduler = schedule
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, "model.onnx")
     exe = os.path.join(work, "step.bin")
@@ -228,15 +249,16 @@ def check(compile_tool, work, f64_factor, name, model, loss_name,
     if f64_factor:
         model64 = copy.deepcopy(model).double()
         exact = state(model64, *train(model64, x.double(), target, loss_name,
-                                      optimizer_name, lr, decay, steps))
+                                      optimizer_name, lr, decay, steps,
+                                      scheduler))
     want = state(model, *train(model, x, target, loss_name, optimizer_name,
-                               lr, decay, steps))
+                               lr, decay, steps, scheduler))
 
     # dtrain's steps.
     result = subprocess.run(
         [compile_tool, onnx_path, "--mode=step", "--loss", loss_name,
          "--optimizer", optimizer_name, "--lr", repr(lr), "--weight-decay",
-         repr(decay), "-o", exe],
+         repr(decay), "-o", exe] + list(flags),
         capture_output=True, text=True)
     if result.returncode != 0:
         print("%s: COMPILE FAILED:\n%s" % (name, result.stderr))

@@ -15,7 +15,9 @@ def Train_SGDUpdateOp : Train_Op<"sgd_update", [Pure, AllTypesMatch<["param", "g
         result = param - lr * (grad + weight_decay * param)
 
     which is PyTorch's `torch.optim.SGD` without momentum (weight decay added
-    to the gradient, L2 style). `lr` must be positive and `weight_decay`
+    to the gradient, L2 style). With the optional `lr_scale` (a rank-0 f32
+    tensor, the factor of a learning-rate schedule at this step), every
+    update op of the dialect uses `lr * lr_scale` for `lr`. `lr` must be positive and `weight_decay`
     non-negative; both are f64 attributes and are applied in the parameter's
     element type.
 
@@ -25,10 +27,14 @@ def Train_SGDUpdateOp : Train_Op<"sgd_update", [Pure, AllTypesMatch<["param", "g
   }];
   let arguments = (ins RankedTensorOf<[F16, BF16, F32, F64]>:$param,
                        RankedTensorOf<[F16, BF16, F32, F64]>:$grad,
+                       Optional<0DTensorOf<[F32]>>:$lr_scale,
                        F64Attr:$lr,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
   let results = (outs RankedTensorOf<[F16, BF16, F32, F64]>:$result);
-  let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
+  let assemblyFormat = [{
+    $param `,` $grad (`lr_scale` $lr_scale^ `:` type($lr_scale))? attr-dict
+    `:` type($param)
+  }];
   let hasVerifier = 1;
 }
 
@@ -52,12 +58,16 @@ def Train_MomentumUpdateOp : Train_Op<"momentum_update", [Pure,
   let arguments = (ins RankedTensorOf<[F16, BF16, F32, F64]>:$param,
                        RankedTensorOf<[F16, BF16, F32, F64]>:$grad,
                        RankedTensorOf<[F16, BF16, F32, F64]>:$velocity,
+                       Optional<0DTensorOf<[F32]>>:$lr_scale,
                        F64Attr:$lr, F64Attr:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        UnitAttr:$nesterov);
   let results = (outs RankedTensorOf<[F16, BF16, F32, F64]>:$new_param,
                       RankedTensorOf<[F16, BF16, F32, F64]>:$new_velocity);
-  let assemblyFormat = "$param `,` $grad `,` $velocity attr-dict `:` type($param)";
+  let assemblyFormat = [{
+    $param `,` $grad `,` $velocity (`lr_scale` $lr_scale^ `:` type($lr_scale))?
+    attr-dict `:` type($param)
+  }];
   let hasVerifier = 1;
 }
 
@@ -82,13 +92,17 @@ def Train_LarsUpdateOp : Train_Op<"lars_update", [Pure,
   let arguments = (ins RankedTensorOf<[F16, BF16, F32, F64]>:$param,
                        RankedTensorOf<[F16, BF16, F32, F64]>:$grad,
                        RankedTensorOf<[F16, BF16, F32, F64]>:$velocity,
+                       Optional<0DTensorOf<[F32]>>:$lr_scale,
                        F64Attr:$lr, F64Attr:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                        DefaultValuedAttr<F64Attr, "0.001">:$trust_coefficient,
                        DefaultValuedAttr<F64Attr, "0.0">:$epsilon);
   let results = (outs RankedTensorOf<[F16, BF16, F32, F64]>:$new_param,
                       RankedTensorOf<[F16, BF16, F32, F64]>:$new_velocity);
-  let assemblyFormat = "$param `,` $grad `,` $velocity attr-dict `:` type($param)";
+  let assemblyFormat = [{
+    $param `,` $grad `,` $velocity (`lr_scale` $lr_scale^ `:` type($lr_scale))?
+    attr-dict `:` type($param)
+  }];
   let hasVerifier = 1;
 }
 
@@ -118,6 +132,7 @@ def Train_AdamUpdateOp : Train_Op<"adam_update", [Pure,
                        RankedTensorOf<[F16, BF16, F32, F64]>:$exp_avg,
                        RankedTensorOf<[F16, BF16, F32, F64]>:$exp_avg_sq,
                        0DTensorOf<[I64]>:$step,
+                       Optional<0DTensorOf<[F32]>>:$lr_scale,
                        F64Attr:$lr,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
@@ -128,8 +143,9 @@ def Train_AdamUpdateOp : Train_Op<"adam_update", [Pure,
                       RankedTensorOf<[F16, BF16, F32, F64]>:$new_exp_avg,
                       RankedTensorOf<[F16, BF16, F32, F64]>:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:`
-    type($param) `,` type($step)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step
+    (`lr_scale` $lr_scale^ `:` type($lr_scale))? attr-dict `:` type($param)
+    `,` type($step)
   }];
   let hasVerifier = 1;
 }
