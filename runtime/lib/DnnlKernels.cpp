@@ -637,15 +637,21 @@ void runPool(PoolEntry &e, const float *x, float *y) {
 void poolBackwardLoop(const PoolGeometry &g, const float *x, const float *dy,
                       float *dx) {
   std::fill(dx, dx + g.n * g.c * g.h.in * g.w.in, 0.0f);
+  // The windows are the same in every plane.
+  std::vector<TapRange> rowTaps, colTaps;
+  for (int64_t oy = 0; oy < g.oh; ++oy)
+    rowTaps.push_back(taps(g.h, oy));
+  for (int64_t ox = 0; ox < g.ow; ++ox)
+    colTaps.push_back(taps(g.w, ox));
   for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
     const float *in = x ? x + plane * g.h.in * g.w.in : nullptr;
     const float *gradOut = dy + plane * g.oh * g.ow;
     float *gradIn = dx + plane * g.h.in * g.w.in;
     for (int64_t oy = 0; oy < g.oh; ++oy) {
-      TapRange rows = taps(g.h, oy);
+      const TapRange &rows = rowTaps[size_t(oy)];
       int64_t y0 = oy * g.h.stride - g.h.padBegin;
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        TapRange cols = taps(g.w, ox);
+        const TapRange &cols = colTaps[size_t(ox)];
         if (!rows.inside() || !cols.inside())
           continue; // AVG_INCLUDE_PAD's all-padding window
         int64_t x0 = ox * g.w.stride - g.w.padBegin;
