@@ -1,0 +1,183 @@
+"""Checks the gradients that --dtrain-build-training builds against central
+finite differences, in float64, op by op.
+
+usage: check_gradients_fd.py COMPILE WORKDIR
+
+Each case is a one- or two-node ONNX graph in float64 whose initializers
+are the parameters (seeded random values, away from kinks) and whose graph
+input x is fixed. dtrain's gradient of the MSE loss against fixed targets
+comes from one compiled SGD step with lr 1 (`--mode=step`: w' = w - g); the
+reference is (L(w + h e) - L(w - h e)) / 2h for every element of every
+parameter (h = 1e-6), with L evaluated by the compiled forward pass
+(`--mode=infer --model` on the perturbed weights) and numpy. They must
+agree to rtol 1e-5 / atol 1e-8. Prints one line per case and exits
+non-zero on any mismatch. (Ops lowered to the f32-only kernels - matmul,
+convolution, pooling, batch norm - are checked against PyTorch in
+train-step.test instead.)
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+H = 1e-6
+RTOL, ATOL = 1e-5, 1e-8
+rng = np.random.RandomState(0)
+
+
+def away_from_zero(shape, low=0.2, high=1.5):
+    """Random values of magnitude in [LOW, HIGH], random signs."""
+    return rng.uniform(low, high, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def node(op, inputs, outputs, **attrs):
+    return helper.make_node(op, inputs, outputs, **attrs)
+
+
+# name -> (nodes (output "y"), parameters, x, y shape)
+CASES = {
+    "Add (broadcast)": ([node("Add", ["x", "w"], ["y"])],
+                        {"w": away_from_zero((3,))}, away_from_zero((2, 3)),
+                        (2, 3)),
+    "Sub": ([node("Sub", ["x", "w"], ["y"])], {"w": away_from_zero((2, 3))},
+            away_from_zero((2, 3)), (2, 3)),
+    "Mul (broadcast)": ([node("Mul", ["w", "x"], ["y"])],
+                        {"w": away_from_zero((2, 1))}, away_from_zero((2, 3)),
+                        (2, 3)),
+    "Div (both operands)": ([node("Div", ["w", "v"], ["y"])],
+                            {"w": away_from_zero((2, 3)),
+                             "v": away_from_zero((3,), 0.5)},
+                            away_from_zero((2, 3)), (2, 3)),
+    "Relu": ([node("Relu", ["w"], ["t"]), node("Mul", ["t", "x"], ["y"])],
+             {"w": away_from_zero((2, 3))}, away_from_zero((2, 3)), (2, 3)),
+    "Sigmoid": ([node("Sigmoid", ["w"], ["y"])], {"w": away_from_zero((2, 3))},
+                away_from_zero((2, 3)), (2, 3)),
+    "Tanh": ([node("Tanh", ["w"], ["y"])], {"w": away_from_zero((2, 3))},
+             away_from_zero((2, 3)), (2, 3)),
+    "LeakyRelu": ([node("LeakyRelu", ["w"], ["y"], alpha=0.2)],
+                  {"w": away_from_zero((2, 3))}, away_from_zero((2, 3)),
+                  (2, 3)),
+    "Softmax": ([node("Softmax", ["w"], ["y"], axis=1)],
+                {"w": away_from_zero((2, 4))}, away_from_zero((2, 4)), (2, 4)),
+    "LogSoftmax": ([node("LogSoftmax", ["w"], ["y"], axis=1)],
+                   {"w": away_from_zero((2, 4))}, away_from_zero((2, 4)),
+                   (2, 4)),
+    "Transpose": ([node("Transpose", ["w"], ["t"], perm=[1, 0]),
+                   node("Mul", ["t", "x"], ["y"])],
+                  {"w": away_from_zero((3, 2))}, away_from_zero((2, 3)),
+                  (2, 3)),
+    "Concat": ([node("Concat", ["w", "x"], ["t"], axis=1),
+                node("Mul", ["t", "t"], ["y"])],
+               {"w": away_from_zero((2, 2))}, away_from_zero((2, 3)), (2, 5)),
+    "ReduceSum": ([node("Mul", ["w", "x"], ["t"]),
+                   node("ReduceSum", ["t", "axes"], ["y"], keepdims=0)],
+                  {"w": away_from_zero((2, 3))}, away_from_zero((2, 3)), (2,)),
+    "ReduceMean": ([node("Mul", ["w", "x"], ["t"]),
+                    node("ReduceMean", ["t"], ["y"], axes=[0], keepdims=1)],
+                   {"w": away_from_zero((2, 3))}, away_from_zero((2, 3)),
+                   (1, 3)),
+    "Clip": ([node("Clip", ["w", "lo", "hi"], ["y"])],
+             {"w": away_from_zero((2, 3), 0.2, 2.0)}, away_from_zero((2, 3)),
+             (2, 3)),
+    "Pad": ([node("Pad", ["w", "pads"], ["t"]),
+             node("Mul", ["t", "t"], ["y"])],
+            {"w": away_from_zero((2, 3))}, away_from_zero((2, 3)), (3, 5)),
+    "Flatten (reshape)": ([node("Mul", ["w", "x"], ["t"]),
+                           node("Flatten", ["t"], ["y"], axis=0)],
+                          {"w": away_from_zero((2, 3))},
+                          away_from_zero((2, 3)), (1, 6)),
+}
+
+
+def make_model(path, nodes, params, x, y_shape):
+    initializers = [numpy_helper.from_array(v, k) for k, v in params.items()]
+    # Constant operands: ReduceSum's axes, Clip's bounds (away from the
+    # parameters' values), Pad's pads.
+    constants = {"axes": np.array([1], np.int64),
+                 "lo": np.array(-0.9), "hi": np.array(1.1),
+                 "pads": np.array([0, 1, 1, 1], np.int64)}
+    for name, value in constants.items():
+        if any(name in n.input for n in nodes):
+            initializers.append(numpy_helper.from_array(value, name))
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, y_shape)],
+        initializers)
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def run(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError("%s:\n%s" % (" ".join(command), result.stderr))
+
+
+def check(compile_tool, work, name, nodes, params, x, y_shape):
+    os.makedirs(work, exist_ok=True)
+    model = os.path.join(work, "model.onnx")
+    make_model(model, nodes, params, x, y_shape)
+    targets = rng.randn(*y_shape)
+    x_path, t_path = (os.path.join(work, f) for f in ("x.npy", "t.npy"))
+    np.save(x_path, x)
+    np.save(t_path, targets)
+    step, forward = (os.path.join(work, f) for f in ("step.bin", "fwd.bin"))
+    run([compile_tool, model, "--mode=step", "--loss", "mse", "--optimizer",
+         "sgd", "--lr", "1", "-o", step])
+    run([compile_tool, model, "--mode=infer", "-o", forward])
+    out = os.path.join(work, "out.npz")
+    run([step, "--input", "x=" + x_path, "--input", "targets=" + t_path,
+         "--output", out])
+    updated = np.load(out)
+
+    def loss(values):
+        perturbed = os.path.join(work, "perturbed.onnx")
+        make_model(perturbed, nodes, values, x, y_shape)
+        y_path = os.path.join(work, "y.npy")
+        run([forward, "--model", perturbed, "--input", "x=" + x_path,
+             "--output", "y=" + y_path])
+        return float(np.mean((np.load(y_path) - targets) ** 2))
+
+    worst = 0.0
+    ok = True
+    for key, value in params.items():
+        grad = value - updated[key]
+        reference = np.zeros_like(value)
+        for index in np.ndindex(value.shape):
+            plus, minus = dict(params), dict(params)
+            plus[key], minus[key] = value.copy(), value.copy()
+            plus[key][index] += H
+            minus[key][index] -= H
+            reference[index] = (loss(plus) - loss(minus)) / (2 * H)
+        worst = max(worst, float(np.abs(grad - reference).max()))
+        if not np.allclose(grad, reference, rtol=RTOL, atol=ATOL):
+            print("%s: MISMATCH in d/d%s: dtrain %s, finite differences %s"
+                  % (name, key, grad.ravel(), reference.ravel()))
+            ok = False
+    if ok:
+        print("%s: max |dtrain - finite differences| = %.2g OK" % (name,
+                                                                 worst))
+    return ok
+
+
+def main():
+    compile_tool, workdir = sys.argv[1:3]
+    ok = True
+    for i, (name, case) in enumerate(CASES.items()):
+        try:
+            ok &= check(compile_tool, os.path.join(workdir, str(i)), name,
+                        *case)
+        except RuntimeError as error:
+            print("%s: FAILED: %s" % (name, error))
+            ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
