@@ -203,6 +203,9 @@ static cl::opt<bool>
 
 static const char *const kOverview =
     "dtrain compiler: ONNX model -> native executable\n\n"
+    "  dtrain-compile model.onnx --batch-size 32 --optimizer momentum "
+    "--lr 0.05 -o trainer\n"
+    "  ./trainer --data train.npz --val val.npz --epochs 10\n"
     "  dtrain-compile model.onnx --mode=infer --batch-size 8 -o model\n"
     "  ./model --input x.npy --output y.npy\n\n"
     "The input is an ONNX model (.onnx; its weights stay in the file, whose\n"
