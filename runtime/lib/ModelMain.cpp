@@ -373,30 +373,38 @@ std::vector<std::string> bind(const ModelInfo &info, Role role,
   return files;
 }
 
-Options parseCommandLine(int argc, char **argv, const ModelInfo &info) {
-  Options o;
-  std::vector<std::string> inputs, outputs;
-  bool haveRepeat = false, haveWarmup = false;
+/// One flag of a command line: --NAME=VALUE, --NAME VALUE or --NAME.
+struct Flag {
+  std::string name, value;
+};
+
+/// The flags of ARGV, in order. Flags in WITHVALUE take a value, attached
+/// with '=' or the next argument unless that is a flag; those in SWITCHES
+/// take none; -h is --help, which ends the list (help wins over what
+/// follows). Anything else is a usage error, for a stray argument with the
+/// hint STRAY.
+std::vector<Flag> readFlags(int argc, char **argv,
+                            std::initializer_list<std::string_view> withValue,
+                            std::initializer_list<std::string_view> switches,
+                            const char *stray) {
+  std::vector<Flag> flags;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i] ? argv[i] : "";
-    if (arg == "-h") {
-      o.help = true;
-      return o;
+    if (arg == "-h" || arg == "--help") {
+      flags.push_back({"--help", ""});
+      break;
     }
     if (arg.empty() || arg[0] != '-' || arg == "-")
-      usageError("unexpected argument %s (inputs are given with --input "
-                 "FILE.npy; see --help)",
-                 quoted(arg).c_str());
+      usageError("unexpected argument %s (%s; see --help)",
+                 quoted(arg).c_str(), stray);
     if (arg.rfind("--", 0) != 0 || arg == "--")
       usageError("unknown flag %s (see --help)", quoted(arg).c_str());
     const size_t eq = arg.find('=');
     const std::string flag = arg.substr(0, eq);
-    static const char *const withValue[] = {"--input", "--output", "--model",
-                                            "--repeat", "--warmup"};
     const bool takesValue =
-        std::find(std::begin(withValue), std::end(withValue), flag) !=
-        std::end(withValue);
-    if (!takesValue && flag != "--help" && flag != "--print-info")
+        std::find(withValue.begin(), withValue.end(), flag) != withValue.end();
+    if (!takesValue &&
+        std::find(switches.begin(), switches.end(), flag) == switches.end())
       usageError("unknown flag %s (see --help)", quoted(flag).c_str());
     if (!takesValue && eq != std::string::npos)
       usageError("%s takes no value", flag.c_str());
@@ -410,7 +418,20 @@ Options parseCommandLine(int argc, char **argv, const ModelInfo &info) {
       if (value.empty())
         usageError("%s needs a value (see --help)", flag.c_str());
     }
+    flags.push_back({flag, value});
+  }
+  return flags;
+}
 
+Options parseCommandLine(int argc, char **argv, const ModelInfo &info) {
+  Options o;
+  std::vector<std::string> inputs, outputs;
+  bool haveRepeat = false, haveWarmup = false;
+  for (const auto &[flag, value] :
+       readFlags(argc, argv,
+                 {"--input", "--output", "--model", "--repeat", "--warmup"},
+                 {"--print-info"},
+                 "inputs are given with --input FILE.npy")) {
     if (flag == "--help") {
       o.help = true;
       return o;
@@ -911,37 +932,22 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
 
 TrainOptions parseTrainerCommandLine(int argc, char **argv) {
   TrainOptions o;
-  static const char *const withValue[] = {
-      "--data",  "--val",  "--epochs", "--steps", "--seed",
-      "--log-every", "--x-key", "--y-key", "--model", "--save-onnx",
-      "--checkpoint-dir", "--checkpoint-every"};
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i] ? argv[i] : "";
-    if (arg == "-h" || arg == "--help") {
+  for (const auto &[flag, value] : readFlags(
+           argc, argv,
+           {"--data", "--val", "--epochs", "--steps", "--seed", "--log-every",
+            "--x-key", "--y-key", "--model", "--save-onnx", "--checkpoint-dir",
+            "--checkpoint-every"},
+           {"--print-info", "--resume"},
+           "the data is given with --data FILE.npz")) {
+    if (flag == "--help") {
       o.help = true;
       return o;
     }
-    if (arg == "--print-info") {
+    if (flag == "--print-info")
       o.printInfo = true;
-      continue;
-    }
-    if (arg == "--resume") {
+    else if (flag == "--resume")
       o.resume = true;
-      continue;
-    }
-    const size_t eq = arg.find('=');
-    const std::string flag = arg.substr(0, eq);
-    if (std::find(std::begin(withValue), std::end(withValue), flag) ==
-        std::end(withValue))
-      usageError("unknown argument %s (see --help)", quoted(arg).c_str());
-    std::string value;
-    if (eq != std::string::npos)
-      value = arg.substr(eq + 1);
-    else if (i + 1 < argc && argv[i + 1])
-      value = argv[++i];
-    if (value.empty())
-      usageError("%s needs a value (see --help)", flag.c_str());
-    if (flag == "--data")
+    else if (flag == "--data")
       o.data = value;
     else if (flag == "--val")
       o.val = value;
