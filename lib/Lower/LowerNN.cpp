@@ -374,6 +374,7 @@ private:
   Value softmax(Value input, int64_t axis, bool logarithm, Location loc);
   Value crossEntropy(nn::SoftmaxCrossEntropyOp op);
   Value countCorrect(nn::CountCorrectOp op);
+  Value dropoutMask(nn::DropoutMaskOp op);
   Value crossEntropyGrad(nn::SoftmaxCrossEntropyGradOp op);
   Value reduce(Operation *op, ArrayRef<int64_t> dims, bool mean);
   Value concat(nn::ConcatOp op);
@@ -425,6 +426,78 @@ Value NNLowering::softmax(Value input, int64_t axis, bool logarithm,
         Value shifted = arith::SubFOp::create(b, loc, x[0], x[1]);
         return arith::SubFOp::create(b, loc, shifted,
                                      math::LogOp::create(b, loc, x[2]));
+      });
+}
+
+/// One SplitMix64 step on Z (i64 arithmetic wraps modulo 2^64), the
+/// generator of nn.dropout_mask.
+static Value splitMix64(OpBuilder &b, Location loc, Value z) {
+  auto constant = [&](uint64_t value) -> Value {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                        static_cast<int64_t>(value));
+  };
+  auto xorShift = [&](Value x, unsigned shift) -> Value {
+    return arith::XOrIOp::create(
+        b, loc, x, arith::ShRUIOp::create(b, loc, x, constant(shift)));
+  };
+  z = arith::AddIOp::create(b, loc, z, constant(0x9e3779b97f4a7c15ull));
+  z = arith::MulIOp::create(b, loc, xorShift(z, 30),
+                            constant(0xbf58476d1ce4e5b9ull));
+  z = arith::MulIOp::create(b, loc, xorShift(z, 27),
+                            constant(0x94d049bb133111ebull));
+  return xorShift(z, 31);
+}
+
+/// The mask as nn.dropout_mask documents it: the key from the seed, the
+/// step and the stream once, then per element a comparison of the top 24
+/// bits of its number with the ratio's integer threshold (exact: no
+/// rounding of the ratio in the element type).
+Value NNLowering::dropoutMask(nn::DropoutMaskOp op) {
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  Type i64 = b.getI64Type();
+  Value seed = tensor::ExtractOp::create(b, loc, op.getSeed(), ValueRange{});
+  Value step = tensor::ExtractOp::create(b, loc, op.getStep(), ValueRange{});
+  Value key = splitMix64(b, loc, seed);
+  key = splitMix64(b, loc, arith::XOrIOp::create(b, loc, key, step));
+  key = splitMix64(
+      b, loc,
+      arith::XOrIOp::create(
+          b, loc, key, arith::ConstantIntOp::create(b, loc, i64, op.getStream())));
+  double ratio = op.getRatio().convertToDouble();
+  int64_t threshold = std::llround(ratio * double(1 << 24));
+  double kept = 1.0 / (1.0 - ratio);
+  ArrayRef<int64_t> shape = type.getShape();
+  return buildParallel(
+      b, loc, type, {}, {}, [&](OpBuilder &b, Location loc, ValueRange) {
+        // The row-major linear index of the element.
+        Value index = arith::ConstantIntOp::create(b, loc, i64, 0);
+        for (auto [dim, size] : llvm::enumerate(shape)) {
+          index = arith::MulIOp::create(
+              b, loc, index, arith::ConstantIntOp::create(b, loc, i64, size));
+          index = arith::AddIOp::create(
+              b, loc, index,
+              arith::IndexCastOp::create(b, loc, i64,
+                                         linalg::IndexOp::create(b, loc, dim)));
+        }
+        Value number = splitMix64(
+            b, loc,
+            arith::AddIOp::create(
+                b, loc, key,
+                arith::MulIOp::create(
+                    b, loc, index,
+                    arith::ConstantIntOp::create(
+                        b, loc, i64,
+                        static_cast<int64_t>(0x9e3779b97f4a7c15ull)))));
+        Value top = arith::ShRUIOp::create(
+            b, loc, number, arith::ConstantIntOp::create(b, loc, i64, 40));
+        Value dropped = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ult, top,
+            arith::ConstantIntOp::create(b, loc, i64, threshold));
+        Type element = type.getElementType();
+        return arith::SelectOp::create(b, loc, dropped,
+                                       createFloat(b, loc, element, 0.0),
+                                       createFloat(b, loc, element, kept));
       });
 }
 
@@ -1131,6 +1204,9 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
       })
       .Case([&](nn::CountCorrectOp count) {
         return Values{countCorrect(count)};
+      })
+      .Case([&](nn::DropoutMaskOp mask) {
+        return Values{dropoutMask(mask)};
       })
       .Case([&](nn::SoftmaxCrossEntropyGradOp ce) {
         return Values{crossEntropyGrad(ce)};

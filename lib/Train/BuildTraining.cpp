@@ -347,6 +347,42 @@ void BuildTrainingPass::runOnOperation() {
     return signalPassFailure();
   }
 
+  // The step's number, from 1: Adam's bias correction, the schedules and
+  // the dropout masks depend on it.
+  SmallVector<nn::DropoutOp> dropouts;
+  func.walk([&](nn::DropoutOp op) {
+    if (!op.getRatio().isZero())
+      dropouts.push_back(op);
+  });
+  Value step;
+  auto stepType = RankedTensorType::get({}, b.getI64Type());
+  if (optimizer == "adam" || optimizer == "adamw" || schedule != "constant" ||
+      warmupSteps > 0 || !dropouts.empty()) {
+    Value count = addState(b, func, stepType, "optimizer.step");
+    b.setInsertionPointToStart(&func.getBody().front());
+    Value one = arith::ConstantOp::create(
+        b, func.getLoc(), DenseElementsAttr::get(stepType, int64_t(1)));
+    step = arith::AddIOp::create(b, func.getLoc(), count, one);
+  }
+  // Dropout in training: INPUT * MASK, with one mask per dropout (its
+  // stream) and step, seeded by the trainer (--seed) through "rng.seed".
+  if (!dropouts.empty()) {
+    Value seed = addState(b, func, stepType, "rng.seed");
+    for (auto [stream, dropout] : llvm::enumerate(dropouts)) {
+      b.setInsertionPoint(dropout);
+      Value mask = nn::DropoutMaskOp::create(
+          b, dropout.getLoc(), dropout.getType(), seed, step,
+          dropout.getRatioAttr(), b.getI64IntegerAttr(stream));
+      Value masked =
+          nn::MulOp::create(b, dropout.getLoc(), dropout.getInput(), mask);
+      // The model output itself may be the dropout's.
+      if (output == dropout.getResult())
+        output = masked;
+      dropout.replaceAllUsesWith(masked);
+      dropout.erase();
+    }
+  }
+
   b.setInsertionPoint(returnOp);
   FailureOr<std::pair<Value, Value>> lossAndCorrect =
       buildLoss(b, func, output);
@@ -366,15 +402,6 @@ void BuildTrainingPass::runOnOperation() {
   };
   SmallVector<StepResult> newParams, newState;
   FloatAttr lr = b.getF64FloatAttr(learningRate);
-  Value step;
-  if (optimizer == "adam" || optimizer == "adamw" || schedule != "constant" ||
-      warmupSteps > 0) {
-    auto stepType = RankedTensorType::get({}, b.getI64Type());
-    Value count = addState(b, func, stepType, "optimizer.step");
-    Value one = arith::ConstantOp::create(
-        b, func.getLoc(), DenseElementsAttr::get(stepType, int64_t(1)));
-    step = arith::AddIOp::create(b, func.getLoc(), count, one);
-  }
   Value lrScale = buildScheduleScale(b, func.getLoc(), step);
   for (auto [param, grad, nameAttr] :
        llvm::zip_equal(params, *grads, paramNames)) {

@@ -28,6 +28,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <sys/stat.h>
 
 using namespace dtrain::rt;
 
@@ -891,7 +892,9 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "  --steps N         stop after N steps (also with --epochs: whichever "
       "comes\n"
       "                    first)\n"
-      "  --seed S          the seed of the sample order (default 0)\n"
+      "  --seed S          the seed of the sample order and of the "
+      "dropout masks\n"
+      "                    (default 0)\n"
       "  --log-every K     a progress line every K steps (default: once per "
       "epoch)\n"
       "  --x-key NAME, --y-key NAME\n"
@@ -1223,6 +1226,16 @@ int trainerMain(int argc, char **argv, const char *infoText,
   if (!o.val.empty())
     val.emplace(o.val, o, input, info.args[*label], info.classes);
   w.loadWeights(onnxPath, !o.model.empty());
+  // Created up front, so that a directory that cannot be made fails before
+  // any training.
+  if (!o.checkpointDir.empty() && !o.resume &&
+      ::mkdir(o.checkpointDir.c_str(), 0777) != 0 && errno != EEXIST)
+    fail("--checkpoint-dir: cannot create %s: %s", o.checkpointDir.c_str(),
+         std::strerror(errno));
+  // The seed of the dropout masks (nn.dropout_mask); a resumed run takes
+  // the checkpoint's.
+  if (std::optional<size_t> seed = w.find(Role::State, "rng.seed"))
+    *static_cast<int64_t *>(w.buffers[*seed]) = o.seed;
 
   const int64_t batches = data.count / batch;
   const int64_t epochs =

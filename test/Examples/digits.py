@@ -2,14 +2,15 @@
 grey images of the digits 0-9) as .npz files, and a small CNN for it as an
 ONNX model in training mode, as PyTorch users export models.
 
-usage: digits.py OUTDIR
+usage: digits.py [--dropout P] OUTDIR
 
 Writes OUTDIR/train.npz (1440 samples) and OUTDIR/val.npz (357 samples),
 each with x (N x 1 x 8 x 8, float32, pixel values scaled to [0, 1]) and y
 (N, int64 labels), split at random with seed 0, and OUTDIR/digits_cnn.onnx:
 conv 3x3 (16) - batch norm - ReLU - max pool 2, conv 3x3 (32) - batch
-norm - ReLU - max pool 2, linear 128 -> 10, random weights from seed 0,
-with a symbolic batch dimension.
+norm - ReLU - max pool 2, linear 128 -> 10 (after a dropout of ratio P
+with --dropout P), random weights from seed 0, with a symbolic batch
+dimension.
 """
 import argparse
 import os
@@ -23,6 +24,8 @@ from torch import nn
 warnings.filterwarnings("ignore")
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("outdir", help="the directory to write into")
+parser.add_argument("--dropout", type=float, default=0.0, metavar="P",
+                    help="a dropout of ratio P before the linear layer")
 args = parser.parse_args()
 os.makedirs(args.outdir, exist_ok=True)
 
@@ -40,7 +43,8 @@ model = nn.Sequential(
     nn.MaxPool2d(2),
     nn.Conv2d(16, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32),
     nn.ReLU(), nn.MaxPool2d(2),
-    nn.Flatten(), nn.Linear(32 * 2 * 2, 10))
+    nn.Flatten(), *([nn.Dropout(args.dropout)] if args.dropout else []),
+    nn.Linear(32 * 2 * 2, 10))
 model.train()
 torch.onnx.export(
     model, torch.randn(2, 1, 8, 8),

@@ -312,3 +312,32 @@ func.func @clip_grad(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x8xf3
   %0 = nn.clip_grad %dy, %x {min = 0.0 : f64, max = 6.0 : f64} : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// A dropout mask: the key from the seed, step and stream once (three
+// SplitMix64 steps), then one parallel generic hashing each element's
+// row-major index; elements whose top 24 bits are below 0.25 * 2^24 are 0,
+// the others 1 / (1 - 0.25).
+// CHECK-LABEL: func.func @dropout_mask
+// CHECK-DAG: %[[KEPT:.*]] = arith.constant 1.33333337 : f32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[THRESHOLD:.*]] = arith.constant 4194304 : i64
+// CHECK-DAG: %[[STREAM:.*]] = arith.constant 3 : i64
+// CHECK-DAG: %[[FORTY:.*]] = arith.constant 40 : i64
+// CHECK: %[[SEED:.*]] = tensor.extract %{{.*}}[] : tensor<i64>
+// CHECK: %[[STEP:.*]] = tensor.extract %{{.*}}[] : tensor<i64>
+// CHECK-COUNT-2: arith.muli
+// CHECK: arith.xori %{{.*}}, %[[STEP]] : i64
+// CHECK-COUNT-2: arith.muli
+// CHECK: arith.xori %{{.*}}, %[[STREAM]] : i64
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: linalg.index 0
+// CHECK: linalg.index 1
+// CHECK: %[[TOP:.*]] = arith.shrui %{{.*}}, %[[FORTY]] : i64
+// CHECK: %[[DROPPED:.*]] = arith.cmpi ult, %[[TOP]], %[[THRESHOLD]] : i64
+// CHECK: arith.select %[[DROPPED]], %[[ZERO]], %[[KEPT]] : f32
+func.func @dropout_mask(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<2x3xf32> {
+  %mask = nn.dropout_mask %seed, %step {ratio = 0.25 : f64, stream = 3 : i64} : tensor<i64>, tensor<i64> -> tensor<2x3xf32>
+  return %mask : tensor<2x3xf32>
+}

@@ -170,3 +170,29 @@ func.func @forward(%w: tensor<2x3xf32> {train.param = "w"},
   %n = nn.mul %m, %half : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
   return %y, %n : tensor<2x3xf32>, tensor<3xf32>
 }
+
+// -----
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="loss=mse" | FileCheck %s --check-prefix=DROPOUT
+
+// Dropout: input times a mask of the seed state and the step number, one
+// stream per dropout; the gradient flows through the same mask (nn.mul's
+// vector-Jacobian product), and a ratio of 0 is the identity.
+// DROPOUT: func.func @train_step(%[[W:[^:]+]]: tensor<2x4xf32> {train.param = "w"},
+// DROPOUT-SAME: %[[COUNT:[^:]+]]: tensor<i64> {train.optimizer_state = "optimizer.step"}, %[[SEED:[^:]+]]: tensor<i64> {train.optimizer_state = "rng.seed"}
+// DROPOUT-SAME: -> (tensor<2x4xf32> {train.updated = "w"}, tensor<i64> {train.updated = "optimizer.step"}, tensor<f32> {train.output = "loss"})
+// DROPOUT: %[[STEP:.*]] = arith.addi %[[COUNT]]
+// DROPOUT: %[[MASK0:.*]] = nn.dropout_mask %[[SEED]], %[[STEP]] {ratio = 1.000000e-01 : f64, stream = 0 : i64} : tensor<i64>, tensor<i64> -> tensor<2x4xf32>
+// DROPOUT: %[[Y0:.*]] = nn.mul %[[W]], %[[MASK0]]
+// DROPOUT: %[[Y0B:.*]] = nn.dropout %[[Y0]] {ratio = 0.000000e+00 : f64}
+// DROPOUT: %[[MASK1:.*]] = nn.dropout_mask %[[SEED]], %[[STEP]] {ratio = 5.000000e-01 : f64, stream = 1 : i64}
+// DROPOUT: %[[Y1:.*]] = nn.mul %[[Y0B]], %[[MASK1]]
+// DROPOUT: nn.mul %{{.*}}, %[[MASK1]]
+// DROPOUT: nn.mul %{{.*}}, %[[MASK0]]
+// DROPOUT: train.sgd_update
+// DROPOUT: return %{{.*}}, %[[STEP]], %{{.*}}
+func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
+  %0 = nn.dropout %w {ratio = 0.1 : f64} : tensor<2x4xf32>
+  %1 = nn.dropout %0 {ratio = 0.0 : f64} : tensor<2x4xf32>
+  %2 = nn.dropout %1 : tensor<2x4xf32>
+  return %2 : tensor<2x4xf32>
+}

@@ -100,6 +100,7 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     | `softmax`, `log_softmax`, `reduce_sum`, `reduce_mean`, `global_avg_pool2d`, `softmax_cross_entropy(_grad)`, `count_correct` | `linalg.generic` reductions (max-shifted exponentials) and parallel ops |
     | `reshape`, `transpose`, `concat`, `pad` | `tensor.collapse_shape`/`expand_shape`, `linalg.transpose`, `tensor.insert_slice` into a (filled) `tensor.empty` |
     | `dropout` | its input (forward execution is inference) |
+    | `dropout_mask` | a parallel `linalg.generic` hashing each element's index (SplitMix64, the key computed once) |
     | `matmul`, `conv2d`, `max_pool2d`, `avg_pool2d`, `batch_norm`, `batch_norm_train` | calls of `dtrain_rt_matmul_f32`, `dtrain_rt_conv2d_f32`, `dtrain_rt_pool2d_f32`, `dtrain_rt_batch_norm_f32`, `dtrain_rt_batch_norm_train_f32` |
     | `conv2d_backward_data`, `conv2d_backward_weights`, `max_pool2d_grad`, `avg_pool2d_grad`, `batch_norm_train_grad` | calls of `dtrain_rt_conv2d_backward_data_f32`, `dtrain_rt_conv2d_backward_weights_f32`, `dtrain_rt_pool2d_backward_f32`, `dtrain_rt_batch_norm_backward_f32` |
 

@@ -49,6 +49,13 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
        schedule (`schedule`, `warmup-steps`) is computed in the step from
        the step count (`optimizer.step`) and scales `lr` (`lr_scale`).
 
+    Before differentiation, each `nn.dropout` with a non-zero ratio becomes
+    its input times an `nn.dropout_mask` of the step count and the seed
+    `rng.seed` (an i64 state the trainer sets from `--seed`; the k-th
+    dropout in the function is stream k), so the mask is random per step
+    and dropout, reproducible, and the same in the forward and backward
+    pass.
+
     ```mlir
     // dtrain-opt mlp.mlir --dtrain-build-training="loss=softmax-xent lr=0.1"
     func.func @train_step(%w: tensor<10x4xf32> {train.param = "w"},

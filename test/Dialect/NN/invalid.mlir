@@ -185,6 +185,30 @@ func.func @dropout_ratio(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @dropout_mask_ratio(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.dropout_mask' op ratio must be in [0, 1), got -1.000000e-01}}
+  %0 = nn.dropout_mask %seed, %step {ratio = -0.1 : f64, stream = 0 : i64} : tensor<i64>, tensor<i64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @dropout_mask_stream(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.dropout_mask' op stream must be non-negative, got -1}}
+  %0 = nn.dropout_mask %seed, %step {ratio = 0.5 : f64, stream = -1 : i64} : tensor<i64>, tensor<i64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @dropout_mask_dynamic(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<?xf32> {
+  // expected-error @+1 {{'nn.dropout_mask' op needs a static result shape, got 'tensor<?xf32>'}}
+  %0 = nn.dropout_mask %seed, %step {ratio = 0.5 : f64, stream = 0 : i64} : tensor<i64>, tensor<i64> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
 func.func @softmax_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{'nn.log_softmax' op axis -1 is out of range for a rank-2 input}}
   %0 = nn.log_softmax %x {axis = -1 : i64} : tensor<4x8xf32>

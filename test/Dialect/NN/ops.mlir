@@ -42,6 +42,13 @@ func.func @loss(%logits: tensor<32x10xf32>, %labels: tensor<32xi64>) -> (tensor<
   return %loss, %dlogits : tensor<f32>, tensor<32x10xf32>
 }
 
+// CHECK-LABEL: func.func @dropout_mask
+func.func @dropout_mask(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<4x8xbf16> {
+  // CHECK: nn.dropout_mask %{{.*}}, %{{.*}} {ratio = 2.500000e-01 : f64, stream = 3 : i64} : tensor<i64>, tensor<i64> -> tensor<4x8xbf16>
+  %mask = nn.dropout_mask %seed, %step {ratio = 0.25 : f64, stream = 3 : i64} : tensor<i64>, tensor<i64> -> tensor<4x8xbf16>
+  return %mask : tensor<4x8xbf16>
+}
+
 // Broadcasting in both directions, 16-bit types and dynamic sizes.
 // CHECK-LABEL: func.func @broadcast_and_dynamic
 func.func @broadcast_and_dynamic(%a: tensor<4x1xbf16>, %b: tensor<1x8xbf16>,

@@ -75,9 +75,58 @@ OPTIMIZERS = {
 }
 
 
+GAMMA = 0x9E3779B97F4A7C15
+
+
+def splitmix64(z):
+    """One SplitMix64 step on a uint64 array (wrapping, as documented for
+    nn.dropout_mask)."""
+    z = z + np.uint64(GAMMA)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def dropout_mask(seed, step, stream, shape, ratio):
+    """nn.dropout_mask from its documented definition: 0 where the top 24
+    bits of element i's number are below round(ratio 2^24), else
+    1 / (1 - ratio)."""
+    key = splitmix64(np.array([seed], dtype=np.uint64))
+    key = splitmix64(key ^ np.uint64(step))
+    key = splitmix64(key ^ np.uint64(stream))
+    index = np.arange(int(np.prod(shape)), dtype=np.uint64)
+    numbers = splitmix64(key + index * np.uint64(GAMMA))
+    dropped = (numbers >> np.uint64(40)) < np.uint64(round(ratio * 2 ** 24))
+    return torch.from_numpy(np.where(dropped, 0.0, 1.0 / (1.0 - ratio))
+                            .astype(np.float32).reshape(shape))
+
+
+def use_dtrain_dropout(model):
+    """Makes MODEL's dropouts apply dtrain's masks (seed 0, the k-th dropout
+    of a forward pass stream k, steps counted from 1 by the model's forward
+    calls), so that its training steps can be compared with dtrain's."""
+    step = [0]
+    dropouts = [m for m in model.modules()
+                if isinstance(m, nn.Dropout) and m.p > 0]
+
+    def count_step(module, args):
+        step[0] += 1
+
+    model.register_forward_pre_hook(count_step)
+    for stream, module in enumerate(dropouts):
+        module.forward = (lambda x, stream=stream, p=module.p:
+                          x * dropout_mask(0, step[0], stream, x.shape, p))
+
+
 def relu_mlp():
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
+
+
+def dropout_mlp():
+    torch.manual_seed(4)
+    return nn.Sequential(nn.Dropout(0.2), nn.Linear(12, 16), nn.ReLU(),
+                         nn.Dropout(0.5), nn.Linear(16, 5))
 
 
 def smooth_mlp():
@@ -105,14 +154,9 @@ def lenet():
     saved = sys.argv
     sys.argv = [script, os.devnull, "train"]
     try:
-        model = runpy.run_path(script, run_name="__main__")["model"]
+        return runpy.run_path(script, run_name="__main__")["model"]
     finally:
         sys.argv = saved
-    # A random dropout mask cannot match PyTorch's.
-    for module in model.modules():
-        if isinstance(module, nn.Dropout):
-            module.p = 0.0
-    return model
 
 
 def torchvision_model(name, **kwargs):
@@ -157,6 +201,11 @@ def cases():
            (("--warmup-steps", "3"),
             lambda o: torch.optim.lr_scheduler.LinearLR(
                 o, start_factor=1 / 3, total_iters=2)))
+    # Dropout with dtrain's masks, different at every step.
+    yield ("dropout-mlp softmax-xent momentum", dropout_mlp(),
+           "softmax-xent", "momentum", 0.05, 5e-4, 3, x, labels)
+    yield ("dropout-mlp softmax-xent adam", dropout_mlp(), "softmax-xent",
+           "adam", 0.01, 0.0, 3, x, labels)
     torch.manual_seed(11)
     x, targets = torch.randn(5, 6), torch.rand(5, 3)
     yield ("tanh-sigmoid-mlp mse sgd", smooth_mlp(), "mse", "sgd", 0.5, 0.01,
@@ -238,6 +287,7 @@ def check(compile_tool, work, name, model, loss_name,
                           input_names=["x"], output_names=["y"],
                           training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False)
+    use_dtrain_dropout(model)
     names = [n for n, _ in model.named_parameters()]
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     want = state(model, *train(model, x, target, loss_name, optimizer_name,

@@ -304,8 +304,9 @@ LogicalResult DropoutOp::buildGradients(OpBuilder &b,
   if (getRatio().convertToDouble() != 0.0)
     return emitOpError("with ratio ")
            << getRatio().convertToDouble()
-           << " needs a random mask in a training step, which dtrain does "
-              "not generate yet (export the model with dropout ratio 0)";
+           << " is differentiated through its mask: replace it by its "
+              "input times an nn.dropout_mask first (as "
+              "--dtrain-build-training does)";
   operandGrads.push_back(resultGrads[0]);
   return success();
 }

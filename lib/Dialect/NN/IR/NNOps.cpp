@@ -192,11 +192,24 @@ LogicalResult ClipOp::verify() {
   return success();
 }
 
-LogicalResult DropoutOp::verify() {
-  double ratio = getRatio().convertToDouble();
+/// A dropout ratio is a probability below 1: 1 would drop everything and
+/// scale by infinity.
+static LogicalResult verifyDropoutRatio(Operation *op, double ratio) {
   if (ratio >= 0.0 && ratio < 1.0)
     return success();
-  return emitOpError("ratio must be in [0, 1), got ") << ratio;
+  return op->emitOpError("ratio must be in [0, 1), got ") << ratio;
+}
+
+LogicalResult DropoutOp::verify() {
+  return verifyDropoutRatio(*this, getRatio().convertToDouble());
+}
+
+LogicalResult DropoutMaskOp::verify() {
+  if (!getType().hasStaticShape())
+    return emitOpError("needs a static result shape, got ") << getType();
+  if (int64_t stream = getStreamAttr().getInt(); stream < 0)
+    return emitOpError("stream must be non-negative, got ") << stream;
+  return verifyDropoutRatio(*this, getRatio().convertToDouble());
 }
 
 /// The softmax axis; the result type is the input type (generated).

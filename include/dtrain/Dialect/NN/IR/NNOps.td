@@ -175,6 +175,36 @@ def NN_DropoutOp : NN_UnaryOp<"dropout", [NN_Differentiable]> {
   let hasVerifier = 1;
 }
 
+def NN_DropoutMaskOp : NN_Op<"dropout_mask", [Pure]> {
+  let summary = "The scaled random mask of a dropout in a training step";
+  let description = [{
+    A tensor of the result type whose elements are 0 (dropped) or
+    `1 / (1 - ratio)` (kept), a pure function of `seed`, `step` and
+    `stream`, so that a step and its gradient see the same mask, a resumed
+    run the same masks as an uninterrupted one, and each dropout of a model
+    (its `stream`) a different mask. `--dtrain-build-training` rewrites
+    `nn.dropout` into `input * mask`.
+
+    With `sm(z)` one SplitMix64 step (`z += 0x9e3779b97f4a7c15`;
+    `z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9`;
+    `z = (z ^ z >> 27) * 0x94d049bb133111eb`; `z ^ z >> 31`, all modulo
+    2^64), `key = sm(sm(sm(seed) ^ step) ^ stream)`, and element `i` (the
+    row-major linear index) is dropped when the top 24 bits of
+    `sm(key + i * 0x9e3779b97f4a7c15)` are below `round(ratio * 2^24)`.
+
+    ```mlir
+    %mask = nn.dropout_mask %seed, %step {ratio = 5.000000e-01 : f64, stream = 0 : i64} : tensor<i64>, tensor<i64> -> tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I64]>:$seed, 0DTensorOf<[I64]>:$step,
+                       F64Attr:$ratio, I64Attr:$stream);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $seed `,` $step attr-dict `:` type($seed) `,` type($step) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def NN_ClipGradOp : NN_SameTypeOp<"clip_grad", [Pure]> {
   let summary = "Vector-Jacobian product of nn.clip";
   let description = [{
