@@ -234,6 +234,10 @@ int dtrain_rt_npz_write(const char *path, int32_t count,
  *
  * Tensors are dense and row-major, f32; images are NCHW. Outputs are
  * overwritten (except matmul with BETA != 0) and never alias inputs.
+ * Every kernel also has an f64 variant (_f64: the same arguments with
+ * double for float, the same semantics and checks) on plain single-thread
+ * reference loops, since oneDNN has no f64 on the CPU: slow, meant for
+ * checking gradients against finite differences.
  * Geometry is passed as int64 scalars exactly as the nn op and its result
  * type give it: sizes >= 1 (matmul's >= 0), strides and dilations >= 1,
  * paddings >= 0, none above INT32_MAX. Invalid or inconsistent geometry
@@ -249,6 +253,10 @@ int dtrain_rt_npz_write(const char *path, int32_t count,
 void dtrain_rt_matmul_f32(const float *a, const float *b, float *c, int64_t m,
                           int64_t n, int64_t k, int32_t transpose_a,
                           int32_t transpose_b, float beta);
+/* As dtrain_rt_matmul_f32, in float64 (reference loops). */
+void dtrain_rt_matmul_f64(const double *a, const double *b, double *c,
+                          int64_t m, int64_t n, int64_t k, int32_t transpose_a,
+                          int32_t transpose_b, double beta);
 
 /* Y[N,OC,OH,OW] = conv2d(X[N,C,H,W], W[OC,C/GROUPS,KH,KW]) + BIAS[OC], with
  * ONNX Conv semantics (cross-correlation; explicit padding top, left,
@@ -262,6 +270,15 @@ void dtrain_rt_conv2d_f32(const float *x, const float *w, const float *bias,
                           int64_t pad_top, int64_t pad_left, int64_t pad_bottom,
                           int64_t pad_right, int64_t dilation_h,
                           int64_t dilation_w, int64_t groups);
+/* As dtrain_rt_conv2d_f32, in float64 (reference loops). */
+void dtrain_rt_conv2d_f64(const double *x, const double *w, const double *bias,
+                          double *y, int64_t n, int64_t c, int64_t h,
+                          int64_t w_, int64_t oc, int64_t kh, int64_t kw,
+                          int64_t oh, int64_t ow, int64_t stride_h,
+                          int64_t stride_w, int64_t pad_top, int64_t pad_left,
+                          int64_t pad_bottom, int64_t pad_right,
+                          int64_t dilation_h, int64_t dilation_w,
+                          int64_t groups);
 
 /* Pooling kinds. Average pooling divides by the number of window elements
  * inside the padded input (AVG_INCLUDE_PAD) or inside the input proper
@@ -287,6 +304,13 @@ void dtrain_rt_pool2d_f32(const float *x, float *y, int32_t kind, int64_t n,
                           int64_t stride_w, int64_t pad_top, int64_t pad_left,
                           int64_t pad_bottom, int64_t pad_right,
                           int64_t dilation_h, int64_t dilation_w);
+/* As dtrain_rt_pool2d_f32, in float64 (reference loops). */
+void dtrain_rt_pool2d_f64(const double *x, double *y, int32_t kind, int64_t n,
+                          int64_t c, int64_t h, int64_t w, int64_t oh,
+                          int64_t ow, int64_t kh, int64_t kw, int64_t stride_h,
+                          int64_t stride_w, int64_t pad_top, int64_t pad_left,
+                          int64_t pad_bottom, int64_t pad_right,
+                          int64_t dilation_h, int64_t dilation_w);
 
 /* Inference batch normalization of X[N,C,SPATIAL] (SPATIAL is the product of
  * the dimensions after C, 1 for rank-2 inputs):
@@ -296,6 +320,11 @@ void dtrain_rt_batch_norm_f32(const float *x, const float *scale,
                               const float *bias, const float *mean,
                               const float *var, float *y, int64_t n, int64_t c,
                               int64_t spatial, float epsilon);
+/* As dtrain_rt_batch_norm_f32, in float64 (reference loops). */
+void dtrain_rt_batch_norm_f64(const double *x, const double *scale,
+                              const double *bias, const double *mean,
+                              const double *var, double *y, int64_t n,
+                              int64_t c, int64_t spatial, double epsilon);
 
 /* Training batch normalization: normalizes X with the statistics of the
  * batch and returns them: BATCH_MEAN[c] and the biased (population) variance
@@ -306,6 +335,12 @@ void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
                                     float *batch_mean, float *batch_var,
                                     int64_t n, int64_t c, int64_t spatial,
                                     float epsilon);
+/* As dtrain_rt_batch_norm_train_f32, in float64 (reference loops). */
+void dtrain_rt_batch_norm_train_f64(const double *x, const double *scale,
+                                    const double *bias, double *y,
+                                    double *batch_mean, double *batch_var,
+                                    int64_t n, int64_t c, int64_t spatial,
+                                    double epsilon);
 
 /* The gradients that training needs, on the same geometry as the forward
  * kernels above and with the same checks (the messages name the backward
@@ -321,6 +356,13 @@ void dtrain_rt_conv2d_backward_data_f32(
     int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
     int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
     int64_t dilation_w, int64_t groups);
+/* As dtrain_rt_conv2d_backward_data_f32, in float64 (reference loops). */
+void dtrain_rt_conv2d_backward_data_f64(
+    const double *dy, const double *w, double *dx, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
 
 /* DW (OC x C/GROUPS x KH x KW) = the gradient of dtrain_rt_conv2d_f32 with
  * respect to the weights, from X (N x C x H x W) and DY (N x OC x OH x OW);
@@ -331,6 +373,13 @@ void dtrain_rt_conv2d_backward_weights_f32(
     const float *x, const float *dy, float *dw, float *db, int64_t n, int64_t c,
     int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
     int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+/* As dtrain_rt_conv2d_backward_weights_f32, in float64 (reference loops). */
+void dtrain_rt_conv2d_backward_weights_f64(
+    const double *x, const double *dy, double *dw, double *db, int64_t n,
+    int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,
+    int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
     int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
     int64_t dilation_w, int64_t groups);
 
@@ -350,6 +399,15 @@ void dtrain_rt_pool2d_backward_f32(const float *x, const float *dy, float *dx,
                                    int64_t pad_left, int64_t pad_bottom,
                                    int64_t pad_right, int64_t dilation_h,
                                    int64_t dilation_w);
+/* As dtrain_rt_pool2d_backward_f32, in float64 (reference loops). */
+void dtrain_rt_pool2d_backward_f64(const double *x, const double *dy,
+                                   double *dx, int32_t kind, int64_t n,
+                                   int64_t c, int64_t h, int64_t w, int64_t oh,
+                                   int64_t ow, int64_t kh, int64_t kw,
+                                   int64_t stride_h, int64_t stride_w,
+                                   int64_t pad_top, int64_t pad_left,
+                                   int64_t pad_bottom, int64_t pad_right,
+                                   int64_t dilation_h, int64_t dilation_w);
 
 /* The gradient of dtrain_rt_batch_norm_train_f32 (normalization with the
  * batch statistics, which depend on X): given X and DY (N x C x SPATIAL),
@@ -366,6 +424,14 @@ void dtrain_rt_batch_norm_backward_f32(
     const float *x, const float *dy, const float *scale,
     const float *batch_mean, const float *batch_var, float *dx, float *dscale,
     float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon);
+/* As dtrain_rt_batch_norm_backward_f32, in float64 (reference loops). */
+void dtrain_rt_batch_norm_backward_f64(const double *x, const double *dy,
+                                       const double *scale,
+                                       const double *batch_mean,
+                                       const double *batch_var, double *dx,
+                                       double *dscale, double *dbias, int64_t n,
+                                       int64_t c, int64_t spatial,
+                                       double epsilon);
 
 /*===--- Compiled models --------------------------------------------------===*
  *

@@ -20,8 +20,10 @@
 // (format_tag::any) and reorders from and to NCHW around it, which beats
 // forcing NCHW. Pooling and batch norm are memory-bound and run on NCHW
 // directly. The few pooling geometries oneDNN cannot express exactly run on
-// a plain loop instead, and so does the pooling gradient (oneDNN's needs the
-// workspace of a training forward, which inference pooling does not keep).
+// the plain loop of ReferenceKernels.cpp instead, and so does the pooling
+// gradient (oneDNN's needs the workspace of a training forward, which
+// inference pooling does not keep). The argument checks are Kernels.cpp's,
+// shared with the f64 kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,18 +32,14 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <algorithm>
 #include <array>
 #include <atomic>
-#include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <limits>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <new>
-#include <string>
 #include <unordered_map>
 
 using namespace dtrain::rt;
@@ -104,71 +102,6 @@ memory userMemory(const memory::desc &desc, const void *data) {
   return memory(desc, cpuEngine(), const_cast<void *>(data));
 }
 
-//===--- Window geometry --------------------------------------------------===//
-
-/// One spatial dimension of a convolution or pooling window.
-struct WindowDim {
-  const char *name; // "height" or "width"
-  int64_t in, kernel, stride, padBegin, padEnd, dilation;
-
-  int64_t span() const { return dilation * (kernel - 1) + 1; }
-  int64_t padded() const { return in + padBegin + padEnd; }
-  /// The output size as nn's shape inference computes it:
-  /// floor((padded - span) / stride) + 1, rounded up in ceil mode unless
-  /// the last window would then start past the input and its leading
-  /// padding (the ONNX and PyTorch rule).
-  int64_t outputSize(bool ceilMode) const {
-    int64_t room = padded() - span();
-    int64_t steps = ceilMode ? (room + stride - 1) / stride : room / stride;
-    if (ceilMode && steps * stride >= in + padBegin)
-      --steps;
-    return steps + 1;
-  }
-  /// How far the last of OUT windows reaches past the end padding.
-  int64_t overhang(int64_t out) const {
-    return std::max<int64_t>(0, (out - 1) * stride + span() - padded());
-  }
-};
-
-void checkWindowFits(const char *kernel, const WindowDim &d) {
-  if (d.span() > d.padded())
-    fatal(nullptr,
-          "%s: window %s %lld (kernel %lld, dilation %lld) exceeds the padded "
-          "input %s %lld (input %lld, padding %lld + %lld)",
-          kernel, d.name, (long long)d.span(), (long long)d.kernel,
-          (long long)d.dilation, d.name, (long long)d.padded(), (long long)d.in,
-          (long long)d.padBegin, (long long)d.padEnd);
-}
-
-/// "input 8x8, kernel 3x3, stride 2x2, padding 1,1,1,1 (top, left, bottom,
-/// right), dilation 1x1": the geometry behind an output size, for messages.
-std::string describeWindow(const WindowDim &h, const WindowDim &w) {
-  char text[256];
-  std::snprintf(text, sizeof text,
-                "input %lldx%lld, kernel %lldx%lld, stride %lldx%lld, "
-                "padding %lld,%lld,%lld,%lld (top, left, bottom, right), "
-                "dilation %lldx%lld",
-                (long long)h.in, (long long)w.in, (long long)h.kernel,
-                (long long)w.kernel, (long long)h.stride, (long long)w.stride,
-                (long long)h.padBegin, (long long)w.padBegin,
-                (long long)h.padEnd, (long long)w.padEnd, (long long)h.dilation,
-                (long long)w.dilation);
-  return text;
-}
-
-/// Checks the scalars of a window dimension (the input size is checked by
-/// the caller).
-void checkWindowDim(const char *kernel, const WindowDim &d, const char *kName,
-                    const char *strideName, const char *padBeginName,
-                    const char *padEndName, const char *dilationName) {
-  checkKernelDim(kernel, kName, d.kernel, 1);
-  checkKernelDim(kernel, strideName, d.stride, 1);
-  checkKernelDim(kernel, padBeginName, d.padBegin, 0);
-  checkKernelDim(kernel, padEndName, d.padEnd, 0);
-  checkKernelDim(kernel, dilationName, d.dilation, 1);
-  checkWindowFits(kernel, d);
-}
-
 //===--- Matrix product ---------------------------------------------------===//
 
 /// (m, n, k, transpose_a, transpose_b, beta's bits).
@@ -200,47 +133,6 @@ std::unique_ptr<MatmulEntry> createMatmul(const MatmulKey &key, float beta) {
 }
 
 //===--- Convolution ------------------------------------------------------===//
-
-/// (n, c, h, w, oc, kh, kw, oh, ow, stride_h, stride_w, pad_top, pad_left,
-/// pad_bottom, pad_right, dilation_h, dilation_w, groups, has bias).
-using ConvKey = std::array<int64_t, 19>;
-
-/// Checks the geometry of a convolution kernel (every one takes the forward
-/// kernel's) and returns its cache key.
-ConvKey checkConv(const char *kernel, int64_t n, int64_t c, int64_t h,
-                  int64_t w, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
-                  int64_t ow, int64_t strideH, int64_t strideW, int64_t padTop,
-                  int64_t padLeft, int64_t padBottom, int64_t padRight,
-                  int64_t dilationH, int64_t dilationW, int64_t groups,
-                  bool hasBias) {
-  checkKernelDim(kernel, "n", n, 1);
-  checkKernelDim(kernel, "c", c, 1);
-  checkKernelDim(kernel, "h", h, 1);
-  checkKernelDim(kernel, "w", w, 1);
-  checkKernelDim(kernel, "oc", oc, 1);
-  checkKernelDim(kernel, "oh", oh, 1);
-  checkKernelDim(kernel, "ow", ow, 1);
-  checkKernelDim(kernel, "groups", groups, 1);
-  if (c % groups || oc % groups)
-    fatal(nullptr,
-          "%s: groups %lld does not divide both the input channels %lld and "
-          "the output channels %lld",
-          kernel, (long long)groups, (long long)c, (long long)oc);
-  WindowDim dimH{"height", h, kh, strideH, padTop, padBottom, dilationH};
-  WindowDim dimW{"width", w, kw, strideW, padLeft, padRight, dilationW};
-  checkWindowDim(kernel, dimH, "kh", "stride_h", "pad_top", "pad_bottom",
-                 "dilation_h");
-  checkWindowDim(kernel, dimW, "kw", "stride_w", "pad_left", "pad_right",
-                 "dilation_w");
-  int64_t expectH = dimH.outputSize(false), expectW = dimW.outputSize(false);
-  if (oh != expectH || ow != expectW)
-    fatal(nullptr, "%s: output is %lldx%lld but %s gives %lldx%lld", kernel,
-          (long long)oh, (long long)ow, describeWindow(dimH, dimW).c_str(),
-          (long long)expectH, (long long)expectW);
-  return {n,        c,         h,         w,       oc,     kh,      kw,
-          oh,       ow,        strideH,   strideW, padTop, padLeft, padBottom,
-          padRight, dilationH, dilationW, groups,  hasBias};
-}
 
 /// The memory descriptors and window of a convolution geometry: the user's
 /// layouts (NCHW images, ONNX's weights) and the same shapes in the layouts
@@ -444,69 +336,6 @@ void runConvBackwardWeights(ConvBackwardWeightsEntry &e, const float *x,
 
 //===--- Pooling ----------------------------------------------------------===//
 
-using PoolKey = std::array<int64_t, 17>;
-
-struct PoolGeometry {
-  int32_t kind;
-  int64_t n, c;
-  WindowDim h, w;
-  int64_t oh, ow;
-};
-
-PoolGeometry poolGeometry(const PoolKey &key) {
-  auto [kind, n, c, h, w, oh, ow, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw] = key;
-  return {int32_t(kind),
-          n,
-          c,
-          {"height", h, kh, sh, pt, pb, dh},
-          {"width", w, kw, sw, pl, pr, dw},
-          oh,
-          ow};
-}
-
-/// Checks the kind and geometry of a pooling kernel (both take the forward
-/// kernel's, ceil mode included) and returns its cache key. The windows
-/// without input element are checkPoolWindows's.
-PoolKey checkPool(const char *kernel, int32_t kind, int64_t n, int64_t c,
-                  int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
-                  int64_t kw, int64_t strideH, int64_t strideW, int64_t padTop,
-                  int64_t padLeft, int64_t padBottom, int64_t padRight,
-                  int64_t dilationH, int64_t dilationW) {
-  if (kind < DTRAIN_RT_POOL_MAX || kind > DTRAIN_RT_POOL_AVG_EXCLUDE_PAD)
-    fatal(nullptr,
-          "%s: unknown pooling kind %d (accepted: %d = max, %d = average "
-          "including padding, %d = average excluding padding)",
-          kernel, kind, DTRAIN_RT_POOL_MAX, DTRAIN_RT_POOL_AVG_INCLUDE_PAD,
-          DTRAIN_RT_POOL_AVG_EXCLUDE_PAD);
-  checkKernelDim(kernel, "n", n, 1);
-  checkKernelDim(kernel, "c", c, 1);
-  checkKernelDim(kernel, "h", h, 1);
-  checkKernelDim(kernel, "w", w, 1);
-  checkKernelDim(kernel, "oh", oh, 1);
-  checkKernelDim(kernel, "ow", ow, 1);
-  WindowDim dimH{"height", h, kh, strideH, padTop, padBottom, dilationH};
-  WindowDim dimW{"width", w, kw, strideW, padLeft, padRight, dilationW};
-  checkWindowDim(kernel, dimH, "kh", "stride_h", "pad_top", "pad_bottom",
-                 "dilation_h");
-  checkWindowDim(kernel, dimW, "kw", "stride_w", "pad_left", "pad_right",
-                 "dilation_w");
-  // Ceil mode is implied by either size exceeding floor mode's, and then
-  // applies to both.
-  int64_t floorH = dimH.outputSize(false), floorW = dimW.outputSize(false);
-  int64_t ceilH = dimH.outputSize(true), ceilW = dimW.outputSize(true);
-  bool ceilMode = oh != floorH || ow != floorW;
-  if (oh != (ceilMode ? ceilH : floorH) || ow != (ceilMode ? ceilW : floorW))
-    fatal(nullptr,
-          "%s: output is %lldx%lld but %s gives %lldx%lld (floor mode) or "
-          "%lldx%lld (ceil mode)",
-          kernel, (long long)oh, (long long)ow,
-          describeWindow(dimH, dimW).c_str(), (long long)floorH,
-          (long long)floorW, (long long)ceilH, (long long)ceilW);
-  return {kind,    n,         c,        h,         w,        oh,
-          ow,      kh,        kw,       strideH,   strideW,  padTop,
-          padLeft, padBottom, padRight, dilationH, dilationW};
-}
-
 struct PoolEntry {
   std::mutex mutex;
   PoolGeometry geometry;
@@ -514,75 +343,6 @@ struct PoolEntry {
   dnnl::pooling_v2_forward pool;
   memory::desc src, dst;
 };
-
-/// The taps of one window along one dimension that fall inside the padded
-/// input (PADDED of them) and inside the input proper (taps FIRST to LAST-1:
-/// the input is an interval, so they are consecutive).
-struct TapRange {
-  int64_t padded, first, last;
-  int64_t inside() const { return std::max<int64_t>(0, last - first); }
-};
-
-TapRange taps(const WindowDim &d, int64_t o) {
-  int64_t start = o * d.stride - d.padBegin;
-  TapRange range{0, d.kernel, 0};
-  for (int64_t i = 0; i < d.kernel; ++i) {
-    int64_t at = start + i * d.dilation;
-    if (at >= d.in + d.padEnd)
-      break;
-    ++range.padded;
-    if (at >= 0 && at < d.in) {
-      range.first = std::min(range.first, i);
-      range.last = i + 1;
-    }
-  }
-  return range;
-}
-
-/// A window with no input element has no maximum and no average over the
-/// input: an error for MAX and AVG_EXCLUDE_PAD (AVG_INCLUDE_PAD averages
-/// padding to 0).
-void checkPoolWindows(const char *kernel, const PoolGeometry &g) {
-  if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
-    return;
-  for (const auto &[d, out] : {std::pair{g.h, g.oh}, std::pair{g.w, g.ow}})
-    for (int64_t o = 0; o < out; ++o)
-      if (!taps(d, o).inside())
-        fatal(nullptr,
-              "%s: the window at output %s %lld covers no input element (%s)",
-              kernel, d.name, (long long)o, describeWindow(g.h, g.w).c_str());
-}
-
-/// Pooling straight from the definition, for what oneDNN cannot express.
-void poolLoop(const PoolGeometry &g, const float *x, float *y) {
-  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
-    const float *in = x + plane * g.h.in * g.w.in;
-    float *out = y + plane * g.oh * g.ow;
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      TapRange rows = taps(g.h, oy);
-      int64_t y0 = oy * g.h.stride - g.h.padBegin;
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        TapRange cols = taps(g.w, ox);
-        int64_t x0 = ox * g.w.stride - g.w.padBegin;
-        float max = -std::numeric_limits<float>::infinity(), sum = 0;
-        for (int64_t i = rows.first; i < rows.last; ++i) {
-          const float *row = in + (y0 + i * g.h.dilation) * g.w.in;
-          for (int64_t j = cols.first; j < cols.last; ++j) {
-            float v = row[x0 + j * g.w.dilation];
-            max = std::max(max, v);
-            sum += v;
-          }
-        }
-        if (g.kind == DTRAIN_RT_POOL_MAX)
-          out[oy * g.ow + ox] = max;
-        else if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
-          out[oy * g.ow + ox] = sum / float(rows.padded * cols.padded);
-        else
-          out[oy * g.ow + ox] = sum / float(rows.inside() * cols.inside());
-      }
-    }
-  }
-}
 
 std::unique_ptr<PoolEntry> createPool(const char *kernel, const PoolKey &key) {
   auto entry = std::make_unique<PoolEntry>();
@@ -630,62 +390,6 @@ void runPool(PoolEntry &e, const float *x, float *y) {
   stream.wait();
 }
 
-/// The gradient of pooling, straight from the definition: every window
-/// sends its gradient to the input elements that made its output. oneDNN's
-/// max-pooling backward needs the forward's workspace, which inference
-/// pooling does not keep, and this is memory-bound anyway.
-void poolBackwardLoop(const PoolGeometry &g, const float *x, const float *dy,
-                      float *dx) {
-  std::fill(dx, dx + g.n * g.c * g.h.in * g.w.in, 0.0f);
-  // The windows are the same in every plane.
-  std::vector<TapRange> rowTaps, colTaps;
-  for (int64_t oy = 0; oy < g.oh; ++oy)
-    rowTaps.push_back(taps(g.h, oy));
-  for (int64_t ox = 0; ox < g.ow; ++ox)
-    colTaps.push_back(taps(g.w, ox));
-  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
-    const float *in = x ? x + plane * g.h.in * g.w.in : nullptr;
-    const float *gradOut = dy + plane * g.oh * g.ow;
-    float *gradIn = dx + plane * g.h.in * g.w.in;
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      const TapRange &rows = rowTaps[size_t(oy)];
-      int64_t y0 = oy * g.h.stride - g.h.padBegin;
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const TapRange &cols = colTaps[size_t(ox)];
-        if (!rows.inside() || !cols.inside())
-          continue; // AVG_INCLUDE_PAD's all-padding window
-        int64_t x0 = ox * g.w.stride - g.w.padBegin;
-        float grad = gradOut[oy * g.ow + ox];
-        if (g.kind == DTRAIN_RT_POOL_MAX) {
-          // The first maximum in row-major window order, as PyTorch; a NaN
-          // is the maximum (the first one).
-          int64_t best = (y0 + rows.first * g.h.dilation) * g.w.in + x0 +
-                         cols.first * g.w.dilation;
-          for (int64_t i = rows.first; i < rows.last; ++i)
-            for (int64_t j = cols.first; j < cols.last; ++j) {
-              int64_t at =
-                  (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
-              if (in[at] > in[best] ||
-                  (std::isnan(in[at]) && !std::isnan(in[best])))
-                best = at;
-            }
-          gradIn[best] += grad;
-          continue;
-        }
-        int64_t divisor = g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
-                              ? rows.padded * cols.padded
-                              : rows.inside() * cols.inside();
-        float share = grad / float(divisor);
-        for (int64_t i = rows.first; i < rows.last; ++i) {
-          float *row = gradIn + (y0 + i * g.h.dilation) * g.w.in;
-          for (int64_t j = cols.first; j < cols.last; ++j)
-            row[x0 + j * g.w.dilation] += share;
-        }
-      }
-    }
-  }
-}
-
 //===--- Batch normalization ----------------------------------------------===//
 
 /// (training, n, c, spatial, epsilon's bits).
@@ -729,28 +433,6 @@ std::unique_ptr<BatchNormEntry> createBatchNorm(const BatchNormKey &key,
   entry->norm = dnnl::batch_normalization_forward(
       batchNormForward(entry->data, epsilon, training));
   return entry;
-}
-
-/// The geometry of every batch-norm kernel.
-void checkBatchNormGeometry(const char *kernel, int64_t n, int64_t c,
-                            int64_t spatial, float epsilon) {
-  checkKernelDim(kernel, "n", n, 1);
-  checkKernelDim(kernel, "c", c, 1);
-  checkKernelDim(kernel, "spatial", spatial, 1);
-  if (!(epsilon >= 0) || std::isinf(epsilon))
-    fatal(nullptr, "%s: epsilon is %g (accepted: a finite epsilon >= 0)",
-          kernel, double(epsilon));
-}
-
-/// The operands of both forward batch norms.
-void checkBatchNorm(const char *kernel, const float *x, const float *scale,
-                    const float *bias, float *y, int64_t n, int64_t c,
-                    int64_t spatial, float epsilon) {
-  checkKernelPointer(kernel, "x", x);
-  checkKernelPointer(kernel, "scale", scale);
-  checkKernelPointer(kernel, "bias", bias);
-  checkKernelPointer(kernel, "y", y);
-  checkBatchNormGeometry(kernel, n, c, spatial, epsilon);
 }
 
 /// Both batch norms: MEAN and VAR are read (inference) or written
@@ -824,23 +506,8 @@ void dtrain_rt_matmul_f32(const float *a, const float *b, float *c, int64_t m,
                           int32_t transpose_b, float beta) {
   static auto *cache = new GeometryCache<MatmulEntry, 6>();
   const char *kernel = "dtrain_rt_matmul_f32";
-  checkKernelDim(kernel, "m", m, 0);
-  checkKernelDim(kernel, "n", n, 0);
-  checkKernelDim(kernel, "k", k, 0);
-  if (m == 0 || n == 0)
+  if (!prepareMatmul(kernel, a, b, c, m, n, k, beta))
     return;
-  checkKernelPointer(kernel, "c", c);
-  // An empty product: C = BETA C, and 0 when BETA is 0 (NaN in C included).
-  if (k == 0) {
-    int64_t count = m * n;
-    if (beta == 0.0f)
-      std::memset(c, 0, size_t(count) * sizeof(float));
-    else if (beta != 1.0f)
-      std::transform(c, c + count, c, [beta](float v) { return beta * v; });
-    return;
-  }
-  checkKernelPointer(kernel, "a", a);
-  checkKernelPointer(kernel, "b", b);
   int32_t betaBits;
   std::memcpy(&betaBits, &beta, sizeof betaBits);
   MatmulKey key{m, n, k, transpose_a != 0, transpose_b != 0, betaBits};
@@ -864,12 +531,10 @@ void dtrain_rt_conv2d_f32(const float *x, const float *w, const float *bias,
                           int64_t dilation_w, int64_t groups) {
   static auto *cache = new GeometryCache<ConvEntry, 19>();
   const char *kernel = "dtrain_rt_conv2d_f32";
-  checkKernelPointer(kernel, "x", x);
-  checkKernelPointer(kernel, "w", w);
-  checkKernelPointer(kernel, "y", y);
-  ConvKey key = checkConv(kernel, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
-                          stride_w, pad_top, pad_left, pad_bottom, pad_right,
-                          dilation_h, dilation_w, groups, bias != nullptr);
+  ConvKey key =
+      checkConv2d(kernel, x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow,
+                  stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
+                  dilation_h, dilation_w, groups);
   guarded(kernel, [&] {
     runConv(cache->get(key, [&] { return createConv(key); }), x, w, bias, y);
   });
@@ -883,12 +548,9 @@ void dtrain_rt_conv2d_backward_data_f32(
     int64_t dilation_w, int64_t groups) {
   static auto *cache = new GeometryCache<ConvBackwardDataEntry, 19>();
   const char *kernel = "dtrain_rt_conv2d_backward_data_f32";
-  checkKernelPointer(kernel, "dy", dy);
-  checkKernelPointer(kernel, "w", w);
-  checkKernelPointer(kernel, "dx", dx);
-  ConvKey key = checkConv(kernel, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
-                          stride_w, pad_top, pad_left, pad_bottom, pad_right,
-                          dilation_h, dilation_w, groups, false);
+  ConvKey key = checkConv2dBackwardData(
+      kernel, dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w,
+      pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups);
   guarded(kernel, [&] {
     runConvBackwardData(
         cache->get(key, [&] { return createConvBackwardData(key); }), dy, w,
@@ -904,12 +566,10 @@ void dtrain_rt_conv2d_backward_weights_f32(
     int64_t dilation_w, int64_t groups) {
   static auto *cache = new GeometryCache<ConvBackwardWeightsEntry, 19>();
   const char *kernel = "dtrain_rt_conv2d_backward_weights_f32";
-  checkKernelPointer(kernel, "x", x);
-  checkKernelPointer(kernel, "dy", dy);
-  checkKernelPointer(kernel, "dw", dw);
-  ConvKey key = checkConv(kernel, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
-                          stride_w, pad_top, pad_left, pad_bottom, pad_right,
-                          dilation_h, dilation_w, groups, db != nullptr);
+  ConvKey key = checkConv2dBackwardWeights(
+      kernel, x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
+      stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
+      dilation_w, groups);
   guarded(kernel, [&] {
     runConvBackwardWeights(
         cache->get(key, [&] { return createConvBackwardWeights(key); }), x, dy,
@@ -925,11 +585,9 @@ void dtrain_rt_pool2d_f32(const float *x, float *y, int32_t kind, int64_t n,
                           int64_t dilation_h, int64_t dilation_w) {
   static auto *cache = new GeometryCache<PoolEntry, 17>();
   const char *kernel = "dtrain_rt_pool2d_f32";
-  PoolKey key = checkPool(kernel, kind, n, c, h, w, oh, ow, kh, kw, stride_h,
-                          stride_w, pad_top, pad_left, pad_bottom, pad_right,
-                          dilation_h, dilation_w);
-  checkKernelPointer(kernel, "x", x);
-  checkKernelPointer(kernel, "y", y);
+  PoolKey key = checkPool2d(kernel, x, y, kind, n, c, h, w, oh, ow, kh, kw,
+                            stride_h, stride_w, pad_top, pad_left, pad_bottom,
+                            pad_right, dilation_h, dilation_w);
   guarded(kernel, [&] {
     runPool(cache->get(key, [&] { return createPool(kernel, key); }), x, y);
   });
@@ -943,18 +601,11 @@ void dtrain_rt_pool2d_backward_f32(const float *x, const float *dy, float *dx,
                                    int64_t pad_left, int64_t pad_bottom,
                                    int64_t pad_right, int64_t dilation_h,
                                    int64_t dilation_w) {
-  const char *kernel = "dtrain_rt_pool2d_backward_f32";
-  PoolKey key = checkPool(kernel, kind, n, c, h, w, oh, ow, kh, kw, stride_h,
-                          stride_w, pad_top, pad_left, pad_bottom, pad_right,
-                          dilation_h, dilation_w);
-  if (kind == DTRAIN_RT_POOL_MAX)
-    checkKernelPointer(kernel, "x", x);
-  checkKernelPointer(kernel, "dy", dy);
-  checkKernelPointer(kernel, "dx", dx);
-  // A plain loop: no primitive to cache, and the window check costs
-  // O(OH KH + OW KW), nothing next to the loop.
-  PoolGeometry g = poolGeometry(key);
-  checkPoolWindows(kernel, g);
+  // A plain loop: no primitive to cache.
+  PoolGeometry g = checkPool2dBackward(
+      "dtrain_rt_pool2d_backward_f32", x, dy, dx, kind, n, c, h, w, oh, ow, kh,
+      kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
+      dilation_h, dilation_w);
   poolBackwardLoop(g, x, dy, dx);
 }
 
@@ -963,9 +614,7 @@ void dtrain_rt_batch_norm_f32(const float *x, const float *scale,
                               const float *var, float *y, int64_t n, int64_t c,
                               int64_t spatial, float epsilon) {
   const char *kernel = "dtrain_rt_batch_norm_f32";
-  checkBatchNorm(kernel, x, scale, bias, y, n, c, spatial, epsilon);
-  checkKernelPointer(kernel, "mean", mean);
-  checkKernelPointer(kernel, "var", var);
+  checkBatchNorm(kernel, x, scale, bias, mean, var, y, n, c, spatial, epsilon);
   runBatchNorm(kernel, false, x, scale, bias, mean, var, y, n, c, spatial,
                epsilon);
 }
@@ -976,9 +625,8 @@ void dtrain_rt_batch_norm_train_f32(const float *x, const float *scale,
                                     int64_t n, int64_t c, int64_t spatial,
                                     float epsilon) {
   const char *kernel = "dtrain_rt_batch_norm_train_f32";
-  checkBatchNorm(kernel, x, scale, bias, y, n, c, spatial, epsilon);
-  checkKernelPointer(kernel, "batch_mean", batch_mean);
-  checkKernelPointer(kernel, "batch_var", batch_var);
+  checkBatchNormTrain(kernel, x, scale, bias, y, batch_mean, batch_var, n, c,
+                      spatial, epsilon);
   runBatchNorm(kernel, true, x, scale, bias, batch_mean, batch_var, y, n, c,
                spatial, epsilon);
 }
@@ -989,15 +637,8 @@ void dtrain_rt_batch_norm_backward_f32(
     float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon) {
   static auto *cache = new GeometryCache<BatchNormBackwardEntry, 4>();
   const char *kernel = "dtrain_rt_batch_norm_backward_f32";
-  checkKernelPointer(kernel, "x", x);
-  checkKernelPointer(kernel, "dy", dy);
-  checkKernelPointer(kernel, "scale", scale);
-  checkKernelPointer(kernel, "batch_mean", batch_mean);
-  checkKernelPointer(kernel, "batch_var", batch_var);
-  checkKernelPointer(kernel, "dx", dx);
-  checkKernelPointer(kernel, "dscale", dscale);
-  checkKernelPointer(kernel, "dbias", dbias);
-  checkBatchNormGeometry(kernel, n, c, spatial, epsilon);
+  checkBatchNormBackward(kernel, x, dy, scale, batch_mean, batch_var, dx,
+                         dscale, dbias, n, c, spatial, epsilon);
   int32_t bits;
   std::memcpy(&bits, &epsilon, sizeof bits);
   guarded(kernel, [&] {

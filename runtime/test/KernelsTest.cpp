@@ -4,7 +4,9 @@
 // definitions (direct loops, double accumulation), on random data, over a
 // table of geometries; the gradients (the *_backward_* kernels) also as the
 // adjoints of the forward kernels; plus the primitive cache (repeated
-// geometries create nothing and compute the same) and concurrent calls.
+// geometries create nothing and compute the same) and concurrent calls. The
+// f64 kernels against the f32 ones, on hand-computed cases, and their
+// gradients against central finite differences of their forward kernels.
 //
 //   dtrain-rt-kernels-test [gtest flags]      the unit tests
 //   dtrain-rt-kernels-test --invalid=CASE     one invalid call, which must
@@ -24,6 +26,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace dtrain::rt;
@@ -40,9 +43,20 @@ std::vector<float> randomVector(size_t count, uint32_t seed, float lo = -1.0f,
   return v;
 }
 
+/// The f32 or the f64 variant of a kernel, by element type: the runners
+/// below serve both.
+template <typename T, typename F32, typename F64>
+auto kernelFor(F32 *f32, F64 *f64) {
+  if constexpr (std::is_same_v<T, float>)
+    return f32;
+  else
+    return f64;
+}
+
 /// |actual - expected| <= atol + rtol * |expected| elementwise (oneDNN and
 /// BLAS sum in other orders than the reference).
-::testing::AssertionResult allClose(const std::vector<float> &actual,
+template <typename T>
+::testing::AssertionResult allClose(const std::vector<T> &actual,
                                     const std::vector<double> &expected,
                                     double rtol = 1e-4, double atol = 1e-5) {
   if (actual.size() != expected.size())
@@ -88,12 +102,13 @@ std::vector<double> referenceMatmul(const std::vector<float> &a,
   return out;
 }
 
+const MatmulCase matmulCases[] = {{1, 1, 1},      {7, 5, 3},    {64, 33, 17},
+                                  {128, 96, 200}, {1, 300, 40}, {50, 1, 9},
+                                  {3, 4, 0},      {0, 5, 3},    {5, 0, 3}};
+
 TEST(Matmul, MatchesReference) {
-  const MatmulCase cases[] = {{1, 1, 1},      {7, 5, 3},    {64, 33, 17},
-                              {128, 96, 200}, {1, 300, 40}, {50, 1, 9},
-                              {3, 4, 0},      {0, 5, 3},    {5, 0, 3}};
   uint32_t seed = 1;
-  for (const MatmulCase &mc : cases)
+  for (const MatmulCase &mc : matmulCases)
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb)
         for (float beta : {0.0f, 1.0f, 0.5f}) {
@@ -183,16 +198,16 @@ std::vector<double> referenceConv(const ConvCase &k,
   return y;
 }
 
-std::vector<float> runConv(const ConvCase &k, const std::vector<float> &x,
-                           const std::vector<float> &w,
-                           const std::vector<float> &bias) {
+template <typename T>
+std::vector<T> runConv(const ConvCase &k, const std::vector<T> &x,
+                       const std::vector<T> &w, const std::vector<T> &bias) {
   // NaN: every output element must be written.
-  std::vector<float> y(size_t(k.n * k.oc * k.oh() * k.ow()),
-                       std::numeric_limits<float>::quiet_NaN());
-  dtrain_rt_conv2d_f32(x.data(), w.data(), k.bias ? bias.data() : nullptr,
-                       y.data(), k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw, k.oh(),
-                       k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
-                       k.groups);
+  std::vector<T> y(size_t(k.n * k.oc * k.oh() * k.ow()),
+                   std::numeric_limits<T>::quiet_NaN());
+  kernelFor<T>(dtrain_rt_conv2d_f32, dtrain_rt_conv2d_f64)(
+      x.data(), w.data(), k.bias ? bias.data() : nullptr, y.data(), k.n, k.c,
+      k.h, k.w, k.oc, k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb,
+      k.pr, k.dh, k.dw, k.groups);
   return y;
 }
 
@@ -338,27 +353,29 @@ std::vector<double> referenceConvBackwardBias(const ConvCase &k,
   return db;
 }
 
-std::vector<float> runConvBackwardData(const ConvCase &k,
-                                       const std::vector<float> &dy,
-                                       const std::vector<float> &w) {
+template <typename T>
+std::vector<T> runConvBackwardData(const ConvCase &k, const std::vector<T> &dy,
+                                   const std::vector<T> &w) {
   // NaN: every element must be overwritten, not accumulated into.
-  std::vector<float> dx(size_t(k.n * k.c * k.h * k.w),
-                        std::numeric_limits<float>::quiet_NaN());
-  dtrain_rt_conv2d_backward_data_f32(
+  std::vector<T> dx(size_t(k.n * k.c * k.h * k.w),
+                    std::numeric_limits<T>::quiet_NaN());
+  kernelFor<T>(dtrain_rt_conv2d_backward_data_f32,
+               dtrain_rt_conv2d_backward_data_f64)(
       dy.data(), w.data(), dx.data(), k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw,
       k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
   return dx;
 }
 
 /// DW, and DB when K.BIAS (else DB stays as given: NaN, not written).
-std::vector<float> runConvBackwardWeights(const ConvCase &k,
-                                          const std::vector<float> &x,
-                                          const std::vector<float> &dy,
-                                          std::vector<float> &db) {
-  std::vector<float> dw(size_t(k.oc * (k.c / k.groups) * k.kh * k.kw),
-                        std::numeric_limits<float>::quiet_NaN());
-  db.assign(size_t(k.oc), std::numeric_limits<float>::quiet_NaN());
-  dtrain_rt_conv2d_backward_weights_f32(
+template <typename T>
+std::vector<T>
+runConvBackwardWeights(const ConvCase &k, const std::vector<T> &x,
+                       const std::vector<T> &dy, std::vector<T> &db) {
+  std::vector<T> dw(size_t(k.oc * (k.c / k.groups) * k.kh * k.kw),
+                    std::numeric_limits<T>::quiet_NaN());
+  db.assign(size_t(k.oc), std::numeric_limits<T>::quiet_NaN());
+  kernelFor<T>(dtrain_rt_conv2d_backward_weights_f32,
+               dtrain_rt_conv2d_backward_weights_f64)(
       x.data(), dy.data(), dw.data(), k.bias ? db.data() : nullptr, k.n, k.c,
       k.h, k.w, k.oc, k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb,
       k.pr, k.dh, k.dw, k.groups);
@@ -522,12 +539,13 @@ std::vector<double> referencePool(const PoolCase &k,
   return y;
 }
 
-std::vector<float> runPool(const PoolCase &k, const std::vector<float> &x) {
-  std::vector<float> y(size_t(k.n * k.c * k.oh() * k.ow()),
-                       std::numeric_limits<float>::quiet_NaN());
-  dtrain_rt_pool2d_f32(x.data(), y.data(), k.kind, k.n, k.c, k.h, k.w, k.oh(),
-                       k.ow(), k.kh, k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr,
-                       k.dh, k.dw);
+template <typename T>
+std::vector<T> runPool(const PoolCase &k, const std::vector<T> &x) {
+  std::vector<T> y(size_t(k.n * k.c * k.oh() * k.ow()),
+                   std::numeric_limits<T>::quiet_NaN());
+  kernelFor<T>(dtrain_rt_pool2d_f32, dtrain_rt_pool2d_f64)(
+      x.data(), y.data(), k.kind, k.n, k.c, k.h, k.w, k.oh(), k.ow(), k.kh,
+      k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
   return y;
 }
 
@@ -626,13 +644,14 @@ std::vector<double> referencePoolBackward(const PoolCase &k,
   return dx;
 }
 
-std::vector<float> runPoolBackward(const PoolCase &k,
-                                   const std::vector<float> &x,
-                                   const std::vector<float> &dy) {
-  std::vector<float> dx(size_t(k.n * k.c * k.h * k.w),
-                        std::numeric_limits<float>::quiet_NaN());
+/// T is deduced from X and DY, float when both are braced lists.
+template <typename T = float>
+std::vector<T> runPoolBackward(const PoolCase &k, const std::vector<T> &x,
+                               const std::vector<T> &dy) {
+  std::vector<T> dx(size_t(k.n * k.c * k.h * k.w),
+                    std::numeric_limits<T>::quiet_NaN());
   // The averages do not read X.
-  dtrain_rt_pool2d_backward_f32(
+  kernelFor<T>(dtrain_rt_pool2d_backward_f32, dtrain_rt_pool2d_backward_f64)(
       k.kind == DTRAIN_RT_POOL_MAX ? x.data() : nullptr, dy.data(), dx.data(),
       k.kind, k.n, k.c, k.h, k.w, k.oh(), k.ow(), k.kh, k.kw, k.sh, k.sw, k.pt,
       k.pl, k.pb, k.pr, k.dh, k.dw);
@@ -925,12 +944,329 @@ TEST(BatchNorm, BackwardCachedGeometry) {
   EXPECT_EQ(kernelGeometriesCreatedForTesting(), before + 2);
 }
 
+//===--- float64 reference kernels ----------------------------------------===//
+
+std::vector<double> randomDoubles(size_t count, uint32_t seed, double lo = -1.0,
+                                  double hi = 1.0) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(count);
+  for (double &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// The f32 kernels' inputs: the f64 ones, rounded.
+std::vector<float> rounded(const std::vector<double> &v) {
+  return std::vector<float>(v.begin(), v.end());
+}
+
+/// The derivatives of the linear functional L(v) = sum(R * FORWARD()) with
+/// respect to every element of V (which FORWARD reads), as central
+/// differences with h = 1e-6. The outputs are subtracted before the sum
+/// with R, so that the rounding error of L, which the division by 2h would
+/// magnify, stays out.
+template <typename Forward>
+std::vector<double> finiteDifferences(std::vector<double> &v,
+                                      const std::vector<double> &r,
+                                      Forward forward) {
+  const double h = 1e-6;
+  std::vector<double> gradient(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    double saved = v[i], up = saved + h, down = saved - h;
+    v[i] = up;
+    std::vector<double> plus = forward();
+    v[i] = down;
+    std::vector<double> minus = forward();
+    v[i] = saved;
+    double sum = 0;
+    for (size_t j = 0; j < r.size(); ++j)
+      sum += r[j] * (plus[j] - minus[j]);
+    gradient[i] = sum / (up - down);
+  }
+  return gradient;
+}
+
+/// Finite differences against the kernel's gradient: rtol 1e-6, and an
+/// atol for the components near 0, since each output difference carries a
+/// rounding error of about 1e-16 |y|, which the division by 2h makes 1e-10
+/// |y| (the worst seen here is 4e-9).
+::testing::AssertionResult
+matchesFiniteDifferences(const std::vector<double> &differences,
+                         const std::vector<double> &kernel) {
+  return allClose(differences, kernel, 1e-6, 1e-8);
+}
+
+/// The finite-difference checks call the forward kernel twice per input
+/// element: the larger geometries of the tables are left to the other
+/// tests.
+constexpr size_t kMaxFiniteDifferenceInputs = 2000;
+
+TEST(MatmulF64, MatchesF32) {
+  uint32_t seed = 10001;
+  for (const MatmulCase &mc : matmulCases)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (double beta : {0.0, 1.0, 0.5}) {
+          SCOPED_TRACE(testing::Message()
+                       << "m=" << mc.m << " n=" << mc.n << " k=" << mc.k
+                       << " ta=" << ta << " tb=" << tb << " beta=" << beta);
+          auto a = randomDoubles(size_t(mc.m * mc.k), seed++);
+          auto b = randomDoubles(size_t(mc.k * mc.n), seed++);
+          auto c = randomDoubles(size_t(mc.m * mc.n), seed++);
+          if (beta == 0) // must be ignored, NaN included
+            std::fill(c.begin(), c.end(), NAN);
+          std::vector<float> a32 = rounded(a), b32 = rounded(b),
+                             c32 = rounded(c);
+          dtrain_rt_matmul_f32(a32.data(), b32.data(), c32.data(), mc.m, mc.n,
+                               mc.k, ta, tb, float(beta));
+          dtrain_rt_matmul_f64(a.data(), b.data(), c.data(), mc.m, mc.n, mc.k,
+                               ta, tb, beta);
+          EXPECT_TRUE(allClose(c32, c));
+        }
+}
+
+struct ConvData64 {
+  std::vector<double> x, w, bias;
+  ConvData64(const ConvCase &k, uint32_t seed)
+      : x(randomDoubles(size_t(k.n * k.c * k.h * k.w), seed)),
+        w(randomDoubles(size_t(k.oc * (k.c / k.groups) * k.kh * k.kw),
+                        seed + 1)),
+        bias(randomDoubles(size_t(k.oc), seed + 2)) {}
+};
+
+TEST(Conv2DF64, MatchesF32) {
+  uint32_t seed = 11000;
+  for (const ConvCase &k : convCases) {
+    SCOPED_TRACE(testing::Message() << k);
+    ConvData64 d(k, seed += 4);
+    auto dy = randomDoubles(size_t(k.n * k.oc * k.oh() * k.ow()), seed + 3);
+    std::vector<float> x32 = rounded(d.x), w32 = rounded(d.w),
+                       bias32 = rounded(d.bias), dy32 = rounded(dy);
+    EXPECT_TRUE(
+        allClose(runConv(k, x32, w32, bias32), runConv(k, d.x, d.w, d.bias)));
+    EXPECT_TRUE(allClose(runConvBackwardData(k, dy32, w32),
+                         runConvBackwardData(k, dy, d.w)));
+    std::vector<float> db32;
+    std::vector<double> db;
+    EXPECT_TRUE(allClose(runConvBackwardWeights(k, x32, dy32, db32),
+                         runConvBackwardWeights(k, d.x, dy, db)));
+    if (k.bias)
+      EXPECT_TRUE(allClose(db32, db));
+    else
+      EXPECT_TRUE(std::all_of(db.begin(), db.end(),
+                              [](double v) { return std::isnan(v); }));
+  }
+}
+
+/// Two groups of one channel each, stride 2, padding 1 on every side, a
+/// 2x2 kernel: every input element lies under exactly one tap, so every
+/// value below is a sum of a few products, computed by hand.
+TEST(Conv2DF64, HandComputed) {
+  ConvCase k{1, 2, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 2, true};
+  ASSERT_EQ(k.oh(), 2);
+  ASSERT_EQ(k.ow(), 2);
+  std::vector<double> x = {1,  2,  3,  4,  5,  6,  7,  8,  9,
+                           10, 11, 12, 13, 14, 15, 16, 17, 18};
+  std::vector<double> w = {1, 2, 3, 4, 1, 0, 0, -1}, bias = {0.5, -1};
+  EXPECT_EQ(runConv(k, x, w, bias),
+            (std::vector<double>{4.5, 18.5, 36.5, 77.5, -11, -13, -17, -5}));
+  std::vector<double> dy = {1, 2, 3, 4, -1, 1, 2, 0};
+  EXPECT_EQ(runConvBackwardData(k, dy, w),
+            (std::vector<double>{4, 6, 8, 6, 4, 8, 12, 12, 16, 1, 0, -1, 0, 0,
+                                 0, -2, 0, 0}));
+  std::vector<double> db;
+  EXPECT_EQ(runConvBackwardWeights(k, x, dy, db),
+            (std::vector<double>{20, 36, 36, 64, 0, 26, 11, 34}));
+  EXPECT_EQ(db, (std::vector<double>{10, 2}));
+}
+
+TEST(Conv2DF64, GradientsAreFiniteDifferences) {
+  uint32_t seed = 12000;
+  for (const ConvCase &k : convCases) {
+    ConvData64 d(k, seed += 4);
+    if (d.x.size() > kMaxFiniteDifferenceInputs)
+      continue;
+    SCOPED_TRACE(testing::Message() << k);
+    auto r = randomDoubles(size_t(k.n * k.oc * k.oh() * k.ow()), seed + 3);
+    auto forward = [&] { return runConv(k, d.x, d.w, d.bias); };
+    EXPECT_TRUE(matchesFiniteDifferences(finiteDifferences(d.x, r, forward),
+                                         runConvBackwardData(k, r, d.w)));
+    std::vector<double> db;
+    EXPECT_TRUE(
+        matchesFiniteDifferences(finiteDifferences(d.w, r, forward),
+                                 runConvBackwardWeights(k, d.x, r, db)));
+    if (k.bias) {
+      EXPECT_TRUE(
+          matchesFiniteDifferences(finiteDifferences(d.bias, r, forward), db));
+    }
+  }
+}
+
+TEST(Pool2DF64, MatchesF32) {
+  uint32_t seed = 13000;
+  for (const PoolCase &k : poolCases) {
+    SCOPED_TRACE(testing::Message() << k);
+    auto x = randomDoubles(size_t(k.n * k.c * k.h * k.w), ++seed);
+    auto dy = randomDoubles(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    std::vector<float> x32 = rounded(x), dy32 = rounded(dy);
+    EXPECT_TRUE(allClose(runPool(k, x32), runPool(k, x)));
+    EXPECT_TRUE(
+        allClose(runPoolBackward(k, x32, dy32), runPoolBackward(k, x, dy)));
+  }
+}
+
+/// Max pooling's gradient is a finite difference away from ties only: the
+/// inputs of max pooling are distinct multiples of 1e-3 in random order, far
+/// apart next to h.
+TEST(Pool2DF64, GradientsAreFiniteDifferences) {
+  uint32_t seed = 14000;
+  for (const PoolCase &k : poolCases) {
+    size_t size = size_t(k.n * k.c * k.h * k.w);
+    if (size > kMaxFiniteDifferenceInputs)
+      continue;
+    SCOPED_TRACE(testing::Message() << k);
+    auto x = randomDoubles(size, ++seed);
+    if (k.kind == DTRAIN_RT_POOL_MAX) {
+      std::vector<size_t> order(size);
+      for (size_t i = 0; i < size; ++i)
+        order[i] = i;
+      std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+      for (size_t i = 0; i < size; ++i)
+        x[i] = (double(order[i]) - double(size) / 2) * 1e-3;
+    }
+    auto r = randomDoubles(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    EXPECT_TRUE(matchesFiniteDifferences(
+        finiteDifferences(x, r, [&] { return runPool(k, x); }),
+        runPoolBackward(k, x, r)));
+  }
+}
+
+struct BatchNormData64 {
+  std::vector<double> x, scale, bias, mean, var;
+  BatchNormData64(const BatchNormCase &k, uint32_t seed)
+      : x(randomDoubles(size_t(k.n * k.c * k.spatial), seed, -1.0, 3.0)),
+        scale(randomDoubles(size_t(k.c), seed + 1, 0.5, 1.5)),
+        bias(randomDoubles(size_t(k.c), seed + 2)),
+        mean(randomDoubles(size_t(k.c), seed + 3)),
+        var(randomDoubles(size_t(k.c), seed + 4, 0.1, 2.0)) {}
+};
+
+/// The outputs of the training forward and of the backward kernel.
+template <typename T> struct BatchNormTrainRun {
+  std::vector<T> y, mean, var, dx, dscale, dbias;
+};
+
+template <typename T>
+BatchNormTrainRun<T>
+runBatchNormTrain(const BatchNormCase &k, const std::vector<T> &x,
+                  const std::vector<T> &scale, const std::vector<T> &bias,
+                  const std::vector<T> &dy) {
+  T nan = std::numeric_limits<T>::quiet_NaN();
+  size_t channels = size_t(k.c);
+  BatchNormTrainRun<T> r{
+      std::vector<T>(x.size(), nan), std::vector<T>(channels, nan),
+      std::vector<T>(channels, nan), std::vector<T>(x.size(), nan),
+      std::vector<T>(channels, nan), std::vector<T>(channels, nan)};
+  kernelFor<T>(dtrain_rt_batch_norm_train_f32, dtrain_rt_batch_norm_train_f64)(
+      x.data(), scale.data(), bias.data(), r.y.data(), r.mean.data(),
+      r.var.data(), k.n, k.c, k.spatial, T(k.epsilon));
+  kernelFor<T>(dtrain_rt_batch_norm_backward_f32,
+               dtrain_rt_batch_norm_backward_f64)(
+      x.data(), dy.data(), scale.data(), r.mean.data(), r.var.data(),
+      r.dx.data(), r.dscale.data(), r.dbias.data(), k.n, k.c, k.spatial,
+      T(k.epsilon));
+  return r;
+}
+
+TEST(BatchNormF64, MatchesF32) {
+  uint32_t seed = 15000;
+  for (const BatchNormCase &k : batchNormCases) {
+    SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.spatial
+                                    << " epsilon " << k.epsilon);
+    BatchNormData64 d(k, seed += 6);
+    auto dy = randomDoubles(d.x.size(), seed + 5);
+    std::vector<float> x32 = rounded(d.x), scale32 = rounded(d.scale),
+                       bias32 = rounded(d.bias), mean32 = rounded(d.mean),
+                       var32 = rounded(d.var);
+    std::vector<float> y32(d.x.size(), NAN);
+    std::vector<double> y(d.x.size(), NAN);
+    dtrain_rt_batch_norm_f32(x32.data(), scale32.data(), bias32.data(),
+                             mean32.data(), var32.data(), y32.data(), k.n, k.c,
+                             k.spatial, k.epsilon);
+    dtrain_rt_batch_norm_f64(d.x.data(), d.scale.data(), d.bias.data(),
+                             d.mean.data(), d.var.data(), y.data(), k.n, k.c,
+                             k.spatial, k.epsilon);
+    EXPECT_TRUE(allClose(y32, y));
+
+    BatchNormTrainRun<float> r32 =
+        runBatchNormTrain(k, x32, scale32, bias32, rounded(dy));
+    BatchNormTrainRun<double> r =
+        runBatchNormTrain(k, d.x, d.scale, d.bias, dy);
+    EXPECT_TRUE(allClose(r32.y, r.y));
+    EXPECT_TRUE(allClose(r32.mean, r.mean));
+    EXPECT_TRUE(allClose(r32.var, r.var));
+    EXPECT_TRUE(allClose(r32.dx, r.dx));
+    EXPECT_TRUE(allClose(r32.dscale, r.dscale));
+    EXPECT_TRUE(allClose(r32.dbias, r.dbias));
+  }
+}
+
+/// Two channels of four values whose variances plus epsilon are 4: every
+/// intermediate value is a short binary fraction, so the results are exact.
+TEST(BatchNormF64, HandComputed) {
+  BatchNormCase k{2, 2, 2, 2.0f};
+  // Channel 0 holds 1, 3, 3, 5 (mean 3, variance 2), channel 1 holds
+  // 10, 8, 12, 10 (mean 10, variance 2).
+  std::vector<double> x = {1, 3, 10, 8, 3, 5, 12, 10};
+  std::vector<double> scale = {4, 1}, bias = {1, -1};
+  std::vector<double> dy = {1, 2, 4, 0, 3, 6, -2, 2};
+  BatchNormTrainRun<double> r = runBatchNormTrain(k, x, scale, bias, dy);
+  EXPECT_EQ(r.mean, (std::vector<double>{3, 10}));
+  EXPECT_EQ(r.var, (std::vector<double>{2, 2}));
+  EXPECT_EQ(r.y, (std::vector<double>{-3, 1, -1, -2, 1, 5, 0, -1}));
+  EXPECT_EQ(r.dbias, (std::vector<double>{12, 4}));
+  EXPECT_EQ(r.dscale, (std::vector<double>{5, -2}));
+  EXPECT_EQ(r.dx,
+            (std::vector<double>{-1.5, -2, 1.5, -0.75, 0, 3.5, -1.25, 0.5}));
+}
+
+/// The gradient of training batch norm (through the batch statistics) with
+/// respect to X, SCALE and BIAS.
+TEST(BatchNormF64, GradientsAreFiniteDifferences) {
+  uint32_t seed = 16000;
+  for (const BatchNormCase &k : batchNormCases) {
+    BatchNormData64 d(k, seed += 6);
+    if (d.x.size() > kMaxFiniteDifferenceInputs)
+      continue;
+    SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.spatial
+                                    << " epsilon " << k.epsilon);
+    auto r = randomDoubles(d.x.size(), seed + 5);
+    BatchNormTrainRun<double> run =
+        runBatchNormTrain(k, d.x, d.scale, d.bias, r);
+    auto forward = [&] {
+      std::vector<double> y(d.x.size()), mean(size_t(k.c)), var(size_t(k.c));
+      dtrain_rt_batch_norm_train_f64(d.x.data(), d.scale.data(), d.bias.data(),
+                                     y.data(), mean.data(), var.data(), k.n,
+                                     k.c, k.spatial, k.epsilon);
+      return y;
+    };
+    EXPECT_TRUE(
+        matchesFiniteDifferences(finiteDifferences(d.x, r, forward), run.dx));
+    EXPECT_TRUE(matchesFiniteDifferences(finiteDifferences(d.scale, r, forward),
+                                         run.dscale));
+    EXPECT_TRUE(matchesFiniteDifferences(finiteDifferences(d.bias, r, forward),
+                                         run.dbias));
+  }
+}
+
 //===--- Invalid calls (run as separate processes by ctest) ---------------===//
 
 /// Makes the invalid call NAME, which must abort; returns 2 when it does not
 /// or NAME is unknown.
 int invalidCall(const std::string &name) {
   std::vector<float> x(64 * 64), y(64 * 64), w(64 * 64);
+  std::vector<double> x64(64 * 64), y64(64 * 64), w64(64 * 64);
   if (name == "conv-output") // 8x8, 3x3, stride 1, no padding gives 6x6
     dtrain_rt_conv2d_f32(x.data(), w.data(), nullptr, y.data(), 1, 2, 8, 8, 2,
                          3, 3, 6, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1);
@@ -968,6 +1304,21 @@ int invalidCall(const std::string &name) {
                                       3, 4, -1e-5f);
   else if (name == "matmul-size")
     dtrain_rt_matmul_f32(x.data(), w.data(), y.data(), 4, -1, 4, 0, 0, 0.0f);
+  // The f64 kernels share the checks; the messages name them.
+  else if (name == "conv-f64-output")
+    dtrain_rt_conv2d_f64(x64.data(), w64.data(), nullptr, y64.data(), 1, 2, 8,
+                         8, 2, 3, 3, 6, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1);
+  else if (name == "pool-backward-f64-ceil-rule")
+    dtrain_rt_pool2d_backward_f64(x64.data(), y64.data(), w64.data(),
+                                  DTRAIN_RT_POOL_AVG_INCLUDE_PAD, 1, 1, 3, 3, 3,
+                                  3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1);
+  else if (name == "batch-norm-train-f64-null-mean")
+    dtrain_rt_batch_norm_train_f64(x64.data(), w64.data(), w64.data(),
+                                   y64.data(), nullptr, w64.data(), 2, 3, 4,
+                                   1e-5);
+  else if (name == "matmul-f64-size")
+    dtrain_rt_matmul_f64(x64.data(), w64.data(), y64.data(), 4, -1, 4, 0, 0,
+                         0.0);
   else {
     std::fprintf(stderr, "unknown invalid call '%s'\n", name.c_str());
     return 2;

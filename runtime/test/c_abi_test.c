@@ -76,6 +76,16 @@ int main(int argc, char **argv) {
                                  1, 1, 0.0f);
   failures += differ(y[0], -1) + differ(y[1], 3);
   failures += differ(batchMean, 2) + differ(batchVar, 1);
+  double a64[4] = {1, 2, 3, 4}, identity64[4] = {1, 0, 0, 1}, product64[4];
+  dtrain_rt_matmul_f64(a64, identity64, product64, 2, 2, 2, 0, 0, 0.0);
+  for (int i = 0; i < 4; ++i)
+    failures += product64[i] != a64[i];
+  double image64[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, ones64[4] = {1, 1, 1, 1};
+  double bias64 = 0.5, conv64[4];
+  dtrain_rt_conv2d_f64(image64, ones64, &bias64, conv64, 1, 1, 3, 3, 1, 2, 2, 2,
+                       2, 1, 1, 0, 0, 0, 0, 1, 1, 1);
+  for (int i = 0; i < 4; ++i)
+    failures += conv64[i] != (double)convExpected[i];
 
   if (failures)
     fprintf(stderr, "rank %d: %d C ABI checks failed\n", (int)rank, failures);

@@ -1,0 +1,381 @@
+//===- ReferenceKernels.cpp - The heavy-op kernels as plain loops ---------===//
+//
+// The *_f64 kernels of dtrain_rt.h (oneDNN has no f64 on the CPU), which
+// the compiler's gradient checks run against finite differences, and the
+// pooling loops that the f32 kernels fall back on. Straight from the
+// definitions, correctness first: one thread, no blocking. They take the
+// same checks as the f32 kernels (Kernels.cpp).
+//
+// No OpenMP: dtrain builds the runtime with clang, whose -fopenmp would load
+// LLVM's libomp next to the libgomp that oneDNN brings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+#include "Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace dtrain::rt;
+
+namespace {
+
+/// C = op(A) op(B) + BETA C: one dot product per element of C.
+template <typename T>
+void matmulLoop(const T *a, const T *b, T *c, int64_t m, int64_t n, int64_t k,
+                bool transposeA, bool transposeB, T beta) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      T sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += a[transposeA ? p * m + i : i * k + p] *
+               b[transposeB ? j * k + p : p * n + j];
+      // BETA == 0 ignores C, NaN included.
+      c[i * n + j] = beta == T(0) ? sum : sum + beta * c[i * n + j];
+    }
+}
+
+/// Calls VISIT(yi, xi, wi) for every product X[xi] * W[wi] that adds to
+/// Y[yi] in the convolution G (ONNX Conv: the taps inside the input, the
+/// channels of the output channel's group): the forward kernel and both
+/// gradients are this one loop nest.
+template <typename Visit>
+void forEachConvTap(const ConvGeometry &g, Visit visit) {
+  int64_t groupIn = g.c / g.groups, groupOut = g.oc / g.groups;
+  for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t o = 0; o < g.oc; ++o)
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        TapRange rows = taps(g.h, oy);
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          TapRange cols = taps(g.w, ox);
+          int64_t yi = ((b * g.oc + o) * g.oh + oy) * g.ow + ox;
+          for (int64_t ci = 0; ci < groupIn; ++ci) {
+            int64_t channel = o / groupOut * groupIn + ci;
+            for (int64_t i = rows.first; i < rows.last; ++i) {
+              int64_t row = (b * g.c + channel) * g.h.in + g.h.start(oy) +
+                            i * g.h.dilation;
+              for (int64_t j = cols.first; j < cols.last; ++j)
+                visit(yi, row * g.w.in + g.w.start(ox) + j * g.w.dilation,
+                      ((o * groupIn + ci) * g.h.kernel + i) * g.w.kernel + j);
+            }
+          }
+        }
+      }
+}
+
+template <typename T>
+void convLoop(const ConvGeometry &g, const T *x, const T *w, const T *bias,
+              T *y) {
+  int64_t plane = g.oh * g.ow;
+  for (int64_t i = 0; i < g.n * g.oc; ++i)
+    std::fill(y + i * plane, y + (i + 1) * plane, bias ? bias[i % g.oc] : T(0));
+  forEachConvTap(
+      g, [&](int64_t yi, int64_t xi, int64_t wi) { y[yi] += x[xi] * w[wi]; });
+}
+
+template <typename T>
+void convBackwardDataLoop(const ConvGeometry &g, const T *dy, const T *w,
+                          T *dx) {
+  std::fill(dx, dx + g.n * g.c * g.h.in * g.w.in, T(0));
+  forEachConvTap(
+      g, [&](int64_t yi, int64_t xi, int64_t wi) { dx[xi] += dy[yi] * w[wi]; });
+}
+
+template <typename T>
+void convBackwardWeightsLoop(const ConvGeometry &g, const T *x, const T *dy,
+                             T *dw, T *db) {
+  std::fill(dw, dw + g.oc * (g.c / g.groups) * g.h.kernel * g.w.kernel, T(0));
+  forEachConvTap(
+      g, [&](int64_t yi, int64_t xi, int64_t wi) { dw[wi] += dy[yi] * x[xi]; });
+  if (!db)
+    return;
+  int64_t plane = g.oh * g.ow;
+  std::fill(db, db + g.oc, T(0));
+  for (int64_t i = 0; i < g.n * g.oc; ++i)
+    for (int64_t at = i * plane; at < (i + 1) * plane; ++at)
+      db[i % g.oc] += dy[at];
+}
+
+/// Calls VISIT(i) for the index I of every value of channel CH in an
+/// N x C x SPATIAL tensor.
+template <typename Visit>
+void forEachInChannel(int64_t n, int64_t c, int64_t spatial, int64_t ch,
+                      Visit visit) {
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = (b * c + ch) * spatial; i < (b * c + ch + 1) * spatial;
+         ++i)
+      visit(i);
+}
+
+/// Y = (X - MEAN[c]) / sqrt(VAR[c] + EPSILON) * SCALE[c] + BIAS[c].
+template <typename T>
+void batchNormLoop(const T *x, const T *scale, const T *bias, const T *mean,
+                   const T *var, T *y, int64_t n, int64_t c, int64_t spatial,
+                   T epsilon) {
+  for (int64_t ch = 0; ch < c; ++ch) {
+    T invStd = 1 / std::sqrt(var[ch] + epsilon);
+    forEachInChannel(n, c, spatial, ch, [&](int64_t i) {
+      y[i] = (x[i] - mean[ch]) * invStd * scale[ch] + bias[ch];
+    });
+  }
+}
+
+/// The batch statistics (two passes: the mean, then the biased variance
+/// around it, which a one-pass sum of squares would lose to cancellation),
+/// then the normalization with them.
+template <typename T>
+void batchNormTrainLoop(const T *x, const T *scale, const T *bias, T *y,
+                        T *batchMean, T *batchVar, int64_t n, int64_t c,
+                        int64_t spatial, T epsilon) {
+  T count = T(n * spatial);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    T sum = 0;
+    forEachInChannel(n, c, spatial, ch, [&](int64_t i) { sum += x[i]; });
+    T mean = sum / count, squares = 0;
+    forEachInChannel(n, c, spatial, ch, [&](int64_t i) {
+      squares += (x[i] - mean) * (x[i] - mean);
+    });
+    batchMean[ch] = mean;
+    batchVar[ch] = squares / count;
+  }
+  batchNormLoop(x, scale, bias, batchMean, batchVar, y, n, c, spatial, epsilon);
+}
+
+/// The formulas of dtrain_rt_batch_norm_backward_f32, channel by channel.
+template <typename T>
+void batchNormBackwardLoop(const T *x, const T *dy, const T *scale,
+                           const T *batchMean, const T *batchVar, T *dx,
+                           T *dscale, T *dbias, int64_t n, int64_t c,
+                           int64_t spatial, T epsilon) {
+  T count = T(n * spatial);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    T mean = batchMean[ch], invStd = 1 / std::sqrt(batchVar[ch] + epsilon);
+    T sumDy = 0, sumDyXhat = 0;
+    forEachInChannel(n, c, spatial, ch, [&](int64_t i) {
+      sumDy += dy[i];
+      sumDyXhat += dy[i] * (x[i] - mean) * invStd;
+    });
+    dbias[ch] = sumDy;
+    dscale[ch] = sumDyXhat;
+    forEachInChannel(n, c, spatial, ch, [&](int64_t i) {
+      T xhat = (x[i] - mean) * invStd;
+      dx[i] = scale[ch] * invStd *
+              (dy[i] - sumDy / count - xhat * sumDyXhat / count);
+    });
+  }
+}
+
+} // namespace
+
+//===--- Pooling loops (f32 and f64) --------------------------------------===//
+
+template <typename T>
+void dtrain::rt::poolLoop(const PoolGeometry &g, const T *x, T *y) {
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    const T *in = x + plane * g.h.in * g.w.in;
+    T *out = y + plane * g.oh * g.ow;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      TapRange rows = taps(g.h, oy);
+      int64_t y0 = g.h.start(oy);
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        TapRange cols = taps(g.w, ox);
+        int64_t x0 = g.w.start(ox);
+        T max = -std::numeric_limits<T>::infinity(), sum = 0;
+        for (int64_t i = rows.first; i < rows.last; ++i) {
+          const T *row = in + (y0 + i * g.h.dilation) * g.w.in;
+          for (int64_t j = cols.first; j < cols.last; ++j) {
+            T v = row[x0 + j * g.w.dilation];
+            max = std::max(max, v);
+            sum += v;
+          }
+        }
+        if (g.kind == DTRAIN_RT_POOL_MAX)
+          out[oy * g.ow + ox] = max;
+        else if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
+          out[oy * g.ow + ox] = sum / T(rows.padded * cols.padded);
+        else
+          out[oy * g.ow + ox] = sum / T(rows.inside() * cols.inside());
+      }
+    }
+  }
+}
+
+/// Every window sends its gradient to the input elements that made its
+/// output.
+template <typename T>
+void dtrain::rt::poolBackwardLoop(const PoolGeometry &g, const T *x,
+                                  const T *dy, T *dx) {
+  std::fill(dx, dx + g.n * g.c * g.h.in * g.w.in, T(0));
+  // The windows are the same in every plane.
+  std::vector<TapRange> rowTaps, colTaps;
+  for (int64_t oy = 0; oy < g.oh; ++oy)
+    rowTaps.push_back(taps(g.h, oy));
+  for (int64_t ox = 0; ox < g.ow; ++ox)
+    colTaps.push_back(taps(g.w, ox));
+  for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+    const T *in = x ? x + plane * g.h.in * g.w.in : nullptr;
+    const T *gradOut = dy + plane * g.oh * g.ow;
+    T *gradIn = dx + plane * g.h.in * g.w.in;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      const TapRange &rows = rowTaps[size_t(oy)];
+      int64_t y0 = g.h.start(oy);
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        const TapRange &cols = colTaps[size_t(ox)];
+        if (!rows.inside() || !cols.inside())
+          continue; // AVG_INCLUDE_PAD's all-padding window
+        int64_t x0 = g.w.start(ox);
+        T grad = gradOut[oy * g.ow + ox];
+        if (g.kind == DTRAIN_RT_POOL_MAX) {
+          // The first maximum in row-major window order, as PyTorch; a NaN
+          // is the maximum (the first one).
+          int64_t best = (y0 + rows.first * g.h.dilation) * g.w.in + x0 +
+                         cols.first * g.w.dilation;
+          for (int64_t i = rows.first; i < rows.last; ++i)
+            for (int64_t j = cols.first; j < cols.last; ++j) {
+              int64_t at =
+                  (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
+              if (in[at] > in[best] ||
+                  (std::isnan(in[at]) && !std::isnan(in[best])))
+                best = at;
+            }
+          gradIn[best] += grad;
+          continue;
+        }
+        int64_t divisor = g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
+                              ? rows.padded * cols.padded
+                              : rows.inside() * cols.inside();
+        T share = grad / T(divisor);
+        for (int64_t i = rows.first; i < rows.last; ++i) {
+          T *row = gradIn + (y0 + i * g.h.dilation) * g.w.in;
+          for (int64_t j = cols.first; j < cols.last; ++j)
+            row[x0 + j * g.w.dilation] += share;
+        }
+      }
+    }
+  }
+}
+
+template void dtrain::rt::poolLoop(const PoolGeometry &, const float *,
+                                   float *);
+template void dtrain::rt::poolLoop(const PoolGeometry &, const double *,
+                                   double *);
+template void dtrain::rt::poolBackwardLoop(const PoolGeometry &, const float *,
+                                           const float *, float *);
+template void dtrain::rt::poolBackwardLoop(const PoolGeometry &, const double *,
+                                           const double *, double *);
+
+//===--- C ABI ------------------------------------------------------------===//
+
+void dtrain_rt_matmul_f64(const double *a, const double *b, double *c,
+                          int64_t m, int64_t n, int64_t k, int32_t transpose_a,
+                          int32_t transpose_b, double beta) {
+  if (prepareMatmul("dtrain_rt_matmul_f64", a, b, c, m, n, k, beta))
+    matmulLoop(a, b, c, m, n, k, transpose_a != 0, transpose_b != 0, beta);
+}
+
+void dtrain_rt_conv2d_f64(const double *x, const double *w, const double *bias,
+                          double *y, int64_t n, int64_t c, int64_t h,
+                          int64_t w_, int64_t oc, int64_t kh, int64_t kw,
+                          int64_t oh, int64_t ow, int64_t stride_h,
+                          int64_t stride_w, int64_t pad_top, int64_t pad_left,
+                          int64_t pad_bottom, int64_t pad_right,
+                          int64_t dilation_h, int64_t dilation_w,
+                          int64_t groups) {
+  ConvKey key =
+      checkConv2d("dtrain_rt_conv2d_f64", x, w, bias, y, n, c, h, w_, oc, kh,
+                  kw, oh, ow, stride_h, stride_w, pad_top, pad_left, pad_bottom,
+                  pad_right, dilation_h, dilation_w, groups);
+  convLoop(convGeometry(key), x, w, bias, y);
+}
+
+void dtrain_rt_conv2d_backward_data_f64(
+    const double *dy, const double *w, double *dx, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  ConvKey key = checkConv2dBackwardData(
+      "dtrain_rt_conv2d_backward_data_f64", dy, w, dx, n, c, h, w_, oc, kh, kw,
+      oh, ow, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
+      dilation_h, dilation_w, groups);
+  convBackwardDataLoop(convGeometry(key), dy, w, dx);
+}
+
+void dtrain_rt_conv2d_backward_weights_f64(
+    const double *x, const double *dy, double *dw, double *db, int64_t n,
+    int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,
+    int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  ConvKey key = checkConv2dBackwardWeights(
+      "dtrain_rt_conv2d_backward_weights_f64", x, dy, dw, db, n, c, h, w_, oc,
+      kh, kw, oh, ow, stride_h, stride_w, pad_top, pad_left, pad_bottom,
+      pad_right, dilation_h, dilation_w, groups);
+  convBackwardWeightsLoop(convGeometry(key), x, dy, dw, db);
+}
+
+void dtrain_rt_pool2d_f64(const double *x, double *y, int32_t kind, int64_t n,
+                          int64_t c, int64_t h, int64_t w, int64_t oh,
+                          int64_t ow, int64_t kh, int64_t kw, int64_t stride_h,
+                          int64_t stride_w, int64_t pad_top, int64_t pad_left,
+                          int64_t pad_bottom, int64_t pad_right,
+                          int64_t dilation_h, int64_t dilation_w) {
+  const char *kernel = "dtrain_rt_pool2d_f64";
+  PoolGeometry g = poolGeometry(checkPool2d(
+      kernel, x, y, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,
+      pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w));
+  checkPoolWindows(kernel, g);
+  poolLoop(g, x, y);
+}
+
+void dtrain_rt_pool2d_backward_f64(const double *x, const double *dy,
+                                   double *dx, int32_t kind, int64_t n,
+                                   int64_t c, int64_t h, int64_t w, int64_t oh,
+                                   int64_t ow, int64_t kh, int64_t kw,
+                                   int64_t stride_h, int64_t stride_w,
+                                   int64_t pad_top, int64_t pad_left,
+                                   int64_t pad_bottom, int64_t pad_right,
+                                   int64_t dilation_h, int64_t dilation_w) {
+  PoolGeometry g = checkPool2dBackward(
+      "dtrain_rt_pool2d_backward_f64", x, dy, dx, kind, n, c, h, w, oh, ow, kh,
+      kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
+      dilation_h, dilation_w);
+  poolBackwardLoop(g, x, dy, dx);
+}
+
+void dtrain_rt_batch_norm_f64(const double *x, const double *scale,
+                              const double *bias, const double *mean,
+                              const double *var, double *y, int64_t n,
+                              int64_t c, int64_t spatial, double epsilon) {
+  checkBatchNorm("dtrain_rt_batch_norm_f64", x, scale, bias, mean, var, y, n, c,
+                 spatial, epsilon);
+  batchNormLoop(x, scale, bias, mean, var, y, n, c, spatial, epsilon);
+}
+
+void dtrain_rt_batch_norm_train_f64(const double *x, const double *scale,
+                                    const double *bias, double *y,
+                                    double *batch_mean, double *batch_var,
+                                    int64_t n, int64_t c, int64_t spatial,
+                                    double epsilon) {
+  checkBatchNormTrain("dtrain_rt_batch_norm_train_f64", x, scale, bias, y,
+                      batch_mean, batch_var, n, c, spatial, epsilon);
+  batchNormTrainLoop(x, scale, bias, y, batch_mean, batch_var, n, c, spatial,
+                     epsilon);
+}
+
+void dtrain_rt_batch_norm_backward_f64(const double *x, const double *dy,
+                                       const double *scale,
+                                       const double *batch_mean,
+                                       const double *batch_var, double *dx,
+                                       double *dscale, double *dbias, int64_t n,
+                                       int64_t c, int64_t spatial,
+                                       double epsilon) {
+  checkBatchNormBackward("dtrain_rt_batch_norm_backward_f64", x, dy, scale,
+                         batch_mean, batch_var, dx, dscale, dbias, n, c,
+                         spatial, epsilon);
+  batchNormBackwardLoop(x, dy, scale, batch_mean, batch_var, dx, dscale, dbias,
+                        n, c, spatial, epsilon);
+}
