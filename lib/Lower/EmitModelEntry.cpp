@@ -177,7 +177,10 @@ struct EmitModelEntryPass
     unsigned numResults = forward.getNumResults();
     buildRunBody(run, forward, llvm::to_vector(llvm::seq<int32_t>(0, numArgs)),
                  llvm::to_vector(llvm::seq<int32_t>(numArgs,
-                                                    numArgs + numResults)));
+                                                    numArgs + numResults)),
+                 forward.getSymName() == "train_step"
+                     ? getUpdatedArgs(forward)
+                     : SmallVector<std::optional<unsigned>>());
     forward.setPrivate();
     func::FuncOp evalRun;
     if (eval) {
@@ -282,11 +285,36 @@ struct EmitModelEntryPass
     return info;
   }
 
+  /// For each result of STEP, the argument it is the new value of: the
+  /// parameter, buffer or optimizer state of the same name and type that a
+  /// result marked train.updated replaces (dtrain_rt.h: the runtime passes
+  /// one buffer for both), else nothing.
+  static SmallVector<std::optional<unsigned>>
+  getUpdatedArgs(func::FuncOp step) {
+    SmallVector<std::optional<unsigned>> updatedArgs(step.getNumResults());
+    for (unsigned i = 0, e = step.getNumResults(); i < e; ++i) {
+      auto name = step.getResultAttrOfType<StringAttr>(
+          i, train::TrainDialect::kUpdatedAttrName);
+      for (unsigned j = 0, n = step.getNumArguments(); name && j < n; ++j) {
+        bool stateful = false;
+        for (StringRef role : {train::TrainDialect::kParamAttrName,
+                               train::TrainDialect::kBufferAttrName,
+                               train::TrainDialect::kOptimizerStateAttrName})
+          stateful |= step.getArgAttrOfType<StringAttr>(j, role) == name;
+        if (stateful && step.getArgumentTypes()[j] == step.getResultTypes()[i])
+          updatedArgs[i] = j;
+      }
+    }
+    return updatedArgs;
+  }
+
   /// The body of RUN(buffers): FORWARD's arguments from the buffers at
-  /// ARGSLOTS, its results materialized into those at RESULTSLOTS.
+  /// ARGSLOTS, its results materialized into those at RESULTSLOTS, except
+  /// that a result in UPDATEDARGS is written over its argument, in place
+  /// where bufferization can prove that safe.
   void buildRunBody(func::FuncOp run, func::FuncOp forward,
-                    ArrayRef<int32_t> argSlots,
-                    ArrayRef<int32_t> resultSlots) {
+                    ArrayRef<int32_t> argSlots, ArrayRef<int32_t> resultSlots,
+                    ArrayRef<std::optional<unsigned>> updatedArgs = {}) {
     Location loc = forward.getLoc();
     OpBuilder b(run.getContext());
     Block *body = run.addEntryBlock();
@@ -301,14 +329,16 @@ struct EmitModelEntryPass
           b, loc, pointer,
           MemRefType::get(type.getShape(), type.getElementType()));
     };
-    SmallVector<Value> args;
-    for (auto [type, index] : llvm::zip_equal(forward.getArgumentTypes(),
-                                              argSlots)) {
+    SmallVector<Value> argBuffers, args;
+    for (auto [i, type, index] : llvm::enumerate(forward.getArgumentTypes(),
+                                                 argSlots)) {
       auto tensorType = cast<RankedTensorType>(type);
-      // Not writable: the caller's inputs and weights are only read.
+      argBuffers.push_back(loadBuffer(tensorType, index));
+      // Inputs and weights that the step does not update are only read.
+      bool updated = llvm::is_contained(updatedArgs, unsigned(i));
       args.push_back(bufferization::ToTensorOp::create(
-          b, loc, tensorType, loadBuffer(tensorType, index),
-          b.getUnitAttr()));
+          b, loc, tensorType, argBuffers.back(), b.getUnitAttr(),
+          updated ? b.getUnitAttr() : UnitAttr()));
     }
     // Output buffers are loaded before the call so that they dominate the
     // inlined body: --eliminate-empty-tensors can then make the ops that
@@ -318,10 +348,31 @@ struct EmitModelEntryPass
          llvm::zip_equal(forward.getResultTypes(), resultSlots))
       outputs.push_back(loadBuffer(cast<RankedTensorType>(type), index));
     auto call = func::CallOp::create(b, loc, forward, args);
-    for (auto [result, output] : llvm::zip(call.getResults(), outputs))
+    auto updatedArg = [&](size_t result) {
+      return result < updatedArgs.size() ? updatedArgs[result] : std::nullopt;
+    };
+    for (auto [i, result] : llvm::enumerate(call.getResults()))
+      if (!updatedArg(i))
+        bufferization::MaterializeInDestinationOp::create(
+            b, loc, /*result=*/Type(), result, outputs[i], b.getUnitAttr(),
+            b.getUnitAttr());
+    // Then, after every other output has read what it needs, each new
+    // parameter or state into its argument's tensor: one-shot bufferization
+    // has the update write in place unless the old value is still read
+    // after it (then the update writes a new buffer, copied here). The
+    // store into the argument's buffer keeps the value alive; once in place
+    // it copies a buffer onto itself, which canonicalization removes.
+    for (auto [i, result] : llvm::enumerate(call.getResults())) {
+      std::optional<unsigned> arg = updatedArg(i);
+      if (!arg)
+        continue;
+      Value inPlace = bufferization::MaterializeInDestinationOp::create(
+                          b, loc, result.getType(), result, args[*arg])
+                          .getResult();
       bufferization::MaterializeInDestinationOp::create(
-          b, loc, /*result=*/Type(), result, output, b.getUnitAttr(),
-          b.getUnitAttr());
+          b, loc, /*result=*/Type(), inPlace, argBuffers[*arg],
+          b.getUnitAttr(), b.getUnitAttr());
+    }
     func::ReturnOp::create(b, loc);
   }
 };

@@ -457,10 +457,10 @@ void dtrain_rt_batch_norm_backward_f64(const double *x, const double *dy,
  * initializer, e.g. batch-norm running statistics), state (optimizer
  * state, zero before the first step), input (a graph input or labels) or
  * output (a graph output, or the new value of the param, buffer or state
- * of the same name, written by the call); <dtype> is f32, f64, f16,
- * bf16, i64 or i32; <shape> is the dimensions joined by 'x' ("16x3x32x32"),
- * or '-' for a scalar; <name> is the ONNX name, the rest of the line.
- * Paths and names contain no newline. Mode infer runs a model's forward
+ * of the same name, dtype and shape, written by the call); <dtype> is f32,
+ * f64, f16, bf16, i64 or i32; <shape> is the dimensions joined by 'x'
+ * ("16x3x32x32"), or '-' for a scalar; <name> is the ONNX name, the rest
+ * of the line. Paths and names contain no newline. Mode infer runs a model's forward
  * pass; mode step runs one training step of --dtrain-build-training, whose
  * inputs include the labels and whose outputs are the updated parameters
  * (named after them) and the loss; mode train is a trainer: the step, and
@@ -470,10 +470,12 @@ void dtrain_rt_batch_norm_backward_f64(const double *x, const double *dy,
 
 /* Runs a compiled model: BUFFERS[i] given to RUN points to the dense
  * row-major data of the i-th `arg` of INFO, aligned to 64 bytes; RUN writes
- * the outputs and only reads every other buffer. This function is the whole
- * command line of a compiled model (see its --help): it reads the weights
- * from the ONNX file, the inputs from .npy files, runs and writes the
- * outputs. Returns the process exit code: 0 on success; on an error it
+ * the outputs and only reads every other buffer. In modes step and train,
+ * an output that is the new value of a param, buffer or state gets the
+ * same pointer as that arg: the step updates it in place. This function is
+ * the whole command line of a compiled model (see its --help): it reads
+ * the weights from the ONNX file, the inputs from .npy files, runs and
+ * writes the outputs. Returns the process exit code: 0 on success; on an error it
  * prints one line "dtrain: error: ..." to stderr and returns 2 for a usage
  * error (flags), 1 for any other (files, dtypes and shapes that do not
  * match INFO, a malformed INFO). */

@@ -727,17 +727,22 @@ void writeOutputs(const ModelInfo &info, const std::vector<std::string> &files,
 
 /// The buffers of a compiled model's run function, one per arg, 64-byte
 /// aligned: weights read from the ONNX file, optimizer state and outputs
-/// zeroed.
+/// zeroed. In a training step, the output named after a parameter, buffer
+/// or state (same dtype and shape) is its new value, which the step writes
+/// over the old one (dtrain_rt.h): both share one buffer.
 struct Workspace {
   const ModelInfo &info;
   std::vector<std::unique_ptr<void, FreeDeleter>> owned;
   std::vector<void *> buffers;
-  /// (output, arg): in a training step, the output named after a
-  /// parameter, buffer or state is its new value, which the next run reads.
-  std::vector<std::pair<size_t, size_t>> feedback;
 
-  explicit Workspace(const ModelInfo &info) : info(info) {
-    for (const Arg &a : info.args) {
+  explicit Workspace(const ModelInfo &info)
+      : info(info), buffers(info.args.size()) {
+    for (size_t i = 0; i < info.args.size(); ++i) {
+      const Arg &a = info.args[i];
+      if (std::optional<size_t> updated = updatedArg(i)) {
+        buffers[i] = buffers[*updated];
+        continue;
+      }
       void *p = nullptr;
       // At least one cache line, so that an empty buffer is a valid pointer.
       const size_t bytes = std::max<size_t>((a.bytes + 63) / 64 * 64, 64);
@@ -745,22 +750,28 @@ struct Workspace {
         fail("cannot allocate %zu bytes for %s %s", a.bytes,
              roleNames[int(a.role)], quoted(a.name).c_str());
       owned.emplace_back(p);
-      buffers.push_back(p);
+      buffers[i] = p;
       // Optimizer state starts at zero, as in a fresh PyTorch optimizer.
       if (a.role == Role::Output || a.role == Role::State ||
           a.role == Role::Eval)
         std::memset(p, 0, bytes);
     }
-    if (info.mode == "infer")
-      return;
-    for (size_t out : info.indices(Role::Output))
-      for (size_t i = 0; i < info.args.size(); ++i)
-        if ((info.args[i].role == Role::Param ||
-             info.args[i].role == Role::Buffer ||
-             info.args[i].role == Role::State) &&
-            info.args[i].name == info.args[out].name &&
-            info.args[i].bytes == info.args[out].bytes)
-          feedback.emplace_back(out, i);
+  }
+
+  /// For the output at INDEX of a training step, the parameter, buffer or
+  /// state it is the new value of (outputs follow the other args).
+  std::optional<size_t> updatedArg(size_t index) const {
+    const Arg &out = info.args[index];
+    if (info.mode == "infer" || out.role != Role::Output)
+      return std::nullopt;
+    for (size_t i = 0; i < index; ++i) {
+      const Arg &a = info.args[i];
+      if ((a.role == Role::Param || a.role == Role::Buffer ||
+           a.role == Role::State) &&
+          a.name == out.name && a.dtype == out.dtype && a.dims == out.dims)
+        return i;
+    }
+    return std::nullopt;
   }
 
   /// Reads the parameters and buffers from the ONNX file PATH (given by
@@ -787,12 +798,8 @@ struct Workspace {
     }
   }
 
-  /// Runs RUN once and carries the new parameters, buffers and state over.
-  void step(void (*run)(void **)) {
-    run(buffers.data());
-    for (auto [out, arg] : feedback)
-      std::memcpy(buffers[arg], buffers[out], info.args[arg].bytes);
-  }
+  /// Runs RUN once: the new parameters, buffers and state replace the old.
+  void step(void (*run)(void **)) { run(buffers.data()); }
 
   /// The index of the arg of ROLE named NAME, if any.
   std::optional<size_t> find(Role role, std::string_view name) const {

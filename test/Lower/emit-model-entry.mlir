@@ -84,3 +84,34 @@ func.func @forward(%x: tensor<3xf32> {train.input = "x"}) -> tensor<3xf32> {
 func.func @main() {
   return
 }
+
+// -----
+
+// A training step updates its parameters and state in place: each new
+// value is materialized into its argument's tensor (writable, so one-shot
+// bufferization can have the update write in place, or copy when the old
+// value is still read) and stored into the argument's buffer; the runtime
+// gives the output of the same name the argument's pointer. The loss goes
+// to its own output buffer first (before any old value is overwritten), the
+// input stays read-only.
+// CHECK: @dtrain_model_info("dtrain-model 1\0Aonnx -\0Amode step\0Aarg param f32 3 w\0Aarg state f32 3 w.momentum_buffer\0Aarg input f32 3 x\0Aarg output f32 3 w\0Aarg output f32 3 w.momentum_buffer\0Aarg output f32 - loss\0A\00")
+// CHECK: func.func @dtrain_model_run(
+// CHECK: %[[W_BUF:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<3xf32>
+// CHECK: %[[W:.*]] = bufferization.to_tensor %[[W_BUF]] restrict writable
+// CHECK: %[[V_BUF:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<3xf32>
+// CHECK: %[[V:.*]] = bufferization.to_tensor %[[V_BUF]] restrict writable
+// CHECK: %[[X_BUF:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<3xf32>
+// CHECK: %[[X:.*]] = bufferization.to_tensor %[[X_BUF]] restrict :
+// CHECK: %[[LOSS_BUF:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<f32>
+// CHECK: %[[R:.*]]:3 = call @train_step(%[[W]], %[[V]], %[[X]])
+// CHECK: bufferization.materialize_in_destination %[[R]]#2 in restrict writable %[[LOSS_BUF]]
+// CHECK: %[[NEW_W:.*]] = bufferization.materialize_in_destination %[[R]]#0 in %[[W]] : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+// CHECK: bufferization.materialize_in_destination %[[NEW_W]] in restrict writable %[[W_BUF]]
+// CHECK: %[[NEW_V:.*]] = bufferization.materialize_in_destination %[[R]]#1 in %[[V]]
+// CHECK: bufferization.materialize_in_destination %[[NEW_V]] in restrict writable %[[V_BUF]]
+func.func @train_step(%w: tensor<3xf32> {train.param = "w"}, %v: tensor<3xf32> {train.optimizer_state = "w.momentum_buffer"}, %x: tensor<3xf32> {train.input = "x"}) -> (tensor<3xf32> {train.updated = "w"}, tensor<3xf32> {train.updated = "w.momentum_buffer"}, tensor<f32> {train.output = "loss"}) {
+  %0 = nn.mul %w, %x : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  %1 = nn.reduce_sum %0 dims = [0] : tensor<3xf32> -> tensor<f32>
+  %2:2 = train.momentum_update %w, %x, %v {lr = 0.1 : f64, momentum = 0.9 : f64} : tensor<3xf32>
+  return %2#0, %2#1, %1 : tensor<3xf32>, tensor<3xf32>, tensor<f32>
+}
