@@ -78,6 +78,17 @@ def EmitModelEntry : Pass<"dtrain-emit-model-entry", "ModuleOp"> {
     - `func.func @main(i32, !llvm.ptr) -> i32`, which returns
       `dtrain_rt_model_main(argc, argv, dtrain_model_info, dtrain_model_run)`.
 
+    A `@train_step` of `--dtrain-build-training` (mode `step`, or `train`
+    with an `@eval_step`, which gets `dtrain_model_eval` and
+    `dtrain_rt_trainer_main`) updates in place: each result marked
+    `train.updated` with the name and type of a parameter, buffer or
+    optimizer-state argument is materialized, after the other results,
+    into that argument's tensor (`to_tensor restrict writable`) and stored
+    into its buffer, and the runtime passes one pointer for both. One-shot
+    bufferization then has the fused update write straight into the
+    argument's buffer, or writes a new buffer and copies it when the old
+    value is still read later.
+
     Shapes must be static and element types among f32, f64, f16, bf16, i64
     and i32.
   }];
