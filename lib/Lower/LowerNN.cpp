@@ -252,7 +252,7 @@ namespace {
 /// passed as NULL), the tensors it produces, then scalar arguments, in the
 /// order of the C prototype (pointers first, as every kernel takes them).
 struct KernelCall {
-  StringRef name;
+  std::string name;
   SmallVector<Value> inputs;
   SmallVector<RankedTensorType> results;
   SmallVector<Value> scalars;
@@ -312,15 +312,23 @@ static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
   return results;
 }
 
-/// The kernels compute in f32 only; other element types wait for the
-/// mixed-precision lowering.
-static LogicalResult checkKernelOperands(Operation *op) {
-  for (Type type : op->getOperandTypes())
-    if (!getElementTypeOrSelf(type).isF32())
-      return op->emitOpError("is lowered to an f32 runtime kernel, but has an "
-                             "operand of type ")
-             << type;
-  return success();
+/// The element type of OP's runtime kernel: f32 (oneDNN) or f64 (reference
+/// loops, for gradient checks), that of all its operands (the kernel ops
+/// verify that they share it). Other types wait for the mixed-precision
+/// lowering.
+static FailureOr<FloatType> getKernelElementType(Operation *op) {
+  Type type = op->getOperand(0).getType();
+  Type element = getElementTypeOrSelf(type);
+  if (!element.isF32() && !element.isF64())
+    return op->emitOpError("is lowered to an f32 or f64 runtime kernel, but "
+                           "has an operand of type ")
+           << type;
+  return cast<FloatType>(element);
+}
+
+/// The runtime's name of KERNEL for ELEMENT: dtrain_rt_<kernel>_f32|f64.
+static std::string getKernelName(StringRef kernel, FloatType element) {
+  return ("dtrain_rt_" + kernel + (element.isF64() ? "_f64" : "_f32")).str();
 }
 
 /// The learning rate LR of an optimizer update in element type TYPE, times
@@ -702,7 +710,8 @@ Value NNLowering::pad(nn::PadOp op) {
 }
 
 FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
-  if (failed(checkKernelOperands(op)))
+  FailureOr<FloatType> element = getKernelElementType(op);
+  if (failed(element))
     return failure();
   Location loc = op.getLoc();
   RankedTensorType resultType = getTensorType(op.getResult());
@@ -712,9 +721,9 @@ FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
       b, loc, {resultType.getDimSize(0), resultType.getDimSize(1), k});
   scalars.push_back(createI32(b, loc, op.getTransposeLhs()));
   scalars.push_back(createI32(b, loc, op.getTransposeRhs()));
-  scalars.push_back(createFloat(b, loc, b.getF32Type(), 0.0));
+  scalars.push_back(createFloat(b, loc, *element, 0.0));
   return buildKernelCall(b, op,
-                         {"dtrain_rt_matmul_f32",
+                         {getKernelName("matmul", *element),
                           {op.getLhs(), op.getRhs()},
                           {resultType},
                           scalars})
@@ -741,12 +750,13 @@ static SmallVector<Value> createConvGeometry(OpBuilder &b, ConvLikeOp op,
 }
 
 FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
-  if (failed(checkKernelOperands(op)))
+  FailureOr<FloatType> element = getKernelElementType(op);
+  if (failed(element))
     return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(
              b, op,
-             {"dtrain_rt_conv2d_f32",
+             {getKernelName("conv2d", *element),
               {op.getInput(), op.getWeight(), op.getBias()},
               {resultType},
               createConvGeometry(b, op, getTensorType(op.getInput()),
@@ -755,12 +765,13 @@ FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
 }
 
 FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
-  if (failed(checkKernelOperands(op)))
+  FailureOr<FloatType> element = getKernelElementType(op);
+  if (failed(element))
     return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(
              b, op,
-             {"dtrain_rt_conv2d_backward_data_f32",
+             {getKernelName("conv2d_backward_data", *element),
               {op.getGrad(), op.getWeight()},
               {resultType},
               createConvGeometry(b, op, resultType,
@@ -771,7 +782,8 @@ FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
 
 FailureOr<Value>
 NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
-  if (failed(checkKernelOperands(op)))
+  FailureOr<FloatType> element = getKernelElementType(op);
+  if (failed(element))
     return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
   // No bias gradient (NULL): nn.reduce_sum computes it.
@@ -783,7 +795,7 @@ NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
                                         resultType,
                                         getTensorType(op.getGrad())));
   return buildKernelCall(b, op,
-                         {"dtrain_rt_conv2d_backward_weights_f32",
+                         {getKernelName("conv2d_backward_weights", *element),
                           {op.getInput(), op.getGrad()},
                           {resultType},
                           scalars})
@@ -814,11 +826,12 @@ static SmallVector<Value> createPoolGeometry(OpBuilder &b, PoolLikeOp op,
 
 template <typename PoolOp>
 FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
-  if (failed(checkKernelOperands(op)))
+  FailureOr<FloatType> element = getKernelElementType(op);
+  if (failed(element))
     return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(b, op,
-                         {"dtrain_rt_pool2d_f32",
+                         {getKernelName("pool2d", *element),
                           {op.getInput()},
                           {resultType},
                           createPoolGeometry(b, op, kind,
@@ -831,11 +844,12 @@ FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
 template <typename PoolGradOp>
 FailureOr<Value> NNLowering::pool2dBackward(PoolGradOp op, int32_t kind,
                                             Value input) {
-  if (failed(checkKernelOperands(op)))
+  FailureOr<FloatType> element = getKernelElementType(op);
+  if (failed(element))
     return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(b, op,
-                         {"dtrain_rt_pool2d_backward_f32",
+                         {getKernelName("pool2d_backward", *element),
                           {input, op.getGrad()},
                           {resultType},
                           createPoolGeometry(b, op, kind, resultType,
@@ -853,16 +867,17 @@ static SmallVector<int64_t> getBatchNormGeometry(RankedTensorType type) {
 }
 
 FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
-  if (failed(checkKernelOperands(op)))
+  FailureOr<FloatType> element = getKernelElementType(op);
+  if (failed(element))
     return failure();
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars =
       createI64s(b, loc, getBatchNormGeometry(type));
-  scalars.push_back(createFloat(b, loc, b.getF32Type(),
+  scalars.push_back(createFloat(b, loc, *element,
                                 op.getEpsilon().convertToDouble()));
   return buildKernelCall(b, op,
-                         {"dtrain_rt_batch_norm_f32",
+                         {getKernelName("batch_norm", *element),
                           {op.getInput(), op.getScale(), op.getBias(),
                            op.getMean(), op.getVar()},
                           {type},
@@ -872,17 +887,18 @@ FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
 
 FailureOr<SmallVector<Value>>
 NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
-  if (failed(checkKernelOperands(op)))
+  FailureOr<FloatType> element = getKernelElementType(op);
+  if (failed(element))
     return failure();
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars =
       createI64s(b, loc, getBatchNormGeometry(type));
-  scalars.push_back(createFloat(b, loc, b.getF32Type(),
+  scalars.push_back(createFloat(b, loc, *element,
                                 op.getEpsilon().convertToDouble()));
   return buildKernelCall(
       b, op,
-      {"dtrain_rt_batch_norm_train_f32",
+      {getKernelName("batch_norm_train", *element),
        {op.getInput(), op.getScale(), op.getBias()},
        {type, getTensorType(op.getBatchMean()), getTensorType(op.getBatchVar())},
        scalars});
@@ -1069,16 +1085,17 @@ SmallVector<Value> NNLowering::adamUpdate(train::AdamUpdateOp op) {
 
 FailureOr<SmallVector<Value>>
 NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
-  if (failed(checkKernelOperands(op)))
+  FailureOr<FloatType> element = getKernelElementType(op);
+  if (failed(element))
     return failure();
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars = createI64s(b, loc, getBatchNormGeometry(type));
-  scalars.push_back(createFloat(b, loc, b.getF32Type(),
+  scalars.push_back(createFloat(b, loc, *element,
                                 op.getEpsilon().convertToDouble()));
   return buildKernelCall(
       b, op,
-      {"dtrain_rt_batch_norm_backward_f32",
+      {getKernelName("batch_norm_backward", *element),
        {op.getInput(), op.getGrad(), op.getScale(), op.getBatchMean(),
         op.getBatchVar()},
        {type, getTensorType(op.getScaleGrad()), getTensorType(op.getBiasGrad())},

@@ -341,3 +341,19 @@ func.func @dropout_mask(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<2x3xf3
   %mask = nn.dropout_mask %seed, %step {ratio = 0.25 : f64, stream = 3 : i64} : tensor<i64>, tensor<i64> -> tensor<2x3xf32>
   return %mask : tensor<2x3xf32>
 }
+
+// -----
+
+// In f64 the kernels are the runtime's reference loops (dtrain_rt_*_f64),
+// their floating-point scalars f64 too.
+// CHECK-DAG: func.func private @dtrain_rt_matmul_f64(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i32, f64)
+// CHECK-DAG: func.func private @dtrain_rt_batch_norm_train_f64(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
+// CHECK-LABEL: func.func @kernels_f64
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x3xf64>
+// CHECK: call @dtrain_rt_matmul_f64(
+// CHECK: call @dtrain_rt_batch_norm_train_f64(
+func.func @kernels_f64(%x: tensor<2x4xf64>, %w: tensor<3x4xf64>, %s: tensor<3xf64>, %b: tensor<3xf64>) -> (tensor<2x3xf64>, tensor<2x3xf64>, tensor<3xf64>, tensor<3xf64>) {
+  %0 = nn.matmul %x, %w {transpose_rhs} : tensor<2x4xf64>, tensor<3x4xf64> -> tensor<2x3xf64>
+  %1:3 = nn.batch_norm_train %0, %s, %b : tensor<2x3xf64>, tensor<3xf64>, tensor<3xf64> -> (tensor<2x3xf64>, tensor<3xf64>, tensor<3xf64>)
+  return %0, %1#0, %1#1, %1#2 : tensor<2x3xf64>, tensor<2x3xf64>, tensor<3xf64>, tensor<3xf64>
+}

@@ -119,8 +119,9 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     read_only` and writes a fresh 64-byte-aligned `memref.alloc` that
     `bufferization.to_tensor restrict writable` turns back into the result
     tensor, so that one-shot bufferization can run on the whole function
-    afterwards. The kernels take f32 only: another element type is an error
-    on the op.
+    afterwards. The kernels take f32 (oneDNN) or f64 (`..._f64`, plain
+    reference loops, for gradient checks): another element type is an
+    error on the op.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

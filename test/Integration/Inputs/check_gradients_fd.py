@@ -11,9 +11,9 @@ reference is (L(w + h e) - L(w - h e)) / 2h for every element of every
 parameter (h = 1e-6), with L evaluated by the compiled forward pass
 (`--mode=infer --model` on the perturbed weights) and numpy. They must
 agree to rtol 1e-5 / atol 1e-8. Prints one line per case and exits
-non-zero on any mismatch. (Ops lowered to the f32-only kernels - matmul,
-convolution, pooling, batch norm - are checked against PyTorch in
-train-step.test instead.)
+non-zero on any mismatch. Matmul, convolution, pooling and batch norm run
+on the runtime's f64 reference kernels here (f32 steps are checked against
+PyTorch in train-step.test).
 """
 import os
 import subprocess
@@ -89,16 +89,61 @@ CASES = {
                            node("Flatten", ["t"], ["y"], axis=0)],
                           {"w": away_from_zero((2, 3))},
                           away_from_zero((2, 3)), (1, 6)),
+    # The runtime's kernels (f64 reference loops), with the parameters as
+    # every operand so that each of their gradients is checked.
+    "MatMul (both operands)": ([node("MatMul", ["p", "w"], ["t"]),
+                                node("Mul", ["t", "x"], ["y"])],
+                               {"p": away_from_zero((2, 3)),
+                                "w": away_from_zero((3, 4))},
+                               away_from_zero((2, 4)), (2, 4)),
+    "Gemm (transposed, bias)": ([node("Gemm", ["p", "w", "c"], ["y"],
+                                      transB=1, alpha=0.5)],
+                                {"p": away_from_zero((2, 3)),
+                                 "w": away_from_zero((4, 3)),
+                                 "c": away_from_zero((4,))},
+                                away_from_zero((2, 4)), (2, 4)),
+    "Conv (groups, strides, pads, dilations, bias)": (
+        [node("Conv", ["p", "k", "c"], ["y"], group=2, strides=[2, 1],
+              pads=[1, 0, 1, 1], dilations=[1, 2])],
+        {"p": away_from_zero((1, 4, 5, 6)), "k": away_from_zero((4, 2, 3, 2)),
+         "c": away_from_zero((4,))},
+        away_from_zero((1, 4, 3, 5)), (1, 4, 3, 5)),
+    "MaxPool (strides, pads)": (
+        [node("MaxPool", ["p"], ["y"], kernel_shape=[2, 2], strides=[2, 1],
+              pads=[0, 1, 1, 0])],
+        {"p": away_from_zero((1, 2, 4, 4))}, away_from_zero((1, 2, 2, 4)),
+        (1, 2, 2, 4)),
+    "AveragePool (pads, count_include_pad=0)": (
+        [node("AveragePool", ["p"], ["y"], kernel_shape=[3, 3],
+              strides=[2, 2], pads=[1, 1, 1, 1])],
+        {"p": away_from_zero((1, 2, 5, 5))}, away_from_zero((1, 2, 3, 3)),
+        (1, 2, 3, 3)),
+    "AveragePool (ceil_mode, count_include_pad=1)": (
+        [node("AveragePool", ["p"], ["y"], kernel_shape=[2, 2],
+              strides=[2, 2], pads=[0, 1, 0, 0], ceil_mode=1,
+              count_include_pad=1)],
+        {"p": away_from_zero((1, 1, 5, 4))}, away_from_zero((1, 1, 3, 3)),
+        (1, 1, 3, 3)),
+    "GlobalAveragePool": ([node("GlobalAveragePool", ["p"], ["y"])],
+                          {"p": away_from_zero((2, 3, 2, 2))},
+                          away_from_zero((2, 3, 1, 1)), (2, 3, 1, 1)),
+    "BatchNormalization (training)": (
+        [node("BatchNormalization", ["p", "s", "b", "mean", "var"],
+              ["y", "running_mean", "running_var"], epsilon=1e-3)],
+        {"p": away_from_zero((4, 3, 2, 2)), "s": away_from_zero((3,)),
+         "b": away_from_zero((3,))},
+        away_from_zero((4, 3, 2, 2)), (4, 3, 2, 2)),
 }
 
 
 def make_model(path, nodes, params, x, y_shape):
     initializers = [numpy_helper.from_array(v, k) for k, v in params.items()]
     # Constant operands: ReduceSum's axes, Clip's bounds (away from the
-    # parameters' values), Pad's pads.
+    # parameters' values), Pad's pads, batch norm's running statistics.
     constants = {"axes": np.array([1], np.int64),
                  "lo": np.array(-0.9), "hi": np.array(1.1),
-                 "pads": np.array([0, 1, 1, 1], np.int64)}
+                 "pads": np.array([0, 1, 1, 1], np.int64),
+                 "mean": np.zeros(3), "var": np.ones(3)}
     for name, value in constants.items():
         if any(name in n.input for n in nodes):
             initializers.append(numpy_helper.from_array(value, name))
