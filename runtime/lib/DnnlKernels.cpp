@@ -34,6 +34,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -177,21 +178,63 @@ convForward(const ConvShapes &s, dnnl::prop_kind propKind) {
       cpuEngine());
 }
 
+/// The operands of one primitive call, each with its own scratch slot.
+enum class ScratchSlot { Src, Weights, Dst, Bias, Count };
+
+/// Memory for operands in a primitive's own layout: per thread, one
+/// growable buffer per slot, shared by every cached primitive (a thread
+/// runs one kernel call at a time). The reordered copies then cost the
+/// largest operand of each slot, not one buffer per geometry, which for a
+/// network's many convolutions and their gradients was several times the
+/// activations.
+class ScratchBuffers {
+public:
+  void *get(ScratchSlot slot, size_t bytes) {
+    Buffer &b = buffers[size_t(slot)];
+    if (b.bytes < bytes) {
+      void *p = nullptr;
+      if (::posix_memalign(&p, 64, bytes) != 0)
+        throw std::bad_alloc();
+      b.data.reset(p);
+      b.bytes = bytes;
+    }
+    return b.data.get();
+  }
+
+private:
+  struct Free {
+    void operator()(void *p) const { std::free(p); }
+  };
+  struct Buffer {
+    std::unique_ptr<void, Free> data;
+    size_t bytes = 0;
+  };
+  std::array<Buffer, size_t(ScratchSlot::Count)> buffers;
+};
+
+ScratchBuffers &threadScratch() {
+  thread_local ScratchBuffers scratch;
+  return scratch;
+}
+
 /// An operand given in the user's layout to a primitive that may have
-/// chosen another: then an intermediate buffer in the chosen layout and the
-/// reorder between the two (user to buffer for an input, buffer to user for
-/// an output); otherwise the user's memory goes to the primitive directly.
+/// chosen another: then a scratch buffer (SLOT) in the chosen layout and
+/// the reorder between the two (user to buffer for an input, buffer to user
+/// for an output); otherwise the user's memory goes to the primitive
+/// directly.
 struct Operand {
   memory::desc user;
-  memory buffer;
+  memory buffer; // over the slot's scratch memory, set at each call
   dnnl::reorder reorder; // empty when the layouts agree
+  ScratchSlot slot = ScratchSlot::Src;
 
   Operand() = default;
-  Operand(const memory::desc &user, const memory::desc &chosen, bool output)
-      : user(user) {
+  Operand(const memory::desc &user, const memory::desc &chosen, bool output,
+          ScratchSlot slot)
+      : user(user), slot(slot) {
     if (chosen == user)
       return;
-    buffer = memory(chosen, cpuEngine());
+    buffer = memory(chosen, cpuEngine(), DNNL_MEMORY_NONE);
     reorder =
         dnnl::reorder(output ? dnnl::reorder::primitive_desc(
                                    cpuEngine(), chosen, cpuEngine(), user)
@@ -204,12 +247,12 @@ struct Operand {
     memory userData = userMemory(user, data);
     if (!reorder)
       return userData;
-    reorder.execute(stream, userData, buffer);
+    reorder.execute(stream, userData, scratchBuffer());
     return buffer;
   }
   /// Where the primitive writes an output bound for DATA.
   memory output(float *data) {
-    return reorder ? buffer : userMemory(user, data);
+    return reorder ? scratchBuffer() : userMemory(user, data);
   }
   /// After the primitive: the output into DATA, if it went to the buffer.
   void finishOutput(dnnl::stream &stream, float *data) {
@@ -217,6 +260,13 @@ struct Operand {
       return;
     memory userData = userMemory(user, data);
     reorder.execute(stream, buffer, userData);
+  }
+
+private:
+  memory &scratchBuffer() {
+    buffer.set_data_handle(
+        threadScratch().get(slot, buffer.get_desc().get_size()));
+    return buffer;
   }
 };
 
@@ -232,9 +282,10 @@ std::unique_ptr<ConvEntry> createConv(const ConvKey &key) {
   ConvShapes s = convShapes(key);
   auto pd = convForward(s, dnnl::prop_kind::forward_inference);
   entry->conv = dnnl::convolution_forward(pd);
-  entry->src = Operand(s.srcUser, pd.src_desc(), false);
-  entry->weights = Operand(s.weightsUser, pd.weights_desc(), false);
-  entry->dst = Operand(s.dstUser, pd.dst_desc(), true);
+  entry->src = Operand(s.srcUser, pd.src_desc(), false, ScratchSlot::Src);
+  entry->weights =
+      Operand(s.weightsUser, pd.weights_desc(), false, ScratchSlot::Weights);
+  entry->dst = Operand(s.dstUser, pd.dst_desc(), true, ScratchSlot::Dst);
   entry->bias = s.bias;
   return entry;
 }
@@ -273,9 +324,12 @@ createConvBackwardData(const ConvKey &key) {
           s.strides, s.dilates, s.padBegin, s.padEnd),
       cpuEngine(), hint);
   entry->conv = dnnl::convolution_backward_data(pd);
-  entry->diffDst = Operand(s.dstUser, pd.diff_dst_desc(), false);
-  entry->weights = Operand(s.weightsUser, pd.weights_desc(), false);
-  entry->diffSrc = Operand(s.srcUser, pd.diff_src_desc(), true);
+  entry->diffDst =
+      Operand(s.dstUser, pd.diff_dst_desc(), false, ScratchSlot::Dst);
+  entry->weights =
+      Operand(s.weightsUser, pd.weights_desc(), false, ScratchSlot::Weights);
+  entry->diffSrc =
+      Operand(s.srcUser, pd.diff_src_desc(), true, ScratchSlot::Src);
   return entry;
 }
 
@@ -309,11 +363,14 @@ createConvBackwardWeights(const ConvKey &key) {
           s.dstAny, s.strides, s.dilates, s.padBegin, s.padEnd),
       cpuEngine(), hint);
   entry->conv = dnnl::convolution_backward_weights(pd);
-  entry->src = Operand(s.srcUser, pd.src_desc(), false);
-  entry->diffDst = Operand(s.dstUser, pd.diff_dst_desc(), false);
-  entry->diffWeights = Operand(s.weightsUser, pd.diff_weights_desc(), true);
+  entry->src = Operand(s.srcUser, pd.src_desc(), false, ScratchSlot::Src);
+  entry->diffDst =
+      Operand(s.dstUser, pd.diff_dst_desc(), false, ScratchSlot::Dst);
+  entry->diffWeights = Operand(s.weightsUser, pd.diff_weights_desc(), true,
+                                ScratchSlot::Weights);
   if (key.back()) // has bias
-    entry->diffBias = Operand(s.bias, pd.diff_bias_desc(), true);
+    entry->diffBias =
+        Operand(s.bias, pd.diff_bias_desc(), true, ScratchSlot::Bias);
   return entry;
 }
 
