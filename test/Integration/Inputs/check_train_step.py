@@ -12,8 +12,9 @@ starts from the parameters and optimizer state the previous one left) and
 compares the loss and the correct-prediction count of the last step, every
 parameter and every batch-norm running statistic after it with
 PyTorch's (torch.optim, weight decay on parameters of more than one
-dimension only, as dtrain does by default) at rtol 1e-4 and atol 1e-5
-(float32). Prints one line per case with the largest differences, and
+dimension only, as dtrain does by default) at rtol 1e-4 and atol 1e-5 for
+float32 models, 1e-6 and 1e-7 for float64 ones (model, batch and outputs
+all float64). Prints one line per case with the largest differences, and
 exits non-zero on any mismatch or failure.
 """
 import argparse
@@ -28,7 +29,11 @@ import torch
 import torchvision
 from torch import nn
 
-RTOL, ATOL = 1e-4, 1e-5
+# (rtol, atol) by the batch's float type. float64 rounding is small enough
+# that the torchvision cases' 3 steps, whose float32 rounding alone would
+# exceed 1e-4, hold 100 times tighter (PyTorch's own float64 steps there
+# move by under 1e-8 when the weights move by 1e-15).
+TOLERANCES = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-6, 1e-7)}
 
 class Lars(torch.optim.Optimizer):
     """LARS as dtrain documents it (train.lars_update): for tensors of more
@@ -87,10 +92,10 @@ def splitmix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-def dropout_mask(seed, step, stream, shape, ratio):
+def dropout_mask(seed, step, stream, shape, ratio, dtype):
     """nn.dropout_mask from its documented definition: 0 where the top 24
     bits of element i's number are below round(ratio 2^24), else
-    1 / (1 - ratio)."""
+    1 / (1 - ratio), in DTYPE (the masked tensor's)."""
     key = splitmix64(np.array([seed], dtype=np.uint64))
     key = splitmix64(key ^ np.uint64(step))
     key = splitmix64(key ^ np.uint64(stream))
@@ -98,7 +103,7 @@ def dropout_mask(seed, step, stream, shape, ratio):
     numbers = splitmix64(key + index * np.uint64(GAMMA))
     dropped = (numbers >> np.uint64(40)) < np.uint64(round(ratio * 2 ** 24))
     return torch.from_numpy(np.where(dropped, 0.0, 1.0 / (1.0 - ratio))
-                            .astype(np.float32).reshape(shape))
+                            .reshape(shape)).to(dtype)
 
 
 def use_dtrain_dropout(model):
@@ -115,7 +120,8 @@ def use_dtrain_dropout(model):
     model.register_forward_pre_hook(count_step)
     for stream, module in enumerate(dropouts):
         module.forward = (lambda x, stream=stream, p=module.p:
-                          x * dropout_mask(0, step[0], stream, x.shape, p))
+                          x * dropout_mask(0, step[0], stream, x.shape, p,
+                                           x.dtype))
 
 
 def relu_mlp():
@@ -168,13 +174,30 @@ def torchvision_model(name, **kwargs):
 def torchvision_cases():
     """resnet18 (the importer issue's CNN) at a small input, batch 8, 64x64,
     one SGD step with lr 1, so that the parameters compared are w - g and
-    the tolerance applies to the gradients themselves. More steps, or mobilenet_v2, whose batch norms see few
-    values, make float32 rounding grow past rtol 1e-4 in PyTorch itself
-    (its float32 step leaves its float64 one by 6.7e-4 on mobilenet_v2)."""
+    the tolerance applies to the gradients themselves. More steps, or
+    mobilenet_v2, whose batch norms see few values, make float32 rounding
+    grow past rtol 1e-4 in PyTorch itself (its float32 step leaves its
+    float64 one by 6.7e-4 on mobilenet_v2); so resnet18 and mobilenet_v2
+    also run in float64: 3 steps of momentum SGD and of Adam, with weight
+    decay, batch 8, 32x32."""
     torch.manual_seed(13)
     x, labels = torch.randn(8, 3, 64, 64), torch.randint(0, 10, (8,))
     yield ("resnet18 softmax-xent sgd", torchvision_model("resnet18"),
            "softmax-xent", "sgd", 1.0, 0.0, 1, x, labels)
+    # In float64 rounding stays far below the tolerance, so both networks
+    # can take several steps of the stateful optimizers. 32x32: both
+    # networks downsample by 32, so their last layers run at 1x1 here.
+    # Batch 8, not 4: the batch norms there see only batch-many values, and
+    # at 4 mobilenet_v2's steps are chaotic in PyTorch itself (weights
+    # perturbed by 1e-15 end 3 momentum steps 1.9 apart; at 8, 7e-9).
+    torch.manual_seed(15)
+    x = torch.randn(8, 3, 32, 32, dtype=torch.float64)
+    labels = torch.randint(0, 10, (8,))
+    for name in ("resnet18", "mobilenet_v2"):
+        for optimizer, lr in (("momentum", 0.05), ("adam", 0.001)):
+            yield ("%s f64 softmax-xent %s" % (name, optimizer),
+                   torchvision_model(name).double(), "softmax-xent",
+                   optimizer, lr, 5e-4, 3, x, labels)
 
 
 def cases():
@@ -279,6 +302,7 @@ def check(compile_tool, work, name, model, loss_name,
     """SCHEDULE: dtrain-compile's schedule flags and the PyTorch scheduler
     (a function of the optimizer) that they stand for."""
     flags, scheduler = schedule
+    rtol, atol = TOLERANCES[x.dtype]
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, "model.onnx")
     exe = os.path.join(work, "step.bin")
@@ -324,9 +348,17 @@ def check(compile_tool, work, name, model, loss_name,
                 name, key, sorted(got)))
             ok = False
             continue
+        # An output in another type than PyTorch's would mean the step did
+        # not run in the model's type (say, float32 arithmetic on a float64
+        # model), which a comparison of values might not notice.
+        if value.dtype != expected.dtype:
+            print("%s: MISMATCH: %s is %s, not %s" % (
+                name, key, value.dtype, expected.dtype))
+            ok = False
+            continue
         diff = float(np.abs(value - expected).max())
-        worst.append("%s=%.2g" % (key, diff))
-        if not np.allclose(value, expected, rtol=RTOL, atol=ATOL):
+        worst.append((diff, key))
+        if not np.allclose(value, expected, rtol=rtol, atol=atol):
             print("%s: MISMATCH in %s: max |dtrain - PyTorch| = %.3g" % (
                 name, key, diff))
             ok = False
@@ -339,9 +371,12 @@ def check(compile_tool, work, name, model, loss_name,
     if ok:
         counted = ("correct=%d " % int(got["correct"])
                    if "correct" in got else "")
+        # The largest first: the networks have more outputs than a line.
+        worst.sort(key=lambda item: -item[0])
         print("%s: loss=%.6f %smax_abs %s OK" % (
             name, float(got["loss"]), counted,
-            " ".join(worst[:8] + (["..."] if len(worst) > 8 else []))))
+            " ".join(["%s=%.2g" % (key, diff) for diff, key in worst[:8]]
+                     + (["..."] if len(worst) > 8 else []))))
     return ok
 
 
@@ -350,8 +385,8 @@ def main():
     parser.add_argument("compile", help="the dtrain-compile executable")
     parser.add_argument("workdir", help="scratch directory")
     parser.add_argument("--torchvision", action="store_true",
-                        help="torchvision's resnet18 instead of the small "
-                        "models")
+                        help="torchvision's resnet18 and mobilenet_v2 "
+                        "instead of the small models")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(2)
