@@ -203,12 +203,71 @@ void dtrain::rt::poolLoop(const PoolGeometry &g, const T *x, T *y) {
   }
 }
 
+/// Whether the windows along D are disjoint and whole (stride = kernel, no
+/// padding or dilation), as in the usual 2x2 max pooling.
+static bool isTiled(const WindowDim &d) {
+  return d.stride == d.kernel && d.dilation == 1 && d.padBegin == 0 &&
+         d.padEnd == 0;
+}
+
+/// The gradient of 2x2 max pooling with stride 2 for one pair of input rows
+/// X0, X1 (DX0, DX1): each window's gradient DY[o] goes to its first
+/// maximum in row-major order, a NaN being the maximum (the first one), as
+/// PyTorch; the other three elements get 0. Written with 0/1 masks in the
+/// element type and selects, no branches, so that the compiler vectorizes
+/// it across windows (with branches, random data mispredicts every other
+/// window).
+template <typename T>
+static void maxPool2x2BackwardRows(const T *x0, const T *x1, const T *dy,
+                                   T *dx0, T *dx1, int64_t ow) {
+  const T one = T(1), zero = T(0);
+  for (int64_t o = 0; o < ow; ++o) {
+    T a = x0[2 * o], b = x0[2 * o + 1], c = x1[2 * o], d = x1[2 * o + 1];
+    T nanA = a != a ? one : zero, nanB = b != b ? one : zero,
+      nanC = c != c ? one : zero, nanD = d != d ? one : zero;
+    T anyNaN = std::max(std::max(nanA, nanB), std::max(nanC, nanD));
+    T ab = a > b ? a : b, cd = c > d ? c : d, max = ab > cd ? ab : cd;
+    // Candidates: the NaNs if there is one, else the elements equal to the
+    // maximum; the first candidate wins.
+    T isA = anyNaN > zero ? nanA : (a == max ? one : zero);
+    T isB = anyNaN > zero ? nanB : (b == max ? one : zero);
+    T isC = anyNaN > zero ? nanC : (c == max ? one : zero);
+    T winA = isA, winB = isB * (one - winA),
+      winC = isC * (one - winA - winB);
+    T winD = one - winA - winB - winC;
+    T g = dy[o];
+    dx0[2 * o] = winA > zero ? g : zero;
+    dx0[2 * o + 1] = winB > zero ? g : zero;
+    dx1[2 * o] = winC > zero ? g : zero;
+    dx1[2 * o + 1] = winD > zero ? g : zero;
+  }
+}
+
 /// Every window sends its gradient to the input elements that made its
 /// output.
 template <typename T>
 void dtrain::rt::poolBackwardLoop(const PoolGeometry &g, const T *x,
                                   const T *dy, T *dx) {
-  std::fill(dx, dx + g.n * g.c * g.h.in * g.w.in, T(0));
+  const int64_t size = g.n * g.c * g.h.in * g.w.in;
+  if (g.kind == DTRAIN_RT_POOL_MAX && isTiled(g.h) && isTiled(g.w) &&
+      g.h.kernel == 2 && g.w.kernel == 2) {
+    // The usual 2x2 max pooling: disjoint whole windows, two input rows per
+    // output row, which write all of DX but a last odd row or column.
+    const int64_t width = g.w.in;
+    if (g.h.in != 2 * g.oh || width != 2 * g.ow)
+      std::fill(dx, dx + size, T(0));
+    for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
+      const T *in = x + plane * g.h.in * width;
+      T *gradIn = dx + plane * g.h.in * width;
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        maxPool2x2BackwardRows(in + 2 * oy * width, in + (2 * oy + 1) * width,
+                               dy + (plane * g.oh + oy) * g.ow,
+                               gradIn + 2 * oy * width,
+                               gradIn + (2 * oy + 1) * width, g.ow);
+    }
+    return;
+  }
+  std::fill(dx, dx + size, T(0));
   // The windows are the same in every plane.
   std::vector<TapRange> rowTaps, colTaps;
   for (int64_t oy = 0; oy < g.oh; ++oy)

@@ -695,6 +695,27 @@ TEST(Pool2DBackward, MaxTiesGoToTheFirstMaximum) {
   float nan = std::numeric_limits<float>::quiet_NaN();
   dx = runPoolBackward(one, {1, nan, 3, nan}, {1.5f});
   EXPECT_EQ(dx, (std::vector<float>{0, 1.5f, 0, 0}));
+  // The same through the 2x2 stride-2 path (disjoint windows).
+  PoolCase tiledOne{kMax, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false};
+  EXPECT_EQ(runPoolBackward(tiledOne, {3, 3, 3, 3}, {1.5f}),
+            (std::vector<float>{1.5f, 0, 0, 0}));
+  EXPECT_EQ(runPoolBackward(tiledOne, {1, nan, 3, nan}, {1.5f}),
+            (std::vector<float>{0, 1.5f, 0, 0}));
+  EXPECT_EQ(runPoolBackward(tiledOne, {1, 2, nan, 4}, {1.5f}),
+            (std::vector<float>{0, 0, 1.5f, 0}));
+  EXPECT_EQ(runPoolBackward(tiledOne, {1, 2, 4, 4}, {1.5f}),
+            (std::vector<float>{0, 0, 1.5f, 0}));
+  EXPECT_EQ(runPoolBackward(tiledOne, {1, 2, 3, 4}, {1.5f}),
+            (std::vector<float>{0, 0, 0, 1.5f}));
+  // Several planes and windows, ties, and an odd last row and column,
+  // which get no gradient.
+  PoolCase tiled{kMax, 2, 3, 5, 7, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false};
+  auto ties = randomVector(size_t(2 * 3 * 5 * 7), 7700);
+  for (float &v : ties)
+    v = std::round(v);
+  auto dyTiled = randomVector(size_t(2 * 3 * 2 * 3), 7701);
+  EXPECT_TRUE(allClose(runPoolBackward(tiled, ties, dyTiled),
+                       referencePoolBackward(tiled, ties, dyTiled)));
   // Padding never wins, even over negative inputs.
   PoolCase padded{kMax, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false};
   dx = runPoolBackward(padded, {-4}, {2});
