@@ -26,7 +26,7 @@ static constexpr llvm::StringLiteral kLowerToLLVMPipeline =
     "function-boundary-type-conversion=identity-layout-map},"
     "canonicalize,cse,dtrain-plan-buffers,buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,dtrain-lower-comm-to-runtime,"
-    "dtrain-lower-strided-copies,"
+    "dtrain-lower-strided-copies,dtrain-flatten-elementwise,"
     // Loops and LLVM.
     "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
     "convert-scf-to-cf,canonicalize,cse,finalize-memref-to-llvm,"

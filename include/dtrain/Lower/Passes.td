@@ -157,6 +157,24 @@ def PlanBuffers : Pass<"dtrain-plan-buffers", "ModuleOp"> {
   ];
 }
 
+def FlattenElementwise : Pass<"dtrain-flatten-elementwise"> {
+  let summary = "Collapse elementwise loop nests on buffers into one loop";
+  let description = [{
+    Rewrites a `linalg.generic` on buffers whose loops are all parallel and
+    whose operands are all contiguous (identity layout) and indexed by the
+    identity map into the same generic over one dimension, the operands
+    viewed through `memref.collapse_shape`. An `N x C x H x W` elementwise
+    op then becomes one loop over every element, which LLVM vectorizes
+    with contiguous loads; as a nest, its short innermost loop led it to
+    gathers across an outer dimension. Broadcasts, reductions, transposes
+    and strided views are left alone.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 def LowerStridedCopies : Pass<"dtrain-lower-strided-copies"> {
   let summary = "Turn memref.copy of strided views into linalg.copy";
   let description = [{

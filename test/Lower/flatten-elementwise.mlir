@@ -1,0 +1,53 @@
+// RUN: dtrain-opt %s --dtrain-flatten-elementwise --split-input-file | FileCheck %s
+
+// A 4-D elementwise op on contiguous buffers (here two results, as a fused
+// optimizer update) becomes one loop over all elements of collapsed views.
+// CHECK-LABEL: func.func @relu_and_copy
+// CHECK-SAME: (%[[X:.*]]: memref<2x3x4x5xf32>, %[[Y:.*]]: memref<2x3x4x5xf32>, %[[Z:.*]]: memref<2x3x4x5xf32>)
+// CHECK-DAG: %[[X1:.*]] = memref.collapse_shape %[[X]] {{\[}}[0, 1, 2, 3]] : memref<2x3x4x5xf32> into memref<120xf32>
+// CHECK-DAG: %[[Y1:.*]] = memref.collapse_shape %[[Y]] {{\[}}[0, 1, 2, 3]] : memref<2x3x4x5xf32> into memref<120xf32>
+// CHECK-DAG: %[[Z1:.*]] = memref.collapse_shape %[[Z]] {{\[}}[0, 1, 2, 3]] : memref<2x3x4x5xf32> into memref<120xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%[[X1]] : memref<120xf32>) outs(%[[Y1]], %[[Z1]] : memref<120xf32>, memref<120xf32>)
+// CHECK: arith.maximumf
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @relu_and_copy(%x: memref<2x3x4x5xf32>, %y: memref<2x3x4x5xf32>, %z: memref<2x3x4x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<2x3x4x5xf32>) outs(%y, %z : memref<2x3x4x5xf32>, memref<2x3x4x5xf32>) {
+  ^bb0(%in: f32, %out: f32, %out2: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r, %in : f32, f32
+  }
+  return
+}
+
+// -----
+
+// Left alone: a broadcast operand, a reduction, a strided view, tensors.
+// CHECK-LABEL: func.func @not_flattened
+// CHECK-NOT: collapse_shape
+// CHECK-COUNT-4: linalg.generic
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+#col = affine_map<(d0, d1) -> (d0)>
+func.func @not_flattened(%x: memref<4x8xf32>, %b: memref<8xf32>, %y: memref<4x8xf32>, %s: memref<4xf32>, %v: memref<4x4xf32, strided<[8, 1]>>, %w: memref<4x4xf32>, %t: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  linalg.generic {indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %b : memref<4x8xf32>, memref<8xf32>) outs(%y : memref<4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %r = arith.addf %in, %in2 : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #col], iterator_types = ["parallel", "reduction"]} ins(%x : memref<4x8xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%v : memref<4x4xf32, strided<[8, 1]>>) outs(%w : memref<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  %e = tensor.empty() : tensor<4x8xf32>
+  %u = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%t : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<4x8xf32>
+  return %u : tensor<4x8xf32>
+}
