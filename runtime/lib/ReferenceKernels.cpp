@@ -218,8 +218,9 @@ static bool isTiled(const WindowDim &d) {
 /// it across windows (with branches, random data mispredicts every other
 /// window).
 template <typename T>
-static void maxPool2x2BackwardRows(const T *x0, const T *x1, const T *dy,
-                                   T *dx0, T *dx1, int64_t ow) {
+static inline void maxPool2x2BackwardRows(const T *x0, const T *x1,
+                                          const T *dy, T *dx0, T *dx1,
+                                          int64_t ow) {
   const T one = T(1), zero = T(0);
   for (int64_t o = 0; o < ow; ++o) {
     T a = x0[2 * o], b = x0[2 * o + 1], c = x1[2 * o], d = x1[2 * o + 1];
@@ -243,6 +244,26 @@ static void maxPool2x2BackwardRows(const T *x0, const T *x1, const T *dy,
   }
 }
 
+/// The f32 rows, compiled for AVX-512 and AVX2 as well as the baseline
+/// (chosen at load time): the baseline's SSE2 does not vectorize the
+/// interleaved window elements.
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+maxPool2x2BackwardRowsF32(const float *x0, const float *x1, const float *dy,
+                          float *dx0, float *dx1, int64_t ow) {
+  maxPool2x2BackwardRows(x0, x1, dy, dx0, dx1, ow);
+}
+
+static void maxPool2x2BackwardRowsFor(const float *x0, const float *x1,
+                                      const float *dy, float *dx0,
+                                      float *dx1, int64_t ow) {
+  maxPool2x2BackwardRowsF32(x0, x1, dy, dx0, dx1, ow);
+}
+static void maxPool2x2BackwardRowsFor(const double *x0, const double *x1,
+                                      const double *dy, double *dx0,
+                                      double *dx1, int64_t ow) {
+  maxPool2x2BackwardRows(x0, x1, dy, dx0, dx1, ow);
+}
+
 /// Every window sends its gradient to the input elements that made its
 /// output.
 template <typename T>
@@ -260,7 +281,8 @@ void dtrain::rt::poolBackwardLoop(const PoolGeometry &g, const T *x,
       const T *in = x + plane * g.h.in * width;
       T *gradIn = dx + plane * g.h.in * width;
       for (int64_t oy = 0; oy < g.oh; ++oy)
-        maxPool2x2BackwardRows(in + 2 * oy * width, in + (2 * oy + 1) * width,
+        maxPool2x2BackwardRowsFor(in + 2 * oy * width,
+                                  in + (2 * oy + 1) * width,
                                dy + (plane * g.oh + oy) * g.ow,
                                gradIn + 2 * oy * width,
                                gradIn + (2 * oy + 1) * width, g.ow);
