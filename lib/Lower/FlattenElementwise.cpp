@@ -5,7 +5,8 @@
 // runs over W only (28 iterations for LeNet), and LLVM then vectorizes it
 // poorly (gathers across an outer dimension). When every operand is read
 // and written in the same row-major order, the nest is one loop over all
-// elements: this pass collapses such generics to one dimension.
+// elements, and a sum over N, H and W can run over H and W as one
+// contiguous dimension: this pass collapses such runs of loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,25 +24,41 @@ namespace mlir::dtrain::lower {
 
 using namespace mlir;
 
-/// All dims of OP as one group, when OP is a parallel generic on contiguous
-/// buffers whose operands all follow its iteration order; else none.
+/// The runs of adjacent loops of OP with the same iterator type that every
+/// operand indexes as one contiguous run too (all of an elementwise op's
+/// loops; the H and W of a sum over N, H and W), when OP is a generic on
+/// contiguous buffers indexed by projected permutations; else none.
 static SmallVector<ReassociationIndices>
 getFlattenableDims(linalg::LinalgOp op) {
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-  if (!generic || !generic.hasPureBufferSemantics() ||
-      generic.getNumLoops() < 2 ||
-      generic.getNumParallelLoops() != generic.getNumLoops())
+  if (!generic || !generic.hasPureBufferSemantics())
     return {};
   for (OpOperand &operand : generic->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
+    // Projected permutations only: a broadcast's constant index would not
+    // survive the collapse.
     if (!type || !type.getLayout().isIdentity() ||
-        !generic.getMatchingIndexingMap(&operand).isIdentity())
+        !generic.getMatchingIndexingMap(&operand).isProjectedPermutation())
       return {};
   }
-  ReassociationIndices all;
-  for (int64_t d = 0, e = generic.getNumLoops(); d < e; ++d)
-    all.push_back(d);
-  return {all};
+  SmallVector<utils::IteratorType> iterators =
+      generic.getIteratorTypesArray();
+  SmallVector<ReassociationIndices> runs;
+  for (int64_t d = 0, e = iterators.size(); d < e; ++d) {
+    if (d > 0 && iterators[d] == iterators[d - 1])
+      runs.back().push_back(d);
+    else
+      runs.push_back({d});
+  }
+  SmallVector<ReassociationIndices> merged;
+  for (ReassociationIndices &run : runs)
+    if (run.size() > 1)
+      merged.push_back(run);
+  if (merged.empty() ||
+      !linalg::areDimSequencesPreserved(generic.getIndexingMapsArray(),
+                                        merged))
+    return {};
+  return merged;
 }
 
 namespace {

@@ -22,14 +22,38 @@ func.func @relu_and_copy(%x: memref<2x3x4x5xf32>, %y: memref<2x3x4x5xf32>, %z: m
 
 // -----
 
-// Left alone: a broadcast operand, a reduction, a strided view, tensors.
+// A bias gradient, the sum over N, H and W: H and W, adjacent reductions
+// that both maps keep in order, become one contiguous dimension.
+// CHECK-LABEL: func.func @bias_gradient
+// CHECK: %[[G:.*]] = memref.collapse_shape %{{.*}} {{\[}}[0], [1], [2, 3]] : memref<2x3x4x5xf32> into memref<2x3x20xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction"]} ins(%[[G]] : memref<2x3x20xf32>) outs(%{{.*}} : memref<3xf32>)
+#nchw = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#c = affine_map<(d0, d1, d2, d3) -> (d1)>
+func.func @bias_gradient(%g: memref<2x3x4x5xf32>, %db: memref<3xf32>) {
+  linalg.generic {indexing_maps = [#nchw, #c], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%g : memref<2x3x4x5xf32>) outs(%db : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Left alone: broadcast operands (a missing dim, a size-1 dim read at index
+// 0), a reduction, a strided view, tensors.
 // CHECK-LABEL: func.func @not_flattened
 // CHECK-NOT: collapse_shape
-// CHECK-COUNT-4: linalg.generic
+// CHECK-COUNT-5: linalg.generic
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
 #col = affine_map<(d0, d1) -> (d0)>
-func.func @not_flattened(%x: memref<4x8xf32>, %b: memref<8xf32>, %y: memref<4x8xf32>, %s: memref<4xf32>, %v: memref<4x4xf32, strided<[8, 1]>>, %w: memref<4x4xf32>, %t: tensor<4x8xf32>) -> tensor<4x8xf32> {
+#first = affine_map<(d0, d1) -> (0, d1)>
+func.func @not_flattened(%x: memref<4x8xf32>, %b: memref<8xf32>, %y: memref<4x8xf32>, %s: memref<4xf32>, %v: memref<4x4xf32, strided<[8, 1]>>, %w: memref<4x4xf32>, %t: tensor<4x8xf32>, %row: memref<1x8xf32>) -> tensor<4x8xf32> {
+  linalg.generic {indexing_maps = [#first, #id2], iterator_types = ["parallel", "parallel"]} ins(%row : memref<1x8xf32>) outs(%y : memref<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
   linalg.generic {indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %b : memref<4x8xf32>, memref<8xf32>) outs(%y : memref<4x8xf32>) {
   ^bb0(%in: f32, %in2: f32, %out: f32):
     %r = arith.addf %in, %in2 : f32

@@ -158,16 +158,19 @@ def PlanBuffers : Pass<"dtrain-plan-buffers", "ModuleOp"> {
 }
 
 def FlattenElementwise : Pass<"dtrain-flatten-elementwise"> {
-  let summary = "Collapse elementwise loop nests on buffers into one loop";
+  let summary = "Collapse runs of loops of linalg.generic ops on buffers";
   let description = [{
-    Rewrites a `linalg.generic` on buffers whose loops are all parallel and
-    whose operands are all contiguous (identity layout) and indexed by the
-    identity map into the same generic over one dimension, the operands
-    viewed through `memref.collapse_shape`. An `N x C x H x W` elementwise
-    op then becomes one loop over every element, which LLVM vectorizes
-    with contiguous loads; as a nest, its short innermost loop led it to
-    gathers across an outer dimension. Broadcasts, reductions, transposes
-    and strided views are left alone.
+    Rewrites a `linalg.generic` on contiguous buffers (identity layout):
+    each run of adjacent loops of one iterator type (parallel or
+    reduction) that every operand's indexing map also keeps together, in
+    order, becomes one loop, the operands viewed through
+    `memref.collapse_shape`. An `N x C x H x W` elementwise op becomes one
+    loop over every element, and the sum of a bias gradient over `N`, `H`
+    and `W` runs over `H x W` as one contiguous dimension; LLVM vectorizes
+    both with contiguous loads, where the short innermost loops of the
+    nests led it to gathers across an outer dimension. Runs that a map
+    splits or reorders (broadcasts, transposes) and strided views are left
+    alone.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect",
