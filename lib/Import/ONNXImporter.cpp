@@ -163,6 +163,7 @@ private:
   LogicalResult importPool(const onnx::NodeProto &node);
   LogicalResult importBatchNorm(const onnx::NodeProto &node);
   LogicalResult importDropout(const onnx::NodeProto &node);
+  LogicalResult importSlice(const onnx::NodeProto &node);
   LogicalResult importPad(const onnx::NodeProto &node);
 
   /// Explicit [top, left, bottom, right] padding of a 2-d window op,
@@ -900,6 +901,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return importDropout(node);
   if (type == "Pad")
     return importPad(node);
+  if (type == "Slice")
+    return importSlice(node);
   return nodeError(node) << "cannot import this operator on non-constant "
                             "inputs";
 }
@@ -1564,6 +1567,75 @@ LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
   return emitSingle(node, "nn.dropout", {*x},
                     {builder.getNamedAttr("ratio",
                                           builder.getF64FloatAttr(ratio))});
+}
+
+/// Slice of a run-time tensor, its bounds constants (inputs from opset
+/// 10, attributes before): resolved here as ONNX defines them (negative
+/// indices from the end, clamped to the dimension), for positive steps.
+LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  auto ints = [&](int index, StringRef attr,
+                  std::optional<SmallVector<int64_t>> absent)
+      -> FailureOr<SmallVector<int64_t>> {
+    if (opset < 10)
+      return getIntsAttr(node, attr, absent.value_or(SmallVector<int64_t>{}));
+    if (!hasInput(node, index)) {
+      if (absent)
+        return *absent;
+      return nodeError(node) << "input #" << index << " is missing";
+    }
+    const ConstantValue *c = getIntConstant(node, index);
+    if (!c)
+      return nodeError(node) << "input #" << index
+                             << " must be an integer constant";
+    return SmallVector<int64_t>(c->ints);
+  };
+  FailureOr<SmallVector<int64_t>> starts = ints(1, "starts", std::nullopt),
+                                  ends = ints(2, "ends", std::nullopt);
+  if (failed(starts) || failed(ends))
+    return failure();
+  FailureOr<SmallVector<int64_t>> axes =
+      ints(3, "axes", llvm::to_vector(llvm::seq<int64_t>(0, starts->size())));
+  FailureOr<SmallVector<int64_t>> steps =
+      ints(4, "", SmallVector<int64_t>(starts->size(), 1));
+  if (failed(axes) || failed(steps))
+    return failure();
+  if (ends->size() != starts->size() || axes->size() != starts->size() ||
+      steps->size() != starts->size())
+    return nodeError(node) << "starts, ends, axes and steps differ in length";
+  SmallVector<int64_t> first(rank, 0), sizes(type.getShape()),
+      strides(rank, 1);
+  for (auto [start, end, axis, step] :
+       llvm::zip_equal(*starts, *ends, *axes, *steps)) {
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis >= rank)
+      return nodeError(node) << "axis " << axis << " is out of range";
+    if (step <= 0)
+      return nodeError(node) << "step " << step
+                             << " is not supported (only positive steps)";
+    int64_t dim = type.getDimSize(axis);
+    if (ShapedType::isDynamic(dim))
+      return nodeError(node) << "slices dimension " << axis
+                             << ", whose size is not known at import";
+    auto clamp = [&](int64_t i) {
+      return std::clamp(i < 0 ? i + dim : i, int64_t(0), dim);
+    };
+    int64_t begin = clamp(start), stop = clamp(end);
+    sizes[axis] = stop > begin ? (stop - begin + step - 1) / step : 0;
+    // An empty slice starts at 0: past the end is no offset of the input.
+    first[axis] = sizes[axis] ? begin : 0;
+    strides[axis] = step;
+  }
+  return emitSingle(
+      node, "nn.slice", {*x},
+      {builder.getNamedAttr("starts", builder.getDenseI64ArrayAttr(first)),
+       builder.getNamedAttr("sizes", builder.getDenseI64ArrayAttr(sizes)),
+       builder.getNamedAttr("steps", builder.getDenseI64ArrayAttr(strides))});
 }
 
 LogicalResult Importer::importPad(const onnx::NodeProto &node) {

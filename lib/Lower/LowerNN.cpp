@@ -1226,6 +1226,12 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
       .Case([&](nn::CountCorrectOp count) {
         return Values{countCorrect(count)};
       })
+      .Case([&](nn::SliceOp slice) {
+        return Values{tensor::ExtractSliceOp::create(
+            b, op->getLoc(), slice.getType(), slice.getInput(), ValueRange{},
+            ValueRange{}, ValueRange{}, slice.getStarts(), slice.getSizes(),
+            slice.getSteps())};
+      })
       .Case([&](nn::DropoutMaskOp mask) {
         return Values{dropoutMask(mask)};
       })

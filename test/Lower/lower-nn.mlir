@@ -357,3 +357,13 @@ func.func @kernels_f64(%x: tensor<2x4xf64>, %w: tensor<3x4xf64>, %s: tensor<3xf6
   %1:3 = nn.batch_norm_train %0, %s, %b : tensor<2x3xf64>, tensor<3xf64>, tensor<3xf64> -> (tensor<2x3xf64>, tensor<3xf64>, tensor<3xf64>)
   return %0, %1#0, %1#1, %1#2 : tensor<2x3xf64>, tensor<2x3xf64>, tensor<3xf64>, tensor<3xf64>
 }
+
+// -----
+
+// A slice is a strided tensor.extract_slice (a view once bufferized).
+// CHECK-LABEL: func.func @slice
+// CHECK: tensor.extract_slice %{{.*}}[0, 1] [2, 3] [1, 2] : tensor<2x8xf32> to tensor<2x3xf32>
+func.func @slice(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
+  %0 = nn.slice %x {sizes = array<i64: 2, 3>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : tensor<2x8xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -196,3 +196,16 @@ func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
   %2 = nn.dropout %1 : tensor<2x4xf32>
   return %2 : tensor<2x4xf32>
 }
+
+// -----
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="loss=mse" | FileCheck %s --check-prefix=SLICE
+
+// A slice's gradient goes back to the sliced elements, zeros elsewhere.
+// SLICE: func.func @train_step(%[[W:[^:]+]]: tensor<3x8xf32> {train.param = "w"},
+// SLICE: %[[ZEROS:.*]] = arith.constant dense<0.000000e+00> : tensor<3x8xf32>
+// SLICE: %[[DW:.*]] = tensor.insert_slice %{{.*}} into %[[ZEROS]][1, 1] [2, 4] [1, 2] : tensor<2x4xf32> into tensor<3x8xf32>
+// SLICE: train.sgd_update %[[W]], %[[DW]]
+func.func @forward(%w: tensor<3x8xf32> {train.param = "w"}) -> tensor<2x4xf32> {
+  %0 = nn.slice %w {sizes = array<i64: 2, 4>, starts = array<i64: 1, 1>, steps = array<i64: 1, 2>} : tensor<3x8xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}

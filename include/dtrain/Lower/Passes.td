@@ -109,7 +109,7 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     |-----|--------|
     | `add`, `sub`, `mul`, `div` (broadcasting), `broadcast`, `relu`, `relu_grad`, `sigmoid`, `tanh`, `leaky_relu`, `clip`, `clip_grad`, `train.sgd_update`, `train.momentum_update`, `train.adam_update`, `train.lars_update` (with the norms it needs) | one parallel `linalg.generic` each, ready for `--linalg-fuse-elementwise-ops` |
     | `softmax`, `log_softmax`, `reduce_sum`, `reduce_mean`, `global_avg_pool2d`, `softmax_cross_entropy(_grad)`, `count_correct` | `linalg.generic` reductions (max-shifted exponentials) and parallel ops |
-    | `reshape`, `transpose`, `concat`, `pad` | `tensor.collapse_shape`/`expand_shape`, `linalg.transpose`, `tensor.insert_slice` into a (filled) `tensor.empty` |
+    | `reshape`, `transpose`, `concat`, `pad`, `slice` | `tensor.collapse_shape`/`expand_shape`, `linalg.transpose`, `tensor.insert_slice` into a (filled) `tensor.empty`, `tensor.extract_slice` |
     | `dropout` | its input (forward execution is inference) |
     | `dropout_mask` | a parallel `linalg.generic` hashing each element's index (SplitMix64, the key computed once) |
     | `matmul`, `conv2d`, `max_pool2d`, `avg_pool2d`, `batch_norm`, `batch_norm_train` | calls of `dtrain_rt_matmul_f32`, `dtrain_rt_conv2d_f32`, `dtrain_rt_pool2d_f32`, `dtrain_rt_batch_norm_f32`, `dtrain_rt_batch_norm_train_f32` |

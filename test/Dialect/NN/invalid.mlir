@@ -518,3 +518,19 @@ func.func @batch_norm_grad_stats(%x: tensor<2x4x8x8xf32>, %s: tensor<4xf32>, %m:
   %0:3 = nn.batch_norm_train_grad %x, %x, %s, %m, %s : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<5xf32>, tensor<4xf32> -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+func.func @slice_out_of_bounds(%x: tensor<2x8xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'nn.slice' op dimension 1: 4 elements from 2 in steps of 2 do not fit in 8}}
+  %0 = nn.slice %x {sizes = array<i64: 2, 4>, starts = array<i64: 0, 2>, steps = array<i64: 1, 2>} : tensor<2x8xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @slice_step(%x: tensor<2x8xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'nn.slice' op expects 'steps' values >= 1}}
+  %0 = nn.slice %x {sizes = array<i64: 2, 4>, starts = array<i64: 0, 0>, steps = array<i64: 1, 0>} : tensor<2x8xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}

@@ -42,6 +42,13 @@ func.func @loss(%logits: tensor<32x10xf32>, %labels: tensor<32xi64>) -> (tensor<
   return %loss, %dlogits : tensor<f32>, tensor<32x10xf32>
 }
 
+// CHECK-LABEL: func.func @slice
+func.func @slice(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
+  // CHECK: nn.slice %{{.*}} {sizes = array<i64: 2, 3>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : tensor<2x8xf32> -> tensor<2x3xf32>
+  %0 = nn.slice %x {sizes = array<i64: 2, 3>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : tensor<2x8xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
 // CHECK-LABEL: func.func @dropout_mask
 func.func @dropout_mask(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<4x8xbf16> {
   // CHECK: nn.dropout_mask %{{.*}}, %{{.*}} {ratio = 2.500000e-01 : f64, stream = 3 : i64} : tensor<i64>, tensor<i64> -> tensor<4x8xbf16>

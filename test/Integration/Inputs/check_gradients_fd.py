@@ -89,6 +89,10 @@ CASES = {
                            node("Flatten", ["t"], ["y"], axis=0)],
                           {"w": away_from_zero((2, 3))},
                           away_from_zero((2, 3)), (1, 6)),
+    "Slice (steps, clamped end)": (
+        [node("Slice", ["w", "starts", "ends", "slice_axes", "steps"], ["t"]),
+         node("Mul", ["t", "x"], ["y"])],
+        {"w": away_from_zero((3, 8))}, away_from_zero((2, 4)), (2, 4)),
     # The runtime's kernels (f64 reference loops), with the parameters as
     # every operand so that each of their gradients is checked.
     "MatMul (both operands)": ([node("MatMul", ["p", "w"], ["t"]),
@@ -139,11 +143,16 @@ CASES = {
 def make_model(path, nodes, params, x, y_shape):
     initializers = [numpy_helper.from_array(v, k) for k, v in params.items()]
     # Constant operands: ReduceSum's axes, Clip's bounds (away from the
-    # parameters' values), Pad's pads, batch norm's running statistics.
+    # parameters' values), Pad's pads, batch norm's running statistics,
+    # Slice's bounds.
     constants = {"axes": np.array([1], np.int64),
                  "lo": np.array(-0.9), "hi": np.array(1.1),
                  "pads": np.array([0, 1, 1, 1], np.int64),
-                 "mean": np.zeros(3), "var": np.ones(3)}
+                 "mean": np.zeros(3), "var": np.ones(3),
+                 "starts": np.array([1, 1], np.int64),
+                 "ends": np.array([3, 100], np.int64),
+                 "slice_axes": np.array([0, -1], np.int64),
+                 "steps": np.array([1, 2], np.int64)}
     for name, value in constants.items():
         if any(name in n.input for n in nodes):
             initializers.append(numpy_helper.from_array(value, name))

@@ -61,10 +61,9 @@ SUPPORTED_OPS = {
     "Clip", "Dropout", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv",
     "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
     "Reshape", "Flatten", "Transpose", "Concat", "Pad", "ReduceSum",
-    "ReduceMean", "Identity",
+    "ReduceMean", "Identity", "Slice",
 }
-SHAPE_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Slice", "Cast",
-             "Constant"}
+SHAPE_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Cast", "Constant"}
 SUPPORTED_OPS |= SHAPE_OPS
 
 # The ONNX backend test runner's defaults (onnx/backend/test/loader and
@@ -83,6 +82,7 @@ RUNTIME_SHAPE_OP = ("%s of a run-time tensor: only evaluated at import, on "
 RUNTIME_AXES = "ReduceSum axes given as a run-time input (+const passes)"
 RUNTIME_SHAPE = "Reshape target shape given as a run-time input (+const passes)"
 RUNTIME_BOUNDS = "Clip bounds given as run-time inputs (+const passes)"
+RUNTIME_SLICE = "Slice bounds given as run-time inputs (+const passes)"
 RUNTIME_RATIO = "Dropout ratio given as a run-time input"
 POOL_RANK = "1-d and 3-d pooling (only 2-d, rank-4 inputs)"
 MASK = "the mask output of Dropout"
@@ -125,14 +125,15 @@ EXPECTED_UNSUPPORTED = {
     "test_gather_1": RUNTIME_SHAPE_OP % "Gather",
     "test_gather_2d_indices": RUNTIME_SHAPE_OP % "Gather",
     "test_gather_negative_indices": RUNTIME_SHAPE_OP % "Gather",
-    "test_slice": RUNTIME_SHAPE_OP % "Slice",
-    "test_slice_default_axes": RUNTIME_SHAPE_OP % "Slice",
-    "test_slice_default_steps": RUNTIME_SHAPE_OP % "Slice",
-    "test_slice_end_out_of_bounds": RUNTIME_SHAPE_OP % "Slice",
-    "test_slice_neg": RUNTIME_SHAPE_OP % "Slice",
-    "test_slice_neg_steps": RUNTIME_SHAPE_OP % "Slice",
-    "test_slice_negative_axes": RUNTIME_SHAPE_OP % "Slice",
-    "test_slice_start_out_of_bounds": RUNTIME_SHAPE_OP % "Slice",
+    "test_slice": RUNTIME_SLICE,
+    "test_slice_default_axes": RUNTIME_SLICE,
+    "test_slice_default_steps": RUNTIME_SLICE,
+    "test_slice_end_out_of_bounds": RUNTIME_SLICE,
+    "test_slice_neg": RUNTIME_SLICE,
+    "test_slice_neg_steps": RUNTIME_SLICE,
+    "test_slice_neg_steps+const": "Slice with negative steps (reversal)",
+    "test_slice_negative_axes": RUNTIME_SLICE,
+    "test_slice_start_out_of_bounds": RUNTIME_SLICE,
     "test_squeeze": RUNTIME_SHAPE_OP % "Squeeze",
     "test_squeeze_negative_axes": RUNTIME_SHAPE_OP % "Squeeze",
     "test_unsqueeze_axis_0": RUNTIME_SHAPE_OP % "Unsqueeze",

@@ -208,6 +208,21 @@ LogicalResult PadOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+// The slice's elements go back to their places; the others get 0.
+LogicalResult SliceOp::buildGradients(OpBuilder &b,
+                                      ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  RankedTensorType inputType = getInput().getType();
+  Value zeros = arith::ConstantOp::create(
+      b, getLoc(),
+      DenseElementsAttr::get(inputType,
+                             b.getFloatAttr(inputType.getElementType(), 0.0)));
+  operandGrads.push_back(tensor::InsertSliceOp::create(
+      b, getLoc(), resultGrads[0], zeros, ValueRange{}, ValueRange{},
+      ValueRange{}, getStarts(), getSizes(), getSteps()));
+  return success();
+}
+
 LogicalResult BroadcastOp::buildGradients(OpBuilder &b,
                                           ArrayRef<Value> resultGrads,
                                           SmallVectorImpl<Value> &operandGrads) {

@@ -324,6 +324,31 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  RankedTensorType inputType = rankedType(adaptor.getInput());
+  int64_t rank = inputType.getRank();
+  auto report = reporter<SliceOp>(loc);
+  ArrayRef<int64_t> starts = adaptor.getStarts(), sizes = adaptor.getSizes(),
+                    steps = adaptor.getSteps();
+  if (failed(checkValues(report, "starts", starts, rank, 0)) ||
+      failed(checkValues(report, "sizes", sizes, rank, 0)) ||
+      failed(checkValues(report, "steps", steps, rank, 1)))
+    return failure();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = inputType.getDimSize(d);
+    if (!ShapedType::isDynamic(size) && sizes[d] > 0 &&
+        starts[d] + (sizes[d] - 1) * steps[d] >= size)
+      return report("dimension ", d, ": ", sizes[d], " elements from ",
+                    starts[d], " in steps of ", steps[d], " do not fit in ",
+                    size);
+  }
+  types.push_back(RankedTensorType::get(sizes, inputType.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//

@@ -363,6 +363,26 @@ def NN_PadOp : NN_InferOp<"pad", [Pure, SameOperandsAndResultElementType,
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+def NN_SliceOp : NN_InferOp<"slice", [Pure, SameOperandsAndResultElementType,
+                                       NN_Differentiable]> {
+  let summary = "A strided box of a tensor";
+  let description = [{
+    Takes, along every dimension `d`, `sizes[d]` elements of `input`
+    starting at `starts[d]`, `steps[d]` apart (all non-negative, steps at
+    least 1, the box inside `input`): ONNX's Slice with its bounds
+    resolved at import (clamped, negative indices counted from the end).
+    Its gradient scatters into zeros.
+
+    ```mlir
+    %s = nn.slice %x {sizes = array<i64: 2, 3>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : tensor<2x8xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$steps);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
