@@ -49,4 +49,42 @@ def AsyncCollectives : Pass<"dtrain-async-collectives", "func::FuncOp"> {
   let dependentDialects = ["::mlir::dtrain::comm::CommDialect"];
 }
 
+def DataParallel : Pass<"dtrain-data-parallel", "func::FuncOp"> {
+  let summary = "Average every gradient over the ranks, overlapped with the "
+                "backward pass";
+  let description = [{
+    Makes a training step of `--dtrain-build-training` synchronous
+    data-parallel: the gradient operand of every optimizer update
+    (`train.sgd_update`, `momentum_update`, `lars_update`, `adam_update`)
+    is replaced by its `comm.all_reduce <mean>` over `comm.world`, issued
+    right after the op that produces the gradient, in production order
+    (the backward pass's, from the last layer to the first, the same on
+    every rank). The exchanges are then split as `--dtrain-async-collectives`
+    does: each starts as soon as its gradient exists and is waited for just
+    before its update, so it overlaps the rest of the backward pass
+    (wait-free backpropagation). Each rank computes its gradient on its own
+    share of the batch, so the mean is the gradient of the global batch;
+    batch-norm statistics stay local to each rank, as in PyTorch's
+    DistributedDataParallel by default.
+
+    ```mlir
+    %dw = nn.matmul %x, %dy {transpose_lhs} : ...
+    %p = train.sgd_update %w, %dw {lr = 1.0e-1 : f64} : tensor<4x8xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %world = comm.world : !comm.communicator
+    ...
+    %dw = nn.matmul %x, %dy {transpose_lhs} : ...
+    %req, %inflight = comm.all_reduce_start <mean> %dw on %world : tensor<4x8xf32>
+    ...
+    %avg = comm.wait %req, %inflight : tensor<4x8xf32>
+    %p = train.sgd_update %w, %avg {lr = 1.0e-1 : f64} : tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::dtrain::comm::CommDialect"];
+}
+
 #endif // DTRAIN_DIST_PASSES_TD

@@ -1,0 +1,86 @@
+//===- DataParallel.cpp - gradient averaging across ranks -----------------===//
+//
+// Implements --dtrain-data-parallel: synchronous data-parallel SGD. Every
+// gradient that an optimizer update consumes is averaged over the ranks
+// with a comm.all_reduce issued right where the gradient is produced; the
+// blocking exchanges are then split into starts and waits
+// (--dtrain-async-collectives), so that each overlaps the rest of the
+// backward pass (wait-free backpropagation).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtrain/Dist/Passes.h"
+
+#include "dtrain/Dialect/Comm/IR/CommOps.h"
+#include "dtrain/Dialect/Train/IR/TrainOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::dtrain::dist {
+#define GEN_PASS_DEF_DATAPARALLEL
+#include "dtrain/Dist/Passes.h.inc"
+} // namespace mlir::dtrain::dist
+
+using namespace mlir;
+using namespace mlir::dtrain;
+
+/// The gradient operand of an optimizer update, or null for another op.
+static OpOperand *getGradOperand(Operation *op) {
+  return TypeSwitch<Operation *, OpOperand *>(op)
+      .Case<train::SGDUpdateOp, train::MomentumUpdateOp, train::LarsUpdateOp,
+            train::AdamUpdateOp>(
+          [](auto update) { return &update.getGradMutable(); })
+      .Default([](Operation *) { return nullptr; });
+}
+
+namespace {
+struct DataParallelPass
+    : public dist::impl::DataParallelBase<DataParallelPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    SmallVector<OpOperand *> grads;
+    func.walk([&](Operation *op) {
+      if (OpOperand *grad = getGradOperand(op))
+        grads.push_back(grad);
+    });
+    if (grads.empty())
+      return;
+    if (!func.getBody().hasOneBlock()) {
+      func.emitError("--dtrain-data-parallel needs a single-block step");
+      return signalPassFailure();
+    }
+    Block &body = func.getBody().front();
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+    Value world = comm::WorldOp::create(
+        b, func.getLoc(), b.getType<comm::CommunicatorType>());
+    // In the order the gradients are produced (the backward pass runs from
+    // the last layer to the first), which every rank shares.
+    llvm::sort(grads, [](OpOperand *a, OpOperand *b) {
+      Operation *x = a->get().getDefiningOp(), *y = b->get().getDefiningOp();
+      if (!x || !y)
+        return x == nullptr && y != nullptr;
+      return x->isBeforeInBlock(y);
+    });
+    DenseMap<Value, Value> averaged;
+    for (OpOperand *grad : grads) {
+      Value value = grad->get();
+      Value &mean = averaged[value];
+      if (!mean) {
+        if (Operation *producer = value.getDefiningOp())
+          b.setInsertionPointAfter(producer);
+        else
+          b.setInsertionPointAfter(world.getDefiningOp());
+        mean = comm::AllReduceOp::create(
+                   b, value.getLoc(), value.getType(),
+                   comm::ReductionKind::mean, value, world)
+                   .getResult();
+      }
+      grad->set(mean);
+    }
+    OpPassManager overlap(func::FuncOp::getOperationName());
+    overlap.addPass(dist::createAsyncCollectives());
+    if (failed(runPipeline(overlap, func)))
+      return signalPassFailure();
+  }
+};
+} // namespace
