@@ -1,8 +1,9 @@
 //===- DataParallel.cpp - gradient averaging across ranks -----------------===//
 //
 // Implements --dtrain-data-parallel: synchronous data-parallel SGD. Every
-// gradient that an optimizer update consumes is averaged over the ranks
-// with a comm.all_reduce issued right where the gradient is produced; the
+// gradient that an optimizer update consumes, and the reported loss, is
+// averaged over the ranks with a comm.all_reduce issued right where the
+// value is produced; the
 // blocking exchanges are then split into starts and waits
 // (--dtrain-async-collectives), so that each overlaps the rest of the
 // backward pass (wait-free backpropagation).
@@ -76,6 +77,21 @@ struct DataParallelPass
                    .getResult();
       }
       grad->set(mean);
+    }
+    // The loss the step reports is the batch's: the mean of the ranks'
+    // (equal shards), exchanged as soon as the loss exists.
+    auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+      auto role = func.getResultAttrOfType<StringAttr>(
+          i, train::TrainDialect::kOutputAttrName);
+      if (!role || role.getValue() != "loss")
+        continue;
+      Value loss = returnOp.getOperand(i);
+      b.setInsertionPointAfterValue(loss);
+      returnOp.setOperand(i, comm::AllReduceOp::create(
+                                 b, loss.getLoc(), loss.getType(),
+                                 comm::ReductionKind::mean, loss, world)
+                                 .getResult());
     }
     OpPassManager overlap(func::FuncOp::getOperationName());
     overlap.addPass(dist::createAsyncCollectives());

@@ -14,6 +14,7 @@
 #include "dtrain/Lower/Passes.h"
 
 #include "RuntimeABI.h"
+#include "dtrain/Dialect/Comm/IR/CommDialect.h"
 #include "dtrain/Dialect/NN/IR/NNOps.h"
 #include "dtrain/Dialect/Train/IR/TrainDialect.h"
 
@@ -248,6 +249,15 @@ struct EmitModelEntryPass
            : eval                            ? "train"
                                              : "step")
        << '\n';
+    // A data-parallel step: the runtime initializes MPI around it.
+    if (forward
+            .walk([](Operation *op) {
+              return isa<comm::CommDialect>(op->getDialect())
+                         ? WalkResult::interrupt()
+                         : WalkResult::advance();
+            })
+            .wasInterrupted())
+      os << "collectives\n";
     Location loc = forward.getLoc();
     for (auto [index, type] : llvm::enumerate(forward.getArgumentTypes())) {
       FailureOr<std::pair<StringRef, StringRef>> role =

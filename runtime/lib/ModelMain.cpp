@@ -73,6 +73,9 @@ struct ModelInfo {
   /// For a trainer with class labels: their number (labels lie in
   /// [0, classes)); 0 otherwise.
   int64_t classes = 0;
+  /// Whether the run function calls collectives (a data-parallel step):
+  /// MPI is then initialized around the runs.
+  bool collectives = false;
 
   /// The indices of the args of ROLE, in order.
   std::vector<size_t> indices(Role role) const {
@@ -200,12 +203,15 @@ ModelInfo parseInfo(const char *text) {
         mode = true;
       } else if (key == "arg") {
         info.args.push_back(parseArg(value));
+      } else if (key == "collectives") {
+        info.collectives = true;
       } else if (key == "classes") {
         info.classes = std::atoll(std::string(value).c_str());
         if (info.classes < 1)
           fail("'classes' must be positive, found %s", quoted(value).c_str());
       } else {
-        fail("unknown item %s (accepted: onnx, mode, arg, classes)",
+        fail("unknown item %s (accepted: onnx, mode, arg, classes, "
+             "collectives)",
              quoted(key).c_str());
       }
     }
@@ -810,6 +816,18 @@ struct Workspace {
   }
 };
 
+/// MPI (dtrain_rt_init) for the lifetime of the object, and this rank.
+struct Collectives {
+  int32_t rank;
+  Collectives(int &argc, char **&argv) {
+    dtrain_rt_init(&argc, &argv);
+    rank = dtrain_rt_comm_rank(dtrain_rt_comm_world());
+  }
+  ~Collectives() { dtrain_rt_finalize(); }
+  Collectives(const Collectives &) = delete;
+  Collectives &operator=(const Collectives &) = delete;
+};
+
 int modelMain(int argc, char **argv, const char *infoText,
               void (*run)(void **)) {
   const ModelInfo info = parseInfo(infoText);
@@ -827,6 +845,11 @@ int modelMain(int argc, char **argv, const char *infoText,
     return 0;
   }
 
+  // A data-parallel step: every rank runs it (under mpirun); rank 0 alone
+  // writes the outputs, which all ranks hold alike.
+  std::optional<Collectives> collectives;
+  if (info.collectives)
+    collectives.emplace(argc, argv);
   Workspace w(info);
   // The inputs first: they are small and most mistakes are there.
   const std::vector<size_t> inputs = info.indices(Role::Input);
@@ -847,7 +870,8 @@ int modelMain(int argc, char **argv, const char *infoText,
     best = std::min(best, ms.count());
   }
 
-  writeOutputs(info, o.outputs, w.buffers);
+  if (!collectives || collectives->rank == 0)
+    writeOutputs(info, o.outputs, w.buffers);
   if (o.timed) {
     std::printf("run_ms=%.6f min_ms=%.6f runs=%lld\n", total / double(o.repeat),
                 best, (long long)o.repeat);
@@ -1200,6 +1224,10 @@ int trainerMain(int argc, char **argv, const char *infoText,
   const ModelInfo info = parseInfo(infoText);
   if (!run || !eval || info.mode != "train")
     fail("internal error: not a compiled trainer");
+  if (info.collectives)
+    fail("this runtime does not run data-parallel trainers yet (their data "
+         "sharding is to come); compile a data-parallel step with "
+         "--mode=step");
   const char *program = argc > 0 && argv && argv[0] ? argv[0] : "trainer";
   const TrainOptions o = parseTrainerCommandLine(argc, argv);
   if (o.help) {

@@ -6,6 +6,9 @@
 // just before its update.
 // CHECK-LABEL: func.func @train_step
 // CHECK:      %[[WORLD:.*]] = comm.world : !comm.communicator
+// The loss is averaged too, its exchange started as soon as it exists.
+// CHECK:      %[[LOSS:.*]] = nn.softmax_cross_entropy
+// CHECK-NEXT: %[[REQ_L:.*]], %[[FLY_L:.*]] = comm.all_reduce_start <mean> %[[LOSS]] on %[[WORLD]] : tensor<f32>
 // CHECK:      %[[DB2:.*]] = nn.reduce_sum %{{.*}} dims = [0] : tensor<5x2xf32> -> tensor<2xf32>
 // CHECK-NEXT: %[[REQ_B2:.*]], %[[FLY_B2:.*]] = comm.all_reduce_start <mean> %[[DB2]] on %[[WORLD]] : tensor<2xf32>
 // CHECK:      %[[DW2:.*]] = nn.matmul %{{.*}}, %{{.*}} {transpose_lhs} : tensor<5x3xf32>, tensor<5x2xf32> -> tensor<3x2xf32>
@@ -19,8 +22,8 @@
 // CHECK-NEXT: train.momentum_update %{{.*}}, %[[AVG_W2]], %{{.*}}
 // CHECK-NEXT: %[[AVG_B2:.*]] = comm.wait %[[REQ_B2]], %[[FLY_B2]] : tensor<2xf32>
 // CHECK-NEXT: train.momentum_update %{{.*}}, %[[AVG_B2]], %{{.*}}
-// CHECK-NOT:  comm.
-// CHECK:      return
+// CHECK-NEXT: %[[AVG_L:.*]] = comm.wait %[[REQ_L]], %[[FLY_L]] : tensor<f32>
+// CHECK-NEXT: return {{.*}}, %[[AVG_L]], %{{.*}} :
 func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {
   %0 = nn.matmul %x, %w1 : tensor<5x4xf32>, tensor<4x3xf32> -> tensor<5x3xf32>
   %1 = nn.relu %0 : tensor<5x3xf32>

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dtrain/Dist/Passes.h"
 #include "dtrain/Import/ONNXImporter.h"
 #include "dtrain/InitAll.h"
 #include "dtrain/Lower/Pipelines.h"
@@ -153,6 +154,12 @@ static cl::opt<double>
                 cl::desc("--mode=train|step: weight decay, not applied to 1-D "
                          "parameters (default 0)"),
                 cl::init(0.0), cl::cat(compileCategory));
+
+static cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("--mode=step: average every gradient over the ranks "
+             "(--dtrain-data-parallel); run the step under mpirun"),
+    cl::init(false), cl::cat(compileCategory));
 
 static cl::opt<Target>
     target("target", cl::desc("Device the model runs on (default: cpu)"),
@@ -355,6 +362,8 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     options.weightDecay = weightDecay;
     pm.addPass(dtrain::train::createBuildTraining(options));
   }
+  if (dataParallel)
+    pm.addNestedPass<func::FuncOp>(dtrain::dist::createDataParallel());
   dtrain::lower::buildLowerToLLVMPipeline(pm);
   if (verbose) {
     llvm::errs() << kToolName << ": pipeline: ";
@@ -453,6 +462,10 @@ static LogicalResult link(StringRef cc, StringRef object, StringRef rtDir) {
 static LogicalResult compile(const char *argv0) {
   if (target == Target::CUDA)
     return error("--target=cuda is not available yet; use --target=cpu");
+  if (dataParallel && mode != Mode::Step)
+    return error("--data-parallel needs --mode=step (data-parallel trainers, "
+                 "which shard the data over the ranks, are not available "
+                 "yet)");
 
   // Find the linker's inputs before the (long) compilation.
   std::string rtDir, cc;

@@ -62,7 +62,9 @@ def DataParallel : Pass<"dtrain-data-parallel", "func::FuncOp"> {
     every rank). The exchanges are then split as `--dtrain-async-collectives`
     does: each starts as soon as its gradient exists and is waited for just
     before its update, so it overlaps the rest of the backward pass
-    (wait-free backpropagation). Each rank computes its gradient on its own
+    (wait-free backpropagation). The loss the step returns
+    (`train.output = "loss"`) is averaged too, waited for at the end. Each rank
+    computes its gradient on its own
     share of the batch, so the mean is the gradient of the global batch;
     batch-norm statistics stay local to each rank, as in PyTorch's
     DistributedDataParallel by default.
