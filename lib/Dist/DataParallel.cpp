@@ -62,36 +62,31 @@ struct DataParallelPass
         return x == nullptr && y != nullptr;
       return x->isBeforeInBlock(y);
     });
-    DenseMap<Value, Value> averaged;
-    for (OpOperand *grad : grads) {
-      Value value = grad->get();
-      Value &mean = averaged[value];
+    // VALUE's mean over the ranks, exchanged as soon as VALUE exists (once
+    // per value).
+    DenseMap<Value, Value> means;
+    auto averaged = [&](Value value) {
+      Value &mean = means[value];
       if (!mean) {
-        if (Operation *producer = value.getDefiningOp())
-          b.setInsertionPointAfter(producer);
-        else
-          b.setInsertionPointAfter(world.getDefiningOp());
-        mean = comm::AllReduceOp::create(
-                   b, value.getLoc(), value.getType(),
-                   comm::ReductionKind::mean, value, world)
+        Operation *producer = value.getDefiningOp();
+        b.setInsertionPointAfter(producer ? producer : world.getDefiningOp());
+        mean = comm::AllReduceOp::create(b, value.getLoc(), value.getType(),
+                                         comm::ReductionKind::mean, value,
+                                         world)
                    .getResult();
       }
-      grad->set(mean);
-    }
+      return mean;
+    };
+    for (OpOperand *grad : grads)
+      grad->set(averaged(grad->get()));
     // The loss the step reports is the batch's: the mean of the ranks'
-    // (equal shards), exchanged as soon as the loss exists.
+    // (equal shards).
     auto returnOp = cast<func::ReturnOp>(body.getTerminator());
     for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
       auto role = func.getResultAttrOfType<StringAttr>(
           i, train::TrainDialect::kOutputAttrName);
-      if (!role || role.getValue() != "loss")
-        continue;
-      Value loss = returnOp.getOperand(i);
-      b.setInsertionPointAfterValue(loss);
-      returnOp.setOperand(i, comm::AllReduceOp::create(
-                                 b, loss.getLoc(), loss.getType(),
-                                 comm::ReductionKind::mean, loss, world)
-                                 .getResult());
+      if (role && role.getValue() == "loss")
+        returnOp.setOperand(i, averaged(returnOp.getOperand(i)));
     }
     OpPassManager overlap(func::FuncOp::getOperationName());
     overlap.addPass(dist::createAsyncCollectives());
