@@ -48,7 +48,7 @@ enum {
   DTRAIN_RT_MAX = 2,
 };
 
-/* All-reduce implementations. MPI calls MPI_Allreduce / MPI_Iallreduce; RING
+/* All-reduce implementations. MPI calls MPI_Allreduce; RING
  * is dtrain's own bandwidth-optimal ring (reduce-scatter then all-gather over
  * point-to-point messages). DEFAULT reads the environment variable
  * DTRAIN_ALLREDUCE=mpi|ring (mpi when unset or empty; any other value
@@ -105,10 +105,11 @@ void dtrain_rt_all_reduce_with(dtrain_rt_comm_t *comm, void *buffer,
 
 /* Starts an in-place all-reduce with the DEFAULT algorithm and returns a
  * request; BUFFER must not be read or written until dtrain_rt_wait returns
- * for it. With MPI this is MPI_Iallreduce and returns at once. RING has no
- * progress thread yet, so the exchange runs to completion inside this call
- * (the request is already complete; wait still does MEAN's division and
- * frees it). Requests may be waited for in any order. */
+ * for it. Collectives run on the runtime's communication thread, one after
+ * the other in the order they were issued (blocking or started), so a
+ * started all-reduce progresses while the caller computes. (Inline in the
+ * calling thread instead when MPI does not provide MPI_THREAD_MULTIPLE, or
+ * DTRAIN_COMM_THREAD=0.) Requests may be waited for in any order. */
 dtrain_rt_request_t *dtrain_rt_all_reduce_start(dtrain_rt_comm_t *comm,
                                                 void *buffer, int64_t count,
                                                 int32_t dtype,
@@ -122,6 +123,16 @@ dtrain_rt_all_reduce_start_with(dtrain_rt_comm_t *comm, void *buffer,
 
 /* Completes a started collective and frees the request (NULL aborts). */
 void dtrain_rt_wait(dtrain_rt_request_t *request);
+
+/* 1 when the started collective has completed (dtrain_rt_wait will not
+ * block), else 0; makes no MPI call and does not free the request. */
+int32_t dtrain_rt_test(dtrain_rt_request_t *request);
+
+/* Copies BYTES bytes at BUFFER on rank ROOT to BUFFER on every rank of COMM
+ * (blocking). Every rank must pass the same BYTES and ROOT (checked as for
+ * all-reduce). */
+void dtrain_rt_broadcast(dtrain_rt_comm_t *comm, void *buffer, int64_t bytes,
+                         int32_t root);
 
 /*===--- Array files: .npy and .npz ---------------------------------------===*
  *

@@ -1,13 +1,15 @@
 //===- AllReduce.cpp - all-reduce entry points ----------------------------===//
 //
-// Argument validation, the cross-rank consistency check, algorithm choice,
-// and the MPI algorithm (MPI_Allreduce / MPI_Iallreduce). Every all-reduce,
-// synchronous or not, runs the same three stages:
+// Argument validation, algorithm choice, and the MPI algorithm
+// (MPI_Allreduce). Every all-reduce, blocking or started, is validated on
+// the caller's thread and then runs on the communication thread
+// (CommThread.cpp) in three stages:
 //
-//   prepare()  validate, resolve DEFAULT, check the ranks agree
-//   launch     MPI: MPI_Allreduce, or MPI_Iallreduce completed by wait;
-//              RING: ringAllReduce (always blocking, see below)
-//   finishReduction()  MEAN's division, once the data has arrived
+//   checkConsistency()  the ranks agree on the arguments
+//   exchange            MPI: MPI_Allreduce; RING: ringAllReduce
+//   finishReduction()   MEAN's division
+//
+// A blocking all-reduce is a started one waited for at once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,13 +17,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
-#include <vector>
 
 using namespace dtrain::rt;
 
@@ -56,28 +55,10 @@ int32_t readAlgorithmEnv() {
         value);
 }
 
-bool readCheckEnv() {
-  const char *value = std::getenv("DTRAIN_CHECK_COLLECTIVES");
-  if (!value || !*value || !std::strcmp(value, "1"))
-    return true;
-  if (!std::strcmp(value, "0"))
-    return false;
-  fatal(nullptr,
-        "DTRAIN_CHECK_COLLECTIVES='%s' is not valid (accepted: 0 to "
-        "disable the cross-rank argument check, 1 or unset to "
-        "enable it)",
-        value);
-}
-
 /// The environment is read once per process.
 int32_t defaultAlgorithm() {
   static const int32_t algorithm = readAlgorithmEnv();
   return algorithm;
-}
-
-bool collectiveChecksEnabled() {
-  static const bool enabled = readCheckEnv();
-  return enabled;
 }
 
 //===--- Validation and the consistency check -----------------------------===//
@@ -130,93 +111,18 @@ AllReduceArgs validate(const char *fn, dtrain_rt_comm_t *comm, void *buffer,
   return args;
 }
 
-/// Renders value V of consistency field FIELD for a message.
-std::string describe(int field, int64_t v) {
-  const char *name = nullptr;
-  switch (field) {
-  case 1:
-    name = dtypeName(v);
-    break;
-  case 2:
-    name = reductionName(v);
-    break;
-  case 3:
-    name = algorithmName(v);
-    break;
-  case 4:
-    name =
-        v == CallStart ? "dtrain_rt_all_reduce_start" : "dtrain_rt_all_reduce";
-    break;
-  }
-  std::string s = std::to_string(v);
-  return name ? s + " (" + name + ")" : s;
-}
-
-/// Aborts the job when the ranks of COMM disagree on the arguments. Costs
-/// one MPI_Allreduce of 10 int64; builds the message only on mismatch.
+/// Aborts the job when the ranks of A.comm disagree on the arguments.
 void checkConsistency(const AllReduceArgs &a, Call call) {
-  if (!collectiveChecksEnabled() || a.comm->size == 1)
-    return;
-  constexpr int n = 5;
-  static const char *const fields[n] = {"count", "dtype", "reduction",
-                                        "algorithm", "call"};
-  const int64_t local[n] = {a.count, a.dtype, a.reduction, a.algorithm, call};
-  // MAX over [x, -x] gives every rank max(x) and -min(x).
-  int64_t both[2 * n];
-  for (int i = 0; i < n; ++i) {
-    both[i] = local[i];
-    both[n + i] = -local[i];
-  }
-  DTRAIN_MPI_CALL(a.comm, MPI_Allreduce, MPI_IN_PLACE, both, 2 * n, MPI_INT64_T,
-                  MPI_MAX, a.comm->mpi);
-  bool same = true;
-  for (int i = 0; i < n; ++i)
-    same &= both[i] == -both[n + i];
-  if (same)
-    return;
-
-  // Every rank got here; gather all values to name the ranks involved.
-  const int size = a.comm->size;
-  std::vector<int64_t> all(size_t(size) * n);
-  DTRAIN_MPI_CALL(a.comm, MPI_Allgather, local, n, MPI_INT64_T, all.data(), n,
-                  MPI_INT64_T, a.comm->mpi);
-  if (a.comm->rank != 0) {
-    // Rank 0 prints the message and aborts the job; should that somehow
-    // not take this rank down, abort on our own after a grace period.
-    std::this_thread::sleep_for(std::chrono::seconds(10));
-    fatal(a.comm, "all_reduce arguments differ across ranks (see rank 0)");
-  }
-  std::string message;
-  for (int i = 0; i < n; ++i) {
-    int64_t max = both[i], min = -both[n + i];
-    if (min == max)
-      continue;
-    int minRank = 0, maxRank = 0;
-    while (all[size_t(minRank) * n + i] != min)
-      ++minRank;
-    while (all[size_t(maxRank) * n + i] != max)
-      ++maxRank;
-    if (!message.empty())
-      message += "; ";
-    message += std::string(fields[i]) + " ranges " + std::to_string(min) +
-               ".." + std::to_string(max) + " (rank " +
-               std::to_string(minRank) + ": " + describe(i, min) + ", rank " +
-               std::to_string(maxRank) + ": " + describe(i, max) + ")";
-  }
-  fatal(a.comm,
-        "all_reduce arguments differ across ranks: %s; every rank must pass "
-        "the same count, dtype, reduction and algorithm to the same entry "
-        "point",
-        message.c_str());
-}
-
-AllReduceArgs prepare(const char *fn, Call call, dtrain_rt_comm_t *comm,
-                      void *buffer, int64_t count, int32_t dtype,
-                      int32_t reduction, int32_t algorithm) {
-  AllReduceArgs a =
-      validate(fn, comm, buffer, count, dtype, reduction, algorithm);
-  checkConsistency(a, call);
-  return a;
+  checkAgreement(
+      a.comm, "all_reduce",
+      {{"count", a.count},
+       {"dtype", a.dtype, dtypeName},
+       {"reduction", a.reduction, reductionName},
+       {"algorithm", a.algorithm, algorithmName},
+       {"call", call, [](int64_t v) {
+          return v == CallStart ? "dtrain_rt_all_reduce_start"
+                                : "dtrain_rt_all_reduce";
+        }}});
 }
 
 //===--- The MPI algorithm ------------------------------------------------===//
@@ -238,27 +144,31 @@ void mpiAllReduce(const AllReduceArgs &a) {
   });
 }
 
-void mpiStartAllReduce(const AllReduceArgs &a,
-                       std::vector<MPI_Request> &requests) {
-  const MPIReduction r = mpiReduction(a.dtype, a.reduction);
-  forEachMessage(a, [&](char *data, int n) {
-    requests.push_back(MPI_REQUEST_NULL);
-    DTRAIN_MPI_CALL(a.comm, MPI_Iallreduce, MPI_IN_PLACE, data, n, r.type, r.op,
-                    a.comm->mpi, &requests.back());
-  });
-}
-
 void finish(const AllReduceArgs &a) {
   finishReduction(a.dtype, a.reduction, a.buffer, a.count, a.comm->size);
 }
 
 } // namespace
 
-/// A started all-reduce: the MPI requests still in flight (none for RING)
-/// and the arguments finishReduction needs once they complete.
-struct dtrain_rt_request {
+/// An all-reduce as the communication thread runs it: the cross-rank check,
+/// the exchange, and MEAN's division, all off the caller's thread.
+struct dtrain_rt_request final : Collective {
   AllReduceArgs args;
-  std::vector<MPI_Request> pending;
+  Call call;
+
+  dtrain_rt_request(const AllReduceArgs &a, Call call)
+      : Collective(AllReduce, a.comm, a.count * dtypeSize(a.dtype)), args(a),
+        call(call) {}
+
+  void run() override {
+    checkConsistency(args, call);
+    if (args.algorithm == DTRAIN_RT_ALLREDUCE_RING)
+      ringAllReduce(args.comm, args.buffer, args.count, args.dtype,
+                    args.reduction);
+    else
+      mpiAllReduce(args);
+    finish(args);
+  }
 };
 
 int64_t dtrain::rt::maxMessageCount() {
@@ -281,13 +191,11 @@ void dtrain_rt_all_reduce(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
 void dtrain_rt_all_reduce_with(dtrain_rt_comm_t *comm, void *buffer,
                                int64_t count, int32_t dtype, int32_t reduction,
                                int32_t algorithm) {
-  const AllReduceArgs a = prepare("dtrain_rt_all_reduce", CallBlocking, comm,
-                                  buffer, count, dtype, reduction, algorithm);
-  if (a.algorithm == DTRAIN_RT_ALLREDUCE_RING)
-    ringAllReduce(a.comm, a.buffer, a.count, a.dtype, a.reduction);
-  else
-    mpiAllReduce(a);
-  finish(a);
+  dtrain_rt_request request(validate("dtrain_rt_all_reduce", comm, buffer,
+                                     count, dtype, reduction, algorithm),
+                            CallBlocking);
+  submitCollective(&request);
+  waitCollective(&request);
 }
 
 dtrain_rt_request_t *dtrain_rt_all_reduce_start(dtrain_rt_comm_t *comm,
@@ -302,17 +210,11 @@ dtrain_rt_request_t *
 dtrain_rt_all_reduce_start_with(dtrain_rt_comm_t *comm, void *buffer,
                                 int64_t count, int32_t dtype,
                                 int32_t reduction, int32_t algorithm) {
-  const AllReduceArgs a =
-      prepare("dtrain_rt_all_reduce_start", CallStart, comm, buffer, count,
-              dtype, reduction, algorithm);
-  auto *request = new dtrain_rt_request{a, {}};
-  // RING has no progress engine yet (no progress thread), so it runs to
-  // completion here and the request carries no MPI requests; only MEAN's
-  // division is left for dtrain_rt_wait, as for MPI.
-  if (a.algorithm == DTRAIN_RT_ALLREDUCE_RING)
-    ringAllReduce(a.comm, a.buffer, a.count, a.dtype, a.reduction);
-  else
-    mpiStartAllReduce(a, request->pending);
+  auto *request = new dtrain_rt_request(
+      validate("dtrain_rt_all_reduce_start", comm, buffer, count, dtype,
+               reduction, algorithm),
+      CallStart);
+  submitCollective(request);
   return request;
 }
 
@@ -323,10 +225,15 @@ void dtrain_rt_wait(dtrain_rt_request_t *request) {
                    "returned by dtrain_rt_all_reduce_start and not yet "
                    "waited for)");
   }
-  const AllReduceArgs &a = request->args;
-  if (!request->pending.empty())
-    DTRAIN_MPI_CALL(a.comm, MPI_Waitall, int(request->pending.size()),
-                    request->pending.data(), MPI_STATUSES_IGNORE);
-  finish(a);
+  waitCollective(request);
   delete request;
+}
+
+int32_t dtrain_rt_test(dtrain_rt_request_t *request) {
+  ensureInitialized();
+  if (!request)
+    fatal(nullptr, "dtrain_rt_test: request is NULL (accepted: a request "
+                   "returned by dtrain_rt_all_reduce_start and not yet "
+                   "waited for)");
+  return collectiveDone(request);
 }

@@ -1,19 +1,22 @@
 //===- Comm.cpp - MPI setup, communicators and fatal errors ---------------===//
 //
 // Lazy initialization (every C ABI entry point calls ensureInitialized), the
-// world communicator, finalization, and the one way the runtime reports an
-// error: print "dtrain-rt: rank R: ..." and MPI_Abort the whole job.
+// world communicator, finalization, the cross-rank argument check of every
+// collective, and the one way the runtime reports an error: print
+// "dtrain-rt: rank R: ..." and MPI_Abort the whole job.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 using namespace dtrain::rt;
 
@@ -24,6 +27,8 @@ std::atomic<bool> initialized{false};
 std::atomic<bool> finalized{false};
 /// True when the runtime called MPI_Init_thread (and so must finalize).
 bool ownsMPI = false;
+/// MPI provides MPI_THREAD_MULTIPLE (the communication thread needs it).
+std::atomic<bool> threadMultiple{false};
 dtrain_rt_comm worldComm{MPI_COMM_NULL, -1, 0};
 
 /// Rank to print in messages: COMM's, else the world's, else -1 (unknown).
@@ -51,6 +56,31 @@ void printError(int rank, const char *message) {
   std::abort();
 }
 
+bool readCheckEnv() {
+  const char *value = std::getenv("DTRAIN_CHECK_COLLECTIVES");
+  if (!value || !*value || !std::strcmp(value, "1"))
+    return true;
+  if (!std::strcmp(value, "0"))
+    return false;
+  fatal(nullptr,
+        "DTRAIN_CHECK_COLLECTIVES='%s' is not valid (accepted: 0 to "
+        "disable the cross-rank argument check, 1 or unset to "
+        "enable it)",
+        value);
+}
+
+/// The environment is read once per process.
+bool collectiveChecksEnabled() {
+  static const bool enabled = readCheckEnv();
+  return enabled;
+}
+
+/// Renders V, the value of FIELD, for a message: "4 (i64)".
+std::string describe(const AgreedValue &field, int64_t v) {
+  std::string s = std::to_string(v);
+  return field.describe ? s + " (" + field.describe(v) + ")" : s;
+}
+
 void finalizeAtExit() { dtrain_rt_finalize(); }
 
 void initialize(int *argc, char ***argv) {
@@ -67,7 +97,10 @@ void initialize(int *argc, char ***argv) {
     if (rc != MPI_SUCCESS)
       dieLocally("MPI_Init_thread failed");
     ownsMPI = true;
+  } else {
+    MPI_Query_thread(&provided);
   }
+  threadMultiple.store(provided == MPI_THREAD_MULTIPLE);
 
   // From here on MPI errors on the world communicator come back as codes
   // and go through checkMPI, which names the call before aborting.
@@ -76,10 +109,6 @@ void initialize(int *argc, char ***argv) {
                   MPI_ERRORS_RETURN);
   DTRAIN_MPI_CALL(&worldComm, MPI_Comm_rank, MPI_COMM_WORLD, &worldComm.rank);
   DTRAIN_MPI_CALL(&worldComm, MPI_Comm_size, MPI_COMM_WORLD, &worldComm.size);
-  // Whatever thread level MPI provides is accepted: the runtime itself
-  // calls MPI from the calling thread only.
-  (void)provided;
-
   createReductionOps(&worldComm);
   if (ownsMPI)
     std::atexit(finalizeAtExit);
@@ -95,6 +124,8 @@ void dtrain::rt::ensureInitialized() {
     dieLocally("the dtrain runtime was used after dtrain_rt_finalize");
   std::call_once(initOnce, initialize, nullptr, nullptr);
 }
+
+bool dtrain::rt::mpiThreadMultiple() { return threadMultiple.load(); }
 
 void dtrain::rt::fatal(dtrain_rt_comm_t *comm, const char *format, ...) {
   char buffer[4096];
@@ -113,6 +144,64 @@ void dtrain::rt::mpiFailed(int rc, const char *call, dtrain_rt_comm_t *comm) {
   fatal(comm, "%s failed: %s", call, text);
 }
 
+void dtrain::rt::checkAgreement(dtrain_rt_comm_t *comm, const char *what,
+                                std::initializer_list<AgreedValue> values) {
+  if (!collectiveChecksEnabled() || comm->size == 1)
+    return;
+  const std::vector<AgreedValue> fields(values);
+  const size_t n = fields.size();
+  // MAX over [x, -x] gives every rank max(x) and -min(x).
+  std::vector<int64_t> local(n), both(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    local[i] = fields[i].value;
+    both[i] = local[i];
+    both[n + i] = -local[i];
+  }
+  DTRAIN_MPI_CALL(comm, MPI_Allreduce, MPI_IN_PLACE, both.data(), int(2 * n),
+                  MPI_INT64_T, MPI_MAX, comm->mpi);
+  bool same = true;
+  for (size_t i = 0; i < n; ++i)
+    same &= both[i] == -both[n + i];
+  if (same)
+    return;
+
+  // Every rank got here; gather all values to name the ranks involved.
+  const int size = comm->size;
+  std::vector<int64_t> all(size_t(size) * n);
+  DTRAIN_MPI_CALL(comm, MPI_Allgather, local.data(), int(n), MPI_INT64_T,
+                  all.data(), int(n), MPI_INT64_T, comm->mpi);
+  if (comm->rank != 0) {
+    // Rank 0 prints the message and aborts the job; should that somehow
+    // not take this rank down, abort on our own after a grace period.
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    fatal(comm, "%s arguments differ across ranks (see rank 0)", what);
+  }
+  std::string message, names;
+  for (size_t i = 0; i < n; ++i) {
+    names += std::string(i == 0 ? "" : i + 1 == n ? " and " : ", ") +
+             fields[i].name;
+    const int64_t max = both[i], min = -both[n + i];
+    if (min == max)
+      continue;
+    int minRank = 0, maxRank = 0;
+    while (all[size_t(minRank) * n + i] != min)
+      ++minRank;
+    while (all[size_t(maxRank) * n + i] != max)
+      ++maxRank;
+    if (!message.empty())
+      message += "; ";
+    message += std::string(fields[i].name) + " ranges " +
+               std::to_string(min) + ".." + std::to_string(max) + " (rank " +
+               std::to_string(minRank) + ": " + describe(fields[i], min) +
+               ", rank " + std::to_string(maxRank) + ": " +
+               describe(fields[i], max) + ")";
+  }
+  fatal(comm,
+        "%s arguments differ across ranks: %s; every rank must pass the "
+        "same %s",
+        what, message.c_str(), names.c_str());
+}
+
 //===--- C ABI ------------------------------------------------------------===//
 
 void dtrain_rt_init(int *argc, char ***argv) {
@@ -128,6 +217,7 @@ void dtrain_rt_finalize(void) {
     return;
   if (finalized.exchange(true))
     return; // explicit call followed by the atexit one
+  stopCommThread();
   int mpiFinalized = 0;
   MPI_Finalized(&mpiFinalized);
   if (mpiFinalized)

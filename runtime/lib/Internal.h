@@ -13,6 +13,9 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
 
 #pragma GCC visibility push(default)
 #include "dtrain_rt.h"
@@ -33,6 +36,9 @@ namespace dtrain::rt {
 /// when the runtime is used after dtrain_rt_finalize.
 void ensureInitialized();
 
+/// Whether MPI provides MPI_THREAD_MULTIPLE (known once initialized).
+bool mpiThreadMultiple();
+
 /// Prints "dtrain-rt: rank R: <formatted message>" and aborts every rank of
 /// COMM (the world when COMM is null).
 [[noreturn]] void fatal(dtrain_rt_comm_t *comm, const char *format, ...)
@@ -51,6 +57,21 @@ inline void checkMPI(int rc, const char *call, dtrain_rt_comm_t *comm) {
 /// with a message naming FN when it does not return MPI_SUCCESS.
 #define DTRAIN_MPI_CALL(comm, fn, ...)                                         \
   ::dtrain::rt::checkMPI(fn(__VA_ARGS__), #fn, (comm))
+
+/// One argument of a collective that every rank must pass alike; DESCRIBE
+/// (optional) names a value in messages.
+struct AgreedValue {
+  const char *name;
+  int64_t value;
+  const char *(*describe)(int64_t) = nullptr;
+};
+
+/// Aborts the job with a message naming the ranks and values when the
+/// ranks of COMM disagree on VALUES (WHAT names the collective). Costs one
+/// small MPI_Allreduce; nothing with one rank or DTRAIN_CHECK_COLLECTIVES=0
+/// (read once per process).
+void checkAgreement(dtrain_rt_comm_t *comm, const char *what,
+                    std::initializer_list<AgreedValue> values);
 
 //===--- Element types and reductions -------------------------------------===//
 
@@ -130,6 +151,73 @@ DTRAIN_RT_TEST_API void setMaxMessageCountForTesting(int64_t count);
 /// MPI_Sendrecv to the ring neighbours), without MEAN's final division.
 void ringAllReduce(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
                    int32_t dtype, int32_t reduction);
+
+//===--- The communication thread (CommThread.cpp) ------------------------===//
+
+/// A collective that runs on the communication thread. The submitter owns
+/// it and must not free it before waitCollective returns.
+struct Collective {
+  enum Kind { AllReduce, Broadcast };
+  Collective(Kind kind, dtrain_rt_comm_t *comm, int64_t payloadBytes)
+      : kind(kind), comm(comm), payloadBytes(payloadBytes) {}
+  virtual ~Collective() = default;
+  /// The MPI calls; on the communication thread, in submission order.
+  virtual void run() = 0;
+  /// "all_reduce #3": the kind and the sequence number within the step.
+  std::string label() const;
+
+  const Kind kind;
+  dtrain_rt_comm_t *const comm;
+  const int64_t payloadBytes;
+  int64_t sentBytes = 0, sequence = 0;
+  double queued = 0, started = 0, finished = 0; // clockSeconds()
+  bool done = false; // guarded by the communication thread's mutex
+};
+
+/// Queues C behind every collective submitted before it (or runs it now,
+/// see CommThread.cpp); waitCollective blocks until it has run.
+void submitCollective(Collective *c);
+void waitCollective(Collective *c);
+/// Whether C has run (waitCollective would not block).
+bool collectiveDone(Collective *c);
+/// Joins the communication thread (before MPI_Finalize); it restarts on
+/// the next submission.
+void stopCommThread();
+
+/// Seconds since the runtime was loaded (steady clock): the time base of
+/// the statistics and of the timeline.
+DTRAIN_RT_TEST_API double clockSeconds();
+
+/// Communication since the previous call: collectives finished, bytes
+/// all-reduced or broadcast (payload) and sent by this rank in a
+/// bandwidth-optimal algorithm, seconds the communication thread spent in
+/// them, and seconds callers spent blocked waiting for them (the part of
+/// the communication that was not hidden).
+struct CommStats {
+  int64_t collectives = 0, payloadBytes = 0, sentBytes = 0;
+  double busySeconds = 0, blockedSeconds = 0;
+};
+DTRAIN_RT_TEST_API CommStats takeCommStats();
+
+/// A span of the timeline: on the calling (main) thread or the
+/// communication thread, BYTES >= 0 for collectives, QUEUED >= 0 the time
+/// a collective was submitted.
+struct TraceEvent {
+  enum Thread { MainThread, CommThread };
+  std::string name;
+  Thread thread;
+  double begin, end;
+  int64_t bytes;
+  double queued;
+};
+/// Recording of the timeline is off until enabled.
+DTRAIN_RT_TEST_API void setTracing(bool enabled);
+/// Records a span of the main thread (when tracing).
+DTRAIN_RT_TEST_API void traceSpan(std::string name, double begin, double end);
+/// Restarts the collectives' sequence numbers (at each step).
+DTRAIN_RT_TEST_API void resetCollectiveSequence();
+/// The spans recorded since the previous call.
+DTRAIN_RT_TEST_API std::vector<TraceEvent> takeTrace();
 
 } // namespace dtrain::rt
 

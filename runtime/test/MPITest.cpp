@@ -16,9 +16,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -292,6 +294,60 @@ TEST(Async, SeveralInFlightWaitedOutOfOrder) {
   expectReduced(d, DTRAIN_RT_MAX);
 }
 
+// The communication thread progresses a started all-reduce while the
+// caller makes no MPI call at all: dtrain_rt_test only reads a flag.
+TEST(Async, CompletesWithoutTheCallerCallingMPI) {
+  Buffer b = makeInput(DTRAIN_RT_F32, 1 << 20, rank());
+  dtrain_rt_request_t *request = dtrain_rt_all_reduce_start(
+      dtrain_rt_comm_world(), b.data(), b.count, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool done = false;
+  while (!(done = dtrain_rt_test(request)) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(done) << "the all-reduce did not complete within 60 s "
+                       "without a wait";
+  dtrain_rt_wait(request);
+  expectReduced(b, DTRAIN_RT_SUM);
+}
+
+// Statistics: payload and the bandwidth-optimal bytes each rank sends.
+TEST(Async, StatisticsCountPayloadAndSentBytes) {
+  takeCommStats();
+  Buffer b = makeInput(DTRAIN_RT_F64, 1000, rank());
+  dtrain_rt_all_reduce(dtrain_rt_comm_world(), b.data(), b.count,
+                       DTRAIN_RT_F64, DTRAIN_RT_SUM);
+  const CommStats stats = takeCommStats();
+  const int P = size();
+  EXPECT_EQ(stats.collectives, 1);
+  EXPECT_EQ(stats.payloadBytes, 8000);
+  EXPECT_EQ(stats.sentBytes, 2 * (P - 1) * 8000 / P);
+  EXPECT_GE(stats.busySeconds, 0.0);
+  EXPECT_EQ(takeCommStats().collectives, 0);
+}
+
+//===--- Broadcast --------------------------------------------------------===//
+
+TEST(Broadcast, CopiesTheRootsBytesInOrderWithStartedAllReduces) {
+  const int r = rank(), P = size();
+  dtrain_rt_comm_t *world = dtrain_rt_comm_world();
+  for (int root = 0; root < P; ++root) {
+    Buffer a = makeInput(DTRAIN_RT_F32, 999, r);
+    dtrain_rt_request_t *request = dtrain_rt_all_reduce_start(
+        world, a.data(), a.count, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+    std::vector<uint8_t> bytes(1001);
+    for (size_t i = 0; i < bytes.size(); ++i)
+      bytes[i] = uint8_t(i * 7 + r);
+    dtrain_rt_broadcast(world, bytes.data(), int64_t(bytes.size()), root);
+    for (size_t i = 0; i < bytes.size(); ++i)
+      ASSERT_EQ(bytes[i], uint8_t(i * 7 + root)) << "byte " << i;
+    dtrain_rt_wait(request);
+    expectReduced(a, DTRAIN_RT_SUM);
+  }
+  dtrain_rt_broadcast(world, nullptr, 0, 0);
+}
+
 //===--- Messages split at the MPI count limit ----------------------------===//
 
 class SplitMessages : public ::testing::Test {
@@ -310,6 +366,16 @@ TEST_F(SplitMessages, BlockingBothAlgorithms) {
                                 dtype, DTRAIN_RT_MEAN, algorithm);
       expectReduced(b, DTRAIN_RT_MEAN);
     }
+}
+
+TEST_F(SplitMessages, Broadcast) {
+  std::vector<uint8_t> bytes(4321);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = uint8_t(rank() == 0 ? i * 13 : 0);
+  dtrain_rt_broadcast(dtrain_rt_comm_world(), bytes.data(),
+                      int64_t(bytes.size()), 0);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    ASSERT_EQ(bytes[i], uint8_t(i * 13)) << "byte " << i;
 }
 
 TEST_F(SplitMessages, Async) {

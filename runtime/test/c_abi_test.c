@@ -25,6 +25,8 @@ int main(int argc, char **argv) {
   double mean[2] = {2.0 * rank, 4.0};
   dtrain_rt_request_t *request =
       dtrain_rt_all_reduce_start(world, mean, 2, DTRAIN_RT_F64, DTRAIN_RT_MEAN);
+  while (!dtrain_rt_test(request))
+    ;
   dtrain_rt_wait(request);
   failures += mean[0] != (double)(size - 1);
   failures += mean[1] != 4.0;
@@ -33,6 +35,10 @@ int main(int argc, char **argv) {
   dtrain_rt_all_reduce_with(world, max, 1, DTRAIN_RT_F16, DTRAIN_RT_MAX,
                             DTRAIN_RT_ALLREDUCE_RING);
   failures += max[0] != 0x3c00 + size - 1;
+
+  int64_t fromLast[2] = {rank, -rank};
+  dtrain_rt_broadcast(world, fromLast, (int64_t)sizeof fromLast, size - 1);
+  failures += fromLast[0] != size - 1 || fromLast[1] != 1 - size;
 
   /* Array files: the C types and calls (no files written: every rank runs
    * this; NpyTest covers the formats). */

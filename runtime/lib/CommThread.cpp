@@ -1,0 +1,209 @@
+//===- CommThread.cpp - the communication thread --------------------------===//
+//
+// Every collective of the runtime runs on one communication thread, in the
+// order it was submitted, so that a started all-reduce makes progress while
+// the caller computes (MPI progresses a nonblocking collective only inside
+// MPI calls, which compiled code does not make between start and wait).
+// One FIFO also keeps the order of collectives the same on every rank,
+// whatever mix of blocking and started ones a program issues.
+//
+// When MPI does not provide MPI_THREAD_MULTIPLE (a host program that
+// initialized MPI itself with a lower level) or DTRAIN_COMM_THREAD=0,
+// collectives run inline in the submitting call instead.
+//
+// The thread also keeps the statistics and timeline events that trainers
+// report (commStats, takeTrace).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+using namespace dtrain::rt;
+
+namespace {
+
+bool readCommThreadEnv() {
+  const char *value = std::getenv("DTRAIN_COMM_THREAD");
+  if (!value || !*value || !std::strcmp(value, "1"))
+    return true;
+  if (!std::strcmp(value, "0"))
+    return false;
+  fatal(nullptr,
+        "DTRAIN_COMM_THREAD='%s' is not valid (accepted: 0 to run "
+        "collectives inline in the calling thread, 1 or unset for the "
+        "communication thread)",
+        value);
+}
+
+const auto clockStart = std::chrono::steady_clock::now();
+
+/// Queue, statistics and trace; one mutex guards them all (collectives are
+/// few per step, so it is never contended for long).
+struct State {
+  std::mutex mutex;
+  std::condition_variable submitted, completed;
+  std::deque<Collective *> queue;
+  std::thread thread;
+  bool running = false, stopping = false;
+  CommStats stats;
+  bool tracing = false;
+  std::vector<TraceEvent> trace;
+  int64_t sequence = 0;
+};
+
+State &state() {
+  // Never destroyed: a host program may exit while the thread sleeps.
+  static State *s = new State;
+  return *s;
+}
+
+/// Runs C and records it; called on the communication thread (or inline).
+void execute(State &s, Collective *c) {
+  c->started = clockSeconds();
+  c->run();
+  c->finished = clockSeconds();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats.collectives += 1;
+  s.stats.payloadBytes += c->payloadBytes;
+  s.stats.sentBytes += c->sentBytes;
+  s.stats.busySeconds += c->finished - c->started;
+  if (s.tracing)
+    s.trace.push_back({c->label(), TraceEvent::CommThread, c->started,
+                       c->finished, c->payloadBytes, c->queued});
+  c->done = true;
+}
+
+void loop(State &s) {
+  std::unique_lock<std::mutex> lock(s.mutex);
+  for (;;) {
+    s.submitted.wait(lock, [&] { return s.stopping || !s.queue.empty(); });
+    if (s.queue.empty())
+      return; // stopping, and nothing left
+    Collective *c = s.queue.front();
+    s.queue.pop_front();
+    lock.unlock();
+    execute(s, c);
+    s.completed.notify_all();
+    lock.lock();
+  }
+}
+
+} // namespace
+
+double dtrain::rt::clockSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       clockStart)
+      .count();
+}
+
+void dtrain::rt::submitCollective(Collective *c) {
+  static const bool useThread = readCommThreadEnv();
+  State &s = state();
+  c->queued = clockSeconds();
+  const int P = c->comm->size;
+  // What each rank sends in a bandwidth-optimal all-reduce (ring: P-1
+  // reduce-scatter and P-1 all-gather steps of M/P bytes); a broadcast's
+  // root sends the payload once per other rank in a flat tree, once in a
+  // pipelined one: count it once.
+  c->sentBytes = c->kind == Collective::AllReduce
+                     ? 2 * (P - 1) * c->payloadBytes / P
+                     : (P > 1 ? c->payloadBytes : 0);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    c->sequence = s.sequence++;
+  }
+  if (!useThread || !mpiThreadMultiple() || P == 1) {
+    execute(s, c);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.running) {
+      s.running = true;
+      s.thread = std::thread(loop, std::ref(s));
+    }
+    s.queue.push_back(c);
+  }
+  s.submitted.notify_one();
+}
+
+void dtrain::rt::waitCollective(Collective *c) {
+  State &s = state();
+  const double begin = clockSeconds();
+  std::unique_lock<std::mutex> lock(s.mutex);
+  s.completed.wait(lock, [&] { return c->done; });
+  const double end = clockSeconds();
+  s.stats.blockedSeconds += end - begin;
+  if (s.tracing)
+    s.trace.push_back({"wait " + c->label(), TraceEvent::MainThread, begin,
+                       end, c->payloadBytes, -1});
+}
+
+bool dtrain::rt::collectiveDone(Collective *c) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return c->done;
+}
+
+void dtrain::rt::stopCommThread() {
+  State &s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.running)
+      return;
+    s.stopping = true;
+  }
+  s.submitted.notify_one();
+  s.thread.join();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.running = s.stopping = false;
+}
+
+CommStats dtrain::rt::takeCommStats() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  CommStats stats = s.stats;
+  s.stats = CommStats{};
+  return stats;
+}
+
+void dtrain::rt::setTracing(bool enabled) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.tracing = enabled;
+}
+
+void dtrain::rt::traceSpan(std::string name, double begin, double end) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.tracing)
+    s.trace.push_back(
+        {std::move(name), TraceEvent::MainThread, begin, end, -1, -1});
+}
+
+void dtrain::rt::resetCollectiveSequence() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.sequence = 0;
+}
+
+std::vector<TraceEvent> dtrain::rt::takeTrace() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::vector<TraceEvent> trace;
+  trace.swap(s.trace);
+  return trace;
+}
+
+std::string Collective::label() const {
+  return std::string(kind == AllReduce ? "all_reduce" : "broadcast") + " #" +
+         std::to_string(sequence);
+}
