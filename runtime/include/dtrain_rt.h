@@ -121,7 +121,10 @@ dtrain_rt_all_reduce_start_with(dtrain_rt_comm_t *comm, void *buffer,
                                 int64_t count, int32_t dtype,
                                 int32_t reduction, int32_t algorithm);
 
-/* Completes a started collective and frees the request (NULL aborts). */
+/* Completes a started collective and frees the request (NULL aborts).
+ * Waiting longer than DTRAIN_COLLECTIVE_TIMEOUT seconds (default 600; 0 for
+ * no limit) aborts the job with a message: a rank that stopped must not
+ * hang the others. Blocking collectives wait the same way. */
 void dtrain_rt_wait(dtrain_rt_request_t *request);
 
 /* 1 when the started collective has completed (dtrain_rt_wait will not

@@ -56,6 +56,8 @@ void printError(int rank, const char *message) {
   std::abort();
 }
 
+std::atomic<bool> checksWanted{true};
+
 bool readCheckEnv() {
   const char *value = std::getenv("DTRAIN_CHECK_COLLECTIVES");
   if (!value || !*value || !std::strcmp(value, "1"))
@@ -72,7 +74,7 @@ bool readCheckEnv() {
 /// The environment is read once per process.
 bool collectiveChecksEnabled() {
   static const bool enabled = readCheckEnv();
-  return enabled;
+  return enabled && checksWanted.load(std::memory_order_relaxed);
 }
 
 /// Renders V, the value of FIELD, for a message: "4 (i64)".
@@ -142,6 +144,10 @@ void dtrain::rt::mpiFailed(int rc, const char *call, dtrain_rt_comm_t *comm) {
   if (MPI_Error_string(rc, text, &len) == MPI_SUCCESS)
     text[len] = '\0';
   fatal(comm, "%s failed: %s", call, text);
+}
+
+void dtrain::rt::setCollectiveChecks(bool enabled) {
+  checksWanted.store(enabled, std::memory_order_relaxed);
 }
 
 void dtrain::rt::checkAgreement(dtrain_rt_comm_t *comm, const char *what,

@@ -43,6 +43,22 @@ bool readCommThreadEnv() {
         value);
 }
 
+/// How long a wait may block before the job is stopped: a rank that died
+/// or stopped without its launcher noticing must not hang the others.
+double readTimeoutEnv() {
+  const char *value = std::getenv("DTRAIN_COLLECTIVE_TIMEOUT");
+  if (!value || !*value)
+    return 600;
+  char *end = nullptr;
+  const double seconds = std::strtod(value, &end);
+  if (*end || !(seconds >= 0))
+    fatal(nullptr,
+          "DTRAIN_COLLECTIVE_TIMEOUT='%s' is not valid (accepted: seconds "
+          ">= 0, 0 for no limit; unset means 600)",
+          value);
+  return seconds;
+}
+
 const auto clockStart = std::chrono::steady_clock::now();
 
 /// Queue, statistics and trace; one mutex guards them all (collectives are
@@ -138,8 +154,20 @@ void dtrain::rt::submitCollective(Collective *c) {
 void dtrain::rt::waitCollective(Collective *c) {
   State &s = state();
   const double begin = clockSeconds();
+  static const double timeout = readTimeoutEnv();
   std::unique_lock<std::mutex> lock(s.mutex);
-  s.completed.wait(lock, [&] { return c->done; });
+  if (timeout == 0) {
+    s.completed.wait(lock, [&] { return c->done; });
+  } else if (!s.completed.wait_for(lock,
+                                   std::chrono::duration<double>(timeout),
+                                   [&] { return c->done; })) {
+    lock.unlock();
+    fatal(c->comm,
+          "%s of %lld bytes did not complete within %g s "
+          "(DTRAIN_COLLECTIVE_TIMEOUT): another rank stopped or died; "
+          "stopping the job",
+          c->label().c_str(), (long long)c->payloadBytes, timeout);
+  }
   const double end = clockSeconds();
   s.stats.blockedSeconds += end - begin;
   if (s.tracing)

@@ -73,6 +73,11 @@ struct AgreedValue {
 void checkAgreement(dtrain_rt_comm_t *comm, const char *what,
                     std::initializer_list<AgreedValue> values);
 
+/// Turns the check off (or back on, unless DTRAIN_CHECK_COLLECTIVES=0): a
+/// trainer does once its first step has shown that every rank issues the
+/// same collectives, since the later steps run the same code.
+void setCollectiveChecks(bool enabled);
+
 //===--- Element types and reductions -------------------------------------===//
 
 /// A DTRAIN_RT_* element type that collectives accept (the float types).
@@ -218,6 +223,15 @@ DTRAIN_RT_TEST_API void traceSpan(std::string name, double begin, double end);
 DTRAIN_RT_TEST_API void resetCollectiveSequence();
 /// The spans recorded since the previous call.
 DTRAIN_RT_TEST_API std::vector<TraceEvent> takeTrace();
+
+/// Gathers every rank's EVENTS to rank 0, which writes them to PATH as a
+/// Chrome trace, times relative to ORIGIN (each rank's clockSeconds() when
+/// the ranks last synchronized); throws a Failure (ArrayFile.h) on rank 0
+/// when the file cannot be written. Collective over COMM, from the main
+/// thread once every collective has been waited for (Timeline.cpp). A null
+/// COMM: this process alone, as rank 0.
+void writeTimeline(dtrain_rt_comm_t *comm, const std::string &path,
+                   const std::vector<TraceEvent> &events, double origin);
 
 } // namespace dtrain::rt
 

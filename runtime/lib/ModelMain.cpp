@@ -85,7 +85,38 @@ struct ModelInfo {
         out.push_back(i);
     return out;
   }
+
+  /// The index of the arg of ROLE named NAME, if any.
+  std::optional<size_t> find(Role role, std::string_view name) const {
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].role == role && args[i].name == name)
+        return i;
+    return std::nullopt;
+  }
+
+  /// A trainer's labels: the input --dtrain-build-training added.
+  std::optional<size_t> labels() const {
+    std::optional<size_t> label = find(Role::Input, "labels");
+    return label ? label : find(Role::Input, "targets");
+  }
+
+  /// A trainer's sample inputs: every input but the labels.
+  std::vector<size_t> sampleInputs() const {
+    std::vector<size_t> inputs;
+    for (size_t i : indices(Role::Input))
+      if (i != labels())
+        inputs.push_back(i);
+    return inputs;
+  }
 };
+
+/// The samples one run of a trainer's step takes (per rank).
+int64_t batchOf(const ModelInfo &info) {
+  const std::vector<size_t> inputs = info.sampleInputs();
+  return inputs.empty() || info.args[inputs[0]].dims.empty()
+             ? 0
+             : info.args[inputs[0]].dims[0];
+}
 
 std::string typeAndShape(const Arg &a) {
   return std::string(dtypeName(a.dtype)) + " " + dimsString(a.dims);
@@ -809,19 +840,18 @@ struct Workspace {
 
   /// The index of the arg of ROLE named NAME, if any.
   std::optional<size_t> find(Role role, std::string_view name) const {
-    for (size_t i = 0; i < info.args.size(); ++i)
-      if (info.args[i].role == role && info.args[i].name == name)
-        return i;
-    return std::nullopt;
+    return info.find(role, name);
   }
 };
 
-/// MPI (dtrain_rt_init) for the lifetime of the object, and this rank.
+/// MPI (dtrain_rt_init) for the lifetime of the object, this rank and the
+/// number of ranks.
 struct Collectives {
-  int32_t rank;
+  int32_t rank, size;
   Collectives(int &argc, char **&argv) {
     dtrain_rt_init(&argc, &argv);
     rank = dtrain_rt_comm_rank(dtrain_rt_comm_world());
+    size = dtrain_rt_comm_size(dtrain_rt_comm_world());
   }
   ~Collectives() { dtrain_rt_finalize(); }
   Collectives(const Collectives &) = delete;
@@ -892,21 +922,35 @@ void printError(const std::string &message) {
 
 struct TrainOptions {
   bool help = false, printInfo = false;
-  std::string data, val, model, saveOnnx, checkpointDir, xKey = "x",
-                                                        yKey = "y";
-  int64_t epochs = 0, steps = 0, seed = 0, logEvery = 0, checkpointEvery = 0;
-  bool resume = false;
+  std::string data, val, model, saveOnnx, checkpointDir, timeline,
+      xKey = "x", yKey = "y";
+  int64_t epochs = 0, steps = 0, seed = 0, logEvery = 0, checkpointEvery = 0,
+          globalBatch = 0, batchSize = 0;
+  bool resume = false, shuffle = true;
 };
 
 void printTrainerHelp(const char *program, const ModelInfo &info) {
   std::printf(
-      "usage: %s --data FILE.npz [--val FILE.npz] (--epochs E | --steps N)\n"
-      "           [--seed S] [--log-every K] [--x-key NAME] [--y-key NAME]\n"
+      "usage: [mpirun -np P] %s --data FILE.npz [--val FILE.npz]\n"
+      "           (--epochs E | --steps N) [--seed S] [--no-shuffle]\n"
+      "           [--global-batch G] [--batch-size B] [--log-every K]\n"
+      "           [--x-key NAME] [--y-key NAME] [--timeline TRACE.json]\n"
       "           [--checkpoint-dir DIR [--checkpoint-every N] [--resume]]\n"
       "           [--model FILE.onnx] [--save-onnx FILE.onnx] [--print-info]\n"
       "\n"
       "Trains the model that dtrain-compile compiled into this program, "
       "starting\nfrom the weights of its ONNX file (%s).\n"
+      "\n"
+      "Data parallel (a trainer compiled with --data-parallel, the default): "
+      "under\nmpirun every rank steps on its own shard of each global batch "
+      "(rank r takes\nsamples r*B to (r+1)*B - 1 of it, B = %lld the per-rank "
+      "batch compiled in)\nand the gradients are averaged across the ranks "
+      "while the backward pass\nruns. Rank 0's weights are broadcast at the "
+      "start (and after --resume);\nrank 0 alone prints, and writes "
+      "checkpoints, the timeline and --save-onnx.\nBatch-norm batch "
+      "statistics are each rank's own (PyTorch DDP's default);\nthe running "
+      "statistics written and evaluated are rank 0's. Without mpirun\nit "
+      "trains as one rank.\n"
       "\n"
       "Flags (the value follows the flag, or is attached: --epochs=10):\n"
       "  --data FILE.npz   training samples: arrays X (inputs, the first "
@@ -926,6 +970,12 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "  --seed S          the seed of the sample order and of the "
       "dropout masks\n"
       "                    (default 0)\n"
+      "  --no-shuffle      takes the samples in file order in every epoch\n"
+      "  --global-batch G  checks that the ranks together step on G samples "
+      "(P x B)\n"
+      "  --batch-size B    checks that each rank steps on B samples (fixed "
+      "when\n"
+      "                    compiling: dtrain-compile --batch-size)\n"
       "  --log-every K     a progress line every K steps (default: once per "
       "epoch)\n"
       "  --x-key NAME, --y-key NAME\n"
@@ -951,17 +1001,29 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "                    initializers' data replaced (written to a "
       "temporary\n"
       "                    file, then renamed)\n"
+      "  --timeline TRACE.json\n"
+      "                    writes a Chrome trace (Perfetto, chrome://tracing) "
+      "of every\n"
+      "                    rank: steps, the computation up to each "
+      "collective, the\n"
+      "                    collectives on the communication thread "
+      "(queued,\n"
+      "                    started, finished, bytes) and the waits for them\n"
       "  --print-info      prints the model's arguments and exits\n"
       "\n"
       "Progress lines are key=value pairs: 'step= epoch= loss= acc= "
       "samples/s='\n"
+      "(with several ranks also 'comm_ms= wait_ms= sent_MB=' per step: time "
+      "the\ncollectives took on the communication thread, time the step "
+      "waited for them,\nand bytes each rank sends in a bandwidth-optimal "
+      "all-reduce)\n"
       "(loss and accuracy averaged since the previous line), 'epoch= "
       "val_loss=\nval_acc= val_samples=' after each epoch, and last "
       "'final steps= epochs= loss=\nacc= [val_acc=]'. Exit status: 0 on "
       "success, 1 on an error (a file that\ndoes not fit the model, a "
       "label out of range, a loss that is not finite),\n2 for a usage "
       "error.\n",
-      program, info.onnx.c_str());
+      program, info.onnx.c_str(), (long long)batchOf(info));
 }
 
 TrainOptions parseTrainerCommandLine(int argc, char **argv) {
@@ -970,8 +1032,9 @@ TrainOptions parseTrainerCommandLine(int argc, char **argv) {
            argc, argv,
            {"--data", "--val", "--epochs", "--steps", "--seed", "--log-every",
             "--x-key", "--y-key", "--model", "--save-onnx", "--checkpoint-dir",
-            "--checkpoint-every"},
-           {"--print-info", "--resume"},
+            "--checkpoint-every", "--global-batch", "--batch-size",
+            "--timeline"},
+           {"--print-info", "--resume", "--no-shuffle"},
            "the data is given with --data FILE.npz")) {
     if (flag == "--help") {
       o.help = true;
@@ -981,6 +1044,14 @@ TrainOptions parseTrainerCommandLine(int argc, char **argv) {
       o.printInfo = true;
     else if (flag == "--resume")
       o.resume = true;
+    else if (flag == "--no-shuffle")
+      o.shuffle = false;
+    else if (flag == "--global-batch")
+      o.globalBatch = parseCount(flag, value, 1);
+    else if (flag == "--batch-size")
+      o.batchSize = parseCount(flag, value, 1);
+    else if (flag == "--timeline")
+      o.timeline = value;
     else if (flag == "--data")
       o.data = value;
     else if (flag == "--val")
@@ -1219,60 +1290,207 @@ Progress readCheckpoint(Workspace &w, const std::string &dir) {
   return {values[0], values[1], values[2]};
 }
 
+/// Ends a rank of a data-parallel job whose error another rank reports.
+struct QuietExit {
+  int status;
+};
+
+/// The ranks of a trainer (one without mpirun, or when not data parallel)
+/// and how they act together: collectives, and errors that stop every rank
+/// with one message rather than leaving some waiting forever.
+struct Ranks {
+  std::optional<Collectives> mpi;
+  int rank = 0, size = 1;
+
+  Ranks(bool dataParallel, int &argc, char **&argv) {
+    if (!dataParallel)
+      return;
+    mpi.emplace(argc, argv);
+    rank = mpi->rank;
+    size = mpi->size;
+  }
+  bool root() const { return rank == 0; }
+
+  /// Runs FN on every rank; when it fails on any rank, all stop: the
+  /// lowest failing rank reports its error, the others exit quietly.
+  template <typename Fn> void together(Fn &&fn) const {
+    std::optional<Failure> failure;
+    try {
+      fn();
+    } catch (const Failure &f) {
+      failure = f;
+    }
+    if (size == 1) {
+      if (failure)
+        throw *failure;
+      return;
+    }
+    double firstFailed = failure ? -rank : -size; // MAX of -rank: the lowest
+    dtrain_rt_all_reduce(dtrain_rt_comm_world(), &firstFailed, 1,
+                         DTRAIN_RT_F64, DTRAIN_RT_MAX);
+    if (firstFailed == -size)
+      return;
+    if (failure && firstFailed == -rank) {
+      if (rank != 0)
+        failure->message = "rank " + std::to_string(rank) + ": " +
+                           failure->message;
+      throw *failure;
+    }
+    throw QuietExit{1};
+  }
+
+  /// Runs FN on rank 0 alone (its files); a failure there stops the job.
+  template <typename Fn> void onRoot(Fn &&fn) const {
+    if (!root())
+      return;
+    try {
+      fn();
+    } catch (const Failure &f) {
+      if (size == 1)
+        throw;
+      printError(f.message);
+      dtrain_rt_abort(dtrain_rt_comm_world(),
+                      "stopping every rank after rank 0's error");
+    }
+  }
+
+  /// Rank 0's bytes on every rank.
+  void broadcast(void *data, size_t bytes) const {
+    if (size > 1)
+      dtrain_rt_broadcast(dtrain_rt_comm_world(), data, int64_t(bytes), 0);
+  }
+
+  /// VALUES summed over the ranks (in place).
+  void sum(std::vector<double> &values) const {
+    if (size > 1)
+      dtrain_rt_all_reduce(dtrain_rt_comm_world(), values.data(),
+                           int64_t(values.size()), DTRAIN_RT_F64,
+                           DTRAIN_RT_SUM);
+  }
+};
+
+CommStats &operator+=(CommStats &a, const CommStats &b) {
+  a.collectives += b.collectives;
+  a.payloadBytes += b.payloadBytes;
+  a.sentBytes += b.sentBytes;
+  a.busySeconds += b.busySeconds;
+  a.blockedSeconds += b.blockedSeconds;
+  return a;
+}
+
 int trainerMain(int argc, char **argv, const char *infoText,
                 void (*run)(void **), void (*eval)(void **)) {
   const ModelInfo info = parseInfo(infoText);
   if (!run || !eval || info.mode != "train")
     fail("internal error: not a compiled trainer");
-  if (info.collectives)
-    fail("this runtime does not run data-parallel trainers yet (their data "
-         "sharding is to come); compile a data-parallel step with "
-         "--mode=step");
+  const char *launcherSize = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!info.collectives && launcherSize && std::atoi(launcherSize) > 1)
+    fail("this trainer was compiled without --data-parallel: under mpirun "
+         "each of the %s ranks would train alone; recompile it with "
+         "dtrain-compile --data-parallel",
+         launcherSize);
   const char *program = argc > 0 && argv && argv[0] ? argv[0] : "trainer";
-  const TrainOptions o = parseTrainerCommandLine(argc, argv);
-  if (o.help) {
-    printTrainerHelp(program, info);
+  const Ranks ranks(info.collectives, argc, argv);
+  std::optional<TrainOptions> parsed;
+  try {
+    parsed = parseTrainerCommandLine(argc, argv);
+  } catch (const UsageError &) {
+    if (!ranks.root()) // every rank has the same command line
+      throw QuietExit{2};
+    throw;
+  }
+  const TrainOptions &o = *parsed;
+  if (o.help || o.printInfo) {
+    if (!ranks.root())
+      return 0;
+    if (o.help)
+      printTrainerHelp(program, info);
+    else
+      printInfo(info, o.model.empty() ? info.onnx : o.model);
     return 0;
   }
   const std::string onnxPath = o.model.empty() ? info.onnx : o.model;
-  if (o.printInfo) {
-    printInfo(info, onnxPath);
-    return 0;
-  }
-  Workspace w(info);
-  // The labels are the input --dtrain-build-training added.
-  std::optional<size_t> label = w.find(Role::Input, "labels");
-  if (!label)
-    label = w.find(Role::Input, "targets");
-  std::vector<size_t> inputs;
-  for (size_t i : info.indices(Role::Input))
-    if (i != *label)
-      inputs.push_back(i);
-  std::optional<size_t> loss = w.find(Role::Output, "loss"),
-                        correct = w.find(Role::Output, "correct"),
-                        evalLoss = w.find(Role::Eval, "loss"),
-                        evalCorrect = w.find(Role::Eval, "correct");
+  const std::optional<size_t> label = info.labels();
+  const std::vector<size_t> inputs = info.sampleInputs();
+  const std::optional<size_t> loss = info.find(Role::Output, "loss"),
+                              correct = info.find(Role::Output, "correct"),
+                              evalLoss = info.find(Role::Eval, "loss"),
+                              evalCorrect = info.find(Role::Eval, "correct");
   if (!label || inputs.size() != 1 || !loss || !evalLoss)
     fail("internal error: a trainer needs one input, labels and a loss");
   const Arg &input = info.args[inputs[0]];
-  const int64_t batch = input.dims[0];
-  Samples data(o.data, o, input, info.args[*label], info.classes);
-  std::optional<Samples> val;
-  if (!o.val.empty())
-    val.emplace(o.val, o, input, info.args[*label], info.classes);
-  w.loadWeights(onnxPath, !o.model.empty());
-  // Created up front, so that a directory that cannot be made fails before
-  // any training.
-  if (!o.checkpointDir.empty() && !o.resume &&
-      ::mkdir(o.checkpointDir.c_str(), 0777) != 0 && errno != EEXIST)
-    fail("--checkpoint-dir: cannot create %s: %s", o.checkpointDir.c_str(),
-         std::strerror(errno));
-  // The seed of the dropout masks (nn.dropout_mask); a resumed run takes
-  // the checkpoint's.
-  if (std::optional<size_t> seed = w.find(Role::State, "rng.seed"))
-    *static_cast<int64_t *>(w.buffers[*seed]) = o.seed;
+  const int64_t batch = input.dims[0], globalBatch = batch * ranks.size;
+  const auto rankWord = [](int n) {
+    return std::to_string(n) + (n == 1 ? " rank" : " ranks");
+  };
+  if (o.batchSize && o.batchSize != batch) {
+    if (!ranks.root())
+      throw QuietExit{2};
+    usageError("--batch-size %lld: this trainer steps on %lld samples per "
+               "rank (fixed when compiling: dtrain-compile --batch-size)",
+               (long long)o.batchSize, (long long)batch);
+  }
+  if (o.globalBatch && o.globalBatch != globalBatch) {
+    if (!ranks.root())
+      throw QuietExit{2};
+    const bool divides = o.globalBatch % batch == 0;
+    usageError("--global-batch %lld: %s x %lld samples per rank make %lld "
+               "(the per-rank batch is fixed when compiling); %s",
+               (long long)o.globalBatch, rankWord(ranks.size).c_str(),
+               (long long)batch, (long long)globalBatch,
+               divides ? ("run " + rankWord(int(o.globalBatch / batch)) +
+                          " (mpirun -np " +
+                          std::to_string(o.globalBatch / batch) + ")")
+                             .c_str()
+                       : "recompile with a --batch-size that divides it");
+  }
 
-  const int64_t batches = data.count / batch;
+  Workspace w(info);
+  std::optional<Samples> data, val;
+  Progress start;
+  ranks.together([&] {
+    data.emplace(o.data, o, input, info.args[*label], info.classes);
+    if (data->count < globalBatch)
+      fail("%s: %lld samples, fewer than the global batch of %lld (%s x "
+           "%lld)",
+           o.data.c_str(), (long long)data->count, (long long)globalBatch,
+           rankWord(ranks.size).c_str(), (long long)batch);
+    if (!o.val.empty())
+      val.emplace(o.val, o, input, info.args[*label], info.classes);
+  });
+  // Rank 0 reads the weights (and the checkpoint) and gives them to all.
+  ranks.together([&] {
+    if (!ranks.root())
+      return;
+    w.loadWeights(onnxPath, !o.model.empty());
+    // Created up front, so that a directory that cannot be made fails
+    // before any training.
+    if (!o.checkpointDir.empty() && !o.resume &&
+        ::mkdir(o.checkpointDir.c_str(), 0777) != 0 && errno != EEXIST)
+      fail("--checkpoint-dir: cannot create %s: %s", o.checkpointDir.c_str(),
+           std::strerror(errno));
+    // The seed of the dropout masks (nn.dropout_mask); a resumed run takes
+    // the checkpoint's.
+    if (std::optional<size_t> seed = w.find(Role::State, "rng.seed"))
+      *static_cast<int64_t *>(w.buffers[*seed]) = o.seed;
+    if (o.resume)
+      start = readCheckpoint(w, o.checkpointDir);
+  });
+  for (size_t i = 0; i < info.args.size(); ++i)
+    if (isTrainingState(info.args[i].role))
+      ranks.broadcast(w.buffers[i], info.args[i].bytes);
+  ranks.broadcast(&start, sizeof start);
+  // Each rank its own dropout masks: rank r's seed is rank 0's plus r
+  // times the golden ratio (rank 0 keeps the checkpointed one).
+  if (std::optional<size_t> seed = w.find(Role::State, "rng.seed"))
+    *static_cast<uint64_t *>(w.buffers[*seed]) +=
+        uint64_t(ranks.rank) * 0x9E3779B97F4A7C15ull;
+  if (o.resume && ranks.root())
+    std::printf("resumed step=%lld epoch=%lld batch=%lld\n",
+                (long long)start.step, (long long)start.epoch,
+                (long long)start.batch);
+
+  const int64_t batches = data->count / globalBatch;
   const int64_t epochs =
       o.epochs ? o.epochs : (o.steps + batches - 1) / batches;
   const int64_t logEvery = o.logEvery ? o.logEvery : batches;
@@ -1282,14 +1500,13 @@ int trainerMain(int argc, char **argv, const char *infoText,
   auto countOf = [&](size_t index) {
     return *static_cast<const int64_t *>(w.buffers[index]);
   };
-  Progress start;
-  if (o.resume) {
-    start = readCheckpoint(w, o.checkpointDir);
-    std::printf("resumed step=%lld epoch=%lld batch=%lld\n",
-                (long long)start.step, (long long)start.epoch,
-                (long long)start.batch);
-  }
-  std::vector<int64_t> order(size_t(data.count));
+  const bool reportComm = ranks.size > 1;
+  // The timeline's origin: the ranks leave this sum together.
+  std::vector<double> sync{0};
+  ranks.sum(sync);
+  const double origin = clockSeconds();
+  CommStats windowComm, totalComm;
+  std::vector<int64_t> order(size_t(data->count));
   Progress now = start;
   int64_t step = start.step;
   double epochLoss = 0, lastValAcc = -1;
@@ -1297,33 +1514,56 @@ int trainerMain(int argc, char **argv, const char *infoText,
   for (epoch = start.epoch; epoch <= epochs && (!o.steps || step < o.steps);
        ++epoch) {
     // Each epoch's order from the seed and the epoch alone, so that a
-    // resumed run shuffles as the uninterrupted one.
-    std::mt19937_64 rng(uint64_t(o.seed) * 0x9E3779B97F4A7C15ull +
-                        uint64_t(epoch));
-    for (int64_t i = 0; i < data.count; ++i)
+    // resumed run shuffles as the uninterrupted one, and all ranks alike.
+    for (int64_t i = 0; i < data->count; ++i)
       order[size_t(i)] = i;
-    std::shuffle(order.begin(), order.end(), rng);
+    if (o.shuffle) {
+      std::mt19937_64 rng(uint64_t(o.seed) * 0x9E3779B97F4A7C15ull +
+                          uint64_t(epoch));
+      std::shuffle(order.begin(), order.end(), rng);
+    }
     epochLoss = 0;
     epochCorrect = epochSamples = 0;
+    totalComm += windowComm;
+    windowComm = CommStats{};
     double windowLoss = 0;
     int64_t windowCorrect = 0, windowSamples = 0;
     auto windowStart = std::chrono::steady_clock::now();
     const int64_t firstBatch = epoch == start.epoch ? start.batch : 0;
     for (int64_t b = firstBatch; b < batches && (!o.steps || step < o.steps);
          ++b) {
-      data.gather(order, b * batch, batch, w.buffers[inputs[0]],
-                  w.buffers[*label]);
+      // This rank's shard of global batch B.
+      data->gather(order, b * globalBatch + ranks.rank * batch, batch,
+                   w.buffers[inputs[0]], w.buffers[*label]);
+      // The statistics and the timeline cover the steps alone (each step
+      // waits for its collectives), not the trainer's own exchanges.
+      takeCommStats();
+      resetCollectiveSequence();
+      setTracing(!o.timeline.empty());
+      const double stepBegin = clockSeconds();
       w.step(run);
+      traceSpan("step " + std::to_string(step + 1), stepBegin, clockSeconds());
+      setTracing(false);
+      windowComm += takeCommStats();
+      // The first step showed that every rank runs the same collectives
+      // (checked); the later ones run the same code.
+      if (step == start.step)
+        setCollectiveChecks(false);
       ++step;
       now = b + 1 == batches ? Progress{step, epoch + 1, 0}
                              : Progress{step, epoch, b + 1};
       if (o.checkpointEvery && step % o.checkpointEvery == 0)
-        writeCheckpoint(w, o.checkpointDir, now);
+        ranks.onRoot([&] { writeCheckpoint(w, o.checkpointDir, now); });
+      // The loss is the global batch's (averaged in the step): every rank
+      // sees the same.
       const float stepLoss = valueOf(*loss);
-      if (!std::isfinite(stepLoss))
+      if (!std::isfinite(stepLoss)) {
+        if (!ranks.root())
+          throw QuietExit{1};
         fail("the loss is %g at step %lld (epoch %lld): training diverged "
              "(try a smaller --lr)",
              double(stepLoss), (long long)step, (long long)epoch);
+      }
       windowLoss += stepLoss;
       epochLoss += stepLoss;
       windowSamples += batch;
@@ -1333,62 +1573,113 @@ int trainerMain(int argc, char **argv, const char *infoText,
         epochCorrect += countOf(*correct);
       }
       if (step % logEvery == 0) {
+        std::vector<double> counts{double(windowCorrect)};
+        ranks.sum(counts);
         const double seconds = std::chrono::duration<double>(
                                    std::chrono::steady_clock::now() -
                                    windowStart)
                                    .count();
-        std::printf("step=%lld epoch=%lld loss=%.6f", (long long)step,
-                    (long long)epoch,
-                    windowLoss / double(windowSamples / batch));
-        if (correct)
-          std::printf(" acc=%.4f", double(windowCorrect) / windowSamples);
-        std::printf(" samples/s=%.1f\n", windowSamples / seconds);
-        std::fflush(stdout);
+        const int64_t windowSteps = windowSamples / batch;
+        if (ranks.root()) {
+          std::printf("step=%lld epoch=%lld loss=%.6f", (long long)step,
+                      (long long)epoch, windowLoss / double(windowSteps));
+          if (correct)
+            std::printf(" acc=%.4f",
+                        counts[0] / double(windowSamples * ranks.size));
+          std::printf(" samples/s=%.1f",
+                      double(windowSamples * ranks.size) / seconds);
+          if (reportComm)
+            std::printf(" comm_ms=%.3f wait_ms=%.3f sent_MB=%.3f",
+                        windowComm.busySeconds * 1e3 / double(windowSteps),
+                        windowComm.blockedSeconds * 1e3 / double(windowSteps),
+                        double(windowComm.sentBytes) / 1e6 /
+                            double(windowSteps));
+          std::printf("\n");
+          std::fflush(stdout);
+        }
+        totalComm += windowComm;
+        windowComm = CommStats{};
         windowLoss = 0;
         windowCorrect = windowSamples = 0;
         windowStart = std::chrono::steady_clock::now();
       }
     }
     if (val) {
+      // Every rank evaluates every P-th batch with rank 0's batch-norm
+      // running statistics.
+      for (size_t i = 0; i < info.args.size(); ++i)
+        if (info.args[i].role == Role::Buffer)
+          ranks.broadcast(w.buffers[i], info.args[i].bytes);
       std::vector<int64_t> inOrder(size_t(val->count));
       for (int64_t i = 0; i < val->count; ++i)
         inOrder[size_t(i)] = i;
-      double valLoss = 0;
-      int64_t valCorrect = 0, valBatches = val->count / batch;
-      for (int64_t b = 0; b < valBatches; ++b) {
+      const int64_t valBatches = val->count / batch;
+      std::vector<double> sums{0, 0}; // loss, correct
+      for (int64_t b = ranks.rank; b < valBatches; b += ranks.size) {
         val->gather(inOrder, b * batch, batch, w.buffers[inputs[0]],
                     w.buffers[*label]);
         eval(w.buffers.data());
-        valLoss += valueOf(*evalLoss);
+        sums[0] += valueOf(*evalLoss);
         if (evalCorrect)
-          valCorrect += countOf(*evalCorrect);
+          sums[1] += double(countOf(*evalCorrect));
       }
-      std::printf("epoch=%lld val_loss=%.6f", (long long)epoch,
-                  valLoss / double(valBatches));
-      if (evalCorrect) {
-        lastValAcc = double(valCorrect) / double(valBatches * batch);
-        std::printf(" val_acc=%.4f", lastValAcc);
+      ranks.sum(sums);
+      if (ranks.root()) {
+        std::printf("epoch=%lld val_loss=%.6f", (long long)epoch,
+                    sums[0] / double(valBatches));
+        if (evalCorrect) {
+          lastValAcc = sums[1] / double(valBatches * batch);
+          std::printf(" val_acc=%.4f", lastValAcc);
+        }
+        std::printf(" val_samples=%lld\n", (long long)(valBatches * batch));
+        std::fflush(stdout);
       }
-      std::printf(" val_samples=%lld\n", (long long)(valBatches * batch));
-      std::fflush(stdout);
     }
     if (!o.checkpointDir.empty() && now.batch == 0)
-      writeCheckpoint(w, o.checkpointDir, now);
+      ranks.onRoot([&] { writeCheckpoint(w, o.checkpointDir, now); });
   }
+  totalComm += windowComm;
   if (!o.checkpointDir.empty())
-    writeCheckpoint(w, o.checkpointDir, now);
-  std::printf("final steps=%lld epochs=%lld loss=%.6f", (long long)step,
-              (long long)(epoch - 1),
-              epochLoss / double(std::max<int64_t>(1, epochSamples / batch)));
-  if (correct)
-    std::printf(" acc=%.4f", double(epochCorrect) /
-                                 double(std::max<int64_t>(1, epochSamples)));
-  if (lastValAcc >= 0)
-    std::printf(" val_acc=%.4f", lastValAcc);
-  std::printf("\n");
-  std::fflush(stdout);
+    ranks.onRoot([&] { writeCheckpoint(w, o.checkpointDir, now); });
+  std::vector<double> counts{double(epochCorrect)};
+  ranks.sum(counts);
+  if (ranks.root()) {
+    std::printf("final steps=%lld epochs=%lld loss=%.6f", (long long)step,
+                (long long)(epoch - 1),
+                epochLoss /
+                    double(std::max<int64_t>(1, epochSamples / batch)));
+    if (correct)
+      std::printf(" acc=%.4f",
+                  counts[0] / double(std::max<int64_t>(
+                                  1, epochSamples * ranks.size)));
+    if (reportComm) {
+      const double steps = double(std::max<int64_t>(1, step - start.step));
+      const double hidden =
+          totalComm.busySeconds > 0
+              ? std::clamp(1 - totalComm.blockedSeconds /
+                                   totalComm.busySeconds,
+                           0.0, 1.0)
+              : 1.0;
+      std::printf(" ranks=%d comm_ms=%.3f wait_ms=%.3f sent_MB=%.3f "
+                  "comm_hidden=%.3f",
+                  ranks.size, totalComm.busySeconds * 1e3 / steps,
+                  totalComm.blockedSeconds * 1e3 / steps,
+                  double(totalComm.sentBytes) / 1e6 / steps, hidden);
+    }
+    if (lastValAcc >= 0)
+      std::printf(" val_acc=%.4f", lastValAcc);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
   if (!o.saveOnnx.empty())
-    saveOnnx(w, onnxPath, o.saveOnnx);
+    ranks.onRoot([&] { saveOnnx(w, onnxPath, o.saveOnnx); });
+  if (!o.timeline.empty()) {
+    const std::vector<TraceEvent> events = takeTrace();
+    ranks.together([&] {
+      writeTimeline(ranks.mpi ? dtrain_rt_comm_world() : nullptr, o.timeline,
+                    events, origin);
+    });
+  }
   return 0;
 }
 
@@ -1396,6 +1687,8 @@ int trainerMain(int argc, char **argv, const char *infoText,
 template <typename Main> int guardedMain(Main main) {
   try {
     return main();
+  } catch (const QuietExit &e) {
+    return e.status;
   } catch (const UsageError &e) {
     printError(e.message);
     return 2;

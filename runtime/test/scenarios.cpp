@@ -50,7 +50,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: dtrain-rt-scenarios host-mpi | count-mismatch | "
                "abort-while-waiting | bad-dtype | int-dtype | negative-count | "
-               "bad-env | null-request | mpi-error\n");
+               "bad-env | null-request | mpi-error | stalled-rank\n");
   return 2;
 }
 
@@ -87,6 +87,13 @@ int main(int argc, char **argv) {
     dtrain_rt_all_reduce(world, data.data(), -5, DTRAIN_RT_F32, DTRAIN_RT_SUM);
   } else if (!std::strcmp(mode, "bad-env")) {
     dtrain_rt_all_reduce(world, data.data(), 64, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+  } else if (!std::strcmp(mode, "stalled-rank")) {
+    // Rank 1 stops answering (as a hung process would); the others'
+    // all-reduce must end with DTRAIN_COLLECTIVE_TIMEOUT's message.
+    if (rank == 1)
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+    std::vector<float> v(8, 1.0f);
+    dtrain_rt_all_reduce(world, v.data(), 8, DTRAIN_RT_F32, DTRAIN_RT_SUM);
   } else if (!std::strcmp(mode, "null-request")) {
     dtrain_rt_wait(nullptr);
   } else if (!std::strcmp(mode, "mpi-error")) {

@@ -157,9 +157,18 @@ static cl::opt<double>
 
 static cl::opt<bool> dataParallel(
     "data-parallel",
-    cl::desc("--mode=step: average every gradient over the ranks "
-             "(--dtrain-data-parallel); run the step under mpirun"),
+    cl::desc("--mode=train|step: average every gradient over the ranks "
+             "while the backward pass runs (--dtrain-data-parallel); the "
+             "program then runs under mpirun, each rank on its own shard of "
+             "the data. Default: on for trainers, off for --mode=step; "
+             "--data-parallel=false for a trainer without MPI"),
     cl::init(false), cl::cat(compileCategory));
+
+/// --data-parallel as given, else the mode's default.
+static bool isDataParallel() {
+  return dataParallel.getNumOccurrences() ? bool(dataParallel)
+                                          : mode == Mode::Train;
+}
 
 static cl::opt<Target>
     target("target", cl::desc("Device the model runs on (default: cpu)"),
@@ -362,7 +371,7 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     options.weightDecay = weightDecay;
     pm.addPass(dtrain::train::createBuildTraining(options));
   }
-  if (dataParallel)
+  if (isDataParallel())
     pm.addNestedPass<func::FuncOp>(dtrain::dist::createDataParallel());
   dtrain::lower::buildLowerToLLVMPipeline(pm);
   if (verbose) {
@@ -462,10 +471,9 @@ static LogicalResult link(StringRef cc, StringRef object, StringRef rtDir) {
 static LogicalResult compile(const char *argv0) {
   if (target == Target::CUDA)
     return error("--target=cuda is not available yet; use --target=cpu");
-  if (dataParallel && mode != Mode::Step)
-    return error("--data-parallel needs --mode=step (data-parallel trainers, "
-                 "which shard the data over the ranks, are not available "
-                 "yet)");
+  if (isDataParallel() && mode == Mode::Infer)
+    return error("--data-parallel needs --mode=train or --mode=step (a "
+                 "forward pass has no gradients to average)");
 
   // Find the linker's inputs before the (long) compilation.
   std::string rtDir, cc;
