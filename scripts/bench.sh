@@ -10,9 +10,6 @@ echo "== forward: dtrain-compile'd models vs PyTorch eager, 2 threads, compile t
 /usr/bin/python3 bench/forward_bench.py build
 echo "== training steps: dtrain-compile --mode=step vs PyTorch eager, 2 threads, peak memory"
 /usr/bin/python3 bench/train_bench.py build
-echo "== all-reduce: dtrain's ring vs MPI_Allreduce, 2 and 4 ranks"
-for np in 2 4; do
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    timeout 600 mpirun --oversubscribe -np "$np" \
-    build/bin/dtrain-rt-allreduce-bench </dev/null
-done
+echo "== all-reduce: the runtime (MPI, ring) vs MPI_Allreduce and the bound 2(P-1)/P*M/B, 4 ranks:"
+echo "   shared memory, loopback TCP, and (as root) 4 namespaces at 1 Gbit/s"
+bench/all_reduce.sh build/bin/dtrain-rt-allreduce-bench

@@ -109,18 +109,18 @@ Timing timeCollective(int iters, int warmup, double minTime, Before before,
   double total = 0;
   for (int i = 0;; ++i) {
     const int timed = i - warmup;
-    if (iters > 0 ? timed >= iters
-                  : timed >= kMaxIters ||
-                        (timed >= kMinIters && total >= minTime))
+    if (iters > 0
+            ? timed >= iters
+            : timed >= kMaxIters || (timed >= kMinIters && total >= minTime))
       break;
     before();
     check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     double t0 = MPI_Wtime();
     op();
     double t = MPI_Wtime() - t0;
-    check(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX,
-                        MPI_COMM_WORLD),
-          "MPI_Allreduce (timing)");
+    check(
+        MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
+        "MPI_Allreduce (timing)");
     if (timed >= 0) {
       times.push_back(t);
       total += t;
@@ -147,8 +147,7 @@ void fillInput(std::vector<float> &buffer, int rank) {
   }
 }
 
-void checkResult(const std::vector<float> &buffer, int P, int rank,
-                 const char *variant) {
+void checkResult(const std::vector<float> &buffer, int P, const char *variant) {
   const float base = float(P) * float(P + 1) / 2;
   int64_t wrong = 0, first = -1;
   int j = 0;
@@ -244,8 +243,7 @@ int main(int argc, char **argv) {
     std::vector<char> out(n, char(rank)), in(n);
     const int right = (rank + 1) % P, left = (rank + P - 1) % P;
     Timing t = timeCollective(
-        itersOverride, warmupOverride >= 0 ? warmupOverride : 1, minTime,
-        [] {},
+        itersOverride, warmupOverride >= 0 ? warmupOverride : 1, minTime, [] {},
         [&] {
           check(MPI_Sendrecv(out.data(), int(bwBytes), MPI_BYTE, right, 7,
                              in.data(), int(bwBytes), MPI_BYTE, left, 7,
@@ -259,8 +257,7 @@ int main(int argc, char **argv) {
     if (rank == 0)
       std::printf("p2p_bytes=%lld ranks=%d iters=%d median_s=%.6g "
                   "p2p_GBps=%.4f\n",
-                  (long long)bwBytes, P, t.iters, t.median,
-                  p2pBandwidth / 1e9);
+                  (long long)bwBytes, P, t.iters, t.median, p2pBandwidth / 1e9);
   }
 
   const double busFactor = 2.0 * (P - 1) / P;
@@ -270,8 +267,8 @@ int main(int argc, char **argv) {
     Row row;
     row.bytes = count * 4;
     row.bound = P > 1 ? busFactor * double(row.bytes) / p2pBandwidth : 0;
-    const int warmup =
-        warmupOverride >= 0 ? warmupOverride : (row.bytes >= (16 << 20) ? 1 : 2);
+    const int warmup = warmupOverride >= 0 ? warmupOverride
+                                           : (row.bytes >= (16 << 20) ? 1 : 2);
     std::vector<float> buffer(static_cast<size_t>(count));
     auto refill = [&] { fillInput(buffer, rank); };
     for (int v = 0; v < 3; ++v) {
@@ -289,7 +286,7 @@ int main(int argc, char **argv) {
                                     DTRAIN_RT_SUM, algorithm);
         });
       }
-      checkResult(buffer, P, rank, kVariants[v]);
+      checkResult(buffer, P, kVariants[v]);
       if (rank == 0) {
         const double T = row.t[v].median;
         std::printf("bytes=%lld algorithm=%s ranks=%d iters=%d median_s=%.6g "

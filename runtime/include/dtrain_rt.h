@@ -48,12 +48,14 @@ enum {
   DTRAIN_RT_MAX = 2,
 };
 
-/* All-reduce implementations. MPI calls MPI_Allreduce; RING
- * is dtrain's own bandwidth-optimal ring (reduce-scatter then all-gather over
- * point-to-point messages). DEFAULT reads the environment variable
- * DTRAIN_ALLREDUCE=mpi|ring (mpi when unset or empty; any other value
- * aborts), once per process. Both give identical results whenever the
- * reduction is exact (e.g. sums of small integers). */
+/* All-reduce implementations. MPI calls MPI_Allreduce; RING is dtrain's own
+ * bandwidth-optimal ring (reduce-scatter then all-gather over point-to-point
+ * messages). DEFAULT reads the environment variable
+ * DTRAIN_ALLREDUCE=auto|mpi|ring once per process; auto (also when unset or
+ * empty) takes RING from 4 MiB and MPI below, where each is faster
+ * (docs/benchmarks-allreduce.md); any other value aborts. Both give
+ * identical results whenever the reduction is exact (e.g. sums of small
+ * integers). */
 enum {
   DTRAIN_RT_ALLREDUCE_DEFAULT = 0,
   DTRAIN_RT_ALLREDUCE_MPI = 1,

@@ -43,22 +43,32 @@ std::atomic<int64_t> maxCount{INT_MAX};
 
 //===--- Environment ------------------------------------------------------===//
 
+/// DEFAULT's choice: a DTRAIN_RT_ALLREDUCE_* algorithm, or 0 for by size.
 int32_t readAlgorithmEnv() {
   const char *value = std::getenv("DTRAIN_ALLREDUCE");
-  if (!value || !*value || !std::strcmp(value, "mpi"))
+  if (!value || !*value || !std::strcmp(value, "auto"))
+    return 0;
+  if (!std::strcmp(value, "mpi"))
     return DTRAIN_RT_ALLREDUCE_MPI;
   if (!std::strcmp(value, "ring"))
     return DTRAIN_RT_ALLREDUCE_RING;
   fatal(nullptr,
         "DTRAIN_ALLREDUCE='%s' is not a valid all-reduce algorithm "
-        "(accepted: mpi, ring; unset means mpi)",
+        "(accepted: auto, mpi, ring; unset means auto)",
         value);
 }
 
+/// From this size the ring beats Open MPI's MPI_Allreduce on 4 ranks over
+/// shared memory, TCP and a 1 Gbit/s network (docs/benchmarks-allreduce.md).
+constexpr int64_t kRingFromBytes = 4 << 20;
+
 /// The environment is read once per process.
-int32_t defaultAlgorithm() {
+int32_t defaultAlgorithm(int64_t bytes) {
   static const int32_t algorithm = readAlgorithmEnv();
-  return algorithm;
+  if (algorithm)
+    return algorithm;
+  return bytes >= kRingFromBytes ? DTRAIN_RT_ALLREDUCE_RING
+                                 : DTRAIN_RT_ALLREDUCE_MPI;
 }
 
 //===--- Validation and the consistency check -----------------------------===//
@@ -100,7 +110,7 @@ AllReduceArgs validate(const char *fn, dtrain_rt_comm_t *comm, void *buffer,
           "when count is 0)",
           fn, (long long)count);
   if (algorithm == DTRAIN_RT_ALLREDUCE_DEFAULT)
-    algorithm = defaultAlgorithm();
+    algorithm = defaultAlgorithm(count * dtypeSize(dtype));
   AllReduceArgs args;
   args.comm = comm;
   args.buffer = static_cast<char *>(buffer);
