@@ -13,3 +13,5 @@ echo "== training steps: dtrain-compile --mode=step vs PyTorch eager, 2 threads,
 echo "== all-reduce: the runtime (MPI, ring) vs MPI_Allreduce and the bound 2(P-1)/P*M/B, 4 ranks:"
 echo "   shared memory, loopback TCP, and (as root) 4 namespaces at 1 Gbit/s"
 bench/all_reduce.sh build/bin/dtrain-rt-allreduce-bench
+echo "== data-parallel trainers: 1, 2, 4 ranks, WFBP vs exchange after backward, shared memory and (as root) the 1 Gbit/s cluster"
+/usr/bin/python3 bench/data_parallel_bench.py build

@@ -37,6 +37,16 @@ static OpOperand *getGradOperand(Operation *op) {
 namespace {
 struct DataParallelPass
     : public dist::impl::DataParallelBase<DataParallelPass> {
+  using Base::Base;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    if (schedule != "wfbp" && schedule != "after-backward")
+      return emitError(UnknownLoc::get(context))
+             << "--dtrain-data-parallel: schedule '" << schedule
+             << "' is not valid (accepted: wfbp, after-backward)";
+    return success();
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     SmallVector<OpOperand *> grads;
@@ -62,14 +72,25 @@ struct DataParallelPass
         return x == nullptr && y != nullptr;
       return x->isBeforeInBlock(y);
     });
-    // VALUE's mean over the ranks, exchanged as soon as VALUE exists (once
-    // per value).
+    // after-backward: the exchanges follow the last gradient's producer,
+    // each after the previous one.
+    Operation *backwardEnd = nullptr;
+    if (schedule == "after-backward") {
+      backwardEnd = world.getDefiningOp();
+      for (OpOperand *grad : grads)
+        if (Operation *producer = grad->get().getDefiningOp())
+          if (backwardEnd->isBeforeInBlock(producer))
+            backwardEnd = producer;
+    }
+    // VALUE's mean over the ranks, exchanged as soon as VALUE exists, or
+    // after AFTER (once per value).
     DenseMap<Value, Value> means;
-    auto averaged = [&](Value value) {
+    auto averaged = [&](Value value, Operation *after) {
       Value &mean = means[value];
       if (!mean) {
         Operation *producer = value.getDefiningOp();
-        b.setInsertionPointAfter(producer ? producer : world.getDefiningOp());
+        b.setInsertionPointAfter(
+            after ? after : producer ? producer : world.getDefiningOp());
         mean = comm::AllReduceOp::create(b, value.getLoc(), value.getType(),
                                          comm::ReductionKind::mean, value,
                                          world)
@@ -77,8 +98,18 @@ struct DataParallelPass
       }
       return mean;
     };
-    for (OpOperand *grad : grads)
-      grad->set(averaged(grad->get()));
+    for (OpOperand *grad : grads) {
+      Value mean = averaged(grad->get(), backwardEnd);
+      if (backwardEnd) {
+        backwardEnd = mean.getDefiningOp();
+        if (grad->getOwner()->isBeforeInBlock(backwardEnd))
+          return (void)(grad->getOwner()->emitError(
+                            "--dtrain-data-parallel: schedule=after-backward "
+                            "needs every update after the backward pass"),
+                        signalPassFailure());
+      }
+      grad->set(mean);
+    }
     // The loss the step reports is the batch's: the mean of the ranks'
     // (equal shards).
     auto returnOp = cast<func::ReturnOp>(body.getTerminator());
@@ -86,7 +117,7 @@ struct DataParallelPass
       auto role = func.getResultAttrOfType<StringAttr>(
           i, train::TrainDialect::kOutputAttrName);
       if (role && role.getValue() == "loss")
-        returnOp.setOperand(i, averaged(returnOp.getOperand(i)));
+        returnOp.setOperand(i, averaged(returnOp.getOperand(i), nullptr));
     }
     OpPassManager overlap(func::FuncOp::getOperationName());
     overlap.addPass(dist::createAsyncCollectives());

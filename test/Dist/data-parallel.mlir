@@ -1,4 +1,26 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel | FileCheck %s
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel="schedule=after-backward" | FileCheck %s --check-prefix=AFTER
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel="schedule=eventually" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: error: --dtrain-data-parallel: schedule 'eventually' is not valid (accepted: wfbp, after-backward)
+
+// schedule=after-backward: the same exchanges in the same order, all started
+// once the last gradient (fc1.weight's) exists; the loss's still at once.
+// AFTER-LABEL: func.func @train_step
+// AFTER:      nn.softmax_cross_entropy
+// AFTER-NEXT: comm.all_reduce_start <mean> {{.*}} : tensor<f32>
+// AFTER:      nn.reduce_sum %{{.*}} dims = [0] : tensor<5x2xf32> -> tensor<2xf32>
+// AFTER-NOT:  comm.all_reduce_start
+// AFTER:      %[[DW1:.*]] = nn.matmul %{{.*}}, %{{.*}} {transpose_lhs} : tensor<5x4xf32>, tensor<5x3xf32> -> tensor<4x3xf32>
+// AFTER-NEXT: %[[REQ_B2:.*]], %{{.*}} = comm.all_reduce_start <mean> %{{.*}} : tensor<2xf32>
+// AFTER-NEXT: %[[REQ_W2:.*]], %{{.*}} = comm.all_reduce_start <mean> %{{.*}} : tensor<3x2xf32>
+// AFTER-NEXT: %[[REQ_W1:.*]], %{{.*}} = comm.all_reduce_start <mean> %[[DW1]] on %{{.*}} : tensor<4x3xf32>
+// AFTER-NEXT: comm.wait %[[REQ_W1]]
+// AFTER-NEXT: train.momentum_update
+// AFTER-NEXT: comm.wait %[[REQ_W2]]
+// AFTER-NEXT: train.momentum_update
+// AFTER-NEXT: comm.wait %[[REQ_B2]]
+// AFTER-NEXT: train.momentum_update
 
 // Every gradient is averaged over the ranks: its exchange starts right after
 // the op that produces it, so in reverse layer order (fc2.bias, fc2.weight,

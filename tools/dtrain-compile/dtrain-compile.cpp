@@ -164,6 +164,14 @@ static cl::opt<bool> dataParallel(
              "--data-parallel=false for a trainer without MPI"),
     cl::init(false), cl::cat(compileCategory));
 
+static cl::opt<std::string> exchangeSchedule(
+    "exchange-schedule",
+    cl::desc("With --data-parallel: when the gradients' exchanges start: "
+             "wfbp (each as soon as its gradient exists, overlapping the "
+             "rest of the backward pass; default) or after-backward (all "
+             "once the backward pass is done: the baseline)"),
+    cl::init("wfbp"), cl::cat(compileCategory));
+
 /// --data-parallel as given, else the mode's default.
 static bool isDataParallel() {
   return dataParallel.getNumOccurrences() ? bool(dataParallel)
@@ -371,8 +379,11 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     options.weightDecay = weightDecay;
     pm.addPass(dtrain::train::createBuildTraining(options));
   }
-  if (isDataParallel())
-    pm.addNestedPass<func::FuncOp>(dtrain::dist::createDataParallel());
+  if (isDataParallel()) {
+    dtrain::dist::DataParallelOptions options;
+    options.schedule = exchangeSchedule;
+    pm.addNestedPass<func::FuncOp>(dtrain::dist::createDataParallel(options));
+  }
   dtrain::lower::buildLowerToLLVMPipeline(pm);
   if (verbose) {
     llvm::errs() << kToolName << ": pipeline: ";

@@ -85,7 +85,17 @@ def DataParallel : Pass<"dtrain-data-parallel", "func::FuncOp"> {
     %avg = comm.wait %req, %inflight : tensor<4x8xf32>
     %p = train.sgd_update %w, %avg {lr = 1.0e-1 : f64} : tensor<4x8xf32>
     ```
+
+    `schedule=after-backward` starts the gradients' exchanges only once the
+    whole backward pass is done (still in production order, still one per
+    gradient): the baseline that WFBP's overlap is measured against.
   }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", "\"wfbp\"",
+           "When the gradients' exchanges start: wfbp (as soon as each "
+           "gradient exists; default) or after-backward (all after the "
+           "last gradient)">,
+  ];
   let dependentDialects = ["::mlir::dtrain::comm::CommDialect"];
 }
 

@@ -1,0 +1,202 @@
+"""Data-parallel training benchmark: trainers compiled by dtrain-compile
+(data parallel) run under mpirun on 1, 2 and 4 ranks, with the gradient
+exchange overlapped with the backward pass (WFBP, the default) and, as the
+baseline, started only after the backward pass (--exchange-schedule=
+after-backward), over shared memory and, as root, over the emulated
+1 Gbit/s cluster of scripts/emulated-cluster.sh (4 network namespaces).
+
+usage: data_parallel_bench.py [--models M ...] [--ranks P ...] [--steps N]
+                              [--cluster | --no-cluster] BUILD_DIR
+
+Models (per-rank batch): the digits CNN of test/Examples/digits.py (32, the
+digits), resnet18 with 10 classes at 3x32x32 (8, random images; 11.2 M
+parameters, 45 MB of gradients per step). Momentum SGD. Weak scaling: each
+rank steps on its own batch, so P ranks process P times the samples. Each
+rank runs one kernel thread (OMP_NUM_THREADS=1, mpirun --bind-to none):
+this machine has 2 cores, so 2 ranks fill it and 4 oversubscribe it (their
+efficiency is at most 0.5 for that reason alone).
+
+For each run the trainer's last progress window (after the first, which
+holds the warm-up) gives: step time (ms), samples/s over all ranks, the
+communication time per step on the communication thread (comm_ms), the
+time the step waited for it (wait_ms), bytes each rank sends per step, and
+the hidden fraction 1 - wait/comm (the part of the communication that
+overlapped computation; from the run's totals). Scaling efficiency is
+samples/s(P) / (P x samples/s(1)); on 2 cores it is bounded by the cores,
+so each table also gives the efficiency against the same rank count over
+shared memory (network cost alone) for the cluster.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHON = "/usr/bin/python3"
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def run(command, timeout=900, env=None):
+    result = subprocess.run(command, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL, timeout=timeout,
+                            env=env or MPI_ENV)
+    if result.returncode != 0:
+        sys.exit("%s failed (%d):\n%s%s" % (" ".join(command),
+                                            result.returncode,
+                                            result.stdout[-3000:],
+                                            result.stderr[-3000:]))
+    return result.stdout
+
+
+def make_models(work, names):
+    """{name: (onnx path, data path, per-rank batch)}"""
+    models = {}
+    if "digits" in names:
+        run([PYTHON, os.path.join(ROOT, "test", "Examples", "digits.py"),
+             work])
+        models["digits"] = (os.path.join(work, "digits_cnn.onnx"),
+                            os.path.join(work, "train.npz"), 32)
+    if "resnet18" in names:
+        import torch
+        import torchvision
+        warnings.filterwarnings("ignore")
+        torch.manual_seed(0)
+        model = torchvision.models.resnet18(num_classes=10).train()
+        path = os.path.join(work, "resnet18.onnx")
+        torch.onnx.export(model, torch.randn(2, 3, 32, 32), path,
+                          opset_version=13, input_names=["x"],
+                          output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+        rng = np.random.RandomState(0)
+        data = os.path.join(work, "random32.npz")
+        np.savez(data, x=rng.rand(512, 3, 32, 32).astype(np.float32),
+                 y=rng.randint(0, 10, 512).astype(np.int64))
+        models["resnet18"] = (path, data, 8)
+    return models
+
+
+def parse(output):
+    """(last progress line's fields, final line's fields)"""
+    lines = [l for l in output.splitlines() if l.startswith("step=")]
+    final = [l for l in output.splitlines() if l.startswith("final ")]
+    fields = lambda line: dict(re.findall(r"(\S+)=(\S+)", line))
+    return fields(lines[-1]), fields(final[-1])
+
+
+def measure(trainer, data, batch, ranks, steps, launcher):
+    window = steps // 2
+    command = launcher(ranks) + [
+        "env", "OMP_NUM_THREADS=1", trainer, "--data",
+        data, "--steps", str(steps), "--log-every", str(window),
+        "--no-shuffle"]
+    last, final = parse(run(command))
+    samples = float(last["samples/s"])
+    result = dict(ranks=ranks, samples=samples,
+                  step_ms=1e3 * batch * ranks / samples)
+    if ranks > 1:
+        result.update(comm_ms=float(last["comm_ms"]),
+                      wait_ms=float(last["wait_ms"]),
+                      sent_MB=float(last["sent_MB"]),
+                      hidden=float(final["comm_hidden"]))
+    return result
+
+
+def table(title, rows, reference=None):
+    print("\n### " + title)
+    print("| model | schedule | ranks | step ms | samples/s | efficiency |"
+          + (" vs shm |" if reference else "") +
+          " comm ms | wait ms | sent MB | hidden |")
+    print("|---|---|---:|---:|---:|---:|" + ("---:|" if reference else "") +
+          "---:|---:|---:|---:|")
+    for (model, schedule), results in rows.items():
+        one = next((r for r in results + (reference or {}).get(
+            (model, schedule), []) if r["ranks"] == 1), None)
+        for r in results:
+            efficiency = (r["samples"] / (r["ranks"] * one["samples"])
+                          if one else float("nan"))
+            line = "| %s | %s | %d | %.1f | %.1f | %.2f |" % (
+                model, schedule, r["ranks"], r["step_ms"], r["samples"],
+                efficiency)
+            if reference:
+                same = next(x for x in reference[(model, schedule)]
+                            if x["ranks"] == r["ranks"])
+                line += " %.2f |" % (r["samples"] / same["samples"])
+            if r["ranks"] > 1:
+                line += " %.2f | %.2f | %.3f | %.2f |" % (
+                    r["comm_ms"], r["wait_ms"], r["sent_MB"], r["hidden"])
+            else:
+                line += " - | - | - | - |"
+            print(line)
+    sys.stdout.flush()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("build")
+    parser.add_argument("--models", nargs="+",
+                        default=["digits", "resnet18"])
+    parser.add_argument("--ranks", nargs="+", type=int, default=[1, 2, 4])
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--cluster", dest="cluster", action="store_true",
+                        default=os.geteuid() == 0)
+    parser.add_argument("--no-cluster", dest="cluster", action="store_false")
+    args = parser.parse_args()
+    compile_tool = os.path.join(os.path.abspath(args.build), "bin",
+                                "dtrain-compile")
+    cluster_script = os.path.join(ROOT, "scripts", "emulated-cluster.sh")
+    schedules = ["wfbp", "after-backward"]
+    with tempfile.TemporaryDirectory(prefix="dtrain-dp-bench-",
+                                     dir="/tmp") as work:
+        os.chmod(work, 0o755)
+        models = make_models(work, args.models)
+        trainers = {}
+        for name, (onnx, data, batch) in models.items():
+            for schedule in schedules:
+                exe = os.path.join(work, "%s-%s" % (name, schedule))
+                run([compile_tool, onnx, "--batch-size", str(batch),
+                     "--optimizer", "momentum", "--lr", "0.01",
+                     "--exchange-schedule", schedule, "-o", exe])
+                trainers[(name, schedule)] = (exe, data, batch)
+
+        def shm(ranks):
+            return ["timeout", "900", "mpirun", "--oversubscribe",
+                    "--bind-to", "none", "-np", str(ranks)]
+
+        print("## Data-parallel training, %d steps (the last %d timed)"
+              % (args.steps, args.steps // 2))
+        local = {}
+        for key, (exe, data, batch) in trainers.items():
+            local[key] = [measure(exe, data, batch, p, args.steps, shm)
+                          for p in args.ranks]
+        table("Shared memory (one machine, 2 cores)", local)
+
+        if not args.cluster:
+            print("\n(emulated cluster skipped: needs root)")
+            return 0
+        ranks = max(args.ranks)
+        run([cluster_script, "up", str(ranks), "1gbit"])
+        try:
+            def cluster(p):
+                return [cluster_script, "run", "-np", str(p), "--"]
+            remote = {}
+            for key, (exe, data, batch) in trainers.items():
+                remote[key] = [measure(exe, data, batch, p, args.steps,
+                                       cluster)
+                               for p in args.ranks if p > 1]
+            table("Emulated cluster: %d namespaces, 1 Gbit/s links (tbf)"
+                  % ranks, remote, reference=local)
+        finally:
+            run([cluster_script, "down"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
