@@ -1,0 +1,79 @@
+//===- MergePlanner.h - gradient-merge plans and their cost -----*- C++ -*-===//
+//
+// The planning half of gradient-merge fusion, independent of the IR: the
+// cost model of one step's gradient exchange (the wait-free backpropagation
+// model of Shi et al., MG-WFBP, INFOCOM'19 / TPDS'21) and the planners that
+// group consecutive gradients into buckets, one all-reduce per bucket.
+//
+// Gradients are indexed in production order: gradient 0 is the first the
+// backward pass produces (the last layer's). Gradient i is ready at
+// ready(i) = backward[0] + ... + backward[i]. A bucket [s, e] is exchanged
+// once gradient e is ready and the previous bucket's exchange is done, and
+// takes startup + perByte * (bytes[s] + ... + bytes[e]); exchanges run one
+// at a time, in order. A plan's cost is when its last exchange ends.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTRAIN_DIST_MERGEPLANNER_H
+#define DTRAIN_DIST_MERGEPLANNER_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+
+namespace mlir::dtrain::dist {
+
+/// All-reduce time T(M) = startup + perByte * M (seconds, M in bytes): the
+/// alpha-beta model, fitted at the job's rank count.
+struct AllReduceCost {
+  double startup = 0, perByte = 0;
+  double time(double bytes) const { return startup + perByte * bytes; }
+};
+
+/// One gradient: its size and the backward time from the previous
+/// gradient's readiness (or the start of the backward pass) to its own.
+struct GradientTask {
+  double bytes = 0;
+  double backwardSeconds = 0;
+};
+
+/// A merge plan: the index one past the last gradient of each bucket, in
+/// order (the last is the gradient count). Buckets are contiguous.
+using MergePlan = llvm::SmallVector<unsigned>;
+
+/// When each bucket's exchange starts and ends under the model.
+struct PlanTimeline {
+  llvm::SmallVector<double> starts, ends;
+  /// When the last exchange ends (0 without gradients).
+  double commEnd() const { return ends.empty() ? 0 : ends.back(); }
+};
+
+/// Evaluates PLAN for TASKS under COST.
+PlanTimeline simulatePlan(llvm::ArrayRef<GradientTask> tasks,
+                          llvm::ArrayRef<unsigned> plan, AllReduceCost cost);
+
+/// One bucket per gradient (plain WFBP).
+MergePlan planEachGradient(unsigned count);
+
+/// Fixed-size buckets in production order: a bucket closes once it holds at
+/// least THRESHOLDBYTES (FIRSTBUCKETBYTES for the first bucket, when
+/// positive). Horovod's tensor fusion is threshold 128 MB; PyTorch DDP's
+/// buckets are 25 MB with a 1 MB first bucket.
+MergePlan planThreshold(llvm::ArrayRef<GradientTask> tasks,
+                        double thresholdBytes, double firstBucketBytes = 0);
+
+/// MG-WFBP's greedy rule: gradient i+1 joins the current bucket when it is
+/// ready less than one startup time after the current bucket's exchange
+/// could start (Shi et al.); otherwise the bucket closes.
+MergePlan planMGWFBP(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
+
+/// The optimal plan under the same model: a dynamic program over
+/// contiguous buckets, O(n^2). Earliest[e] = min over s <= e of
+/// max(Earliest[s-1], ready(e)) + T(bytes[s..e]); finishing a prefix
+/// earlier never delays the rest, so the prefix optimum extends.
+MergePlan planOptimal(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
+
+} // namespace mlir::dtrain::dist
+
+#endif // DTRAIN_DIST_MERGEPLANNER_H
