@@ -172,6 +172,20 @@ static cl::opt<std::string> exchangeSchedule(
              "once the backward pass is done: the baseline)"),
     cl::init("wfbp"), cl::cat(compileCategory));
 
+static cl::opt<std::string> mergeStrategy(
+    "merge",
+    cl::desc("With --data-parallel: merge the gradients' exchanges into "
+             "buckets, one all-reduce each (--dtrain-merge-gradients "
+             "strategy): none (default), threshold, mgwfbp or optimal"),
+    cl::init("none"), cl::cat(compileCategory));
+
+static cl::opt<std::string> mergeOptions(
+    "merge-options",
+    cl::desc("With --merge: more --dtrain-merge-gradients options, as "
+             "key=value pairs: threshold-bytes=N first-bucket-bytes=N "
+             "startup=S per-byte=S profile=FILE.json ..."),
+    cl::init(""), cl::cat(compileCategory));
+
 /// --data-parallel as given, else the mode's default.
 static bool isDataParallel() {
   return dataParallel.getNumOccurrences() ? bool(dataParallel)
@@ -383,6 +397,22 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     dtrain::dist::DataParallelOptions options;
     options.schedule = exchangeSchedule;
     pm.addNestedPass<func::FuncOp>(dtrain::dist::createDataParallel(options));
+    if (mergeStrategy != "none" || !mergeOptions.empty()) {
+      std::unique_ptr<Pass> merge = dtrain::dist::createMergeGradients();
+      if (failed(merge->initializeOptions(
+              "strategy=" + mergeStrategy + " " + mergeOptions,
+              [](const Twine &message) {
+                // llvm::cl has printed what is wrong with the value.
+                std::string text = message.str();
+                return error("--merge-options '" + mergeOptions +
+                             "' is not valid" + (text.empty() ? "" : ": ") +
+                             text +
+                             " (the options of --dtrain-merge-gradients: "
+                             "dtrain-opt --help)");
+              })))
+        return failure();
+      pm.addNestedPass<func::FuncOp>(std::move(merge));
+    }
   }
   dtrain::lower::buildLowerToLLVMPipeline(pm);
   if (verbose) {
@@ -482,6 +512,8 @@ static LogicalResult link(StringRef cc, StringRef object, StringRef rtDir) {
 static LogicalResult compile(const char *argv0) {
   if (target == Target::CUDA)
     return error("--target=cuda is not available yet; use --target=cpu");
+  if (!isDataParallel() && (mergeStrategy != "none" || !mergeOptions.empty()))
+    return error("--merge needs --data-parallel (a trainer's default)");
   if (isDataParallel() && mode == Mode::Infer)
     return error("--data-parallel needs --mode=train or --mode=step (a "
                  "forward pass has no gradients to average)");

@@ -99,4 +99,71 @@ def DataParallel : Pass<"dtrain-data-parallel", "func::FuncOp"> {
   let dependentDialects = ["::mlir::dtrain::comm::CommDialect"];
 }
 
+def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
+  let summary = "Merge gradient exchanges into buckets: one all-reduce per "
+                "bucket (MG-WFBP, an exact optimal plan, fixed thresholds)";
+  let description = [{
+    Groups the tensor `comm.all_reduce_start`s of a step (as
+    `--dtrain-data-parallel` leaves them: one per gradient, in production
+    order) into buckets of consecutive exchanges with the same reduction,
+    element type and communicator. Each bucket becomes one exchange: the
+    members are flattened and inserted into one 1-D bucket tensor where
+    the last member's exchange started, the bucket is all-reduced once,
+    waited for where the first member's wait was, and the members' values
+    are sliced back out (`tensor.extract_slice` and `tensor.expand_shape`).
+    Merging saves a start-up cost per exchange; it delays the earlier
+    members, so where to cut is a trade-off that the strategies decide:
+
+    - `none`: no merging (each gradient its own exchange, plain WFBP).
+    - `threshold`: a bucket closes once it holds `threshold-bytes`
+      (`first-bucket-bytes` for the first one): Horovod's tensor fusion is
+      128 MiB, PyTorch DDP's buckets are 25 MiB with a 1 MiB first bucket.
+    - `mgwfbp`: MG-WFBP's greedy rule (Shi et al., INFOCOM'19): a gradient
+      joins the current bucket when it is ready less than one start-up time
+      after that bucket's exchange could start.
+    - `optimal` (default): the plan with the earliest end of the last
+      exchange under the same model, by an O(n^2) dynamic program over
+      contiguous buckets; never worse than `mgwfbp` under the model.
+
+    The model (the wait-free backpropagation model of MG-WFBP): an
+    all-reduce of M bytes takes `startup + per-byte * M` seconds, exchanges
+    run one at a time in order, and each starts once its last gradient is
+    ready and the previous exchange is done. A gradient is ready after the
+    computation before its exchange: from `profile`, a JSON file
+    `{"startup_s": a, "per_byte_s": b, "compute_s": [t0, t1, ...]}` with the
+    seconds of computation before each exchange (in order, the first from
+    the start of the step), or estimated from the ops in between: matmul and
+    convolutions (with their gradients) at `flops-per-second` (2 flops per
+    multiply-add), every other op at `elements-per-second` per result
+    element. The default start-up and per-byte costs model a 4-rank ring
+    all-reduce over 1 Gbit/s Ethernet (100 us, 2(P-1)/P / 117.5 MB/s).
+    `report` prints the plan as remarks: each bucket's exchanges, bytes and
+    predicted start and end, and the predicted end against `none`.
+  }];
+  let options = [
+    Option<"strategy", "strategy", "std::string", "\"optimal\"",
+           "none, threshold, mgwfbp or optimal (default)">,
+    Option<"thresholdBytes", "threshold-bytes", "int64_t", "25 << 20",
+           "strategy=threshold: bytes at which a bucket closes (default "
+           "25 MiB)">,
+    Option<"firstBucketBytes", "first-bucket-bytes", "int64_t", "0",
+           "strategy=threshold: bytes at which the first bucket closes (0: "
+           "threshold-bytes)">,
+    Option<"startup", "startup", "double", "1e-4",
+           "seconds an all-reduce costs regardless of size">,
+    Option<"perByte", "per-byte", "double", "1.28e-8",
+           "seconds an all-reduce costs per byte">,
+    Option<"flopsPerSecond", "flops-per-second", "double", "2e10",
+           "speed of matmul and convolutions, to estimate compute times">,
+    Option<"elementsPerSecond", "elements-per-second", "double", "1e9",
+           "speed of other ops per result element">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "JSON file with measured startup_s, per_byte_s and compute_s">,
+    Option<"report", "report", "bool", "false",
+           "print the plan and its predicted timeline as remarks">,
+  ];
+  let dependentDialects = ["::mlir::dtrain::comm::CommDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // DTRAIN_DIST_PASSES_TD

@@ -1,0 +1,61 @@
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=threshold threshold-bytes=8" | FileCheck %s
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=none" | FileCheck %s --check-prefix=NONE
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=mgwfbp report profile=%S/Inputs/merge-profile.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=MGWFBP
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=OPTIMAL
+// RUN: not dtrain-opt %s --dtrain-merge-gradients="strategy=fastest" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-short.json" 2>&1 | FileCheck %s --check-prefix=SHORT
+
+// The step's exchanges, in production order: the loss (4 bytes), fc2.bias
+// (8), fc2.weight (24), fc1.weight (48). threshold-bytes=8 closes a bucket
+// once it holds 8 bytes: [loss, fc2.bias], [fc2.weight], [fc1.weight].
+// The first bucket is filled where fc2.bias's exchange started, waited for
+// where its earliest member was needed (fc2.bias's update, before the
+// return that needs the loss), and sliced back into the members.
+// CHECK-LABEL: func.func @train_step
+// CHECK:      %[[LOSS:.*]] = nn.softmax_cross_entropy
+// CHECK:      %[[DB2:.*]] = nn.reduce_sum %{{.*}} dims = [0] : tensor<5x2xf32> -> tensor<2xf32>
+// CHECK-NEXT: %[[EMPTY:.*]] = tensor.empty() : tensor<3xf32>
+// CHECK-NEXT: %[[FLAT_L:.*]] = tensor.expand_shape %[[LOSS]] [] output_shape [1] : tensor<f32> into tensor<1xf32>
+// CHECK-NEXT: %[[B0:.*]] = tensor.insert_slice %[[FLAT_L]] into %[[EMPTY]][0] [1] [1] : tensor<1xf32> into tensor<3xf32>
+// CHECK-NEXT: %[[B1:.*]] = tensor.insert_slice %[[DB2]] into %[[B0]][1] [2] [1] : tensor<2xf32> into tensor<3xf32>
+// CHECK-NEXT: %[[REQ:.*]], %[[FLY:.*]] = comm.all_reduce_start <mean> %[[B1]] on %{{.*}} : tensor<3xf32>
+// CHECK:      %[[DW2:.*]] = nn.matmul %{{.*}}, %{{.*}} {transpose_lhs} : tensor<5x3xf32>, tensor<5x2xf32> -> tensor<3x2xf32>
+// CHECK-NEXT: comm.all_reduce_start <mean> %[[DW2]] on %{{.*}} : tensor<3x2xf32>
+// CHECK:      comm.all_reduce_start <mean> %{{.*}} on %{{.*}} : tensor<4x3xf32>
+// CHECK:      train.momentum_update
+// CHECK:      train.momentum_update
+// CHECK-NEXT: %[[AVG:.*]] = comm.wait %[[REQ]], %[[FLY]] : tensor<3xf32>
+// CHECK-NEXT: %[[L:.*]] = tensor.extract_slice %[[AVG]][0] [1] [1] : tensor<3xf32> to tensor<1xf32>
+// CHECK-NEXT: %[[AVG_L:.*]] = tensor.collapse_shape %[[L]] [] : tensor<1xf32> into tensor<f32>
+// CHECK-NEXT: %[[AVG_B2:.*]] = tensor.extract_slice %[[AVG]][1] [2] [1] : tensor<3xf32> to tensor<2xf32>
+// CHECK-NEXT: train.momentum_update %{{.*}}, %[[AVG_B2]], %{{.*}}
+// CHECK-NEXT: return {{.*}}, %[[AVG_L]], %{{.*}} :
+
+// NONE-LABEL: func.func @train_step
+// NONE-COUNT-4: comm.all_reduce_start
+// NONE-NOT: tensor.insert_slice
+
+// With the profile's model (start-up 1 s, 0.25 s per byte, gradients ready
+// at 0, 0.9, 1.8 and 2.7 s), MG-WFBP's rule merges everything: each
+// gradient is ready less than a start-up after the bucket could start; the
+// bucket then waits for the last one: 2.7 + 1 + 0.25 * 84 = 24.7 s. Sending
+// the loss at once (0 to 2 s) and the rest together (2.7 + 1 + 20) ends
+// at 23.7 s, the optimum; one exchange each ends at 25 s.
+// MGWFBP: remark: bucket 0: exchanges 0..3, 84 bytes, predicted 2.700000 s to 24.700000 s
+// MGWFBP: remark: mgwfbp: 1 buckets for 4 exchanges, predicted end 24.700000 s (none: 25.000000 s)
+// OPTIMAL: remark: bucket 0: exchanges 0..0, 4 bytes, predicted 0.000000 s to 2.000000 s
+// OPTIMAL: remark: bucket 1: exchanges 1..3, 80 bytes, predicted 2.700000 s to 23.700000 s
+// OPTIMAL: remark: optimal: 2 buckets for 4 exchanges, predicted end 23.700000 s (none: 25.000000 s)
+
+// BAD: error: --dtrain-merge-gradients: strategy 'fastest' is not valid (accepted: none, threshold, mgwfbp, optimal)
+// MISSING: error: --dtrain-merge-gradients: profile {{.*}}missing.json: cannot read it: No such file or directory
+// SHORT: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-short.json has 2 compute_s values but @train_step has 4 exchanges
+
+func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {
+  %0 = nn.matmul %x, %w1 : tensor<5x4xf32>, tensor<4x3xf32> -> tensor<5x3xf32>
+  %1 = nn.relu %0 : tensor<5x3xf32>
+  %2 = nn.matmul %1, %w2 : tensor<5x3xf32>, tensor<3x2xf32> -> tensor<5x2xf32>
+  %3 = nn.add %2, %b2 : tensor<5x2xf32>, tensor<2xf32> -> tensor<5x2xf32>
+  return %3 : tensor<5x2xf32>
+}
