@@ -233,6 +233,24 @@ DTRAIN_RT_TEST_API std::vector<TraceEvent> takeTrace();
 void writeTimeline(dtrain_rt_comm_t *comm, const std::string &path,
                    const std::vector<TraceEvent> &events, double origin);
 
+/// A trainer's --profile (Profile.cpp): the computation before each
+/// exchange of a step, averaged over the steps added, and the all-reduce
+/// cost fitted on the job's ranks, written as the JSON that
+/// --dtrain-merge-gradients reads (profile=).
+class StepProfile {
+public:
+  /// Adds the spans of one step that began at STEPBEGIN (clockSeconds()).
+  void addStep(const std::vector<TraceEvent> &events, double stepBegin);
+  /// Times all-reduces of several sizes over COMM, fits the cost, and rank
+  /// 0 writes PATH. Collective; throws a Failure (ArrayFile.h).
+  void write(dtrain_rt_comm_t *comm, const std::string &path) const;
+
+private:
+  std::vector<double> computeSums;
+  std::vector<int64_t> bytes;
+  int64_t steps = 0;
+};
+
 } // namespace dtrain::rt
 
 #endif // DTRAIN_RUNTIME_INTERNAL_H

@@ -922,7 +922,7 @@ void printError(const std::string &message) {
 
 struct TrainOptions {
   bool help = false, printInfo = false;
-  std::string data, val, model, saveOnnx, checkpointDir, timeline,
+  std::string data, val, model, saveOnnx, checkpointDir, timeline, profile,
       xKey = "x", yKey = "y";
   int64_t epochs = 0, steps = 0, seed = 0, logEvery = 0, checkpointEvery = 0,
           globalBatch = 0, batchSize = 0;
@@ -935,6 +935,7 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "           (--epochs E | --steps N) [--seed S] [--no-shuffle]\n"
       "           [--global-batch G] [--batch-size B] [--log-every K]\n"
       "           [--x-key NAME] [--y-key NAME] [--timeline TRACE.json]\n"
+      "           [--profile PROFILE.json]\n"
       "           [--checkpoint-dir DIR [--checkpoint-every N] [--resume]]\n"
       "           [--model FILE.onnx] [--save-onnx FILE.onnx] [--print-info]\n"
       "\n"
@@ -1009,6 +1010,17 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "                    collectives on the communication thread "
       "(queued,\n"
       "                    started, finished, bytes) and the waits for them\n"
+      "  --profile PROFILE.json\n"
+      "                    measures what merging the exchanges into buckets "
+      "depends on\n"
+      "                    here: the computation before each exchange "
+      "(averaged over the\n"
+      "                    steps after the first) and the all-reduce cost "
+      "startup + per-byte\n"
+      "                    x M (fitted to all-reduces of 4 KiB and up timed "
+      "after training);\n"
+      "                    recompile with dtrain-compile --merge=optimal\n"
+      "                    --merge-options=\"profile=PROFILE.json\"\n"
       "  --print-info      prints the model's arguments and exits\n"
       "\n"
       "Progress lines are key=value pairs: 'step= epoch= loss= acc= "
@@ -1033,7 +1045,7 @@ TrainOptions parseTrainerCommandLine(int argc, char **argv) {
            {"--data", "--val", "--epochs", "--steps", "--seed", "--log-every",
             "--x-key", "--y-key", "--model", "--save-onnx", "--checkpoint-dir",
             "--checkpoint-every", "--global-batch", "--batch-size",
-            "--timeline"},
+            "--timeline", "--profile"},
            {"--print-info", "--resume", "--no-shuffle"},
            "the data is given with --data FILE.npz")) {
     if (flag == "--help") {
@@ -1052,6 +1064,8 @@ TrainOptions parseTrainerCommandLine(int argc, char **argv) {
       o.batchSize = parseCount(flag, value, 1);
     else if (flag == "--timeline")
       o.timeline = value;
+    else if (flag == "--profile")
+      o.profile = value;
     else if (flag == "--data")
       o.data = value;
     else if (flag == "--val")
@@ -1410,6 +1424,10 @@ int trainerMain(int argc, char **argv, const char *infoText,
     return 0;
   }
   const std::string onnxPath = o.model.empty() ? info.onnx : o.model;
+  if (!o.profile.empty() && !ranks.mpi)
+    usageError("--profile measures the gradients' exchanges of a "
+               "data-parallel trainer; this one was compiled with "
+               "--data-parallel=false");
   const std::optional<size_t> label = info.labels();
   const std::vector<size_t> inputs = info.sampleInputs();
   const std::optional<size_t> loss = info.find(Role::Output, "loss"),
@@ -1506,6 +1524,9 @@ int trainerMain(int argc, char **argv, const char *infoText,
   ranks.sum(sync);
   const double origin = clockSeconds();
   CommStats windowComm, totalComm;
+  const bool tracing = !o.timeline.empty() || !o.profile.empty();
+  std::vector<TraceEvent> timeline;
+  StepProfile profile;
   std::vector<int64_t> order(size_t(data->count));
   Progress now = start;
   int64_t step = start.step;
@@ -1539,11 +1560,18 @@ int trainerMain(int argc, char **argv, const char *infoText,
       // waits for its collectives), not the trainer's own exchanges.
       takeCommStats();
       resetCollectiveSequence();
-      setTracing(!o.timeline.empty());
+      setTracing(tracing);
       const double stepBegin = clockSeconds();
       w.step(run);
       traceSpan("step " + std::to_string(step + 1), stepBegin, clockSeconds());
       setTracing(false);
+      if (tracing) {
+        std::vector<TraceEvent> events = takeTrace();
+        if (!o.profile.empty() && step > start.step) // after a warm-up step
+          profile.addStep(events, stepBegin);
+        if (!o.timeline.empty())
+          timeline.insert(timeline.end(), events.begin(), events.end());
+      }
       windowComm += takeCommStats();
       // The first step showed that every rank runs the same collectives
       // (checked); the later ones run the same code.
@@ -1673,13 +1701,14 @@ int trainerMain(int argc, char **argv, const char *infoText,
   }
   if (!o.saveOnnx.empty())
     ranks.onRoot([&] { saveOnnx(w, onnxPath, o.saveOnnx); });
-  if (!o.timeline.empty()) {
-    const std::vector<TraceEvent> events = takeTrace();
+  if (!o.timeline.empty())
     ranks.together([&] {
       writeTimeline(ranks.mpi ? dtrain_rt_comm_world() : nullptr, o.timeline,
-                    events, origin);
+                    timeline, origin);
     });
-  }
+  if (!o.profile.empty())
+    ranks.together(
+        [&] { profile.write(dtrain_rt_comm_world(), o.profile); });
   return 0;
 }
 

@@ -1,0 +1,137 @@
+//===- Profile.cpp - a trainer's measured cost model (--profile) ----------===//
+//
+// What --dtrain-merge-gradients needs to plan buckets for this machine and
+// network (its profile= option): the computation before each exchange of a
+// step, averaged over the profiled steps from the times the exchanges were
+// queued, and the all-reduce cost T(M) = startup + perByte * M fitted by
+// least squares to all-reduces of several sizes timed on the job's ranks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ArrayFile.h"
+#include "Internal.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+using namespace dtrain::rt;
+
+void StepProfile::addStep(const std::vector<TraceEvent> &events,
+                          double stepBegin) {
+  std::vector<const TraceEvent *> exchanges;
+  for (const TraceEvent &e : events)
+    if (e.thread == TraceEvent::CommThread && e.queued >= 0)
+      exchanges.push_back(&e);
+  std::sort(exchanges.begin(), exchanges.end(),
+            [](const TraceEvent *a, const TraceEvent *b) {
+              return a->queued < b->queued;
+            });
+  if (steps > 0 && exchanges.size() != computeSums.size())
+    fail("--profile: a step issued %zu exchanges, an earlier one %zu",
+         exchanges.size(), computeSums.size());
+  computeSums.resize(exchanges.size());
+  bytes.resize(exchanges.size());
+  double previous = stepBegin;
+  for (size_t i = 0; i < exchanges.size(); ++i) {
+    computeSums[i] += exchanges[i]->queued - previous;
+    bytes[i] = exchanges[i]->bytes;
+    previous = exchanges[i]->queued;
+  }
+  ++steps;
+}
+
+namespace {
+
+/// The slowest rank's median time of REPEATS all-reduces of COUNT floats.
+double timeAllReduce(dtrain_rt_comm_t *comm, std::vector<float> &buffer,
+                     int64_t count, int repeats) {
+  std::vector<double> times;
+  for (int r = 0; r < repeats + 1; ++r) {
+    double start = clockSeconds();
+    dtrain_rt_all_reduce(comm, buffer.data(), count, DTRAIN_RT_F32,
+                         DTRAIN_RT_MEAN);
+    double seconds = clockSeconds() - start;
+    dtrain_rt_all_reduce(comm, &seconds, 1, DTRAIN_RT_F64, DTRAIN_RT_MAX);
+    if (r > 0) // the first is a warm-up
+      times.push_back(seconds);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+} // namespace
+
+void StepProfile::write(dtrain_rt_comm_t *comm,
+                        const std::string &path) const {
+  if (steps == 0)
+    fail("--profile: no step was profiled (steps after the first count)");
+  // Sizes from 4 KiB by factors of 4 up to the step's whole payload (at
+  // least 1 MiB, at most 64 MiB): where the model's buckets lie.
+  int64_t payload = 0;
+  for (int64_t b : bytes)
+    payload += b;
+  const int64_t largest =
+      std::clamp<int64_t>(payload, 1 << 20, int64_t(64) << 20) / 4;
+  std::vector<float> buffer(size_t(largest), 1.0f);
+  std::vector<double> sizes, times;
+  for (int64_t count = 1024; count <= largest; count *= 4) {
+    sizes.push_back(double(count) * 4);
+    times.push_back(timeAllReduce(comm, buffer, count,
+                                  count <= (int64_t(1) << 18) ? 9 : 3));
+  }
+  // Least squares of times = a + b * sizes.
+  double n = double(sizes.size()), sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    sx += sizes[i];
+    sy += times[i];
+    sxx += sizes[i] * sizes[i];
+    sxy += sizes[i] * times[i];
+  }
+  const double denominator = n * sxx - sx * sx;
+  double perByte = denominator > 0 ? (n * sxy - sx * sy) / denominator : 0;
+  perByte = std::max(perByte, 0.0);
+  const double startup = std::max((sy - perByte * sx) / n, 0.0);
+  if (comm->rank != 0)
+    return;
+
+  std::string json = "{\n  \"ranks\": " + std::to_string(comm->size) +
+                     ",\n  \"steps\": " + std::to_string(steps);
+  char number[64];
+  std::snprintf(number, sizeof number, "%.9g", startup);
+  json += ",\n  \"startup_s\": " + std::string(number);
+  std::snprintf(number, sizeof number, "%.9g", perByte);
+  json += ",\n  \"per_byte_s\": " + std::string(number);
+  json += ",\n  \"compute_s\": [";
+  for (size_t i = 0; i < computeSums.size(); ++i) {
+    std::snprintf(number, sizeof number, "%s%.9g", i ? ", " : "",
+                  computeSums[i] / double(steps));
+    json += number;
+  }
+  json += "],\n  \"exchange_bytes\": [";
+  for (size_t i = 0; i < bytes.size(); ++i)
+    json += (i ? ", " : "") + std::to_string(bytes[i]);
+  json += "],\n  \"allreduce_bytes\": [";
+  for (size_t i = 0; i < sizes.size(); ++i)
+    json += (i ? ", " : "") + std::to_string(int64_t(sizes[i]));
+  json += "],\n  \"allreduce_s\": [";
+  for (size_t i = 0; i < times.size(); ++i) {
+    std::snprintf(number, sizeof number, "%s%.9g", i ? ", " : "", times[i]);
+    json += number;
+  }
+  json += "]\n}\n";
+
+  const std::string temporary = path + ".tmp";
+  FILE *out = std::fopen(temporary.c_str(), "w");
+  if (!out)
+    fail("--profile: cannot create %s: %s", temporary.c_str(),
+         std::strerror(errno));
+  const bool written = std::fwrite(json.data(), 1, json.size(), out) ==
+                       json.size();
+  if (std::fclose(out) != 0 || !written ||
+      std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    fail("--profile: cannot write %s: %s", path.c_str(), std::strerror(errno));
+  }
+}
