@@ -6,19 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dtrain/Dialect/Comm/IR/CommOps.h"
-#include "dtrain/Dialect/NN/IR/NNOps.h"
-#include "dtrain/Dist/MergePlanner.h"
+#include "dtrain/Dist/CostModel.h"
 #include "dtrain/Dist/Passes.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
-
-#include <cmath>
 
 namespace mlir::dtrain::dist {
 #define GEN_PASS_DEF_MERGEGRADIENTS
@@ -31,105 +24,8 @@ using namespace mlir::dtrain::dist;
 
 namespace {
 
-/// One tensor exchange of the step: its start, its single wait, and what
-/// the planner needs.
-struct Exchange {
-  // Op handles: their accessors are not const.
-  mutable comm::AllReduceStartOp start;
-  mutable comm::WaitOp wait;
-  RankedTensorType type;
-  GradientTask task;
-};
-
-/// The measured model of a profile file (see the pass description).
-struct Profile {
-  AllReduceCost cost;
-  std::vector<double> computeSeconds;
-};
-
 /// X seconds with microsecond digits, for remarks.
 std::string seconds(double x) { return llvm::formatv("{0:f6}", x).str(); }
-
-int64_t elementsOf(Type type) {
-  auto shaped = dyn_cast<ShapedType>(type);
-  return shaped && shaped.hasStaticShape() ? shaped.getNumElements() : 0;
-}
-
-/// Estimated seconds of OP: multiply-adds of matmul and convolutions at
-/// FLOPS, result elements of anything else at ELEMENTS per second.
-double estimateSeconds(Operation *op, double flops, double elements) {
-  // A convolution (or one of its gradients) with output-shaped Y and
-  // filter W does |Y| * |W| / O multiply-adds.
-  auto convolution = [&](Value y, Value w) {
-    auto filter = cast<ShapedType>(w.getType());
-    if (!filter.hasStaticShape() || filter.getDimSize(0) == 0)
-      return 0.0;
-    return 2.0 * double(elementsOf(y.getType())) *
-           double(filter.getNumElements()) / double(filter.getDimSize(0)) /
-           flops;
-  };
-  return TypeSwitch<Operation *, double>(op)
-      .Case<nn::MatmulOp>([&](nn::MatmulOp matmul) {
-        // |lhs| |rhs| / |result| = K^2 for M x K times K x N.
-        const double lhs = double(elementsOf(matmul.getLhs().getType()));
-        const double rhs = double(elementsOf(matmul.getRhs().getType()));
-        const double result = double(elementsOf(matmul.getType()));
-        return result > 0 ? 2.0 * result * std::sqrt(lhs * rhs / result) /
-                                flops
-                          : 0.0;
-      })
-      .Case<nn::Conv2DOp>([&](nn::Conv2DOp conv) {
-        return convolution(conv.getResult(), conv.getWeight());
-      })
-      .Case<nn::Conv2DBackwardDataOp>([&](nn::Conv2DBackwardDataOp conv) {
-        return convolution(conv.getGrad(), conv.getWeight());
-      })
-      .Case<nn::Conv2DBackwardWeightsOp>(
-          [&](nn::Conv2DBackwardWeightsOp conv) {
-            return convolution(conv.getGrad(), conv.getResult());
-          })
-      .Default([&](Operation *other) {
-        double count = 0;
-        for (Type type : other->getResultTypes())
-          count += double(elementsOf(type));
-        return count / elements;
-      });
-}
-
-FailureOr<Profile> readProfile(StringRef path, Location loc) {
-  auto fail = [&](const Twine &message) -> FailureOr<Profile> {
-    return emitError(loc) << "--dtrain-merge-gradients: profile " << path
-                          << ": " << message;
-  };
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return fail("cannot read it: " + buffer.getError().message());
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
-  if (!json)
-    return fail("not JSON: " + llvm::toString(json.takeError()));
-  const llvm::json::Object *object = json->getAsObject();
-  if (!object)
-    return fail("expected an object {\"startup_s\": ..., \"per_byte_s\": "
-                "..., \"compute_s\": [...]}");
-  Profile profile;
-  std::optional<double> startup = object->getNumber("startup_s"),
-                        perByte = object->getNumber("per_byte_s");
-  const llvm::json::Array *compute = object->getArray("compute_s");
-  if (!startup || !perByte || !compute)
-    return fail("needs the numbers startup_s and per_byte_s and the array "
-                "compute_s");
-  profile.cost = {*startup, *perByte};
-  for (const llvm::json::Value &value : *compute) {
-    std::optional<double> seconds = value.getAsNumber();
-    if (!seconds || *seconds < 0)
-      return fail("compute_s holds a value that is not a number >= 0");
-    profile.computeSeconds.push_back(*seconds);
-  }
-  if (*startup < 0 || *perByte < 0)
-    return fail("startup_s and per_byte_s must be >= 0");
-  return profile;
-}
 
 /// Whether B may share a bucket with A (the exchange before it).
 bool mergeable(const Exchange &a, const Exchange &b) {
@@ -235,33 +131,15 @@ struct MergeGradientsPass
       return;
     Block &body = func.getBody().front();
 
-    // The exchanges in order, with the computation before each.
-    SmallVector<Exchange> exchanges;
-    double compute = 0;
-    for (Operation &op : body) {
-      auto start = dyn_cast<comm::AllReduceStartOp>(&op);
-      if (!start) {
-        compute += estimateSeconds(&op, flopsPerSecond, elementsPerSecond);
-        continue;
-      }
-      auto type = dyn_cast<RankedTensorType>(start.getInput().getType());
-      comm::WaitOp wait;
-      if (start.getRequest().hasOneUse())
-        wait = dyn_cast<comm::WaitOp>(*start.getRequest().getUsers().begin());
-      if (!type || !type.hasStaticShape() || !wait ||
-          wait->getBlock() != &body)
-        continue; // not ours to merge (memrefs, dynamic shapes, loops)
-      const double bytes = double(type.getNumElements()) *
-                           double(type.getElementTypeBitWidth()) / 8;
-      exchanges.push_back({start, wait, type, {bytes, compute}});
-      compute = 0;
-    }
+    SmallVector<Exchange> exchanges = collectExchanges(
+        body, ComputeSpeed{flopsPerSecond, elementsPerSecond});
     if (exchanges.empty())
       return;
 
     AllReduceCost cost{startup, perByte};
     if (!profile.empty()) {
-      FailureOr<Profile> measured = readProfile(profile, func.getLoc());
+      FailureOr<Profile> measured =
+          readProfile(profile, func.getLoc(), "--dtrain-merge-gradients");
       if (failed(measured))
         return signalPassFailure();
       if (measured->computeSeconds.size() != exchanges.size()) {

@@ -98,8 +98,9 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
       bytes += tasks[s].bytes;
       const double end =
           std::max(earliest[s], ready[k - 1]) + cost.time(bytes);
-      // Ties keep fewer, larger buckets.
-      if (end <= earliest[k]) {
+      // Ties keep exchanges apart (s runs down from k - 1): a bucket costs
+      // copies that the model leaves out.
+      if (end < earliest[k] * (1 - 1e-12)) {
         earliest[k] = end;
         first[k] = s;
       }

@@ -166,4 +166,48 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
+  let summary = "Predict a data-parallel step's iteration time and scaling "
+                "efficiency for many ranks (prints a report)";
+  let description = [{
+    An analysis: prints, for a step with gradient exchanges (after
+    `--dtrain-data-parallel`), the predicted iteration time and weak-scaling
+    efficiency at each rank count of `ranks`, for the merge strategies none
+    (one exchange per gradient, WFBP), threshold (25 MiB buckets with a
+    1 MiB first one, PyTorch DDP's), mgwfbp and optimal, planned for each
+    rank count, on `network`:
+
+    | network | latency per message | bandwidth per link |
+    |---|---|---|
+    | `1gbe` | 50 us | 117.5 MB/s |
+    | `10gbe` | 20 us | 1.175 GB/s |
+    | `100gb-ib` | 2 us | 12 GB/s |
+
+    The model is the DAG model of Shi et al. (2018) as MG-WFBP uses it: the
+    computation before each exchange (estimated from the ops at
+    `flops-per-second` and `elements-per-second`, or measured: `profile`,
+    a trainer's `--profile` file), exchanges one at a time in order, each a
+    ring all-reduce costing 2(P-1) latencies plus 2(P-1)/P of its bytes
+    over a link, each starting once its last gradient is ready and the
+    previous exchange is done. Iteration time = max(end of the last
+    exchange, end of the backward pass) + the computation after the last
+    exchange (the updates); efficiency = the iteration time of one rank
+    (no exchange) / that of P ranks, each rank with the same batch.
+    Compute times are per rank and do not change with P. The IR is left
+    unchanged.
+  }];
+  let options = [
+    ListOption<"ranks", "ranks", "int64_t",
+               "rank counts (default 8,16,32,64,128,256,512,1024)">,
+    Option<"network", "network", "std::string", "\"10gbe\"",
+           "1gbe, 10gbe (default) or 100gb-ib">,
+    Option<"flopsPerSecond", "flops-per-second", "double", "2e10",
+           "speed of matmul and convolutions, to estimate compute times">,
+    Option<"elementsPerSecond", "elements-per-second", "double", "1e9",
+           "speed of other ops per result element">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "a trainer's --profile JSON: measured compute times">,
+  ];
+}
+
 #endif // DTRAIN_DIST_PASSES_TD

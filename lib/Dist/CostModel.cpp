@@ -1,0 +1,150 @@
+//===- CostModel.cpp - the cost model shared by the Dist passes -----------===//
+
+#include "dtrain/Dist/CostModel.h"
+#include "dtrain/Dialect/NN/IR/NNOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::dtrain;
+using namespace mlir::dtrain::dist;
+
+namespace {
+
+int64_t elementsOf(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  return shaped && shaped.hasStaticShape() ? shaped.getNumElements() : 0;
+}
+
+/// Estimated seconds of OP: multiply-adds of matmul and convolutions at
+/// FLOPS, result elements of anything else at ELEMENTS per second.
+} // namespace
+
+double mlir::dtrain::dist::estimateSeconds(Operation *op, ComputeSpeed speed) {
+  const double flops = speed.flops, elements = speed.elements;
+  // A convolution (or one of its gradients) with output-shaped Y and
+  // filter W does |Y| * |W| / O multiply-adds.
+  auto convolution = [&](Value y, Value w) {
+    auto filter = cast<ShapedType>(w.getType());
+    if (!filter.hasStaticShape() || filter.getDimSize(0) == 0)
+      return 0.0;
+    return 2.0 * double(elementsOf(y.getType())) *
+           double(filter.getNumElements()) / double(filter.getDimSize(0)) /
+           flops;
+  };
+  return TypeSwitch<Operation *, double>(op)
+      .Case<nn::MatmulOp>([&](nn::MatmulOp matmul) {
+        // |lhs| |rhs| / |result| = K^2 for M x K times K x N.
+        const double lhs = double(elementsOf(matmul.getLhs().getType()));
+        const double rhs = double(elementsOf(matmul.getRhs().getType()));
+        const double result = double(elementsOf(matmul.getType()));
+        return result > 0 ? 2.0 * result * std::sqrt(lhs * rhs / result) /
+                                flops
+                          : 0.0;
+      })
+      .Case<nn::Conv2DOp>([&](nn::Conv2DOp conv) {
+        return convolution(conv.getResult(), conv.getWeight());
+      })
+      .Case<nn::Conv2DBackwardDataOp>([&](nn::Conv2DBackwardDataOp conv) {
+        return convolution(conv.getGrad(), conv.getWeight());
+      })
+      .Case<nn::Conv2DBackwardWeightsOp>(
+          [&](nn::Conv2DBackwardWeightsOp conv) {
+            return convolution(conv.getGrad(), conv.getResult());
+          })
+      .Default([&](Operation *other) {
+        double count = 0;
+        for (Type type : other->getResultTypes())
+          count += double(elementsOf(type));
+        return count / elements;
+      });
+}
+
+FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path,
+                                                   Location loc,
+                                                   StringRef option) {
+  auto fail = [&](const Twine &message) -> FailureOr<Profile> {
+    return emitError(loc) << option << ": profile " << path << ": "
+                          << message;
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return fail("cannot read it: " + buffer.getError().message());
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return fail("not JSON: " + llvm::toString(json.takeError()));
+  const llvm::json::Object *object = json->getAsObject();
+  if (!object)
+    return fail("expected an object {\"startup_s\": ..., \"per_byte_s\": "
+                "..., \"compute_s\": [...]}");
+  Profile profile;
+  std::optional<double> startup = object->getNumber("startup_s"),
+                        perByte = object->getNumber("per_byte_s");
+  const llvm::json::Array *compute = object->getArray("compute_s");
+  if (!startup || !perByte || !compute)
+    return fail("needs the numbers startup_s and per_byte_s and the array "
+                "compute_s");
+  profile.cost = {*startup, *perByte};
+  for (const llvm::json::Value &value : *compute) {
+    std::optional<double> seconds = value.getAsNumber();
+    if (!seconds || *seconds < 0)
+      return fail("compute_s holds a value that is not a number >= 0");
+    profile.computeSeconds.push_back(*seconds);
+  }
+  if (*startup < 0 || *perByte < 0)
+    return fail("startup_s and per_byte_s must be >= 0");
+  return profile;
+}
+
+SmallVector<Exchange> mlir::dtrain::dist::collectExchanges(Block &body,
+                                                           ComputeSpeed speed,
+                                                           double *tailSeconds) {
+  SmallVector<Exchange> exchanges;
+  double compute = 0;
+  for (Operation &op : body) {
+    auto start = dyn_cast<comm::AllReduceStartOp>(&op);
+    if (!start) {
+      compute += estimateSeconds(&op, speed);
+      continue;
+    }
+    auto type = dyn_cast<RankedTensorType>(start.getInput().getType());
+    comm::WaitOp wait;
+    if (start.getRequest().hasOneUse())
+      wait = dyn_cast<comm::WaitOp>(*start.getRequest().getUsers().begin());
+    if (!type || !type.hasStaticShape() || !wait || wait->getBlock() != &body)
+      continue; // not a step's gradient exchange (memrefs, dynamic shapes)
+    const double bytes = double(type.getNumElements()) *
+                         double(type.getElementTypeBitWidth()) / 8;
+    exchanges.push_back({start, wait, type, {bytes, compute}});
+    compute = 0;
+  }
+  if (tailSeconds)
+    *tailSeconds = compute;
+  return exchanges;
+}
+
+std::optional<Network> mlir::dtrain::dist::lookupNetwork(StringRef name) {
+  // Latency per message and bandwidth per link; Ethernet carries about
+  // 94% of its line rate as payload.
+  if (name == "1gbe")
+    return Network{50e-6, 117.5e6};
+  if (name == "10gbe")
+    return Network{20e-6, 1.175e9};
+  if (name == "100gb-ib")
+    return Network{2e-6, 12.0e9};
+  return std::nullopt;
+}
+
+AllReduceCost mlir::dtrain::dist::ringAllReduceCost(int64_t ranks,
+                                                    Network network) {
+  if (ranks <= 1)
+    return {0, 0};
+  const double steps = 2.0 * double(ranks - 1);
+  return {steps * network.latency,
+          steps / double(ranks) / network.bandwidth};
+}

@@ -1,0 +1,116 @@
+//===- SimulateStep.cpp - predicted iteration time for many ranks ---------===//
+//
+// Implements --dtrain-simulate-step: the MergePlanner model of a step's
+// exchanges, evaluated for rank counts beyond the machine at hand.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtrain/Dist/CostModel.h"
+#include "dtrain/Dist/Passes.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::dtrain::dist {
+#define GEN_PASS_DEF_SIMULATESTEP
+#include "dtrain/Dist/Passes.h.inc"
+} // namespace mlir::dtrain::dist
+
+using namespace mlir;
+using namespace mlir::dtrain;
+using namespace mlir::dtrain::dist;
+
+namespace {
+
+struct SimulateStepPass
+    : public dist::impl::SimulateStepBase<SimulateStepPass> {
+  using Base::Base;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    if (!lookupNetwork(network))
+      return emitError(UnknownLoc::get(context))
+             << "--dtrain-simulate-step: network '" << network
+             << "' is not valid (accepted: 1gbe, 10gbe, 100gb-ib)";
+    for (int64_t p : ranks)
+      if (p < 1)
+        return emitError(UnknownLoc::get(context))
+               << "--dtrain-simulate-step: ranks must be >= 1, not " << p;
+    if (!(flopsPerSecond > 0) || !(elementsPerSecond > 0))
+      return emitError(UnknownLoc::get(context))
+             << "--dtrain-simulate-step: flops-per-second and "
+                "elements-per-second must be > 0";
+    return success();
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (!func.getBody().hasOneBlock())
+      return;
+    double tail = 0;
+    SmallVector<Exchange> exchanges =
+        collectExchanges(func.getBody().front(),
+                         ComputeSpeed{flopsPerSecond, elementsPerSecond},
+                         &tail);
+    if (exchanges.empty())
+      return;
+    SmallVector<GradientTask> tasks;
+    for (const Exchange &e : exchanges)
+      tasks.push_back(e.task);
+    std::string source = "estimated";
+    if (!profile.empty()) {
+      FailureOr<Profile> measured =
+          readProfile(profile, func.getLoc(), "--dtrain-simulate-step");
+      if (failed(measured))
+        return signalPassFailure();
+      if (measured->computeSeconds.size() != tasks.size()) {
+        func.emitError("--dtrain-simulate-step: profile ")
+            << profile << " has " << measured->computeSeconds.size()
+            << " compute_s values but @" << func.getSymName() << " has "
+            << tasks.size() << " exchanges";
+        return signalPassFailure();
+      }
+      for (auto [task, seconds] :
+           llvm::zip_equal(tasks, measured->computeSeconds))
+        task.backwardSeconds = seconds;
+      source = "measured (" + profile + ")";
+    }
+
+    double bytes = 0, backward = 0;
+    for (const GradientTask &task : tasks) {
+      bytes += task.bytes;
+      backward += task.backwardSeconds;
+    }
+    const Network net = *lookupNetwork(network);
+    const double single = backward + tail;
+    llvm::raw_ostream &os = llvm::outs();
+    os << llvm::formatv(
+        "@{0}: {1} exchanges, {2:f1} MB; compute {3:f2} ms per step "
+        "({4}; {5:f2} ms up to the last exchange, {6:f2} ms after it); "
+        "network {7} ({8} us, {9:f3} GB/s)\n",
+        func.getSymName(), tasks.size(), bytes / 1e6, single * 1e3, source,
+        backward * 1e3, tail * 1e3, network.getValue(), net.latency * 1e6,
+        net.bandwidth / 1e9);
+    os << "ranks  none ms (eff)      threshold ms (eff) mgwfbp ms (eff)    "
+          "optimal ms (eff)   optimal buckets\n";
+    SmallVector<int64_t> counts(ranks.begin(), ranks.end());
+    if (counts.empty())
+      counts = {8, 16, 32, 64, 128, 256, 512, 1024};
+    for (int64_t p : counts) {
+      const AllReduceCost cost = ringAllReduceCost(p, net);
+      const MergePlan plans[] = {
+          planEachGradient(tasks.size()),
+          planThreshold(tasks, 25 << 20, 1 << 20), planMGWFBP(tasks, cost),
+          planOptimal(tasks, cost)};
+      os << llvm::formatv("{0,-6}", p);
+      for (const MergePlan &plan : plans) {
+        const double end = p == 1 ? 0 : simulatePlan(tasks, plan, cost).commEnd();
+        const double iteration = std::max(end, backward) + tail;
+        os << llvm::formatv("{0,9:f2} ({1:f2})   ", iteration * 1e3,
+                            single / iteration);
+      }
+      os << plans[3].size() << "\n";
+    }
+  }
+};
+
+} // namespace

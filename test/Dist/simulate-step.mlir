@@ -1,0 +1,35 @@
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=1,2,1024 network=1gbe profile=%S/Inputs/simulate-profile.json" -o /dev/null | FileCheck %s
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step -o /dev/null | FileCheck %s --check-prefix=DEFAULTS
+// RUN: not dtrain-opt %s --dtrain-simulate-step="network=carrier-pigeon" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// The four exchanges (loss 4 bytes, fc2.bias 8, fc2.weight 24, fc1.weight
+// 48) are ready at 0, 0.05, 0.1 and 0.3 ms (the profile); on 2 ranks over
+// 1 GbE an all-reduce costs 2 x 50 us + 8.51 ns per byte. One exchange
+// each: 0 to 0.100034, then back to back until 0.400714 ms: efficiency
+// 0.3 / 0.4007 = 0.75. The optimum sends the loss alone, fc2's two
+// gradients together (0.100034 to 0.200306) and fc1.weight once it exists
+// (0.3 to 0.400408): 3 buckets. On 1024 ranks a start-up is 102.3 ms, so
+// everything goes in one bucket.
+// CHECK:      @train_step: 4 exchanges, 0.0 MB; compute 0.30 ms per step (measured ({{.*}}simulate-profile.json); 0.30 ms up to the last exchange, 0.00 ms after it); network 1gbe (50.00 us, 0.117 GB/s)
+// CHECK-NEXT: ranks  none ms (eff)      threshold ms (eff) mgwfbp ms (eff)    optimal ms (eff)   optimal buckets
+// CHECK-NEXT: 1          0.30 (1.00)        0.30 (1.00)        0.30 (1.00)        0.30 (1.00)   4
+// CHECK-NEXT: 2          0.40 (0.75)        0.40 (0.75)        0.40 (0.75)        0.40 (0.75)   3
+// CHECK-NEXT: 1024     409.{{[0-9]+}} (0.00)      102.{{[0-9]+}} (0.00)      102.{{[0-9]+}} (0.00)      102.{{[0-9]+}} (0.00)   1
+
+// Without a profile the compute times are estimated from the ops; the
+// default rank counts run from 8 to 1024 on 10 GbE.
+// DEFAULTS:      @train_step: 4 exchanges, 0.0 MB; compute {{[0-9.]+}} ms per step (estimated; {{.*}}); network 10gbe (20.00 us, 1.175 GB/s)
+// DEFAULTS-NEXT: ranks
+// DEFAULTS-NEXT: 8
+// DEFAULTS:      1024
+// DEFAULTS-NOT:  @forward
+
+// BAD: error: --dtrain-simulate-step: network 'carrier-pigeon' is not valid (accepted: 1gbe, 10gbe, 100gb-ib)
+
+func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {
+  %0 = nn.matmul %x, %w1 : tensor<5x4xf32>, tensor<4x3xf32> -> tensor<5x3xf32>
+  %1 = nn.relu %0 : tensor<5x3xf32>
+  %2 = nn.matmul %1, %w2 : tensor<5x3xf32>, tensor<3x2xf32> -> tensor<5x2xf32>
+  %3 = nn.add %2, %b2 : tensor<5x2xf32>, tensor<2xf32> -> tensor<5x2xf32>
+  return %3 : tensor<5x2xf32>
+}
