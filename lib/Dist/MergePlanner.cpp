@@ -98,9 +98,7 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
       bytes += tasks[s].bytes;
       const double end =
           std::max(earliest[s], ready[k - 1]) + cost.time(bytes);
-      // Ties keep exchanges apart (s runs down from k - 1): a bucket costs
-      // copies that the model leaves out.
-      if (end < earliest[k] * (1 - 1e-12)) {
+      if (end < earliest[k]) {
         earliest[k] = end;
         first[k] = s;
       }
@@ -110,5 +108,19 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
   for (unsigned k = n; k > 0; k = first[k])
     plan.push_back(k);
   std::reverse(plan.begin(), plan.end());
+  // Among the optimal plans, fewer merges: a bucket costs copies that the
+  // model leaves out, and the prefix optimum may merge exchanges whose
+  // earlier end changes nothing downstream. Keep every cut that does not
+  // delay the end.
+  const double best = earliest[n] * (1 + 1e-12);
+  for (unsigned cut = 1; cut < n; ++cut) {
+    auto at = std::lower_bound(plan.begin(), plan.end(), cut);
+    if (*at == cut)
+      continue;
+    MergePlan split(plan);
+    split.insert(split.begin() + (at - plan.begin()), cut);
+    if (simulatePlan(tasks, split, cost).commEnd() <= best)
+      plan = std::move(split);
+  }
   return plan;
 }

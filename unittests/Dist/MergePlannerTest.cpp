@@ -100,6 +100,15 @@ TEST(MergePlanner, GreedyCanBeWorseThanOptimal) {
   EXPECT_DOUBLE_EQ(cost(tasks, optimal, model), 7);
 }
 
+// When the exchanges hide behind the backward pass anyway, merging gains
+// nothing under the model, and the optimal plan merges nothing.
+TEST(MergePlanner, OptimalMergesOnlyForAGain) {
+  const GradientTask tasks[] = {{8, 1}, {8, 1}, {8, 1}, {8, 1}};
+  const AllReduceCost model{0.01, 0.001};
+  EXPECT_EQ(asVector(planOptimal(tasks, model)),
+            asVector(planEachGradient(4)));
+}
+
 TEST(MergePlanner, OptimalEqualsBruteForceOnRandomInstances) {
   std::mt19937 rng(2026);
   std::uniform_int_distribution<unsigned> count(1, 11);

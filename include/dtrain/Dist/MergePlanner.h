@@ -71,7 +71,9 @@ MergePlan planMGWFBP(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
 /// The optimal plan under the same model: a dynamic program over
 /// contiguous buckets, O(n^2). Earliest[e] = min over s <= e of
 /// max(Earliest[s-1], ready(e)) + T(bytes[s..e]); finishing a prefix
-/// earlier never delays the rest, so the prefix optimum extends.
+/// earlier never delays the rest, so the prefix optimum extends. Of the
+/// optimal plans it returns one with no merge that could be undone without
+/// delaying the end (buckets cost copies the model leaves out).
 MergePlan planOptimal(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
 
 } // namespace mlir::dtrain::dist
