@@ -90,6 +90,7 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path,
     return fail("needs the numbers startup_s and per_byte_s and the array "
                 "compute_s");
   profile.cost = {*startup, *perByte};
+  profile.ranks = object->getInteger("ranks");
   for (const llvm::json::Value &value : *compute) {
     std::optional<double> seconds = value.getAsNumber();
     if (!seconds || *seconds < 0)

@@ -27,10 +27,11 @@ struct SimulateStepPass
   using Base::Base;
 
   LogicalResult initialize(MLIRContext *context) override {
-    if (!lookupNetwork(network))
+    if (network == "profile" ? profile.empty() : !lookupNetwork(network))
       return emitError(UnknownLoc::get(context))
              << "--dtrain-simulate-step: network '" << network
-             << "' is not valid (accepted: 1gbe, 10gbe, 100gb-ib)";
+             << "' is not valid (accepted: 1gbe, 10gbe, 100gb-ib, and "
+                "profile with a profile=FILE)";
     for (int64_t p : ranks)
       if (p < 1)
         return emitError(UnknownLoc::get(context))
@@ -57,11 +58,13 @@ struct SimulateStepPass
     for (const Exchange &e : exchanges)
       tasks.push_back(e.task);
     std::string source = "estimated";
+    std::optional<Profile> measured;
     if (!profile.empty()) {
-      FailureOr<Profile> measured =
+      FailureOr<Profile> read =
           readProfile(profile, func.getLoc(), "--dtrain-simulate-step");
-      if (failed(measured))
+      if (failed(read))
         return signalPassFailure();
+      measured = *read;
       if (measured->computeSeconds.size() != tasks.size()) {
         func.emitError("--dtrain-simulate-step: profile ")
             << profile << " has " << measured->computeSeconds.size()
@@ -80,23 +83,38 @@ struct SimulateStepPass
       bytes += task.bytes;
       backward += task.backwardSeconds;
     }
-    const Network net = *lookupNetwork(network);
     const double single = backward + tail;
     llvm::raw_ostream &os = llvm::outs();
-    os << llvm::formatv(
-        "@{0}: {1} exchanges, {2:f1} MB; compute {3:f2} ms per step "
-        "({4}; {5:f2} ms up to the last exchange, {6:f2} ms after it); "
-        "network {7} ({8} us, {9:f3} GB/s)\n",
-        func.getSymName(), tasks.size(), bytes / 1e6, single * 1e3, source,
-        backward * 1e3, tail * 1e3, network.getValue(), net.latency * 1e6,
-        net.bandwidth / 1e9);
+    os << llvm::formatv("@{0}: {1} exchanges, {2:f1} MB; compute {3:f2} ms "
+                        "per step ({4}; {5:f2} ms up to the last exchange, "
+                        "{6:f2} ms after it); ",
+                        func.getSymName(), tasks.size(), bytes / 1e6,
+                        single * 1e3, source, backward * 1e3, tail * 1e3);
+    SmallVector<int64_t> counts(ranks.begin(), ranks.end());
+    std::optional<Network> net = lookupNetwork(network);
+    if (net) {
+      os << llvm::formatv("network {0} ({1} us, {2:f3} GB/s)\n",
+                          network.getValue(), net->latency * 1e6,
+                          net->bandwidth / 1e9);
+    } else {
+      if (!measured->ranks || *measured->ranks < 1) {
+        func.emitError("--dtrain-simulate-step: network=profile needs the "
+                       "profile's \"ranks\"");
+        return signalPassFailure();
+      }
+      counts = {*measured->ranks};
+      os << llvm::formatv("all-reduce {0:f1} us + {1:f3} ns/byte measured "
+                          "on {2} ranks\n",
+                          measured->cost.startup * 1e6,
+                          measured->cost.perByte * 1e9, *measured->ranks);
+    }
     os << "ranks  none ms (eff)      threshold ms (eff) mgwfbp ms (eff)    "
           "optimal ms (eff)   optimal buckets\n";
-    SmallVector<int64_t> counts(ranks.begin(), ranks.end());
     if (counts.empty())
       counts = {8, 16, 32, 64, 128, 256, 512, 1024};
     for (int64_t p : counts) {
-      const AllReduceCost cost = ringAllReduceCost(p, net);
+      const AllReduceCost cost =
+          net ? ringAllReduceCost(p, *net) : measured->cost;
       const MergePlan plans[] = {
           planEachGradient(tasks.size()),
           planThreshold(tasks, 25 << 20, 1 << 20), planMGWFBP(tasks, cost),

@@ -1,6 +1,8 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=1,2,1024 network=1gbe profile=%S/Inputs/simulate-profile.json" -o /dev/null | FileCheck %s
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step -o /dev/null | FileCheck %s --check-prefix=DEFAULTS
 // RUN: not dtrain-opt %s --dtrain-simulate-step="network=carrier-pigeon" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-4.json" -o /dev/null | FileCheck %s --check-prefix=MEASURED
+// RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NO-RANKS
 
 // The four exchanges (loss 4 bytes, fc2.bias 8, fc2.weight 24, fc1.weight
 // 48) are ready at 0, 0.05, 0.1 and 0.3 ms (the profile); on 2 ranks over
@@ -24,7 +26,17 @@
 // DEFAULTS:      1024
 // DEFAULTS-NOT:  @forward
 
-// BAD: error: --dtrain-simulate-step: network 'carrier-pigeon' is not valid (accepted: 1gbe, 10gbe, 100gb-ib)
+// BAD: error: --dtrain-simulate-step: network 'carrier-pigeon' is not valid (accepted: 1gbe, 10gbe, 100gb-ib, and profile with a profile=FILE)
+
+// network=profile: the profile's all-reduce cost (1 ms + 1 us per byte)
+// at its 4 ranks. One exchange each: 0 to 1.004, 1.004 to 2.012, 2.012 to
+// 3.036, 3.036 to 4.084 ms; start-ups dominate, so the optimum is one
+// bucket once fc1.weight exists: 0.3 + 1 + 0.084 = 1.384 ms, efficiency
+// 0.3 / 1.384 = 0.22 (and so for the threshold and MG-WFBP's rule).
+// MEASURED:      all-reduce 1000.0 us + 1000.000 ns/byte measured on 4 ranks
+// MEASURED-NEXT: ranks
+// MEASURED-NEXT: 4          4.08 (0.07)        1.38 (0.22)        1.38 (0.22)        1.38 (0.22)   1
+// NO-RANKS: error: --dtrain-simulate-step: network=profile needs the profile's "ranks"
 
 func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {
   %0 = nn.matmul %x, %w1 : tensor<5x4xf32>, tensor<4x3xf32> -> tensor<5x3xf32>

@@ -55,6 +55,8 @@ SmallVector<Exchange> collectExchanges(Block &body, ComputeSpeed speed,
 struct Profile {
   AllReduceCost cost;
   std::vector<double> computeSeconds;
+  /// The rank count the cost was measured at ("ranks"), if given.
+  std::optional<int64_t> ranks;
 };
 
 /// Reads the profile at PATH; errors are reported at LOC, naming OPTION.

@@ -195,12 +195,18 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
     (no exchange) / that of P ranks, each rank with the same batch.
     Compute times are per rank and do not change with P. The IR is left
     unchanged.
+
+    `network=profile` takes the all-reduce cost measured in the profile
+    instead (its `startup_s` and `per_byte_s`, at its `ranks`): a
+    prediction for the machine and rank count the profile came from, to
+    compare with measured step times.
   }];
   let options = [
     ListOption<"ranks", "ranks", "int64_t",
                "rank counts (default 8,16,32,64,128,256,512,1024)">,
     Option<"network", "network", "std::string", "\"10gbe\"",
-           "1gbe, 10gbe (default) or 100gb-ib">,
+           "1gbe, 10gbe (default), 100gb-ib, or profile (the profile's "
+           "measured all-reduce cost at its rank count)">,
     Option<"flopsPerSecond", "flops-per-second", "double", "2e10",
            "speed of matmul and convolutions, to estimate compute times">,
     Option<"elementsPerSecond", "elements-per-second", "double", "1e9",

@@ -1,0 +1,185 @@
+"""Gradient-merge benchmark: the same data-parallel trainer compiled with
+each --merge strategy, measured on 4 ranks over shared memory and, as root,
+over the emulated 1 Gbit/s cluster (scripts/emulated-cluster.sh).
+
+usage: merge_bench.py [--models M ...] [--ranks P] [--steps N]
+                      [--cluster | --no-cluster] BUILD_DIR
+
+For each network: the unmerged trainer runs first with --profile (the
+planner's model measured there: computation before each exchange, and the
+all-reduce cost fitted on the P ranks); then the strategies: none (one
+exchange per gradient, WFBP), threshold 25 MiB with a 1 MiB first bucket
+(PyTorch DDP), threshold 128 MiB (Horovod), a single bucket, mgwfbp and
+optimal (both planned with that profile). Each trainer runs --steps steps
+(one kernel thread per rank, --bind-to none); the step time is the last
+half's, the fastest of --repeats runs (default 2) taken round robin over
+the strategies. The table gives the buckets, the measured step time, its
+ratio to none, and the step time that --dtrain-simulate-step predicts from
+the profile (network=profile: the measured compute before each exchange,
+the fitted all-reduce cost, the updates estimated) with its ratio to the
+measured one. Models: resnet18 (62 gradients, 45 MB) and mobilenet_v2 (158
+gradients, 9 MB), 10 classes at 3x32x32, per-rank batch 8, random data.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import data_parallel_bench as dp  # noqa: E402
+
+STRATEGIES = [
+    ("none", "none", ""),
+    ("ddp-25MB", "threshold", "threshold-bytes=26214400 "
+                              "first-bucket-bytes=1048576"),
+    ("horovod-128MB", "threshold", "threshold-bytes=134217728"),
+    ("single", "threshold", "threshold-bytes=1125899906842624"),
+    ("mgwfbp", "mgwfbp", "profile={profile}"),
+    ("optimal", "optimal", "profile={profile}"),
+]
+
+
+def make_models(work, names):
+    import torch
+    import torchvision
+    warnings.filterwarnings("ignore")
+    rng = np.random.RandomState(0)
+    data = os.path.join(work, "random32.npz")
+    np.savez(data, x=rng.rand(512, 3, 32, 32).astype(np.float32),
+             y=rng.randint(0, 10, 512).astype(np.int64))
+    models = {}
+    for name in names:
+        torch.manual_seed(0)
+        model = getattr(torchvision.models, name)(num_classes=10).train()
+        path = os.path.join(work, name + ".onnx")
+        torch.onnx.export(model, torch.randn(2, 3, 32, 32), path,
+                          opset_version=13, input_names=["x"],
+                          output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+        models[name] = (path, data, 8)
+    return models
+
+
+def compile_trainer(compile_tool, onnx, batch, exe, strategy, options):
+    command = [compile_tool, onnx, "--batch-size", str(batch), "--optimizer",
+               "momentum", "--lr", "0.01", "--merge", strategy, "-o", exe]
+    if options:
+        command += ["--merge-options", options + " report"]
+    result = subprocess.run(command, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        sys.exit("%s failed:\n%s" % (" ".join(command), result.stderr))
+    summary = re.search(r"remark: \S+: (\d+) buckets for (\d+) exchanges, "
+                        r"predicted end ([0-9.]+) s \(none: ([0-9.]+) s\)",
+                        result.stderr)
+    return summary.groups() if summary else None
+
+
+def simulate(compile_tool, onnx, batch, profile):
+    """--dtrain-simulate-step network=profile: the predicted iteration ms of
+    none, threshold (25 MiB / 1 MiB), mgwfbp and optimal."""
+    opt = os.path.join(os.path.dirname(compile_tool), "dtrain-opt")
+    out = dp.run([opt, onnx, "--batch-size", str(batch),
+                  "--dtrain-build-training=optimizer=momentum lr=0.01",
+                  "--dtrain-data-parallel",
+                  "--dtrain-simulate-step=network=profile profile=" + profile,
+                  "-o", "/dev/null"])
+    fields = out.strip().splitlines()[-1].replace("(", " ").replace(
+        ")", " ").split()
+    times = [float(fields[i]) for i in range(1, 9, 2)]
+    return dict(zip(["none", "ddp-25MB", "mgwfbp", "optimal"], times))
+
+
+def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
+                  repeats):
+    print("\n### " + title)
+    print("| model | strategy | buckets | step ms | vs none | predicted "
+          "step ms | predicted / measured |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for name, (onnx, data, batch) in models.items():
+        base = os.path.join(work, "%s-none" % name)
+        compile_trainer(compile_tool, onnx, batch, base, "none", "")
+        profile = os.path.join(work, "%s-%s.json" % (name, title[:3]))
+        dp.run(launcher(ranks) + ["env", "OMP_NUM_THREADS=1", base,
+                                  "--data", data, "--steps", str(steps),
+                                  "--no-shuffle", "--profile", profile])
+        predicted = simulate(compile_tool, onnx, batch, profile)
+        variants = []
+        for label, strategy, options in STRATEGIES:
+            exe = os.path.join(work, "%s-%s" % (name, label))
+            plan = compile_trainer(compile_tool, onnx, batch, exe, strategy,
+                                   options.format(profile=profile))
+            variants.append((label, strategy, exe, plan))
+        # Round robin, the fastest of REPEATS runs: the machine's noise
+        # spreads over all strategies alike.
+        best = {}
+        for _ in range(repeats):
+            for label, _, exe, _ in variants:
+                ms = dp.measure(exe, data, batch, ranks, steps,
+                                launcher)["step_ms"]
+                best[label] = min(best.get(label, ms), ms)
+        for label, strategy, exe, plan in variants:
+            buckets = plan[0] if plan else "-"
+            if strategy == "none":
+                buckets = "one per gradient"
+            model = ("%.1f | %.2f" % (predicted[label],
+                                      predicted[label] / best[label])
+                     if label in predicted else "- | -")
+            print("| %s | %s | %s | %.1f | %.2f | %s |" % (
+                name, label, buckets, best[label],
+                best[label] / best["none"], model))
+            sys.stdout.flush()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("build")
+    parser.add_argument("--models", nargs="+",
+                        default=["resnet18", "mobilenet_v2"])
+    parser.add_argument("--ranks", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--cluster", dest="cluster", action="store_true",
+                        default=os.geteuid() == 0)
+    parser.add_argument("--no-cluster", dest="cluster", action="store_false")
+    args = parser.parse_args()
+    compile_tool = os.path.join(os.path.abspath(args.build), "bin",
+                                "dtrain-compile")
+    cluster_script = os.path.join(dp.ROOT, "scripts", "emulated-cluster.sh")
+    with tempfile.TemporaryDirectory(prefix="dtrain-merge-bench-",
+                                     dir="/tmp") as work:
+        os.chmod(work, 0o755)
+        models = make_models(work, args.models)
+        print("## Gradient merging, %d ranks, %d steps (the last %d timed)"
+              % (args.ranks, args.steps, args.steps // 2))
+
+        def shm(p):
+            return ["timeout", "900", "mpirun", "--oversubscribe",
+                    "--bind-to", "none", "-np", str(p)]
+        bench_network("shm: shared memory (one machine, 2 cores)", shm,
+                      models, compile_tool, work, args.ranks, args.steps,
+                      args.repeats)
+        if not args.cluster:
+            print("\n(emulated cluster skipped: needs root)")
+            return 0
+        dp.run([cluster_script, "up", str(args.ranks), "1gbit"])
+        try:
+            def cluster(p):
+                return [cluster_script, "run", "-np", str(p), "--"]
+            bench_network("net: emulated cluster, 1 Gbit/s links (tbf)",
+                          cluster, models, compile_tool, work, args.ranks,
+                          args.steps, args.repeats)
+        finally:
+            dp.run([cluster_script, "down"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
