@@ -248,6 +248,9 @@ public:
 private:
   std::vector<double> computeSums;
   std::vector<int64_t> bytes;
+  /// Every exchange of the steps: bytes and seconds on the communication
+  /// thread.
+  std::vector<double> stepSizes, stepTimes;
   int64_t steps = 0;
 };
 

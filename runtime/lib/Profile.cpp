@@ -4,7 +4,10 @@
 // network (its profile= option): the computation before each exchange of a
 // step, averaged over the profiled steps from the times the exchanges were
 // queued, and the all-reduce cost T(M) = startup + perByte * M fitted by
-// least squares to all-reduces of several sizes timed on the job's ranks.
+// least squares: to the steps' own exchanges when their sizes span a range
+// (they run while the computation competes for the cores, which isolated
+// all-reduces do not show), else to all-reduces of several sizes timed on
+// the job's ranks after training.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,11 +41,33 @@ void StepProfile::addStep(const std::vector<TraceEvent> &events,
     computeSums[i] += exchanges[i]->queued - previous;
     bytes[i] = exchanges[i]->bytes;
     previous = exchanges[i]->queued;
+    stepSizes.push_back(double(exchanges[i]->bytes));
+    stepTimes.push_back(exchanges[i]->end - exchanges[i]->begin);
   }
   ++steps;
 }
 
 namespace {
+
+struct Cost {
+  double startup, perByte;
+};
+
+/// Least squares of TIMES = startup + perByte * SIZES, both clamped at 0.
+Cost fit(const std::vector<double> &sizes,
+                  const std::vector<double> &times) {
+  double n = double(sizes.size()), sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    sx += sizes[i];
+    sy += times[i];
+    sxx += sizes[i] * sizes[i];
+    sxy += sizes[i] * times[i];
+  }
+  const double denominator = n * sxx - sx * sx;
+  double perByte = denominator > 0 ? (n * sxy - sx * sy) / denominator : 0;
+  perByte = std::max(perByte, 0.0);
+  return {std::max((sy - perByte * sx) / n, 0.0), perByte};
+}
 
 /// The slowest rank's median time of REPEATS all-reduces of COUNT floats.
 double timeAllReduce(dtrain_rt_comm_t *comm, std::vector<float> &buffer,
@@ -81,23 +106,26 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
     times.push_back(timeAllReduce(comm, buffer, count,
                                   count <= (int64_t(1) << 18) ? 9 : 3));
   }
-  // Least squares of times = a + b * sizes.
-  double n = double(sizes.size()), sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    sx += sizes[i];
-    sy += times[i];
-    sxx += sizes[i] * sizes[i];
-    sxy += sizes[i] * times[i];
-  }
-  const double denominator = n * sxx - sx * sx;
-  double perByte = denominator > 0 ? (n * sxy - sx * sy) / denominator : 0;
-  perByte = std::max(perByte, 0.0);
-  const double startup = std::max((sy - perByte * sx) / n, 0.0);
+  // The cost inside the steps (where the computation competes with the
+  // exchanges) when their sizes span a range, else the timed one. Every
+  // rank takes the slowest rank's fit.
+  const bool inSteps =
+      !stepSizes.empty() &&
+      *std::max_element(stepSizes.begin(), stepSizes.end()) >=
+          16 * std::max(*std::min_element(stepSizes.begin(), stepSizes.end()),
+                        1024.0);
+  const Cost cost = inSteps ? fit(stepSizes, stepTimes) : fit(sizes, times);
+  double both[2] = {cost.startup, cost.perByte};
+  dtrain_rt_all_reduce(comm, both, 2, DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  const double startup = both[0], perByte = both[1];
   if (comm->rank != 0)
     return;
 
   std::string json = "{\n  \"ranks\": " + std::to_string(comm->size) +
-                     ",\n  \"steps\": " + std::to_string(steps);
+                     ",\n  \"steps\": " + std::to_string(steps) +
+                     ",\n  \"cost_from\": \"" +
+                     (inSteps ? "exchanges in the steps" : "timed all-reduces") +
+                     "\"";
   char number[64];
   std::snprintf(number, sizeof number, "%.9g", startup);
   json += ",\n  \"startup_s\": " + std::string(number);
