@@ -15,3 +15,7 @@ echo "   shared memory, loopback TCP, and (as root) 4 namespaces at 1 Gbit/s"
 bench/all_reduce.sh build/bin/dtrain-rt-allreduce-bench
 echo "== data-parallel trainers: 1, 2, 4 ranks, WFBP vs exchange after backward, shared memory and (as root) the 1 Gbit/s cluster"
 /usr/bin/python3 bench/data_parallel_bench.py build
+echo "== gradient merging: every --merge strategy on 4 ranks, measured and predicted (shared memory; as root the 1 Gbit/s cluster)"
+/usr/bin/python3 bench/merge_bench.py build
+echo "== predicted scaling of resnet50, vgg16, alexnet at 8-1024 ranks (--dtrain-simulate-step; docs/scaling-predictions.md)"
+/usr/bin/python3 bench/scaling_predictions.py build
