@@ -27,6 +27,7 @@ so each table also gives the efficiency against the same rank count over
 shared memory (network cost alone) for the cluster.
 """
 import argparse
+import contextlib
 import os
 import re
 import subprocess
@@ -54,6 +55,51 @@ def run(command, timeout=900, env=None):
     return result.stdout
 
 
+CLUSTER = os.path.join(ROOT, "scripts", "emulated-cluster.sh")
+
+
+def shm_launcher(ranks):
+    """mpirun on this machine, the ranks not bound to cores."""
+    return ["timeout", "900", "mpirun", "--oversubscribe", "--bind-to",
+            "none", "-np", str(ranks)]
+
+
+@contextlib.contextmanager
+def emulated_cluster(ranks):
+    """The 1 Gbit/s cluster of RANKS namespaces for the block (torn down
+    after it, whatever happens); yields its launcher."""
+    run([CLUSTER, "up", str(ranks), "1gbit"])
+    try:
+        yield lambda p: [CLUSTER, "run", "-np", str(p), "--"]
+    finally:
+        run([CLUSTER, "down"])
+
+
+def export_torchvision(name, path, classes, size):
+    """torchvision's NAME (seed 0) with CLASSES outputs, exported for
+    training at 3 x SIZE x SIZE with a symbolic batch dimension."""
+    import torch
+    import torchvision
+    warnings.filterwarnings("ignore")
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(num_classes=classes).train()
+    torch.onnx.export(model, torch.randn(2, 3, size, size), path,
+                      opset_version=13, input_names=["x"],
+                      output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+
+
+def random_images(work):
+    """WORK/random32.npz: 512 random 3x32x32 images, labels in [0, 10)."""
+    rng = np.random.RandomState(0)
+    data = os.path.join(work, "random32.npz")
+    np.savez(data, x=rng.rand(512, 3, 32, 32).astype(np.float32),
+             y=rng.randint(0, 10, 512).astype(np.int64))
+    return data
+
+
 def make_models(work, names):
     """{name: (onnx path, data path, per-rank batch)}"""
     models = {}
@@ -63,23 +109,9 @@ def make_models(work, names):
         models["digits"] = (os.path.join(work, "digits_cnn.onnx"),
                             os.path.join(work, "train.npz"), 32)
     if "resnet18" in names:
-        import torch
-        import torchvision
-        warnings.filterwarnings("ignore")
-        torch.manual_seed(0)
-        model = torchvision.models.resnet18(num_classes=10).train()
         path = os.path.join(work, "resnet18.onnx")
-        torch.onnx.export(model, torch.randn(2, 3, 32, 32), path,
-                          opset_version=13, input_names=["x"],
-                          output_names=["y"],
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False)
-        rng = np.random.RandomState(0)
-        data = os.path.join(work, "random32.npz")
-        np.savez(data, x=rng.rand(512, 3, 32, 32).astype(np.float32),
-                 y=rng.randint(0, 10, 512).astype(np.int64))
-        models["resnet18"] = (path, data, 8)
+        export_torchvision("resnet18", path, 10, 32)
+        models["resnet18"] = (path, random_images(work), 8)
     return models
 
 
@@ -151,7 +183,6 @@ def main():
     args = parser.parse_args()
     compile_tool = os.path.join(os.path.abspath(args.build), "bin",
                                 "dtrain-compile")
-    cluster_script = os.path.join(ROOT, "scripts", "emulated-cluster.sh")
     schedules = ["wfbp", "after-backward"]
     with tempfile.TemporaryDirectory(prefix="dtrain-dp-bench-",
                                      dir="/tmp") as work:
@@ -166,15 +197,12 @@ def main():
                      "--exchange-schedule", schedule, "-o", exe])
                 trainers[(name, schedule)] = (exe, data, batch)
 
-        def shm(ranks):
-            return ["timeout", "900", "mpirun", "--oversubscribe",
-                    "--bind-to", "none", "-np", str(ranks)]
-
         print("## Data-parallel training, %d steps (the last %d timed)"
               % (args.steps, args.steps // 2))
         local = {}
         for key, (exe, data, batch) in trainers.items():
-            local[key] = [measure(exe, data, batch, p, args.steps, shm)
+            local[key] = [measure(exe, data, batch, p, args.steps,
+                                  shm_launcher)
                           for p in args.ranks]
         table("Shared memory (one machine, 2 cores)", local)
 
@@ -182,19 +210,14 @@ def main():
             print("\n(emulated cluster skipped: needs root)")
             return 0
         ranks = max(args.ranks)
-        run([cluster_script, "up", str(ranks), "1gbit"])
-        try:
-            def cluster(p):
-                return [cluster_script, "run", "-np", str(p), "--"]
+        with emulated_cluster(ranks) as cluster:
             remote = {}
             for key, (exe, data, batch) in trainers.items():
                 remote[key] = [measure(exe, data, batch, p, args.steps,
                                        cluster)
                                for p in args.ranks if p > 1]
-            table("Emulated cluster: %d namespaces, 1 Gbit/s links (tbf)"
-                  % ranks, remote, reference=local)
-        finally:
-            run([cluster_script, "down"])
+        table("Emulated cluster: %d namespaces, 1 Gbit/s links (tbf)"
+              % ranks, remote, reference=local)
     return 0
 
 

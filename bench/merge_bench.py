@@ -26,9 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
-import warnings
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data_parallel_bench as dp  # noqa: E402
@@ -45,24 +43,11 @@ STRATEGIES = [
 
 
 def make_models(work, names):
-    import torch
-    import torchvision
-    warnings.filterwarnings("ignore")
-    rng = np.random.RandomState(0)
-    data = os.path.join(work, "random32.npz")
-    np.savez(data, x=rng.rand(512, 3, 32, 32).astype(np.float32),
-             y=rng.randint(0, 10, 512).astype(np.int64))
+    data = dp.random_images(work)
     models = {}
     for name in names:
-        torch.manual_seed(0)
-        model = getattr(torchvision.models, name)(num_classes=10).train()
         path = os.path.join(work, name + ".onnx")
-        torch.onnx.export(model, torch.randn(2, 3, 32, 32), path,
-                          opset_version=13, input_names=["x"],
-                          output_names=["y"],
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False)
+        dp.export_torchvision(name, path, 10, 32)
         models[name] = (path, data, 8)
     return models
 
@@ -152,32 +137,22 @@ def main():
     args = parser.parse_args()
     compile_tool = os.path.join(os.path.abspath(args.build), "bin",
                                 "dtrain-compile")
-    cluster_script = os.path.join(dp.ROOT, "scripts", "emulated-cluster.sh")
     with tempfile.TemporaryDirectory(prefix="dtrain-merge-bench-",
                                      dir="/tmp") as work:
         os.chmod(work, 0o755)
         models = make_models(work, args.models)
         print("## Gradient merging, %d ranks, %d steps (the last %d timed)"
               % (args.ranks, args.steps, args.steps // 2))
-
-        def shm(p):
-            return ["timeout", "900", "mpirun", "--oversubscribe",
-                    "--bind-to", "none", "-np", str(p)]
-        bench_network("shm: shared memory (one machine, 2 cores)", shm,
-                      models, compile_tool, work, args.ranks, args.steps,
-                      args.repeats)
+        bench_network("shm: shared memory (one machine, 2 cores)",
+                      dp.shm_launcher, models, compile_tool, work,
+                      args.ranks, args.steps, args.repeats)
         if not args.cluster:
             print("\n(emulated cluster skipped: needs root)")
             return 0
-        dp.run([cluster_script, "up", str(args.ranks), "1gbit"])
-        try:
-            def cluster(p):
-                return [cluster_script, "run", "-np", str(p), "--"]
+        with dp.emulated_cluster(args.ranks) as cluster:
             bench_network("net: emulated cluster, 1 Gbit/s links (tbf)",
                           cluster, models, compile_tool, work, args.ranks,
                           args.steps, args.repeats)
-        finally:
-            dp.run([cluster_script, "down"])
     return 0
 
 

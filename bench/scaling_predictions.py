@@ -17,7 +17,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import data_parallel_bench as dp  # noqa: E402
 
 MODELS = ["resnet50", "vgg16", "alexnet"]
 
@@ -31,9 +33,6 @@ def main():
     parser.add_argument("--flops-per-second", type=float, default=1e13)
     parser.add_argument("--elements-per-second", type=float, default=1e11)
     args = parser.parse_args()
-    import torch
-    import torchvision
-    warnings.filterwarnings("ignore")
     opt = os.path.join(os.path.abspath(args.build), "bin", "dtrain-opt")
     lines = [
         "# Predicted data-parallel scaling (`--dtrain-simulate-step`)",
@@ -54,15 +53,8 @@ def main():
         ""]
     with tempfile.TemporaryDirectory(prefix="dtrain-scaling-") as work:
         for name in args.models:
-            torch.manual_seed(0)
-            model = getattr(torchvision.models, name)().train()
             onnx = os.path.join(work, name + ".onnx")
-            torch.onnx.export(model, torch.randn(2, 3, 224, 224), onnx,
-                              opset_version=13, input_names=["x"],
-                              output_names=["y"],
-                              dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
-                              training=torch.onnx.TrainingMode.TRAINING,
-                              do_constant_folding=False)
+            dp.export_torchvision(name, onnx, 1000, 224)
             for network in ("1gbe", "10gbe"):
                 result = subprocess.run(
                     [opt, onnx, "--batch-size", str(args.batch),

@@ -132,6 +132,11 @@ private:
   uint64_t pos_ = 0;
 };
 
+/// Writes BYTES to PATH through an OutputFile (replacing it atomically); a
+/// failure reads "WHAT: PATH: reason".
+void writeFileAtomically(const std::string &path, std::string_view bytes,
+                         const char *what);
+
 /// CRC-32 (as zip uses it) of N bytes at DATA, continuing from CRC.
 uint32_t updateCrc32(uint32_t crc, const void *data, size_t n);
 

@@ -58,22 +58,11 @@ void printError(int rank, const char *message) {
 
 std::atomic<bool> checksWanted{true};
 
-bool readCheckEnv() {
-  const char *value = std::getenv("DTRAIN_CHECK_COLLECTIVES");
-  if (!value || !*value || !std::strcmp(value, "1"))
-    return true;
-  if (!std::strcmp(value, "0"))
-    return false;
-  fatal(nullptr,
-        "DTRAIN_CHECK_COLLECTIVES='%s' is not valid (accepted: 0 to "
-        "disable the cross-rank argument check, 1 or unset to "
-        "enable it)",
-        value);
-}
-
 /// The environment is read once per process.
 bool collectiveChecksEnabled() {
-  static const bool enabled = readCheckEnv();
+  static const bool enabled = readSwitchEnv(
+      "DTRAIN_CHECK_COLLECTIVES", "disable the cross-rank argument check",
+      "enable it");
   return enabled && checksWanted.load(std::memory_order_relaxed);
 }
 
@@ -125,6 +114,18 @@ void dtrain::rt::ensureInitialized() {
   if (__builtin_expect(finalized.load(std::memory_order_relaxed), 0))
     dieLocally("the dtrain runtime was used after dtrain_rt_finalize");
   std::call_once(initOnce, initialize, nullptr, nullptr);
+}
+
+bool dtrain::rt::readSwitchEnv(const char *name, const char *whenOff,
+                               const char *whenOn) {
+  const char *value = std::getenv(name);
+  if (!value || !*value || !std::strcmp(value, "1"))
+    return true;
+  if (!std::strcmp(value, "0"))
+    return false;
+  fatal(nullptr,
+        "%s='%s' is not valid (accepted: 0 to %s, 1 or unset to %s)", name,
+        value, whenOff, whenOn);
 }
 
 bool dtrain::rt::mpiThreadMultiple() { return threadMultiple.load(); }

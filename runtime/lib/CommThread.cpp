@@ -21,7 +21,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -29,19 +28,6 @@
 using namespace dtrain::rt;
 
 namespace {
-
-bool readCommThreadEnv() {
-  const char *value = std::getenv("DTRAIN_COMM_THREAD");
-  if (!value || !*value || !std::strcmp(value, "1"))
-    return true;
-  if (!std::strcmp(value, "0"))
-    return false;
-  fatal(nullptr,
-        "DTRAIN_COMM_THREAD='%s' is not valid (accepted: 0 to run "
-        "collectives inline in the calling thread, 1 or unset for the "
-        "communication thread)",
-        value);
-}
 
 /// How long a wait may block before the job is stopped: a rank that died
 /// or stopped without its launcher noticing must not hang the others.
@@ -121,7 +107,9 @@ double dtrain::rt::clockSeconds() {
 }
 
 void dtrain::rt::submitCollective(Collective *c) {
-  static const bool useThread = readCommThreadEnv();
+  static const bool useThread = readSwitchEnv(
+      "DTRAIN_COMM_THREAD", "run collectives inline in the calling thread",
+      "use the communication thread");
   State &s = state();
   c->queued = clockSeconds();
   const int P = c->comm->size;

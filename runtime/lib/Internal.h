@@ -36,6 +36,10 @@ namespace dtrain::rt {
 /// when the runtime is used after dtrain_rt_finalize.
 void ensureInitialized();
 
+/// The on/off environment variable NAME: 1 or unset is on, 0 off; any
+/// other value aborts, saying what 0 and 1 do (WHENOFF, WHENON).
+bool readSwitchEnv(const char *name, const char *whenOff, const char *whenOn);
+
 /// Whether MPI provides MPI_THREAD_MULTIPLE (known once initialized).
 bool mpiThreadMultiple();
 

@@ -844,8 +844,8 @@ struct Workspace {
   }
 };
 
-/// MPI (dtrain_rt_init) for the lifetime of the object, this rank and the
-/// number of ranks.
+/// MPI initialized (dtrain_rt_init; guardedMain finalizes it), this rank
+/// and the number of ranks.
 struct Collectives {
   int32_t rank, size;
   Collectives(int &argc, char **&argv) {
@@ -853,9 +853,6 @@ struct Collectives {
     rank = dtrain_rt_comm_rank(dtrain_rt_comm_world());
     size = dtrain_rt_comm_size(dtrain_rt_comm_world());
   }
-  ~Collectives() { dtrain_rt_finalize(); }
-  Collectives(const Collectives &) = delete;
-  Collectives &operator=(const Collectives &) = delete;
 };
 
 int modelMain(int argc, char **argv, const char *infoText,
@@ -1715,8 +1712,8 @@ int trainerMain(int argc, char **argv, const char *infoText,
   return 0;
 }
 
-/// Runs MAIN, turning every error into its message and exit status.
-template <typename Main> int guardedMain(Main main) {
+/// MAIN's exit status, or its error's (printed).
+template <typename Main> int runReportingErrors(Main main) {
   try {
     return main();
   } catch (const QuietExit &e) {
@@ -1732,6 +1729,16 @@ template <typename Main> int guardedMain(Main main) {
     printError(std::string("internal error: ") + e.what());
   }
   return 1;
+}
+
+/// Runs MAIN, turning every error into its message and exit status, then
+/// finalizes MPI if MAIN initialized it: only after the message is out,
+/// since a rank that finalized and exited first could let mpirun take the
+/// others down before they print.
+template <typename Main> int guardedMain(Main main) {
+  const int status = runReportingErrors(main);
+  dtrain_rt_finalize();
+  return status;
 }
 
 } // namespace

@@ -186,6 +186,19 @@ void OutputFile::commit() {
   }
 }
 
+void dtrain::rt::writeFileAtomically(const std::string &path,
+                                     std::string_view bytes,
+                                     const char *what) {
+  try {
+    OutputFile out(path.c_str());
+    out.write(bytes.data(), bytes.size());
+    out.commit();
+  } catch (Failure &f) {
+    f.message = std::string(what) + ": " + path + ": " + f.message;
+    throw;
+  }
+}
+
 uint32_t dtrain::rt::updateCrc32(uint32_t crc, const void *data, size_t n) {
   const Bytef *p = static_cast<const Bytef *>(data);
   while (n > 0) {

@@ -15,9 +15,7 @@
 #include "Internal.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 using namespace dtrain::rt;
 
@@ -150,16 +148,5 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   }
   json += "]\n}\n";
 
-  const std::string temporary = path + ".tmp";
-  FILE *out = std::fopen(temporary.c_str(), "w");
-  if (!out)
-    fail("--profile: cannot create %s: %s", temporary.c_str(),
-         std::strerror(errno));
-  const bool written = std::fwrite(json.data(), 1, json.size(), out) ==
-                       json.size();
-  if (std::fclose(out) != 0 || !written ||
-      std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    fail("--profile: cannot write %s: %s", path.c_str(), std::strerror(errno));
-  }
+  writeFileAtomically(path, json, "--profile");
 }

@@ -16,9 +16,7 @@
 #include "Internal.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 using namespace dtrain::rt;
 
@@ -132,21 +130,8 @@ void dtrain::rt::writeTimeline(dtrain_rt_comm_t *comm,
     return;
   if (all.size() >= 2)
     all.resize(all.size() - 2); // the last ",\n"
-  const std::string temporary = path + ".tmp";
-  FILE *out = std::fopen(temporary.c_str(), "w");
-  if (!out)
-    fail("--timeline: cannot create %s: %s", temporary.c_str(),
-         std::strerror(errno));
-  const std::string head = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  const std::string tail = "\n]}\n";
-  const bool written =
-      std::fwrite(head.data(), 1, head.size(), out) == head.size() &&
-      std::fwrite(all.data(), 1, all.size(), out) == all.size() &&
-      std::fwrite(tail.data(), 1, tail.size(), out) == tail.size();
-  if (std::fclose(out) != 0 || !written ||
-      std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    fail("--timeline: cannot write %s: %s", path.c_str(),
-         std::strerror(errno));
-  }
+  writeFileAtomically(path,
+                      "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n" +
+                          all + "\n]}\n",
+                      "--timeline");
 }
