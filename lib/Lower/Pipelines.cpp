@@ -24,7 +24,8 @@ static constexpr llvm::StringLiteral kLowerToLLVMPipeline =
     // whatever the arena cannot take is freed by the deallocation pipeline.
     "eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
-    "canonicalize,cse,dtrain-plan-buffers,buffer-deallocation-pipeline,"
+    "canonicalize,cse,dtrain-elide-slot-copies,dtrain-plan-buffers,"
+    "buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,dtrain-lower-comm-to-runtime,"
     "dtrain-lower-strided-copies,dtrain-flatten-elementwise,"
     // Loops and LLVM.

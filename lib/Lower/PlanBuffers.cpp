@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferUses.h"
 #include "dtrain/Lower/Passes.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -42,26 +43,13 @@ struct PlannedBuffer {
 static std::optional<int64_t>
 getLastUse(memref::AllocOp alloc, Block &block,
            const DenseMap<Operation *, int64_t> &indices) {
+  std::optional<SetVector<Operation *>> users =
+      lower::getDerivedUsers(alloc, block);
+  if (!users)
+    return std::nullopt;
   int64_t last = indices.lookup(alloc);
-  SetVector<Value> derived;
-  derived.insert(alloc.getResult());
-  // Follows data flow from the buffer through every op (views, extracted
-  // pointers, casts, ...): anything computed from it may reach its memory.
-  for (unsigned i = 0; i < derived.size(); ++i) {
-    for (Operation *user : derived[i].getUsers()) {
-      if (isa<memref::DeallocOp, func::ReturnOp>(user))
-        return std::nullopt;
-      Operation *ancestor = block.findAncestorOpInBlock(*user);
-      if (!ancestor)
-        return std::nullopt;
-      last = std::max(last, indices.lookup(ancestor));
-      for (Value result : user->getResults())
-        derived.insert(result);
-      if (ancestor != user)
-        for (Value result : ancestor->getResults())
-          derived.insert(result);
-    }
-  }
+  for (Operation *user : *users)
+    last = std::max(last, indices.lookup(user));
   return last;
 }
 

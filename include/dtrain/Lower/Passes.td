@@ -135,6 +135,39 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
   ];
 }
 
+def ElideSlotCopies : Pass<"dtrain-elide-slot-copies", "ModuleOp"> {
+  let summary = "Have buffers that are only copied into a flat buffer's "
+                "slot be that slot";
+  let description = [{
+    After bufferization, a gradient bucket (`--dtrain-merge-gradients`) is a
+    1-D buffer filled by one `memref.copy` per member, each from a fresh
+    buffer that the member's producer (a kernel call, a loop nest) wrote.
+    This pass removes such a copy by making the source buffer a view of its
+    slot, so the producer writes straight into the bucket.
+
+    It applies to `memref.copy %src, %slot` in a function's entry block
+    where:
+    - `%src` is a static `memref.alloc` (identity layout), or a reshape of
+      one, whose every use (through any derived value) precedes the copy;
+    - `%slot` is a static, unit-stride `memref.subview` of a 1-D static
+      `memref.alloc` (the bucket) with the same element type and as many
+      elements as `%src`;
+    - between the source's allocation and the copy, nothing touches the
+      bucket's bytes in that slot.
+
+    The bucket becomes a byte buffer (`memref.alloc` of i8, allocated
+    before its earliest member) with `memref.view`s of its whole and of
+    each elided member's slot; types are unchanged, so every user of the
+    old buffers stays valid. `--dtrain-plan-buffers` then places the bucket
+    in the arena from its first member's production on. Copies that do not
+    qualify are left alone.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 def PlanBuffers : Pass<"dtrain-plan-buffers", "ModuleOp"> {
   let summary = "Place the static buffers of each function in one arena";
   let description = [{
