@@ -52,7 +52,7 @@ enum {
  * bandwidth-optimal ring (reduce-scatter then all-gather over point-to-point
  * messages). DEFAULT reads the environment variable
  * DTRAIN_ALLREDUCE=auto|mpi|ring once per process; auto (also when unset or
- * empty) takes RING from 4 MiB and MPI below, where each is faster
+ * empty) takes RING from 2 MiB and MPI below, where each is faster
  * (docs/benchmarks-allreduce.md); any other value aborts. Both give
  * identical results whenever the reduction is exact (e.g. sums of small
  * integers). */

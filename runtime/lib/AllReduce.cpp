@@ -59,8 +59,10 @@ int32_t readAlgorithmEnv() {
 }
 
 /// From this size the ring beats Open MPI's MPI_Allreduce on 4 ranks over
-/// shared memory, TCP and a 1 Gbit/s network (docs/benchmarks-allreduce.md).
-constexpr int64_t kRingFromBytes = 4 << 20;
+/// a 1 Gbit/s network (1.5x at 2-3 MB) and over shared memory
+/// (docs/benchmarks-allreduce.md); it loses by up to 1.4x on loopback TCP
+/// below 4 MB, which no cluster runs on.
+constexpr int64_t kRingFromBytes = 2 << 20;
 
 /// The environment is read once per process.
 int32_t defaultAlgorithm(int64_t bytes) {
