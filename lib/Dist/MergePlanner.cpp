@@ -86,41 +86,66 @@ MergePlan mlir::dtrain::dist::planMGWFBP(llvm::ArrayRef<GradientTask> tasks,
 MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
                                           AllReduceCost cost) {
   const unsigned n = tasks.size();
+  if (n == 0)
+    return {};
   const llvm::SmallVector<double> ready = readyTimes(tasks);
-  // earliest[k]: the earliest end of the exchanges of gradients [0, k);
-  // first[k]: where the last bucket of that plan starts.
-  llvm::SmallVector<double> earliest(n + 1, 0);
-  llvm::SmallVector<unsigned> first(n + 1, 0);
+  // One round of the recurrence: from EARLIEST (the earliest end of the
+  // exchanges of gradients [0, s) in some number of buckets, or infinity),
+  // the earliest end of [0, k) in one more bucket, and in FIRST where that
+  // last bucket starts.
+  auto extend = [&](llvm::ArrayRef<double> earliest,
+                    llvm::SmallVectorImpl<double> &next,
+                    llvm::SmallVectorImpl<unsigned> &first) {
+    next.assign(n + 1, std::numeric_limits<double>::infinity());
+    first.assign(n + 1, 0);
+    for (unsigned k = 1; k <= n; ++k) {
+      double bytes = 0;
+      for (unsigned s = k; s-- > 0;) {
+        bytes += tasks[s].bytes;
+        const double end =
+            std::max(earliest[s], ready[k - 1]) + cost.time(bytes);
+        if (end < next[k]) {
+          next[k] = end;
+          first[k] = s;
+        }
+      }
+    }
+  };
+  // The optimum over any number of buckets: finishing a prefix earlier
+  // never delays the rest, so the prefix optima extend (each prefix may
+  // take one more bucket, so n rounds collapse into one with earliest[s]
+  // updated in place).
+  llvm::SmallVector<double> best(n + 1, 0);
   for (unsigned k = 1; k <= n; ++k) {
-    earliest[k] = std::numeric_limits<double>::infinity();
+    best[k] = std::numeric_limits<double>::infinity();
     double bytes = 0;
     for (unsigned s = k; s-- > 0;) {
       bytes += tasks[s].bytes;
-      const double end =
-          std::max(earliest[s], ready[k - 1]) + cost.time(bytes);
-      if (end < earliest[k]) {
-        earliest[k] = end;
-        first[k] = s;
-      }
+      best[k] = std::min(best[k],
+                         std::max(best[s], ready[k - 1]) + cost.time(bytes));
     }
   }
+  const double target = best[n] * (1 + 1e-12);
+  // Then the fewest buckets that reach it: round c gives the earliest end
+  // of each prefix in exactly c buckets. Each exchange costs more than the
+  // model says (queueing, the ranks' skew, the CPU it takes), so among the
+  // optimal plans the one with the fewest exchanges is the safest.
+  llvm::SmallVector<double> earliest(n + 1,
+                                     std::numeric_limits<double>::infinity());
+  earliest[0] = 0;
+  std::vector<llvm::SmallVector<unsigned>> firsts;
+  llvm::SmallVector<double> next;
+  for (unsigned buckets = 1; buckets <= n; ++buckets) {
+    firsts.emplace_back();
+    extend(earliest, next, firsts.back());
+    std::swap(earliest, next);
+    if (earliest[n] <= target)
+      break;
+  }
   MergePlan plan;
-  for (unsigned k = n; k > 0; k = first[k])
+  for (unsigned k = n, round = firsts.size(); k > 0;
+       k = firsts[--round][k])
     plan.push_back(k);
   std::reverse(plan.begin(), plan.end());
-  // Among the optimal plans, fewer merges: a bucket costs copies that the
-  // model leaves out, and the prefix optimum may merge exchanges whose
-  // earlier end changes nothing downstream. Keep every cut that does not
-  // delay the end.
-  const double best = earliest[n] * (1 + 1e-12);
-  for (unsigned cut = 1; cut < n; ++cut) {
-    auto at = std::lower_bound(plan.begin(), plan.end(), cut);
-    if (*at == cut)
-      continue;
-    MergePlan split(plan);
-    split.insert(split.begin() + (at - plan.begin()), cut);
-    if (simulatePlan(tasks, split, cost).commEnd() <= best)
-      plan = std::move(split);
-  }
   return plan;
 }

@@ -69,11 +69,12 @@ MergePlan planThreshold(llvm::ArrayRef<GradientTask> tasks,
 MergePlan planMGWFBP(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
 
 /// The optimal plan under the same model: a dynamic program over
-/// contiguous buckets, O(n^2). Earliest[e] = min over s <= e of
-/// max(Earliest[s-1], ready(e)) + T(bytes[s..e]); finishing a prefix
-/// earlier never delays the rest, so the prefix optimum extends. Of the
-/// optimal plans it returns one with no merge that could be undone without
-/// delaying the end (buckets cost copies the model leaves out).
+/// contiguous buckets. Earliest[e] = min over s <= e of
+/// max(Earliest[s-1], ready(e)) + T(bytes[s..e]) (O(n^2)); finishing a
+/// prefix earlier never delays the rest, so the prefix optimum extends. Of
+/// the optimal plans it returns one with the fewest buckets (the same
+/// recurrence per bucket count, O(c n^2) for c buckets): every exchange
+/// costs more than the model says.
 MergePlan planOptimal(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
 
 } // namespace mlir::dtrain::dist

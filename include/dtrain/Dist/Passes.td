@@ -111,6 +111,9 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     the last member's exchange started, the bucket is all-reduced once,
     waited for where the first member's wait was, and the members' values
     are sliced back out (`tensor.extract_slice` and `tensor.expand_shape`).
+    After bufferization, `--dtrain-elide-slot-copies` has each member's
+    producer write straight into its slot, and the slices are views of
+    the bucket: a bucket costs no copies where a gradient has no other use.
     Merging saves a start-up cost per exchange; it delays the earlier
     members, so where to cut is a trade-off that the strategies decide:
 
@@ -123,7 +126,11 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
       after that bucket's exchange could start.
     - `optimal` (default): the plan with the earliest end of the last
       exchange under the same model, by an O(n^2) dynamic program over
-      contiguous buckets; never worse than `mgwfbp` under the model.
+      contiguous buckets; never worse than `mgwfbp` under the model. Of the
+      plans that end then, it takes one with the fewest buckets (the same
+      recurrence per bucket count): each exchange costs more than the
+      model says (queueing, the ranks' skew, CPU time on the cores that
+      compute).
 
     The model (the wait-free backpropagation model of MG-WFBP): an
     all-reduce of M bytes takes `startup + per-byte * M` seconds, exchanges
