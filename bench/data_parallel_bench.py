@@ -123,10 +123,15 @@ def parse(output):
     return fields(lines[-1]), fields(final[-1])
 
 
+# What every rank of a benchmarked trainer runs under: one kernel thread,
+# and a stalled collective reported by the runtime well before the
+# launcher's own 600-s limit.
+RANK_ENV = ["env", "OMP_NUM_THREADS=1", "DTRAIN_COLLECTIVE_TIMEOUT=120"]
+
+
 def measure(trainer, data, batch, ranks, steps, launcher):
     window = steps // 2
-    command = launcher(ranks) + [
-        "env", "OMP_NUM_THREADS=1", trainer, "--data",
+    command = launcher(ranks) + RANK_ENV + [trainer, "--data",
         data, "--steps", str(steps), "--log-every", str(window),
         "--no-shuffle"]
     last, final = parse(run(command))

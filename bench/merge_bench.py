@@ -3,7 +3,7 @@ each --merge strategy, measured on 4 ranks over shared memory and, as root,
 over the emulated 1 Gbit/s cluster (scripts/emulated-cluster.sh).
 
 usage: merge_bench.py [--models M ...] [--ranks P] [--steps N]
-                      [--cluster | --no-cluster] BUILD_DIR
+                      [--cluster | --no-cluster] [--no-shm] BUILD_DIR
 
 For each network: the unmerged trainer runs first with --profile (the
 planner's model measured there: computation before each exchange, and the
@@ -92,7 +92,7 @@ def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
         base = os.path.join(work, "%s-none" % name)
         compile_trainer(compile_tool, onnx, batch, base, "none", "")
         profile = os.path.join(work, "%s-%s.json" % (name, title[:3]))
-        dp.run(launcher(ranks) + ["env", "OMP_NUM_THREADS=1", base,
+        dp.run(launcher(ranks) + dp.RANK_ENV + [base,
                                   "--data", data, "--steps", str(steps),
                                   "--no-shuffle", "--profile", profile])
         predicted = simulate(compile_tool, onnx, batch, profile)
@@ -134,6 +134,8 @@ def main():
     parser.add_argument("--cluster", dest="cluster", action="store_true",
                         default=os.geteuid() == 0)
     parser.add_argument("--no-cluster", dest="cluster", action="store_false")
+    parser.add_argument("--no-shm", dest="shm", action="store_false",
+                        help="skip the shared-memory runs")
     args = parser.parse_args()
     compile_tool = os.path.join(os.path.abspath(args.build), "bin",
                                 "dtrain-compile")
@@ -143,9 +145,10 @@ def main():
         models = make_models(work, args.models)
         print("## Gradient merging, %d ranks, %d steps (the last %d timed)"
               % (args.ranks, args.steps, args.steps // 2))
-        bench_network("shm: shared memory (one machine, 2 cores)",
-                      dp.shm_launcher, models, compile_tool, work,
-                      args.ranks, args.steps, args.repeats)
+        if args.shm:
+            bench_network("shm: shared memory (one machine, 2 cores)",
+                          dp.shm_launcher, models, compile_tool, work,
+                          args.ranks, args.steps, args.repeats)
         if not args.cluster:
             print("\n(emulated cluster skipped: needs root)")
             return 0
