@@ -114,6 +114,9 @@ private:
   LogicalResult checkWindowOps(const onnx::ModelProto &model);
   LogicalResult bindInputShapes(onnx::GraphProto &graph);
   LogicalResult checkExternalData(const onnx::TensorProto &tensor);
+  LogicalResult checkTensorStorage(const onnx::TensorProto &tensor,
+                                   const Twine &what, bool isInitializer);
+  LogicalResult checkTensorsStorage(const onnx::GraphProto &graph);
   void collectTypes(const onnx::GraphProto &graph);
 
   //===--- Types and values -----------------------------------------------===//
@@ -537,6 +540,101 @@ LogicalResult Importer::checkExternalData(const onnx::TensorProto &tensor) {
   }
   return emitError(fileLoc) << "initializer '" << tensor.name()
                             << "' has external data without a location";
+}
+
+/// The bytes of one element of ONNX data type TYPE in raw_data, and the
+/// values per element in its typed field (complex numbers take two);
+/// nullopt for types without a fixed size (strings, unknown types).
+static std::optional<std::pair<int64_t, int64_t>>
+getElementStorage(int32_t type) {
+  switch (type) {
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::BOOL:
+    return std::pair{1, 1};
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    return std::pair{2, 1};
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return std::pair{4, 1};
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::DOUBLE:
+    return std::pair{8, 1};
+  case onnx::TensorProto::COMPLEX64:
+    return std::pair{8, 2};
+  case onnx::TensorProto::COMPLEX128:
+    return std::pair{16, 2};
+  default:
+    return std::nullopt;
+  }
+}
+
+LogicalResult Importer::checkTensorStorage(const onnx::TensorProto &tensor,
+                                           const Twine &what,
+                                           bool isInitializer) {
+  // ONNX's own shape inference reads constant tensors (data propagation)
+  // trusting that their data matches their dims: a short raw_data makes it
+  // write through a null pointer. Inline data is checked here first.
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+    return success();
+  std::optional<int64_t> count = getCheckedElementCount(tensor.dims());
+  if (!count)
+    return emitError(fileLoc) << what << " has invalid dimensions";
+  if (tensor.data_type() == onnx::TensorProto::STRING)
+    return success(); // never read as numbers
+  std::optional<std::pair<int64_t, int64_t>> storage =
+      getElementStorage(tensor.data_type());
+  if (!storage)
+    return emitError(fileLoc) << what << " has unknown data type "
+                              << tensor.data_type();
+  const auto [bytes, values] = *storage;
+  if (tensor.has_raw_data() && !tensor.raw_data().empty()) {
+    if (int64_t(tensor.raw_data().size()) != *count * bytes)
+      return emitError(fileLoc)
+             << what << " holds " << tensor.raw_data().size()
+             << " bytes of data, expected " << *count * bytes << " for "
+             << *count << " elements";
+    return success();
+  }
+  const int64_t stored = tensor.float_data_size() + tensor.int32_data_size() +
+                         tensor.int64_data_size() +
+                         tensor.double_data_size() +
+                         tensor.uint64_data_size();
+  // Large initializers arrive without their raw data (stripWeights): the
+  // weights are read from the file where they are used.
+  if (stored == 0 && isInitializer)
+    return success();
+  if (stored != *count * values)
+    return emitError(fileLoc) << what << " holds " << stored
+                              << " values, expected " << *count * values
+                              << " for " << *count << " elements";
+  return success();
+}
+
+LogicalResult Importer::checkTensorsStorage(const onnx::GraphProto &graph) {
+  bool ok = true;
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    ok &= succeeded(checkTensorStorage(
+        tensor, "initializer '" + tensor.name() + "'", true));
+  for (const onnx::NodeProto &node : graph.node())
+    for (const onnx::AttributeProto &attribute : node.attribute()) {
+      auto what = [&] {
+        return "attribute '" + attribute.name() + "' of node '" +
+               (node.name().empty() ? node.output_size() ? node.output(0) : ""
+                                    : node.name()) +
+               "' (" + node.op_type() + ")";
+      };
+      if (attribute.has_t())
+        ok &= succeeded(checkTensorStorage(attribute.t(), what(), false));
+      for (const onnx::TensorProto &tensor : attribute.tensors())
+        ok &= succeeded(checkTensorStorage(tensor, what(), false));
+    }
+  return success(ok);
 }
 
 void Importer::collectTypes(const onnx::GraphProto &graph) {
@@ -1680,6 +1778,7 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
   ok &= succeeded(bindInputShapes(graph));
   for (const onnx::TensorProto &tensor : graph.initializer())
     ok &= succeeded(checkExternalData(tensor));
+  ok &= succeeded(checkTensorsStorage(graph));
   if (!ok || failed(checkWindowOps(model)))
     return nullptr;
 
