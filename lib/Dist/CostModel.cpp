@@ -89,8 +89,25 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path,
   if (!startup || !perByte || !compute)
     return fail("needs the numbers startup_s and per_byte_s and the array "
                 "compute_s");
-  profile.cost = {*startup, *perByte};
+  profile.cost.startup = *startup;
+  profile.cost.perByte = *perByte;
   profile.ranks = object->getInteger("ranks");
+  // Timed all-reduces by size (optional): the cost never drops below them.
+  const llvm::json::Array *timedBytes = object->getArray("allreduce_bytes"),
+                          *timedSeconds = object->getArray("allreduce_s");
+  if (bool(timedBytes) != bool(timedSeconds) ||
+      (timedBytes && timedBytes->size() != timedSeconds->size()))
+    return fail("allreduce_bytes and allreduce_s must be arrays of the same "
+                "length");
+  for (size_t i = 0; timedBytes && i < timedBytes->size(); ++i) {
+    std::optional<double> size = (*timedBytes)[i].getAsNumber(),
+                          seconds = (*timedSeconds)[i].getAsNumber();
+    if (!size || !seconds || *size <= 0 || *seconds < 0 ||
+        (i > 0 && *size <= profile.cost.measured.back().first))
+      return fail("allreduce_bytes must increase from > 0 and allreduce_s "
+                  "hold numbers >= 0");
+    profile.cost.measured.push_back({*size, *seconds});
+  }
   for (const llvm::json::Value &value : *compute) {
     std::optional<double> seconds = value.getAsNumber();
     if (!seconds || *seconds < 0)

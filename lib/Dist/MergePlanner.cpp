@@ -20,6 +20,21 @@ llvm::SmallVector<double> readyTimes(llvm::ArrayRef<GradientTask> tasks) {
 
 } // namespace
 
+double AllReduceCost::time(double bytes) const {
+  const double line = startup + perByte * bytes;
+  if (measured.empty())
+    return line;
+  if (measured.size() == 1 || bytes <= measured.front().first)
+    return std::max(line, measured.front().second);
+  // The segment that holds BYTES, or the last one beyond it.
+  size_t upper = 1;
+  while (upper + 1 < measured.size() && measured[upper].first < bytes)
+    ++upper;
+  const auto [x0, y0] = measured[upper - 1];
+  const auto [x1, y1] = measured[upper];
+  return std::max(line, y0 + (y1 - y0) / (x1 - x0) * (bytes - x0));
+}
+
 PlanTimeline mlir::dtrain::dist::simulatePlan(llvm::ArrayRef<GradientTask> tasks,
                                               llvm::ArrayRef<unsigned> plan,
                                               AllReduceCost cost) {

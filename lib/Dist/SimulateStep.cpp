@@ -104,9 +104,13 @@ struct SimulateStepPass
       }
       counts = {*measured->ranks};
       os << llvm::formatv("all-reduce {0:f1} us + {1:f3} ns/byte measured "
-                          "on {2} ranks\n",
+                          "on {2} ranks",
                           measured->cost.startup * 1e6,
                           measured->cost.perByte * 1e9, *measured->ranks);
+      if (!measured->cost.measured.empty())
+        os << llvm::formatv(", never below {0} timed all-reduces",
+                            measured->cost.measured.size());
+      os << "\n";
     }
     os << "ranks  none ms (eff)      threshold ms (eff) mgwfbp ms (eff)    "
           "optimal ms (eff)   optimal buckets\n";

@@ -90,13 +90,19 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
                         const std::string &path) const {
   if (steps == 0)
     fail("--profile: no step was profiled (steps after the first count)");
-  // Sizes from 4 KiB by factors of 4 up to the step's whole payload (at
-  // least 1 MiB, at most 64 MiB): where the model's buckets lie.
+  // Sizes from 4 KiB by factors of 4 until one holds the step's whole
+  // payload (at least 1 MiB, at most 256 MiB): where the model's buckets
+  // lie. The planner never costs a bucket below these, so the largest
+  // bucket must be covered: on shared memory the cost per byte grows
+  // once a message leaves the caches.
   int64_t payload = 0;
   for (int64_t b : bytes)
     payload += b;
-  const int64_t largest =
-      std::clamp<int64_t>(payload, 1 << 20, int64_t(64) << 20) / 4;
+  const int64_t wanted =
+      std::clamp<int64_t>(payload, 1 << 20, int64_t(256) << 20) / 4;
+  int64_t largest = 1024;
+  while (largest < wanted)
+    largest *= 4;
   std::vector<float> buffer(size_t(largest), 1.0f);
   std::vector<double> sizes, times;
   for (int64_t count = 1024; count <= largest; count *= 4) {

@@ -3,6 +3,7 @@
 // RUN: not dtrain-opt %s --dtrain-simulate-step="network=carrier-pigeon" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-4.json" -o /dev/null | FileCheck %s --check-prefix=MEASURED
 // RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NO-RANKS
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-timed.json" -o /dev/null | FileCheck %s --check-prefix=TIMED
 
 // The four exchanges (loss 4 bytes, fc2.bias 8, fc2.weight 24, fc1.weight
 // 48) are ready at 0, 0.05, 0.1 and 0.3 ms (the profile); on 2 ranks over
@@ -46,3 +47,14 @@ func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tenso
   %3 = nn.add %2, %b2 : tensor<5x2xf32>, tensor<2xf32> -> tensor<5x2xf32>
   return %3 : tensor<5x2xf32>
 }
+
+// The same profile with timed all-reduces of 4, 48 and 84 bytes (1, 2 and
+// 100 ms): between them the cost is interpolated (1 + (M - 4) / 44 ms up
+// to 48 bytes), and never below the line. One exchange each: 1.004, then
+// 1.091, 1.455 and 2 ms back to back, ending at 5.549 ms. The 84-byte
+// bucket of the threshold and MG-WFBP plans costs 100 ms (100.3 ms). The
+// optimum sends the first three together once fc2.weight exists (0.1 +
+// 1.727 ms) and fc1.weight after them: 3.827 ms, efficiency 0.08.
+// TIMED:      all-reduce 1000.0 us + 1000.000 ns/byte measured on 4 ranks, never below 3 timed all-reduces
+// TIMED-NEXT: ranks
+// TIMED-NEXT: 4          5.55 (0.05)      100.30 (0.00)      100.30 (0.00)        3.83 (0.08)   2

@@ -53,6 +53,26 @@ TEST(MergePlanner, SimulateHandComputed) {
   EXPECT_DOUBLE_EQ(cost(tasks, {2, 3}, model), 7.5);
 }
 
+// Timed all-reduces bound the line from below: flat under the first size,
+// interpolated between sizes, extrapolated along the last segment.
+TEST(MergePlanner, CostNeverBelowTimedAllReduces) {
+  AllReduceCost model{1, 0.01, {{100, 1.5}, {200, 2}, {400, 8}}};
+  EXPECT_DOUBLE_EQ(model.time(10), 1.5);       // line 1.1, flat 1.5
+  EXPECT_DOUBLE_EQ(model.time(150), 2.5);      // line 2.5, table 1.75
+  EXPECT_DOUBLE_EQ(model.time(300), 5);        // line 4, table 5
+  EXPECT_DOUBLE_EQ(model.time(600), 14);       // line 7, 8 + 0.03 * 200
+  EXPECT_DOUBLE_EQ(AllReduceCost({1, 0.01, {}}).time(600), 7);
+  // Two gradients 10 ms apart: on the line one bucket ends first (0.01 +
+  // 0.14 s against 0.12 + 0.12 s); when 400 bytes were timed at 1 s, two
+  // exchanges do (0.24 s against 1.01 s).
+  const GradientTask tasks[] = {{200, 0}, {200, 0.01}};
+  EXPECT_EQ(asVector(planOptimal(tasks, {0.1, 0.0001})),
+            (std::vector<unsigned>{2}));
+  EXPECT_EQ(
+      asVector(planOptimal(tasks, {0.1, 0.0001, {{200, 0.12}, {400, 1}}})),
+      (std::vector<unsigned>{1, 2}));
+}
+
 TEST(MergePlanner, ThresholdBuckets) {
   const double MB = 1 << 20;
   const GradientTask tasks[] = {{0.5 * MB, 0}, {0.75 * MB, 0}, {10 * MB, 0},

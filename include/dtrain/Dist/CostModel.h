@@ -51,7 +51,8 @@ SmallVector<Exchange> collectExchanges(Block &body, ComputeSpeed speed,
                                        double *tailSeconds = nullptr);
 
 /// A trainer's --profile file: {"startup_s", "per_byte_s", "compute_s":
-/// [...], ...} (other keys are ignored).
+/// [...], "allreduce_bytes": [...], "allreduce_s": [...], ...} (the timed
+/// all-reduces are optional; other keys are ignored).
 struct Profile {
   AllReduceCost cost;
   std::vector<double> computeSeconds;

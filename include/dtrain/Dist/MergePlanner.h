@@ -25,10 +25,21 @@
 namespace mlir::dtrain::dist {
 
 /// All-reduce time T(M) = startup + perByte * M (seconds, M in bytes): the
-/// alpha-beta model, fitted at the job's rank count.
+/// alpha-beta model, fitted at the job's rank count. With timed all-reduces
+/// (MEASURED: (bytes, seconds), bytes increasing), T never drops below their
+/// piecewise-linear interpolation (extrapolated along the last segment,
+/// flat below the first size): one line cannot follow a cost that grows
+/// faster than linearly, as on shared memory once a bucket leaves the
+/// caches, or that jumps where the runtime changes algorithm.
 struct AllReduceCost {
+  AllReduceCost() = default;
+  AllReduceCost(double startup, double perByte,
+                llvm::ArrayRef<std::pair<double, double>> measured = {})
+      : startup(startup), perByte(perByte), measured(measured) {}
+  double time(double bytes) const;
+
   double startup = 0, perByte = 0;
-  double time(double bytes) const { return startup + perByte * bytes; }
+  llvm::SmallVector<std::pair<double, double>> measured;
 };
 
 /// One gradient: its size and the backward time from the previous

@@ -139,7 +139,11 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     computation before its exchange: from `profile`, a JSON file
     `{"startup_s": a, "per_byte_s": b, "compute_s": [t0, t1, ...]}` with the
     seconds of computation before each exchange (in order, the first from
-    the start of the step), or estimated from the ops in between: matmul and
+    the start of the step), whose cost (a, b) replaces `startup` and
+    `per-byte`; when it also has timed all-reduces (`"allreduce_bytes"`,
+    `"allreduce_s"`, as a trainer's `--profile` writes them), the cost
+    never drops below their piecewise-linear interpolation. Otherwise the
+    computation is estimated from the ops in between: matmul and
     convolutions (with their gradients) at `flops-per-second` (2 flops per
     multiply-add), every other op at `elements-per-second` per result
     element. The default start-up and per-byte costs model a 4-rank ring
@@ -204,8 +208,8 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
     unchanged.
 
     `network=profile` takes the all-reduce cost measured in the profile
-    instead (its `startup_s` and `per_byte_s`, at its `ranks`): a
-    prediction for the machine and rank count the profile came from, to
+    instead (its `startup_s` and `per_byte_s`, never below its timed
+    all-reduces, at its `ranks`): a prediction for the machine and rank count the profile came from, to
     compare with measured step times.
   }];
   let options = [
