@@ -19,3 +19,5 @@ echo "== gradient merging: every --merge strategy on 4 ranks, measured and predi
 /usr/bin/python3 bench/merge_bench.py build
 echo "== predicted scaling of resnet50, vgg16, alexnet at 8-1024 ranks (--dtrain-simulate-step; docs/scaling-predictions.md)"
 /usr/bin/python3 bench/scaling_predictions.py build
+echo "== top-k selection: exact, Gaussian-k, DGC, random-k vs torch.topk and introselect, 1M-100M floats, 2 threads"
+/usr/bin/python3 bench/select_bench.py build

@@ -449,6 +449,41 @@ void dtrain_rt_batch_norm_backward_f64(const double *x, const double *dy,
                                        int64_t c, int64_t spatial,
                                        double epsilon);
 
+/*===--- Top-k selection --------------------------------------------------===*
+ *
+ * Which entries of a gradient (plus its residual) to send when it is
+ * sparsified: those of largest magnitude, found in a few linear passes
+ * over the data (on OMP_NUM_THREADS threads), never by sorting it.
+ *===----------------------------------------------------------------------===*/
+
+enum {
+  /* The k largest |x|, exactly (radix select); ties go to lower indices. */
+  DTRAIN_RT_SELECT_EXACT = 0,
+  /* Gaussian-k (Shi et al.): |x| > mean + std * PhiInv(1 - k/2n) of the
+   * signed values, the threshold halved (count < 2k/3) or multiplied by
+   * 1.5 (count > 4k/3) up to 3 times. About k entries. */
+  DTRAIN_RT_SELECT_GAUSSIAN = 1,
+  /* DGC: the threshold of an exact top-k on a strided sample of about 1%
+   * (offset by SEED); exact top-k when the count it gives is outside
+   * [2k/3, 4k/3]. */
+  DTRAIN_RT_SELECT_DGC = 2,
+  /* k distinct indices uniformly at random from SEED (random-k). */
+  DTRAIN_RT_SELECT_RANDOM = 3,
+};
+
+/* Selects entries of X[0..N) by METHOD for a target count K: writes their
+ * indices to INDICES and their values to VALUES (either may be NULL), in
+ * ascending index order, and returns how many. EXACT and RANDOM select
+ * min(K, N); GAUSSIAN and DGC select those past their threshold, and when
+ * more than CAPACITY pass, the CAPACITY largest of them. CAPACITY must be
+ * at least min(K, N) (give GAUSSIAN room for 4K/3 and more). Infinities and
+ * NaNs count as the largest magnitudes (GAUSSIAN then selects exactly).
+ * Invalid arguments (an unknown METHOD, N outside [0, 2^31), negative K or
+ * CAPACITY, CAPACITY below min(K, N), NULL buffers) abort with a message. */
+int64_t dtrain_rt_select_f32(const float *x, int64_t n, int64_t k,
+                             int32_t method, uint64_t seed, int32_t *indices,
+                             float *values, int64_t capacity);
+
 /*===--- Compiled models --------------------------------------------------===*
  *
  * The object file that dtrain-compile generates for a model defines
