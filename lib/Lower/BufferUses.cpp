@@ -7,6 +7,12 @@
 
 using namespace mlir;
 
+bool mlir::dtrain::lower::isStaticPlainAlloc(memref::AllocOp alloc) {
+  MemRefType type = alloc.getType();
+  return type.hasStaticShape() && type.getLayout().isIdentity() &&
+         !type.getMemorySpace() && alloc.getSymbolOperands().empty();
+}
+
 std::optional<llvm::SetVector<Operation *>>
 mlir::dtrain::lower::getDerivedUsers(Value buffer, Block &block) {
   llvm::SetVector<Operation *> users;

@@ -8,12 +8,17 @@
 #ifndef DTRAIN_LIB_LOWER_BUFFERUSES_H
 #define DTRAIN_LIB_LOWER_BUFFERUSES_H
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Block.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <optional>
 
 namespace mlir::dtrain::lower {
+
+/// Whether ALLOC is a static allocation with the identity layout in the
+/// default memory space: one that can become a view of a byte buffer.
+bool isStaticPlainAlloc(memref::AllocOp alloc);
 
 /// The ops of BLOCK (ancestors of the users) that use BUFFER or any value
 /// derived from it: data flow is followed through every op (views,

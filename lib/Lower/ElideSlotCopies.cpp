@@ -26,13 +26,7 @@ namespace {
 /// become a view of a byte buffer.
 memref::AllocOp getPlainAlloc(Value value) {
   auto alloc = value.getDefiningOp<memref::AllocOp>();
-  if (!alloc)
-    return {};
-  MemRefType type = alloc.getType();
-  if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-      type.getMemorySpace() || !alloc.getSymbolOperands().empty())
-    return {};
-  return alloc;
+  return alloc && lower::isStaticPlainAlloc(alloc) ? alloc : memref::AllocOp();
 }
 
 /// Elements [begin, end) of a bucket.
@@ -115,8 +109,7 @@ std::optional<ElidableCopy> analyzeCopy(memref::CopyOp copy, Block &block,
     return std::nullopt;
   for (Operation *user : bucket->getUsers()) {
     if (user == slice ||
-        !getTouchedSlot(user, bucket.getType().getNumElements())
-             .overlaps(slot))
+        !getTouchedSlot(user, bucket.getType().getNumElements()).overlaps(slot))
       continue;
     SetVector<Operation *> touching;
     touching.insert(user);
@@ -147,7 +140,8 @@ void elideCopies(memref::AllocOp bucket, MutableArrayRef<ElidableCopy> copies) {
                       b.getI8Type()),
       bucket.getAlignmentAttr());
   auto viewAt = [&](MemRefType type, int64_t element) {
-    Value shift = arith::ConstantIndexOp::create(b, loc, element * elementBytes);
+    Value shift =
+        arith::ConstantIndexOp::create(b, loc, element * elementBytes);
     return memref::ViewOp::create(b, loc, type, bytes, shift, ValueRange{});
   };
   bucket.replaceAllUsesWith(viewAt(bucketType, 0).getResult());
@@ -186,8 +180,7 @@ struct ElideSlotCopiesPass
     llvm::MapVector<Operation *, SmallVector<ElidableCopy>> byBucket;
     for (auto copy : block.getOps<memref::CopyOp>()) {
       memref::AllocOp bucket;
-      if (std::optional<ElidableCopy> member =
-              analyzeCopy(copy, block, bucket))
+      if (std::optional<ElidableCopy> member = analyzeCopy(copy, block, bucket))
         byBucket[bucket].push_back(*member);
     }
     for (auto &[bucket, copies] : byBucket)

@@ -105,10 +105,9 @@ struct PlanBuffersPass
 
     SmallVector<PlannedBuffer> buffers;
     for (auto alloc : block.getOps<memref::AllocOp>()) {
-      MemRefType type = alloc.getType();
-      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-          type.getMemorySpace() || !alloc.getSymbolOperands().empty())
+      if (!lower::isStaticPlainAlloc(alloc))
         continue;
+      MemRefType type = alloc.getType();
       std::optional<int64_t> last = getLastUse(alloc, block, indices);
       if (!last)
         continue;

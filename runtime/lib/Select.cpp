@@ -21,8 +21,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -72,22 +72,30 @@ inline uint32_t magnitudeBits(float x) {
   return bits & 0x7fffffffu;
 }
 
+/// Where a selection goes: INDICES and VALUES, either of them NULL.
+struct Output {
+  int32_t *indices;
+  float *values;
+  void put(int64_t j, int64_t index, float value) const {
+    if (indices)
+      indices[j] = int32_t(index);
+    if (values)
+      values[j] = value;
+  }
+};
+
 /// Writes the entries of X with magnitude bits above ABOVE, then the first
 /// TIES (in index order) with bits equal to ABOVE, in ascending index
 /// order; returns how many.
 int64_t collect(const float *x, int64_t n, uint32_t above, int64_t ties,
-                int32_t *indices, float *values) {
+                Output out) {
   int64_t count = 0;
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t bits = magnitudeBits(x[i]);
     if (bits > above || (bits == above && ties > 0)) {
       if (bits == above)
         --ties;
-      if (indices)
-        indices[count] = int32_t(i);
-      if (values)
-        values[count] = x[i];
-      ++count;
+      out.put(count++, i, x[i]);
     }
   }
   return count;
@@ -101,13 +109,13 @@ uint32_t kthLargestBits(const float *x, int64_t n, int64_t k, int64_t &ties) {
   constexpr int kBins = 2048;
   // Level 1 over all elements, in parallel.
   std::vector<int64_t> histogram(kBins, 0);
-  for (const std::vector<int64_t> &local : forChunks<std::vector<int64_t>>(
-           n, [&](int64_t begin, int64_t end) {
-             std::vector<int64_t> counts(kBins, 0);
-             for (int64_t i = begin; i < end; ++i)
-               ++counts[magnitudeBits(x[i]) >> 21];
-             return counts;
-           }))
+  for (const std::vector<int64_t> &local :
+       forChunks<std::vector<int64_t>>(n, [&](int64_t begin, int64_t end) {
+         std::vector<int64_t> counts(kBins, 0);
+         for (int64_t i = begin; i < end; ++i)
+           ++counts[magnitudeBits(x[i]) >> 21];
+         return counts;
+       }))
     for (int b = 0; b < kBins; ++b)
       histogram[b] += local[b];
   // Finds the bin, from the top, holding the NEED-th largest; NEED becomes
@@ -143,13 +151,12 @@ uint32_t kthLargestBits(const float *x, int64_t n, int64_t k, int64_t &ties) {
 }
 
 /// The K largest |x| (ties: lowest index first).
-int64_t selectExact(const float *x, int64_t n, int64_t k, int32_t *indices,
-                    float *values) {
+int64_t selectExact(const float *x, int64_t n, int64_t k, Output out) {
   if (k >= n)
-    return collect(x, n, 0, n, indices, values); // everything (bits >= 0)
+    return collect(x, n, 0, n, out); // everything (bits >= 0)
   int64_t ties = 0;
   const uint32_t threshold = kthLargestBits(x, n, k, ties);
-  return collect(x, n, threshold, ties, indices, values);
+  return collect(x, n, threshold, ties, out);
 }
 
 /// How many |x| exceed THRESHOLD.
@@ -168,11 +175,11 @@ int64_t countAbove(const float *x, int64_t n, float threshold) {
 /// The entries whose |x| exceeds THRESHOLD (COUNT of them), at most
 /// CAPACITY: when more pass, the CAPACITY largest of them.
 int64_t selectAbove(const float *x, int64_t n, float threshold, int64_t count,
-                    int64_t capacity, int32_t *indices, float *values) {
+                    int64_t capacity, Output out) {
   if (count <= capacity) {
     // Above THRESHOLD: the bits above its own (|threshold| >= 0).
     const uint32_t bits = magnitudeBits(threshold);
-    return collect(x, n, bits, 0, indices, values);
+    return collect(x, n, bits, 0, out);
   }
   // Few candidates: an exact selection among them.
   std::vector<float> candidates;
@@ -187,13 +194,10 @@ int64_t selectAbove(const float *x, int64_t n, float threshold, int64_t count,
   std::vector<int32_t> chosen(static_cast<size_t>(capacity));
   const int64_t selected =
       selectExact(candidates.data(), int64_t(candidates.size()), capacity,
-                  chosen.data(), nullptr);
-  for (int64_t j = 0; j < selected; ++j) {
-    if (indices)
-      indices[j] = positions[size_t(chosen[size_t(j)])];
-    if (values)
-      values[j] = candidates[size_t(chosen[size_t(j)])];
-  }
+                  Output{chosen.data(), nullptr});
+  for (int64_t j = 0; j < selected; ++j)
+    out.put(j, positions[size_t(chosen[size_t(j)])],
+            candidates[size_t(chosen[size_t(j)])]);
   return selected;
 }
 
@@ -221,27 +225,25 @@ double inverseNormalCdf(double p) {
   if (p > 1 - low)
     return -inverseNormalCdf(1 - p);
   const double q = p - 0.5, r = q * q;
-  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r +
-          a[5]) *
-         q /
-         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) *
+         q / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 }
 
 /// Gaussian-k: thr = mean + std * PhiInv(1 - rho/2) of the signed values;
 /// then up to 3 corrections by the count of |x| > thr (below 2k/3: halve;
 /// above 4k/3: times 1.5).
 int64_t selectGaussian(const float *x, int64_t n, int64_t k, int64_t capacity,
-                       int32_t *indices, float *values) {
+                       Output out) {
   double sum = 0, squares = 0;
-  for (auto [partSum, partSquares] : forChunks<std::pair<double, double>>(
-           n, [&](int64_t begin, int64_t end) {
-             double s = 0, q = 0;
-             for (int64_t i = begin; i < end; ++i) {
-               s += x[i];
-               q += double(x[i]) * x[i];
-             }
-             return std::make_pair(s, q);
-           })) {
+  for (auto [partSum, partSquares] :
+       forChunks<std::pair<double, double>>(n, [&](int64_t begin, int64_t end) {
+         double s = 0, q = 0;
+         for (int64_t i = begin; i < end; ++i) {
+           s += x[i];
+           q += double(x[i]) * x[i];
+         }
+         return std::make_pair(s, q);
+       })) {
     sum += partSum;
     squares += partSquares;
   }
@@ -249,10 +251,9 @@ int64_t selectGaussian(const float *x, int64_t n, int64_t k, int64_t capacity,
   const double deviation =
       std::sqrt(std::max(0.0, squares / double(n) - mean * mean));
   const double density = double(k) / double(n);
-  float threshold =
-      float(mean + deviation * inverseNormalCdf(1 - density / 2));
+  float threshold = float(mean + deviation * inverseNormalCdf(1 - density / 2));
   if (!std::isfinite(threshold)) // inf or NaN among the values
-    return selectExact(x, n, k, indices, values);
+    return selectExact(x, n, k, out);
   // A negative threshold (a large mean) would pass everything.
   threshold = std::max(threshold, 0.0f);
   int64_t count = countAbove(x, n, threshold);
@@ -265,14 +266,14 @@ int64_t selectGaussian(const float *x, int64_t n, int64_t k, int64_t capacity,
       break;
     count = countAbove(x, n, threshold);
   }
-  return selectAbove(x, n, threshold, count, capacity, indices, values);
+  return selectAbove(x, n, threshold, count, capacity, out);
 }
 
 /// DGC's sampled threshold: the magnitude of the k-th largest of a strided
 /// sample of about 1% (at least 1000 elements), scaled to n; when the count
 /// it gives is outside [2k/3, 4k/3], exact top-k instead.
 int64_t selectSampled(const float *x, int64_t n, int64_t k, int64_t capacity,
-                      uint64_t seed, int32_t *indices, float *values) {
+                      uint64_t seed, Output out) {
   const int64_t samples = std::min(n, std::max<int64_t>(1000, n / 100));
   const int64_t stride = n / samples;
   const int64_t offset = int64_t(seed % uint64_t(stride));
@@ -281,15 +282,14 @@ int64_t selectSampled(const float *x, int64_t n, int64_t k, int64_t capacity,
     sample[size_t(j)] = std::fabs(x[offset + j * stride]);
   const int64_t sampleK = std::max<int64_t>(
       1, int64_t(std::llround(double(k) * double(samples) / double(n))));
-  std::nth_element(sample.begin(), sample.begin() + (sampleK - 1),
-                   sample.end(), std::greater<float>());
+  std::nth_element(sample.begin(), sample.begin() + (sampleK - 1), sample.end(),
+                   std::greater<float>());
   // Above the sample's k-th magnitude, so strictly less than it passes.
-  const float threshold =
-      std::nextafter(sample[size_t(sampleK - 1)], 0.0f);
+  const float threshold = std::nextafter(sample[size_t(sampleK - 1)], 0.0f);
   const int64_t count = countAbove(x, n, threshold);
   if (3 * count < 2 * k || 3 * count > 4 * k)
-    return selectExact(x, n, k, indices, values);
-  return selectAbove(x, n, threshold, count, capacity, indices, values);
+    return selectExact(x, n, k, out);
+  return selectAbove(x, n, threshold, count, capacity, out);
 }
 
 /// SplitMix64: the seeded generator of random-k.
@@ -302,9 +302,9 @@ uint64_t splitMix64(uint64_t &state) {
 
 /// K distinct indices uniformly at random (Floyd's algorithm), ascending.
 int64_t selectRandom(const float *x, int64_t n, int64_t k, uint64_t seed,
-                     int32_t *indices, float *values) {
+                     Output out) {
   if (k >= n)
-    return collect(x, n, 0, n, indices, values);
+    return collect(x, n, 0, n, out);
   std::vector<int32_t> chosen;
   chosen.reserve(size_t(k));
   std::vector<bool> taken(size_t(n), false);
@@ -316,12 +316,8 @@ int64_t selectRandom(const float *x, int64_t n, int64_t k, uint64_t seed,
     chosen.push_back(int32_t(pick));
   }
   std::sort(chosen.begin(), chosen.end());
-  for (int64_t j = 0; j < k; ++j) {
-    if (indices)
-      indices[j] = chosen[size_t(j)];
-    if (values)
-      values[j] = x[chosen[size_t(j)]];
-  }
+  for (int64_t j = 0; j < k; ++j)
+    out.put(j, chosen[size_t(j)], x[chosen[size_t(j)]]);
   return k;
 }
 
@@ -341,17 +337,16 @@ const char *methodName(int32_t method) {
 
 } // namespace
 
-int64_t dtrain_rt_select_f32(const float *x, int64_t n, int64_t k, int32_t method,
-                     uint64_t seed, int32_t *indices, float *values,
-                     int64_t capacity) {
+int64_t dtrain_rt_select_f32(const float *x, int64_t n, int64_t k,
+                             int32_t method, uint64_t seed, int32_t *indices,
+                             float *values, int64_t capacity) {
   const char *name = methodName(method);
   if (!name)
     fatal(nullptr,
           "dtrain_rt_select_f32: method %d is not valid (accepted: "
           "DTRAIN_RT_SELECT_EXACT, _GAUSSIAN, _DGC, _RANDOM)",
           int(method));
-  if (n < 0 || n > std::numeric_limits<int32_t>::max() || k < 0 ||
-      capacity < 0)
+  if (n < 0 || n > std::numeric_limits<int32_t>::max() || k < 0 || capacity < 0)
     fatal(nullptr,
           "dtrain_rt_select_f32 (%s): n = %lld, k = %lld, capacity = %lld "
           "(accepted: 0 <= n <= 2^31-1, k >= 0, capacity >= 0)",
@@ -363,18 +358,18 @@ int64_t dtrain_rt_select_f32(const float *x, int64_t n, int64_t k, int32_t metho
           "entries it selects",
           name, (long long)capacity, (long long)exactCount);
   if ((n > 0 && !x) || (capacity > 0 && !indices && !values))
-    fatal(nullptr, "dtrain_rt_select_f32 (%s): x, or both outputs, NULL",
-          name);
+    fatal(nullptr, "dtrain_rt_select_f32 (%s): x, or both outputs, NULL", name);
   if (exactCount == 0 || capacity == 0)
     return 0;
+  const Output out{indices, values};
   switch (method) {
   case DTRAIN_RT_SELECT_EXACT:
-    return selectExact(x, n, k, indices, values);
+    return selectExact(x, n, k, out);
   case DTRAIN_RT_SELECT_GAUSSIAN:
-    return selectGaussian(x, n, exactCount, capacity, indices, values);
+    return selectGaussian(x, n, exactCount, capacity, out);
   case DTRAIN_RT_SELECT_DGC:
-    return selectSampled(x, n, exactCount, capacity, seed, indices, values);
+    return selectSampled(x, n, exactCount, capacity, seed, out);
   default:
-    return selectRandom(x, n, k, seed, indices, values);
+    return selectRandom(x, n, k, seed, out);
   }
 }
