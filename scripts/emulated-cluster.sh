@@ -21,7 +21,8 @@
 # namespace addresses and an rsh agent that runs `ip netns exec <ns> sh -c
 # "$*"` for the namespace owning the address (ranks placed with
 # `ip netns exec` directly do not work: PMIx listens on 127.0.0.1 of the
-# root namespace). MPI traffic is restricted to the bridge subnet over TCP
+# root namespace). Daemons stay attached to the agent, so one that fails
+# to start fails the launch, which `run` then retries (twice). MPI traffic is restricted to the bridge subnet over TCP
 # (--mca btl tcp,self), so it all goes through the shaped links. Every
 # "host" has one slot, so Open MPI would busy-poll; all of them share this
 # machine's cores, so `run` sets mpi_yield_when_idle (without it a 1 KB
@@ -190,16 +191,30 @@ cmd_run() {
   local extra=()
   read -r -a extra <<<"${DTRAIN_CLUSTER_MPIRUN_ARGS:-}"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  local rc=0
-  timeout --kill-after=10 "$limit" mpirun -np "$np" --oversubscribe \
-    --hostfile "$STATE_DIR/hostfile" \
-    --mca plm_rsh_agent "$STATE_DIR/rsh-agent" \
-    --mca plm_rsh_no_tree_spawn 1 \
-    --mca mpi_yield_when_idle 1 \
-    --mca oob_tcp_if_include "$SUBNET" \
-    --mca btl_tcp_if_include "$SUBNET" \
-    --mca btl tcp,self \
-    "${extra[@]}" "$@" </dev/null || rc=$?
+  # Daemons stay attached to the rsh agent (--leave-session-attached): a
+  # daemon that fails to start then fails the launch at once, where a
+  # daemonized one left mpirun waiting forever for its call-back (seen in
+  # about 1 of 10 back-to-back trainer runs). Such a launch ran nothing, so
+  # it is retried; mpirun's stderr is kept to tell it from other failures.
+  local rc attempt err=$STATE_DIR/mpirun-stderr
+  for attempt in 1 2 3; do
+    # stdout passes through fd 3; stderr goes through tee into $err.
+    set +e
+    timeout --kill-after=10 "$limit" mpirun -np "$np" --oversubscribe \
+      --leave-session-attached \
+      --hostfile "$STATE_DIR/hostfile" \
+      --mca plm_rsh_agent "$STATE_DIR/rsh-agent" \
+      --mca plm_rsh_no_tree_spawn 1 \
+      --mca mpi_yield_when_idle 1 \
+      --mca oob_tcp_if_include "$SUBNET" \
+      --mca btl_tcp_if_include "$SUBNET" \
+      --mca btl tcp,self \
+      "${extra[@]}" "$@" </dev/null 2>&1 1>&3 3>&- | tee "$err" >&2
+    rc=${PIPESTATUS[0]}
+    set -e
+    [[ $rc -ne 0 ]] && grep -q "unable to reliably start one or more daemons" "$err" || break
+    echo "emulated-cluster: a daemon failed to start (launch $attempt of 3); launching again" >&2
+  done 3>&1
   if [[ $rc -eq 124 || $rc -eq 137 ]]; then
     echo "emulated-cluster: mpirun did not finish within $limit s (DTRAIN_CLUSTER_TIMEOUT or --timeout)" >&2
   fi
