@@ -461,7 +461,8 @@ enum {
   DTRAIN_RT_SELECT_EXACT = 0,
   /* Gaussian-k (Shi et al.): |x| > mean + std * PhiInv(1 - k/2n) of the
    * signed values, the threshold halved (count < 2k/3) or multiplied by
-   * 1.5 (count > 4k/3) up to 3 times. About k entries. */
+   * 1.5 (count > 4k/3) up to 3 times; exact top-k when the count is still
+   * outside [2k/3, 4k/3]. About k entries. */
   DTRAIN_RT_SELECT_GAUSSIAN = 1,
   /* DGC: the threshold of an exact top-k on a strided sample of about 1%
    * (offset by SEED); exact top-k when the count it gives is outside
@@ -483,6 +484,39 @@ enum {
 int64_t dtrain_rt_select_f32(const float *x, int64_t n, int64_t k,
                              int32_t method, uint64_t seed, int32_t *indices,
                              float *values, int64_t capacity);
+
+/*===--- Sparse all-reduce with residuals ---------------------------------===*
+ *
+ * Top-k sparsification with error feedback (the residual keeps what was
+ * not sent, for the next steps).
+ *===----------------------------------------------------------------------===*/
+
+enum {
+  /* Every rank receives every rank's selection (all-gatherv) and adds
+   * them up: 2(P-1)k words per rank. */
+  DTRAIN_RT_SPARSE_ALLGATHER = 0,
+  /* gTop-k (Shi et al.): a tree of merges keeps the k largest summed
+   * entries at each level, then the result is broadcast: O(k log P). Any
+   * number of ranks; what a merge drops goes to the merging rank's
+   * residual, so nothing is lost. */
+  DTRAIN_RT_SPARSE_GTOPK = 1,
+};
+
+/* Starts the sparse all-reduce of GRAD[0..COUNT) (f32) with the residual
+ * RESIDUAL[0..COUNT), and returns a request for dtrain_rt_wait; neither
+ * buffer may be touched until then. On the communication thread, in the
+ * order of all collectives:
+ *   u = GRAD + RESIDUAL; select about K entries of u by METHOD (a
+ *   DTRAIN_RT_SELECT_*; SEED, mixed with a per-process call count, seeds
+ *   RANDOM and DGC); RESIDUAL = u with them zeroed; aggregate every rank's
+ *   selection by AGGREGATE (DTRAIN_RT_SPARSE_*); GRAD = the dense SUM of
+ *   the aggregate, or its MEAN over the ranks (REDUCTION).
+ * Every rank must pass the same COUNT, K, METHOD, AGGREGATE and REDUCTION
+ * (checked as for all-reduce). Invalid arguments abort with a message. */
+dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
+    dtrain_rt_comm_t *comm, float *grad, float *residual, int64_t count,
+    int64_t k, int32_t method, int32_t aggregate, int32_t reduction,
+    uint64_t seed);
 
 /*===--- Compiled models --------------------------------------------------===*
  *

@@ -164,13 +164,13 @@ void finish(const AllReduceArgs &a) {
 
 /// An all-reduce as the communication thread runs it: the cross-rank check,
 /// the exchange, and MEAN's division, all off the caller's thread.
-struct dtrain_rt_request final : Collective {
+struct AllReduceRequest final : dtrain_rt_request {
   AllReduceArgs args;
   Call call;
 
-  dtrain_rt_request(const AllReduceArgs &a, Call call)
-      : Collective(AllReduce, a.comm, a.count * dtypeSize(a.dtype)), args(a),
-        call(call) {}
+  AllReduceRequest(const AllReduceArgs &a, Call call)
+      : dtrain_rt_request(AllReduce, a.comm, a.count * dtypeSize(a.dtype)),
+        args(a), call(call) {}
 
   void run() override {
     checkConsistency(args, call);
@@ -203,7 +203,7 @@ void dtrain_rt_all_reduce(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
 void dtrain_rt_all_reduce_with(dtrain_rt_comm_t *comm, void *buffer,
                                int64_t count, int32_t dtype, int32_t reduction,
                                int32_t algorithm) {
-  dtrain_rt_request request(validate("dtrain_rt_all_reduce", comm, buffer,
+  AllReduceRequest request(validate("dtrain_rt_all_reduce", comm, buffer,
                                      count, dtype, reduction, algorithm),
                             CallBlocking);
   submitCollective(&request);
@@ -222,7 +222,7 @@ dtrain_rt_request_t *
 dtrain_rt_all_reduce_start_with(dtrain_rt_comm_t *comm, void *buffer,
                                 int64_t count, int32_t dtype,
                                 int32_t reduction, int32_t algorithm) {
-  auto *request = new dtrain_rt_request(
+  auto *request = new AllReduceRequest(
       validate("dtrain_rt_all_reduce_start", comm, buffer, count, dtype,
                reduction, algorithm),
       CallStart);

@@ -76,6 +76,11 @@ void execute(State &s, Collective *c) {
   s.stats.collectives += 1;
   s.stats.payloadBytes += c->payloadBytes;
   s.stats.sentBytes += c->sentBytes;
+  if (c->kind == Collective::SparseAllReduce) {
+    s.stats.sparseElements += c->sparseElements;
+    s.stats.selectedElements += c->selectedElements;
+    s.stats.sparseSentBytes += c->sentBytes;
+  }
   s.stats.busySeconds += c->finished - c->started;
   if (s.tracing)
     s.trace.push_back({c->label(), TraceEvent::CommThread, c->started,
@@ -117,9 +122,10 @@ void dtrain::rt::submitCollective(Collective *c) {
   // reduce-scatter and P-1 all-gather steps of M/P bytes); a broadcast's
   // root sends the payload once per other rank in a flat tree, once in a
   // pipelined one: count it once.
-  c->sentBytes = c->kind == Collective::AllReduce
-                     ? 2 * (P - 1) * c->payloadBytes / P
-                     : (P > 1 ? c->payloadBytes : 0);
+  if (c->kind == Collective::AllReduce)
+    c->sentBytes = 2 * (P - 1) * c->payloadBytes / P;
+  else if (c->kind == Collective::Broadcast)
+    c->sentBytes = P > 1 ? c->payloadBytes : 0;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     c->sequence = s.sequence++;
@@ -220,6 +226,8 @@ std::vector<TraceEvent> dtrain::rt::takeTrace() {
 }
 
 std::string Collective::label() const {
-  return std::string(kind == AllReduce ? "all_reduce" : "broadcast") + " #" +
-         std::to_string(sequence);
+  const char *name = kind == AllReduce   ? "all_reduce"
+                     : kind == Broadcast ? "broadcast"
+                                         : "sparse_all_reduce";
+  return std::string(name) + " #" + std::to_string(sequence);
 }

@@ -166,7 +166,7 @@ void ringAllReduce(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
 /// A collective that runs on the communication thread. The submitter owns
 /// it and must not free it before waitCollective returns.
 struct Collective {
-  enum Kind { AllReduce, Broadcast };
+  enum Kind { AllReduce, Broadcast, SparseAllReduce };
   Collective(Kind kind, dtrain_rt_comm_t *comm, int64_t payloadBytes)
       : kind(kind), comm(comm), payloadBytes(payloadBytes) {}
   virtual ~Collective() = default;
@@ -178,7 +178,12 @@ struct Collective {
   const Kind kind;
   dtrain_rt_comm_t *const comm;
   const int64_t payloadBytes;
+  /// Bytes this rank sends; set when submitted (dense) or by run()
+  /// (sparse, whose volume depends on what was selected).
   int64_t sentBytes = 0, sequence = 0;
+  /// A sparse collective's dense element count and the entries this rank
+  /// selected.
+  int64_t sparseElements = 0, selectedElements = 0;
   double queued = 0, started = 0, finished = 0; // clockSeconds()
   bool done = false; // guarded by the communication thread's mutex
 };
@@ -204,6 +209,9 @@ DTRAIN_RT_TEST_API double clockSeconds();
 /// the communication that was not hidden).
 struct CommStats {
   int64_t collectives = 0, payloadBytes = 0, sentBytes = 0;
+  /// Of the sparse collectives: dense elements, entries selected, bytes
+  /// sent.
+  int64_t sparseElements = 0, selectedElements = 0, sparseSentBytes = 0;
   double busySeconds = 0, blockedSeconds = 0;
 };
 DTRAIN_RT_TEST_API CommStats takeCommStats();
@@ -259,5 +267,10 @@ private:
 };
 
 } // namespace dtrain::rt
+
+/// What dtrain_rt_wait completes: any collective started through the C ABI.
+struct dtrain_rt_request : dtrain::rt::Collective {
+  using Collective::Collective;
+};
 
 #endif // DTRAIN_RUNTIME_INTERNAL_H

@@ -1031,7 +1031,9 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "(with several ranks also 'comm_ms= wait_ms= sent_MB=' per step: time "
       "the\ncollectives took on the communication thread, time the step "
       "waited for them,\nand bytes each rank sends in a bandwidth-optimal "
-      "all-reduce)\n"
+      "all-reduce;\nwith sparsified exchanges also 'density= compression=': the "
+      "fraction of\nentries selected, and the dense ring all-reduce's bytes "
+      "over the bytes sent)\n"
       "(loss and accuracy averaged since the previous line), 'epoch= "
       "val_loss=\nval_acc= val_samples=' after each epoch, and last "
       "'final steps= epochs= loss=\nacc= [val_acc=]'. Exit status: 0 on "
@@ -1386,10 +1388,29 @@ struct Ranks {
   }
 };
 
+/// " density= compression=" of STATS' sparse exchanges, when there were
+/// any: the fraction of entries this rank selected, and how many times
+/// fewer bytes it sent than a ring all-reduce of the dense gradients would
+/// over RANKS ranks.
+void printSparseStats(const CommStats &stats, int ranks) {
+  if (stats.sparseElements == 0)
+    return;
+  const double denseBytes = 2.0 * (ranks - 1) / ranks * 4.0 *
+                            double(stats.sparseElements);
+  std::printf(" density=%.5f compression=%.1f",
+              double(stats.selectedElements) / double(stats.sparseElements),
+              stats.sparseSentBytes > 0
+                  ? denseBytes / double(stats.sparseSentBytes)
+                  : 0.0);
+}
+
 CommStats &operator+=(CommStats &a, const CommStats &b) {
   a.collectives += b.collectives;
   a.payloadBytes += b.payloadBytes;
   a.sentBytes += b.sentBytes;
+  a.sparseElements += b.sparseElements;
+  a.selectedElements += b.selectedElements;
+  a.sparseSentBytes += b.sparseSentBytes;
   a.busySeconds += b.busySeconds;
   a.blockedSeconds += b.blockedSeconds;
   return a;
@@ -1625,6 +1646,8 @@ int trainerMain(int argc, char **argv, const char *infoText,
                         windowComm.blockedSeconds * 1e3 / double(windowSteps),
                         double(windowComm.sentBytes) / 1e6 /
                             double(windowSteps));
+          if (reportComm)
+            printSparseStats(windowComm, ranks.size);
           std::printf("\n");
           std::fflush(stdout);
         }
@@ -1696,6 +1719,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
                   ranks.size, totalComm.busySeconds * 1e3 / steps,
                   totalComm.blockedSeconds * 1e3 / steps,
                   double(totalComm.sentBytes) / 1e6 / steps, hidden);
+      printSparseStats(totalComm, ranks.size);
     }
     if (lastValAcc >= 0)
       std::printf(" val_acc=%.4f", lastValAcc);

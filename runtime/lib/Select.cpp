@@ -231,7 +231,8 @@ double inverseNormalCdf(double p) {
 
 /// Gaussian-k: thr = mean + std * PhiInv(1 - rho/2) of the signed values;
 /// then up to 3 corrections by the count of |x| > thr (below 2k/3: halve;
-/// above 4k/3: times 1.5).
+/// above 4k/3: times 1.5); exact top-k when the count is still outside
+/// [2k/3, 4k/3].
 int64_t selectGaussian(const float *x, int64_t n, int64_t k, int64_t capacity,
                        Output out) {
   double sum = 0, squares = 0;
@@ -266,6 +267,11 @@ int64_t selectGaussian(const float *x, int64_t n, int64_t k, int64_t capacity,
       break;
     count = countAbove(x, n, threshold);
   }
+  // Three corrections can end far off on data far from Gaussian (on a
+  // bounded distribution they can end with nothing selected): exact
+  // top-k then, as DGC does.
+  if (3 * count < 2 * k || 3 * count > 4 * k)
+    return selectExact(x, n, k, out);
   return selectAbove(x, n, threshold, count, capacity, out);
 }
 

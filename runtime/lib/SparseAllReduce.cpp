@@ -1,0 +1,317 @@
+//===- SparseAllReduce.cpp - top-k sparse all-reduce with residuals -------===//
+//
+// dtrain_rt_sparse_all_reduce_start: the exchange of a sparsified gradient
+// with error feedback, run on the communication thread like every
+// collective:
+//
+//   u = grad + residual               (kept in the residual buffer)
+//   (I, V) = select(u, k)             (dtrain_rt_select_f32)
+//   residual = u with I zeroed
+//   aggregate the ranks' (I, V)       all-gather or gTop-k
+//   grad = the dense sum (or mean) of what was aggregated
+//
+// all-gather: one MPI_Allgather of the counts (Gaussian-k and DGC do not
+// select exactly k), one MPI_Allgatherv of every rank's indices and values,
+// and a scatter-add in rank order (duplicate indices across ranks add up;
+// every rank adds in the same order, so all get the same bits).
+//
+// gTop-k (Shi et al., ICDCS'19): a binomial tree merges the ranks' sets;
+// each merge sums values at common indices and keeps the k largest |value|
+// of the union. The published code assumes P = 2^m and loses the partial
+// sums that a merge drops. Here the ranks beyond the largest power of two m
+// are folded into ranks 0..P-m-1 first, the tree runs on 0..m-1, and rank 0
+// broadcasts the result to all P ranks; every (partial) sum a merge drops
+// is added to the merging rank's residual. So no contribution is lost:
+//   sum over ranks of the residual change + the applied sum = sum of grads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+using namespace dtrain::rt;
+
+namespace {
+
+/// A sparse vector: ascending indices and their values.
+struct SparseSet {
+  std::vector<int32_t> indices;
+  std::vector<float> values;
+
+  int64_t size() const { return int64_t(indices.size()); }
+  void resize(int64_t n) {
+    indices.resize(size_t(n));
+    values.resize(size_t(n));
+  }
+  /// The wire form: the indices, then the values.
+  std::vector<char> pack() const {
+    std::vector<char> bytes(indices.size() * 8);
+    std::memcpy(bytes.data(), indices.data(), indices.size() * 4);
+    std::memcpy(bytes.data() + indices.size() * 4, values.data(),
+                values.size() * 4);
+    return bytes;
+  }
+  static SparseSet unpack(const char *bytes, int64_t n) {
+    SparseSet s;
+    s.resize(n);
+    std::memcpy(s.indices.data(), bytes, size_t(n) * 4);
+    std::memcpy(s.values.data(), bytes + n * 4, size_t(n) * 4);
+    return s;
+  }
+};
+
+const char *aggregateName(int64_t aggregate) {
+  switch (aggregate) {
+  case DTRAIN_RT_SPARSE_ALLGATHER:
+    return "allgather";
+  case DTRAIN_RT_SPARSE_GTOPK:
+    return "gtopk";
+  }
+  return "?";
+}
+
+/// A, B summed at common indices (the union, ascending).
+SparseSet mergeSum(const SparseSet &a, const SparseSet &b) {
+  SparseSet sum;
+  sum.indices.reserve(a.indices.size() + b.indices.size());
+  sum.values.reserve(a.indices.size() + b.indices.size());
+  size_t i = 0, j = 0;
+  while (i < a.indices.size() || j < b.indices.size()) {
+    if (j == b.indices.size() ||
+        (i < a.indices.size() && a.indices[i] < b.indices[j])) {
+      sum.indices.push_back(a.indices[i]);
+      sum.values.push_back(a.values[i++]);
+    } else if (i == a.indices.size() || b.indices[j] < a.indices[i]) {
+      sum.indices.push_back(b.indices[j]);
+      sum.values.push_back(b.values[j++]);
+    } else {
+      sum.indices.push_back(a.indices[i]);
+      sum.values.push_back(a.values[i++] + b.values[j++]);
+    }
+  }
+  return sum;
+}
+
+struct SparseAllReduce final : dtrain_rt_request {
+  float *grad, *residual;
+  int64_t count, k;
+  int32_t method, aggregate, reduction;
+  uint64_t seed;
+
+  SparseAllReduce(dtrain_rt_comm_t *comm, float *grad, float *residual,
+                  int64_t count, int64_t k, int32_t method, int32_t aggregate,
+                  int32_t reduction, uint64_t seed)
+      : dtrain_rt_request(Collective::SparseAllReduce, comm, count * 4),
+        grad(grad), residual(residual), count(count), k(std::min(k, count)),
+        method(method), aggregate(aggregate), reduction(reduction), seed(seed) {
+  }
+
+  void run() override {
+    checkAgreement(comm, "sparse_all_reduce",
+                   {{"count", count},
+                    {"k", k},
+                    {"method", method},
+                    {"aggregate", aggregate, aggregateName},
+                    {"reduction", reduction, reductionName}});
+    SparseSet local = selectLocal();
+    sparseElements = count;
+    selectedElements = local.size();
+    if (aggregate == DTRAIN_RT_SPARSE_GTOPK)
+      scatter({gatherTopK(std::move(local))});
+    else
+      scatter(allGather(local));
+    if (reduction == DTRAIN_RT_MEAN)
+      finishReduction(DTRAIN_RT_F32, DTRAIN_RT_MEAN, grad, count, comm->size);
+  }
+
+  /// u = grad + residual into the residual, selected, and zeroed where
+  /// selected.
+  SparseSet selectLocal() {
+    for (int64_t i = 0; i < count; ++i)
+      residual[i] += grad[i];
+    // Gaussian-k and DGC may pass 4k/3 and more; past twice k, the largest.
+    SparseSet s;
+    s.resize(std::min(count, std::max<int64_t>(2 * k, 1)));
+    s.resize(dtrain_rt_select_f32(residual, count, k, method, seed,
+                                  s.indices.data(), s.values.data(), s.size()));
+    for (int32_t i : s.indices)
+      residual[i] = 0;
+    return s;
+  }
+
+  /// Every rank's set, in rank order.
+  std::vector<SparseSet> allGather(const SparseSet &local) {
+    const int P = comm->size;
+    const int64_t bytes = local.size() * 8;
+    if (bytes > INT_MAX)
+      fatal(comm,
+            "sparse_all_reduce: %lld selected entries do not fit one MPI "
+            "message (at most %d)",
+            (long long)local.size(), INT_MAX / 8);
+    std::vector<int> counts(static_cast<size_t>(P)),
+        displs(static_cast<size_t>(P));
+    const int mine = int(bytes);
+    DTRAIN_MPI_CALL(comm, MPI_Allgather, &mine, 1, MPI_INT, counts.data(), 1,
+                    MPI_INT, comm->mpi);
+    int64_t total = 0;
+    for (int r = 0; r < P; ++r) {
+      displs[size_t(r)] = int(total);
+      total += counts[size_t(r)];
+      if (total > INT_MAX)
+        fatal(comm,
+              "sparse_all_reduce: the ranks selected %lld bytes in all, "
+              "more than one MPI all-gather carries",
+              (long long)total);
+    }
+    std::vector<char> all(static_cast<size_t>(total));
+    DTRAIN_MPI_CALL(comm, MPI_Allgatherv, local.pack().data(), mine, MPI_BYTE,
+                    all.data(), counts.data(), displs.data(), MPI_BYTE,
+                    comm->mpi);
+    // As a ring all-gather: every block but the successor's.
+    sentBytes = total - counts[size_t((comm->rank + 1) % P)];
+    std::vector<SparseSet> sets;
+    for (int r = 0; r < P; ++r)
+      sets.push_back(SparseSet::unpack(all.data() + displs[size_t(r)],
+                                       counts[size_t(r)] / 8));
+    return sets;
+  }
+
+  /// The top-k of the union of A and B (summed at common indices); what
+  /// it drops goes to this rank's residual.
+  SparseSet mergeTopK(const SparseSet &a, const SparseSet &b) {
+    SparseSet sum = mergeSum(a, b);
+    if (sum.size() <= k)
+      return sum;
+    std::vector<int32_t> kept(static_cast<size_t>(k));
+    dtrain_rt_select_f32(sum.values.data(), sum.size(), k,
+                         DTRAIN_RT_SELECT_EXACT, 0, kept.data(), nullptr, k);
+    SparseSet top;
+    top.resize(k);
+    size_t next = 0;
+    for (int64_t j = 0; j < sum.size(); ++j) {
+      if (next < kept.size() && kept[next] == j) {
+        top.indices[next] = sum.indices[size_t(j)];
+        top.values[next++] = sum.values[size_t(j)];
+      } else {
+        residual[sum.indices[size_t(j)]] += sum.values[size_t(j)];
+      }
+    }
+    return top;
+  }
+
+  void send(const SparseSet &s, int to) {
+    const std::vector<char> bytes = s.pack();
+    DTRAIN_MPI_CALL(comm, MPI_Send, bytes.data(), int(bytes.size()), MPI_BYTE,
+                    to, kTag, comm->mpi);
+    sentBytes += int64_t(bytes.size());
+  }
+
+  SparseSet receive(int from) {
+    MPI_Status status;
+    DTRAIN_MPI_CALL(comm, MPI_Probe, from, kTag, comm->mpi, &status);
+    int bytes = 0;
+    DTRAIN_MPI_CALL(comm, MPI_Get_count, &status, MPI_BYTE, &bytes);
+    std::vector<char> data(static_cast<size_t>(bytes));
+    DTRAIN_MPI_CALL(comm, MPI_Recv, data.data(), bytes, MPI_BYTE, from, kTag,
+                    comm->mpi, MPI_STATUS_IGNORE);
+    return SparseSet::unpack(data.data(), bytes / 8);
+  }
+
+  /// The global top-k set on every rank (see the file comment).
+  SparseSet gatherTopK(SparseSet set) {
+    const int P = comm->size, rank = comm->rank;
+    sentBytes = 0;
+    if (set.size() > k) // Gaussian-k's and DGC's extra entries
+      set = mergeTopK(set, SparseSet());
+    int m = 1;
+    while (2 * m <= P)
+      m *= 2;
+    bool active = true;
+    if (rank >= m) {
+      send(set, rank - m);
+      active = false;
+    } else if (rank + m < P) {
+      set = mergeTopK(set, receive(rank + m));
+    }
+    for (int d = 1; active && d < m; d *= 2) {
+      if (rank % (2 * d) == d) {
+        send(set, rank - d);
+        active = false;
+      } else {
+        set = mergeTopK(set, receive(rank + d));
+      }
+    }
+    // Rank 0 holds the result; broadcast its size, then the set.
+    int64_t n = rank == 0 ? set.size() : 0;
+    DTRAIN_MPI_CALL(comm, MPI_Bcast, &n, 1, MPI_INT64_T, 0, comm->mpi);
+    std::vector<char> bytes =
+        rank == 0 ? set.pack() : std::vector<char>(size_t(n) * 8);
+    DTRAIN_MPI_CALL(comm, MPI_Bcast, bytes.data(), int(n * 8), MPI_BYTE, 0,
+                    comm->mpi);
+    if (rank == 0 && P > 1)
+      sentBytes += n * 8;
+    return SparseSet::unpack(bytes.data(), n);
+  }
+
+  /// grad = the sum of SETS, added in order.
+  void scatter(const std::vector<SparseSet> &sets) {
+    std::fill(grad, grad + count, 0.0f);
+    for (const SparseSet &s : sets)
+      for (int64_t j = 0; j < s.size(); ++j)
+        grad[s.indices[size_t(j)]] += s.values[size_t(j)];
+  }
+
+  /// Point-to-point messages of the gTop-k tree (the communication thread
+  /// runs one collective at a time, so no other message can match).
+  static constexpr int kTag = 7311;
+};
+
+} // namespace
+
+dtrain_rt_request_t *
+dtrain_rt_sparse_all_reduce_start(dtrain_rt_comm_t *comm, float *grad,
+                                  float *residual, int64_t count, int64_t k,
+                                  int32_t method, int32_t aggregate,
+                                  int32_t reduction, uint64_t seed) {
+  static constexpr const char *fn = "dtrain_rt_sparse_all_reduce_start";
+  ensureInitialized();
+  if (!comm)
+    fatal(nullptr, "%s: comm is NULL (use dtrain_rt_comm_world())", fn);
+  if (count < 0 || count > std::numeric_limits<int32_t>::max() || k < 0)
+    fatal(comm,
+          "%s: count = %lld, k = %lld (accepted: 0 <= count <= 2^31-1, "
+          "k >= 0)",
+          fn, (long long)count, (long long)k);
+  if (count > 0 && (!grad || !residual))
+    fatal(comm, "%s: grad or residual is NULL with count %lld", fn,
+          (long long)count);
+  if (method < DTRAIN_RT_SELECT_EXACT || method > DTRAIN_RT_SELECT_RANDOM)
+    fatal(comm,
+          "%s: method %d is not valid (accepted: DTRAIN_RT_SELECT_EXACT, "
+          "_GAUSSIAN, _DGC, _RANDOM)",
+          fn, int(method));
+  if (aggregate != DTRAIN_RT_SPARSE_ALLGATHER &&
+      aggregate != DTRAIN_RT_SPARSE_GTOPK)
+    fatal(comm,
+          "%s: aggregate %d is not valid (accepted: %d = allgather, "
+          "%d = gtopk)",
+          fn, int(aggregate), DTRAIN_RT_SPARSE_ALLGATHER,
+          DTRAIN_RT_SPARSE_GTOPK);
+  if (reduction != DTRAIN_RT_SUM && reduction != DTRAIN_RT_MEAN)
+    fatal(comm, "%s: reduction %d is not valid (accepted: %d = sum, %d = mean)",
+          fn, int(reduction), DTRAIN_RT_SUM, DTRAIN_RT_MEAN);
+  // Collectives are issued in the same order on every rank, so the count
+  // (and the seed) agrees across ranks.
+  static std::atomic<uint64_t> calls{0};
+  const uint64_t callSeed = seed + 0x9E3779B97F4A7C15ull * calls++;
+  auto *request = new SparseAllReduce(comm, grad, residual, count, k, method,
+                                      aggregate, reduction, callSeed);
+  submitCollective(request);
+  return request;
+}

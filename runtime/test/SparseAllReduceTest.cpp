@@ -1,0 +1,259 @@
+//===- SparseAllReduceTest.cpp - sparse all-reduce under MPI --------------===//
+//
+// Exchange under mpirun with any number of ranks. Every rank can compute every
+// rank's gradient and residual (a hash of rank and index), so each rank
+// checks the result against a reference built here: exact top-k by a sort,
+// all-gather as a sum in rank order, gTop-k by simulating its tree of
+// merges (fold-in of the ranks past the largest power of two, then the
+// binomial tree) on the ranks' selections. The conservation law
+//   sum over ranks of (residual change) + applied sum = sum of gradients
+// is checked in f64 for every method.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+using namespace dtrain::rt;
+
+namespace {
+
+int rank() { return dtrain_rt_comm_rank(dtrain_rt_comm_world()); }
+int size() { return dtrain_rt_comm_size(dtrain_rt_comm_world()); }
+
+/// A value in (-1, 1) from a hash of (SALT, R, I): distinct magnitudes in
+/// practice, so top-k has no ties.
+float hashValue(uint64_t salt, int r, int64_t i) {
+  uint64_t x = salt * 0x9E3779B97F4A7C15ull +
+               uint64_t(r) * 0xBF58476D1CE4E5B9ull +
+               uint64_t(i) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  x *= 0xD6E9A4F2B1C3E5A7ull;
+  x ^= x >> 29;
+  return float(double(x >> 11) / double(1ull << 53) * 2 - 1);
+}
+
+std::vector<float> gradientOf(int r, int64_t n) {
+  std::vector<float> g(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    g[size_t(i)] = hashValue(1, r, i);
+  return g;
+}
+
+std::vector<float> residualOf(int r, int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] = 0.5f * hashValue(2, r, i);
+  return v;
+}
+
+/// A sparse set as (index, value) pairs in ascending index order.
+using Pairs = std::vector<std::pair<int32_t, float>>;
+
+/// The K largest |value| of SET (ties to the earlier entry), ascending.
+Pairs topK(const Pairs &set, int64_t k) {
+  std::vector<size_t> order(set.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const float ma = std::fabs(set[a].second), mb = std::fabs(set[b].second);
+    return ma > mb || (ma == mb && a < b);
+  });
+  order.resize(size_t(std::min<int64_t>(k, int64_t(set.size()))));
+  std::sort(order.begin(), order.end());
+  Pairs top;
+  for (size_t j : order)
+    top.push_back(set[j]);
+  return top;
+}
+
+Pairs dense(const std::vector<float> &u) {
+  Pairs set;
+  for (size_t i = 0; i < u.size(); ++i)
+    set.push_back({int32_t(i), u[i]});
+  return set;
+}
+
+/// One rank of the reference: u = g + r, its exact top-k, and the residual
+/// with them zeroed.
+struct RankState {
+  Pairs selected;
+  std::vector<float> residual;
+};
+
+RankState referenceSelect(int r, int64_t n, int64_t k) {
+  std::vector<float> u = gradientOf(r, n), res = residualOf(r, n);
+  for (size_t i = 0; i < u.size(); ++i)
+    u[i] += res[i];
+  RankState s{topK(dense(u), k), u};
+  for (auto [i, v] : s.selected)
+    s.residual[size_t(i)] = 0;
+  return s;
+}
+
+/// The reference merge: A + B at common indices (A's value first), the top
+/// K kept, the rest added to DROPPEDINTO.
+Pairs mergeTopK(const Pairs &a, const Pairs &b, int64_t k,
+                std::vector<float> &droppedInto) {
+  Pairs sum;
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a[i].first < b[j].first))
+      sum.push_back(a[i++]);
+    else if (i == a.size() || b[j].first < a[i].first)
+      sum.push_back(b[j++]);
+    else
+      sum.push_back({a[i].first, a[i++].second + b[j++].second});
+  }
+  Pairs top = topK(sum, k);
+  size_t t = 0;
+  for (auto [index, value] : sum) {
+    if (t < top.size() && top[t].first == index)
+      ++t;
+    else
+      droppedInto[size_t(index)] += value;
+  }
+  return top;
+}
+
+struct Exchange {
+  std::vector<float> grad, residual;
+};
+
+Exchange runSparse(int64_t n, int64_t k, int32_t method, int32_t aggregate,
+                   int32_t reduction) {
+  Exchange run{gradientOf(rank(), n), residualOf(rank(), n)};
+  dtrain_rt_wait(dtrain_rt_sparse_all_reduce_start(
+      dtrain_rt_comm_world(), run.grad.data(), run.residual.data(), n, k,
+      method, aggregate, reduction, 42));
+  return run;
+}
+
+/// Every rank got the same GRAD (bitwise).
+void expectSameOnEveryRank(const std::vector<float> &grad) {
+  std::vector<float> first(grad);
+  MPI_Bcast(first.data(), int(first.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(0, std::memcmp(first.data(), grad.data(), grad.size() * 4));
+}
+
+/// sum_r (residual_r - old residual_r) + scale * grad = sum_r gradient_r,
+/// in f64, to f32 rounding.
+void expectConservation(const Exchange &run, double scale) {
+  const int64_t n = int64_t(run.grad.size());
+  std::vector<double> change(static_cast<size_t>(n));
+  const std::vector<float> old = residualOf(rank(), n);
+  for (int64_t i = 0; i < n; ++i)
+    change[size_t(i)] = double(run.residual[size_t(i)]) - old[size_t(i)];
+  MPI_Allreduce(MPI_IN_PLACE, change.data(), int(n), MPI_DOUBLE, MPI_SUM,
+                MPI_COMM_WORLD);
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double grads = 0;
+    for (int r = 0; r < size(); ++r)
+      grads += gradientOf(r, n)[size_t(i)];
+    worst = std::max(worst, std::fabs(change[size_t(i)] +
+                                      scale * run.grad[size_t(i)] - grads));
+  }
+  EXPECT_LT(worst, 1e-5 * size()) << "conservation violated";
+}
+
+TEST(SparseAllGather, ExactEqualsSumOfEveryRanksTopK) {
+  const int64_t n = 1000, k = 25;
+  Exchange run = runSparse(n, k, DTRAIN_RT_SELECT_EXACT,
+                           DTRAIN_RT_SPARSE_ALLGATHER, DTRAIN_RT_SUM);
+  std::vector<float> expected(size_t(n), 0.0f);
+  for (int r = 0; r < size(); ++r)
+    for (auto [i, v] : referenceSelect(r, n, k).selected)
+      expected[size_t(i)] += v;
+  EXPECT_EQ(expected, run.grad);
+  EXPECT_EQ(referenceSelect(rank(), n, k).residual, run.residual);
+  expectConservation(run, 1.0);
+}
+
+TEST(SparseAllGather, MeanOfGaussianKConserves) {
+  Exchange run = runSparse(5000, 50, DTRAIN_RT_SELECT_GAUSSIAN,
+                           DTRAIN_RT_SPARSE_ALLGATHER, DTRAIN_RT_MEAN);
+  expectSameOnEveryRank(run.grad);
+  expectConservation(run, size());
+  // Gaussian-k selects about k per rank: at most P * 4k/3 nonzeros.
+  const auto nonzero = std::count_if(run.grad.begin(), run.grad.end(),
+                                     [](float v) { return v != 0; });
+  EXPECT_GT(nonzero, 0);
+  EXPECT_LE(nonzero, size() * 50 * 4 / 3 + 1);
+}
+
+TEST(SparseGTopK, EqualsTheTopKItsTreeDefines) {
+  const int64_t n = 2000, k = 40;
+  const int P = size();
+  Exchange run = runSparse(n, k, DTRAIN_RT_SELECT_EXACT, DTRAIN_RT_SPARSE_GTOPK,
+                           DTRAIN_RT_SUM);
+  std::vector<RankState> ranks;
+  for (int r = 0; r < P; ++r)
+    ranks.push_back(referenceSelect(r, n, k));
+  int m = 1;
+  while (2 * m <= P)
+    m *= 2;
+  for (int r = m; r < P; ++r)
+    ranks[size_t(r - m)].selected =
+        mergeTopK(ranks[size_t(r - m)].selected, ranks[size_t(r)].selected, k,
+                  ranks[size_t(r - m)].residual);
+  for (int d = 1; d < m; d *= 2)
+    for (int r = 0; r + d < m; r += 2 * d)
+      ranks[size_t(r)].selected =
+          mergeTopK(ranks[size_t(r)].selected, ranks[size_t(r + d)].selected, k,
+                    ranks[size_t(r)].residual);
+  std::vector<float> expected(size_t(n), 0.0f);
+  for (auto [i, v] : ranks[0].selected)
+    expected[size_t(i)] = v;
+  EXPECT_EQ(expected, run.grad);
+  EXPECT_EQ(ranks[size_t(rank())].residual, run.residual);
+  EXPECT_LE(std::count_if(run.grad.begin(), run.grad.end(),
+                          [](float v) { return v != 0; }),
+            k);
+  expectConservation(run, 1.0);
+}
+
+TEST(SparseGTopK, EveryMethodConservesWithMean) {
+  for (int32_t method : {DTRAIN_RT_SELECT_EXACT, DTRAIN_RT_SELECT_GAUSSIAN,
+                         DTRAIN_RT_SELECT_DGC, DTRAIN_RT_SELECT_RANDOM}) {
+    SCOPED_TRACE(method);
+    Exchange run =
+        runSparse(3000, 30, method, DTRAIN_RT_SPARSE_GTOPK, DTRAIN_RT_MEAN);
+    expectSameOnEveryRank(run.grad);
+    expectConservation(run, size());
+  }
+}
+
+TEST(SparseAllReduce, KAtLeastCountIsDense) {
+  // k >= count selects everything: the sum of the residual-corrected
+  // gradients, and zero residuals.
+  const int64_t n = 64;
+  for (int32_t aggregate :
+       {DTRAIN_RT_SPARSE_ALLGATHER, DTRAIN_RT_SPARSE_GTOPK}) {
+    Exchange run =
+        runSparse(n, 1000, DTRAIN_RT_SELECT_EXACT, aggregate, DTRAIN_RT_SUM);
+    EXPECT_EQ(std::vector<float>(size_t(n), 0.0f), run.residual);
+    expectConservation(run, 1.0);
+  }
+}
+
+TEST(SparseAllReduce, StatisticsCountSelectedAndSentBytes) {
+  takeCommStats();
+  runSparse(1000, 10, DTRAIN_RT_SELECT_EXACT, DTRAIN_RT_SPARSE_ALLGATHER,
+            DTRAIN_RT_SUM);
+  const CommStats stats = takeCommStats();
+  EXPECT_EQ(1000, stats.sparseElements);
+  EXPECT_EQ(10, stats.selectedElements);
+  // A ring all-gather sends every block but one: (P-1) * 10 * 8 bytes.
+  EXPECT_EQ((size() - 1) * 80, stats.sparseSentBytes);
+  EXPECT_EQ(stats.sparseSentBytes, stats.sentBytes);
+}
+
+} // namespace
