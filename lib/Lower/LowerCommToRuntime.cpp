@@ -34,7 +34,7 @@ namespace {
 /// The runtime functions this pass calls, with their signatures in MLIR
 /// types (pointers are !llvm.ptr, int32_t is i32, int64_t is i64).
 enum class RuntimeFunction { CommWorld, CommRank, CommSize, AllReduce,
-                             AllReduceStart, Wait };
+                             AllReduceStart, SparseAllReduceStart, Wait };
 } // namespace
 
 static StringRef getRuntimeFunctionName(RuntimeFunction function) {
@@ -49,6 +49,8 @@ static StringRef getRuntimeFunctionName(RuntimeFunction function) {
     return "dtrain_rt_all_reduce_with";
   case RuntimeFunction::AllReduceStart:
     return "dtrain_rt_all_reduce_start_with";
+  case RuntimeFunction::SparseAllReduceStart:
+    return "dtrain_rt_sparse_all_reduce_start";
   case RuntimeFunction::Wait:
     return "dtrain_rt_wait";
   }
@@ -70,6 +72,9 @@ static FunctionType getRuntimeFunctionType(MLIRContext *ctx,
     return b.getFunctionType({ptr, ptr, i64, i32, i32, i32}, {});
   case RuntimeFunction::AllReduceStart:
     return b.getFunctionType({ptr, ptr, i64, i32, i32, i32}, {ptr});
+  case RuntimeFunction::SparseAllReduceStart:
+    return b.getFunctionType({ptr, ptr, ptr, i64, i64, i32, i32, i32, i64},
+                             {ptr});
   case RuntimeFunction::Wait:
     return b.getFunctionType({ptr}, {});
   }
@@ -79,7 +84,8 @@ static FunctionType getRuntimeFunctionType(MLIRContext *ctx,
 static constexpr RuntimeFunction kAllRuntimeFunctions[] = {
     RuntimeFunction::CommWorld,      RuntimeFunction::CommRank,
     RuntimeFunction::CommSize,       RuntimeFunction::AllReduce,
-    RuntimeFunction::AllReduceStart, RuntimeFunction::Wait};
+    RuntimeFunction::AllReduceStart, RuntimeFunction::SparseAllReduceStart,
+    RuntimeFunction::Wait};
 
 /// Calls `function`, declaring it in the enclosing module on first use.
 static func::CallOp createRuntimeCall(OpBuilder &builder, Operation *from,
@@ -194,10 +200,66 @@ struct AllReduceLowering : public OpConversionPattern<OpTy> {
   lower::AllReduceAlgorithm algorithm;
 };
 
-struct WaitOpLowering : public OpConversionPattern<WaitOp> {
+static int32_t getRuntimeSelectMethod(SelectMethod method) {
+  switch (method) {
+  case SelectMethod::exact:
+    return DTRAIN_RT_SELECT_EXACT;
+  case SelectMethod::gaussian:
+    return DTRAIN_RT_SELECT_GAUSSIAN;
+  case SelectMethod::dgc:
+    return DTRAIN_RT_SELECT_DGC;
+  case SelectMethod::random:
+    return DTRAIN_RT_SELECT_RANDOM;
+  }
+  llvm_unreachable("unknown select method");
+}
+
+static int32_t getRuntimeAggregate(SparseAggregate aggregate) {
+  switch (aggregate) {
+  case SparseAggregate::allgather:
+    return DTRAIN_RT_SPARSE_ALLGATHER;
+  case SparseAggregate::gtopk:
+    return DTRAIN_RT_SPARSE_GTOPK;
+  }
+  llvm_unreachable("unknown sparse aggregate");
+}
+
+/// comm.sparse_all_reduce_start: gradient and residual addresses, element
+/// count, k, and the method, aggregate and reduction codes (the runtime
+/// varies the seed per call).
+struct SparseAllReduceStartLowering
+    : public OpConversionPattern<SparseAllReduceStartOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(WaitOp op, OpAdaptor adaptor,
+  matchAndRewrite(SparseAllReduceStartOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value k = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                         adaptor.getK());
+    auto call = createRuntimeCall(
+        rewriter, op, RuntimeFunction::SparseAllReduceStart,
+        {adaptor.getCommunicator(),
+         lower::getBufferAddress(rewriter, loc, adaptor.getInput()),
+         lower::getBufferAddress(rewriter, loc, adaptor.getResidual()),
+         lower::getBufferElementCount(rewriter, loc, adaptor.getInput()), k,
+         createI32Constant(rewriter, loc,
+                           getRuntimeSelectMethod(op.getSelect())),
+         createI32Constant(rewriter, loc,
+                           getRuntimeAggregate(op.getAggregate())),
+         createI32Constant(rewriter, loc,
+                           getRuntimeReduction(op.getReduction())),
+         arith::ConstantIntOp::create(rewriter, loc, 0, 64)});
+    rewriter.replaceOp(op, call.getResults());
+    return success();
+  }
+};
+
+/// comm.wait and comm.sparse_wait: the runtime waits on the request.
+template <typename OpTy>
+struct WaitOpLowering : public OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     createRuntimeCall(rewriter, op, RuntimeFunction::Wait,
                       {adaptor.getRequest()});
@@ -218,21 +280,7 @@ struct LowerCommToRuntimePass
   /// module already defines differently, before anything is rewritten.
   LogicalResult checkLowerable(ModuleOp module) {
     bool ok = true;
-    module.walk([&](Operation *op) {
-      // Which buffer the op has, and whether the runtime call receives it
-      // (a wait only names its request).
-      Value buffer;
-      bool passedToRuntime = true;
-      if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
-        buffer = allReduce.getBuffer();
-      } else if (auto start = dyn_cast<AllReduceStartOp>(op)) {
-        buffer = start.getBuffer();
-      } else if (auto wait = dyn_cast<WaitOp>(op)) {
-        buffer = wait.getBuffer();
-        passedToRuntime = false;
-      } else {
-        return;
-      }
+    auto checkBuffer = [&](Operation *op, Value buffer, bool passedToRuntime) {
       auto memrefType = dyn_cast<MemRefType>(buffer.getType());
       if (!memrefType) {
         op->emitError() << "'" << op->getName()
@@ -249,6 +297,29 @@ struct LowerCommToRuntimePass
                            "map or copy into a contiguous buffer";
         ok = false;
       }
+    };
+    module.walk([&](Operation *op) {
+      // Which buffers the op has, and whether the runtime call receives
+      // them (a wait only names its request).
+      SmallVector<Value, 2> buffers;
+      bool passedToRuntime = true;
+      if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+        buffers = {allReduce.getBuffer()};
+      } else if (auto start = dyn_cast<AllReduceStartOp>(op)) {
+        buffers = {start.getBuffer()};
+      } else if (auto sparse = dyn_cast<SparseAllReduceStartOp>(op)) {
+        buffers = {sparse.getInput(), sparse.getResidual()};
+      } else if (auto wait = dyn_cast<WaitOp>(op)) {
+        buffers = {wait.getBuffer()};
+        passedToRuntime = false;
+      } else if (auto wait = dyn_cast<SparseWaitOp>(op)) {
+        buffers = {wait.getBuffer(), wait.getResidual()};
+        passedToRuntime = false;
+      } else {
+        return;
+      }
+      for (Value buffer : buffers)
+        checkBuffer(op, buffer, passedToRuntime);
     });
     for (RuntimeFunction function : kAllRuntimeFunctions) {
       StringRef name = getRuntimeFunctionName(function);
@@ -299,7 +370,8 @@ struct LowerCommToRuntimePass
     patterns.add<WorldOpLowering,
                  CommQueryLowering<RankOp, RuntimeFunction::CommRank>,
                  CommQueryLowering<SizeOp, RuntimeFunction::CommSize>,
-                 WaitOpLowering>(converter, ctx);
+                 SparseAllReduceStartLowering, WaitOpLowering<WaitOp>,
+                 WaitOpLowering<SparseWaitOp>>(converter, ctx);
     patterns.add<AllReduceLowering<AllReduceOp, RuntimeFunction::AllReduce>,
                  AllReduceLowering<AllReduceStartOp,
                                    RuntimeFunction::AllReduceStart>>(

@@ -37,3 +37,12 @@ func.func @uses_wait(%world: !comm.communicator, %buf: memref<8xf32>) {
   comm.wait %req, %buf : memref<8xf32>
   return
 }
+
+// -----
+
+func.func @sparse_strided_residual(%world: !comm.communicator, %g: memref<8xf32>, %r: memref<8xf32, strided<[2]>>, %k: index) {
+  // expected-error @+1 {{'comm.sparse_all_reduce_start' needs a contiguous buffer, got 'memref<8xf32, strided<[2]>>'}}
+  %req = comm.sparse_all_reduce_start <sum> %g, %r k %k on %world select <exact> aggregate <allgather> : memref<8xf32>, memref<8xf32, strided<[2]>>
+  comm.sparse_wait %req, %g, %r : memref<8xf32>, memref<8xf32, strided<[2]>>
+  return
+}

@@ -111,3 +111,26 @@ func.func @caller(%buf: memref<8xf32>, %n: index) {
   comm.wait %last, %buf : memref<8xf32>
   return
 }
+
+// -----
+
+// A sparse all-reduce: both addresses, the element count, k as i64, and the
+// codes of dtrain_rt.h: SELECT_GAUSSIAN=1, SPARSE_GTOPK=1, MEAN=1; the
+// seed is 0 (the runtime varies it per call). Its wait is a plain wait.
+// CHECK-LABEL: func.func @sparse
+// CHECK-SAME: (%[[G:.*]]: memref<4x16xf32>, %[[R:.*]]: memref<4x16xf32>, %[[K:.*]]: index)
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[N64:.*]] = arith.constant 64 : i64
+// CHECK-DAG: %[[SEED:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[K64:.*]] = arith.index_cast %[[K]] : index to i64
+// CHECK-DAG: %[[GP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
+// CHECK-DAG: %[[RP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
+// CHECK:     %[[REQ:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %[[GP]], %[[RP]], %[[N64]], %[[K64]], %[[C1]], %[[C1]], %[[C1]], %[[SEED]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i32, i32, i32, i64) -> !llvm.ptr
+// CHECK:     call @dtrain_rt_wait(%[[REQ]])
+// CHECK-NOT: comm.
+func.func @sparse(%g: memref<4x16xf32>, %r: memref<4x16xf32>, %k: index) {
+  %world = comm.world : !comm.communicator
+  %req = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <gaussian> aggregate <gtopk> : memref<4x16xf32>
+  comm.sparse_wait %req, %g, %r : memref<4x16xf32>
+  return
+}

@@ -186,6 +186,15 @@ static cl::opt<std::string> mergeOptions(
              "startup=S per-byte=S profile=FILE.json ..."),
     cl::init(""), cl::cat(compileCategory));
 
+static cl::opt<std::string> sparsifyOptions(
+    "sparsify",
+    cl::desc("With --data-parallel: send only the largest entries of each "
+             "gradient exchange, keeping the rest as residuals "
+             "(--dtrain-sparsify); the value is that pass's options as "
+             "key=value pairs, e.g. --sparsify=\"density=0.001 "
+             "select=gaussian aggregate=gtopk\" (\"\" for its defaults)"),
+    cl::ValueRequired, cl::cat(compileCategory));
+
 /// --data-parallel as given, else the mode's default.
 static bool isDataParallel() {
   return dataParallel.getNumOccurrences() ? bool(dataParallel)
@@ -397,22 +406,30 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     dtrain::dist::DataParallelOptions options;
     options.schedule = exchangeSchedule;
     pm.addNestedPass<func::FuncOp>(dtrain::dist::createDataParallel(options));
-    if (mergeStrategy != "none" || !mergeOptions.empty()) {
-      std::unique_ptr<Pass> merge = dtrain::dist::createMergeGradients();
-      if (failed(merge->initializeOptions(
-              "strategy=" + mergeStrategy + " " + mergeOptions,
-              [](const Twine &message) {
-                // llvm::cl has printed what is wrong with the value.
-                std::string text = message.str();
-                return error("--merge-options '" + mergeOptions +
-                             "' is not valid" + (text.empty() ? "" : ": ") +
-                             text +
-                             " (the options of --dtrain-merge-gradients: "
-                             "dtrain-opt --help)");
-              })))
+    // PASS with OPTIONS (what the user gave as FLAG='GIVEN'), per function.
+    auto addConfigured = [&](std::unique_ptr<Pass> pass,
+                             const std::string &options, StringRef flag,
+                             const std::string &given) {
+      if (failed(pass->initializeOptions(options, [&](const Twine &message) {
+            // llvm::cl has printed what is wrong with the value.
+            std::string text = message.str();
+            return error(flag + " '" + given + "' is not valid" +
+                         (text.empty() ? "" : ": ") + text + " (the options of --" +
+                         pass->getArgument() + ": dtrain-opt --help)");
+          })))
         return failure();
-      pm.addNestedPass<func::FuncOp>(std::move(merge));
-    }
+      pm.addNestedPass<func::FuncOp>(std::move(pass));
+      return success();
+    };
+    if ((mergeStrategy != "none" || !mergeOptions.empty()) &&
+        failed(addConfigured(dtrain::dist::createMergeGradients(),
+                             "strategy=" + mergeStrategy + " " + mergeOptions,
+                             "--merge-options", mergeOptions)))
+      return failure();
+    if (sparsifyOptions.getNumOccurrences() &&
+        failed(addConfigured(dtrain::dist::createSparsify(), sparsifyOptions,
+                             "--sparsify", sparsifyOptions)))
+      return failure();
   }
   dtrain::lower::buildLowerToLLVMPipeline(pm);
   if (verbose) {
@@ -514,6 +531,8 @@ static LogicalResult compile(const char *argv0) {
     return error("--target=cuda is not available yet; use --target=cpu");
   if (!isDataParallel() && (mergeStrategy != "none" || !mergeOptions.empty()))
     return error("--merge needs --data-parallel (a trainer's default)");
+  if (!isDataParallel() && sparsifyOptions.getNumOccurrences())
+    return error("--sparsify needs --data-parallel (a trainer's default)");
   if (isDataParallel() && mode == Mode::Infer)
     return error("--data-parallel needs --mode=train or --mode=step (a "
                  "forward pass has no gradients to average)");

@@ -177,6 +177,93 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
+  let summary = "Top-k sparsification of the gradient exchanges, with "
+                "residuals (error feedback)";
+  let description = [{
+    Rewrites each gradient exchange of a step (the f32 tensor
+    `comm.all_reduce_start`/`comm.wait` pairs that `--dtrain-data-parallel`
+    leaves, one per gradient, or one per bucket after
+    `--dtrain-merge-gradients`) into a `comm.sparse_all_reduce_start` /
+    `comm.sparse_wait` pair: the gradient plus its residual is sparsified
+    to about k = max(1, floor(density * elements)) entries by `select`, the
+    ranks' selections are combined by `aggregate`, and what was not sent
+    stays in the residual for the next steps. Exchanges whose result the
+    step returns (the averaged loss) stay dense, and so does the bucket that
+    holds the loss after `--dtrain-merge-gradients`.
+
+    Each residual is a new optimizer-state argument of the step (named
+    `residual.<n>`, the n-th sparsified exchange, f32, of the exchange's
+    shape) with its `train.updated` result: a compiled trainer starts it at
+    zero and saves it in checkpoints, like momentum. `residuals=false`
+    starts every step from a zero residual instead (top-k without error
+    feedback, to compare).
+
+    - `select`: `exact` (top-k by magnitude, radix select), `gaussian`
+      (Gaussian-k: a threshold from the mean and deviation, corrected up
+      to 3 times; default), `dgc` (a threshold from a 1% sample) or
+      `random` (random-k).
+    - `aggregate`: `allgather` (every rank gets every selection: (P-1)
+      messages of 8k bytes), `gtopk` (a tree of merges that keep the k
+      largest sums, then a broadcast: 2 log2(P) messages of 8k bytes), or
+      `auto`: per exchange, the cheapest of those two and the dense
+      all-reduce under the alpha-beta model of `network` (`1gbe` default,
+      `10gbe`, `100gb-ib`, or the cost measured in `profile`) at `ranks`
+      ranks (default 4); a sparse exchange also pays a pass over its
+      elements at `elements-per-second`. The dense all-reduce costs the
+      less of a ring (2(P-1) messages, 2(P-1)/P of the bytes per link) and
+      recursive doubling (log2(P) messages of all the bytes).
+    - `warmup`: densities for the first steps, `warmup-steps` steps each
+      (e.g. `warmup=0.25,0.063,0.015,0.004 warmup-steps=500`; `warmup=1`
+      is dense warm-up); then `density`. The step count is one more state
+      argument, `sparsify.step`.
+
+    ```mlir
+    %req, %inflight = comm.all_reduce_start <mean> %dw on %world : tensor<784x128xf32>
+    ...
+    %avg = comm.wait %req, %inflight : tensor<784x128xf32>
+    ```
+
+    becomes, with `%res` the new argument `residual.0`,
+
+    ```mlir
+    %k = arith.constant 100 : index
+    %req, %g, %r = comm.sparse_all_reduce_start <mean> %dw, %res k %k on %world
+        select <gaussian> aggregate <allgather> : tensor<784x128xf32>
+    ...
+    %avg, %newres = comm.sparse_wait %req, %g, %r : tensor<784x128xf32>
+    ```
+  }];
+  let options = [
+    Option<"density", "density", "double", "0.001",
+           "fraction of each exchange's entries to send, in (0, 1] "
+           "(default 0.001)">,
+    Option<"select", "select", "std::string", "\"gaussian\"",
+           "exact, gaussian (default), dgc or random">,
+    Option<"aggregate", "aggregate", "std::string", "\"allgather\"",
+           "allgather (default), gtopk or auto">,
+    ListOption<"warmup", "warmup", "double",
+               "densities of the warm-up stages, in (0, 1] (default none)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "steps per warm-up stage">,
+    Option<"residuals", "residuals", "bool", "true",
+           "keep what is not sent for the next steps (default); false "
+           "drops it, to measure what error feedback is worth">,
+    Option<"ranks", "ranks", "int64_t", "4",
+           "aggregate=auto: the rank count to decide for (default 4)">,
+    Option<"network", "network", "std::string", "\"1gbe\"",
+           "aggregate=auto: 1gbe (default), 10gbe, 100gb-ib, or profile">,
+    Option<"elementsPerSecond", "elements-per-second", "double", "1e9",
+           "aggregate=auto: speed of selection per element">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "aggregate=auto with network=profile: a trainer's --profile "
+           "JSON, whose measured all-reduce cost gives the network">,
+  ];
+  let dependentDialects = ["::mlir::dtrain::comm::CommDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
   let summary = "Predict a data-parallel step's iteration time and scaling "
                 "efficiency for many ranks (prints a report)";

@@ -48,3 +48,45 @@ func.func @not_a_communicator(%g: tensor<4xf32>, %x: index) {
   %0 = comm.all_reduce <sum> %g on %x : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @sparse_f16(%w: !comm.communicator, %g: tensor<4xf16>, %k: index) {
+  // expected-error @+1 {{'comm.sparse_all_reduce_start' op sparsifies f32 buffers only, got 'tensor<4xf16>' and 'tensor<4xf16>'}}
+  %req, %a, %b = comm.sparse_all_reduce_start <mean> %g, %g k %k on %w select <exact> aggregate <allgather> : tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @sparse_residual_shape(%w: !comm.communicator, %g: tensor<4xf32>, %r: tensor<5xf32>, %k: index) {
+  // expected-error @+1 {{'comm.sparse_all_reduce_start' op needs a residual of the buffer's shape and kind, got 'tensor<4xf32>' and 'tensor<5xf32>'}}
+  %req, %a, %b = comm.sparse_all_reduce_start <mean> %g, %r k %k on %w select <exact> aggregate <allgather> : tensor<4xf32>, tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_max(%w: !comm.communicator, %g: tensor<4xf32>, %k: index) {
+  // expected-error @+1 {{'comm.sparse_all_reduce_start' op reduces with sum or mean, not max}}
+  %req, %a, %b = comm.sparse_all_reduce_start <max> %g, %g k %k on %w select <exact> aggregate <gtopk> : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_unknown_select(%w: !comm.communicator, %g: tensor<4xf32>, %k: index) {
+  // expected-error @+2 {{expected ::mlir::dtrain::comm::SelectMethod to be one of: exact, gaussian, dgc, random}}
+  // expected-error @+1 {{failed to parse Comm_SelectMethodAttr parameter}}
+  %req, %a, %b = comm.sparse_all_reduce_start <mean> %g, %g k %k on %w select <sorted> aggregate <gtopk> : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_wait_other_buffers(%w: !comm.communicator, %g: tensor<4xf32>, %r: tensor<4xf32>, %k: index) {
+  %req, %a, %b = comm.sparse_all_reduce_start <mean> %g, %r k %k on %w select <exact> aggregate <gtopk> : tensor<4xf32>
+  // expected-error @+1 {{'comm.sparse_wait' op buffers are not the in-flight tensors of the request's start op}}
+  %x, %y = comm.sparse_wait %req, %a, %r : tensor<4xf32>
+  return
+}

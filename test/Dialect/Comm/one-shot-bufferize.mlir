@@ -33,3 +33,21 @@ func.func @input_read_later(%g: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf3
   %s = comm.all_reduce <sum> %g on %world : tensor<16xf32>
   return %s, %g : tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// A sparse all-reduce works in place on both buffers: the residual argument
+// is updated where it lies.
+// CHECK-LABEL: func.func @sparse_in_place
+// CHECK-SAME: (%[[G:.*]]: memref<64xf32>, %[[R:.*]]: memref<64xf32>, %[[K:.*]]: index) -> (memref<64xf32>, memref<64xf32>)
+// CHECK-NOT:  memref.alloc
+// CHECK-NOT:  memref.copy
+// CHECK:      %[[REQ:.*]] = comm.sparse_all_reduce_start <mean> %[[G]], %[[R]] k %[[K]] on %{{.*}} select <exact> aggregate <gtopk> : memref<64xf32>
+// CHECK-NEXT: comm.sparse_wait %[[REQ]], %[[G]], %[[R]] : memref<64xf32>
+// CHECK-NEXT: return %[[G]], %[[R]]
+func.func @sparse_in_place(%g: tensor<64xf32>, %r: tensor<64xf32>, %k: index) -> (tensor<64xf32>, tensor<64xf32>) {
+  %world = comm.world : !comm.communicator
+  %req, %gi, %ri = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <exact> aggregate <gtopk> : tensor<64xf32>
+  %avg, %res = comm.sparse_wait %req, %gi, %ri : tensor<64xf32>
+  return %avg, %res : tensor<64xf32>, tensor<64xf32>
+}

@@ -32,3 +32,21 @@ func.func @memrefs(%world: !comm.communicator, %buf: memref<1024xf16>, %dyn: mem
   comm.wait %req, %dyn : memref<?x4xf32>
   return
 }
+
+// A sparse all-reduce: gradient and residual in flight until the wait, one
+// type printed when both buffers have it.
+// CHECK-LABEL: func.func @sparse
+// CHECK: %[[REQ:.*]], %[[G:.*]], %[[R:.*]] = comm.sparse_all_reduce_start <mean> %{{.*}}, %{{.*}} k %{{.*}} on %{{.*}} select <gaussian> aggregate <gtopk> : tensor<64x4xf32>
+// CHECK: comm.sparse_wait %[[REQ]], %[[G]], %[[R]] : tensor<64x4xf32>
+// CHECK: comm.sparse_all_reduce_start <sum> %{{.*}}, %{{.*}} k %{{.*}} on %{{.*}} select <random> aggregate <allgather> : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+// CHECK: comm.sparse_wait %{{.*}}, %{{.*}}, %{{.*}} : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+func.func @sparse(%g: tensor<64x4xf32>, %r: tensor<64x4xf32>, %k: index,
+                  %b: memref<8xf32, strided<[1], offset: 8>>, %s: memref<8xf32>)
+    -> (tensor<64x4xf32>, tensor<64x4xf32>) {
+  %world = comm.world : !comm.communicator
+  %req, %gi, %ri = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <gaussian> aggregate <gtopk> : tensor<64x4xf32>
+  %avg, %res = comm.sparse_wait %req, %gi, %ri : tensor<64x4xf32>
+  %req2 = comm.sparse_all_reduce_start <sum> %b, %s k %k on %world select <random> aggregate <allgather> : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+  comm.sparse_wait %req2, %b, %s : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+  return %avg, %res : tensor<64x4xf32>, tensor<64x4xf32>
+}

@@ -28,6 +28,30 @@ static void printBufferType(OpAsmPrinter &printer, Operation *, Type bufferType,
   printer << bufferType;
 }
 
+/// The buffers of a sparse all-reduce (gradient and residual): one type
+/// when they agree, else both; the in-place results follow as above.
+static ParseResult parseBufferPairType(OpAsmParser &parser, Type &bufferType,
+                                       Type &residualType, Type &resultType,
+                                       Type &residualResultType) {
+  if (parseBufferType(parser, bufferType, resultType))
+    return failure();
+  residualType = bufferType;
+  if (succeeded(parser.parseOptionalComma()) &&
+      parser.parseType(residualType))
+    return failure();
+  if (isa<RankedTensorType>(residualType))
+    residualResultType = residualType;
+  return success();
+}
+
+static void printBufferPairType(OpAsmPrinter &printer, Operation *,
+                                Type bufferType, Type residualType, Type,
+                                Type) {
+  printer << bufferType;
+  if (residualType != bufferType)
+    printer << ", " << residualType;
+}
+
 static LogicalResult verifyInPlaceResult(Operation *op, Value buffer,
                                          Value result) {
   if (isa<RankedTensorType>(buffer.getType())) {
@@ -41,21 +65,40 @@ static LogicalResult verifyInPlaceResult(Operation *op, Value buffer,
 }
 
 /// Effects of a collective: it reads and writes the network, and, once
-/// bufferized, its memref.
+/// bufferized, its memrefs.
 static void getCollectiveEffects(
-    OpOperand &buffer,
+    ArrayRef<OpOperand *> buffers,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   effects.emplace_back(MemoryEffects::Read::get(),
                        CommunicationResource::get());
   effects.emplace_back(MemoryEffects::Write::get(),
                        CommunicationResource::get());
-  if (!isa<MemRefType>(buffer.get().getType()))
-    return;
-  effects.emplace_back(MemoryEffects::Read::get(), &buffer,
-                       SideEffects::DefaultResource::get());
-  effects.emplace_back(MemoryEffects::Write::get(), &buffer,
-                       SideEffects::DefaultResource::get());
+  for (OpOperand *buffer : buffers) {
+    if (!isa<MemRefType>(buffer->get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), buffer,
+                         SideEffects::DefaultResource::get());
+    effects.emplace_back(MemoryEffects::Write::get(), buffer,
+                         SideEffects::DefaultResource::get());
+  }
+}
+
+/// The gradient and residual of a sparse all-reduce: f32, of one shape.
+static LogicalResult verifySparseBuffers(Operation *op, Value buffer,
+                                         Value residual) {
+  auto bufferType = cast<ShapedType>(buffer.getType());
+  auto residualType = cast<ShapedType>(residual.getType());
+  if (!bufferType.getElementType().isF32() ||
+      !residualType.getElementType().isF32())
+    return op->emitOpError("sparsifies f32 buffers only, got ")
+           << bufferType << " and " << residualType;
+  if (bufferType.getShape() != residualType.getShape() ||
+      isa<TensorType>(bufferType) != isa<TensorType>(residualType))
+    return op->emitOpError("needs a residual of the buffer's shape and kind, "
+                           "got ")
+           << bufferType << " and " << residualType;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -69,7 +112,7 @@ LogicalResult AllReduceOp::verify() {
 void AllReduceOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  getCollectiveEffects(getInputMutable(), effects);
+  getCollectiveEffects({&getInputMutable()}, effects);
 }
 
 LogicalResult AllReduceStartOp::verify() {
@@ -79,7 +122,7 @@ LogicalResult AllReduceStartOp::verify() {
 void AllReduceStartOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  getCollectiveEffects(getInputMutable(), effects);
+  getCollectiveEffects({&getInputMutable()}, effects);
 }
 
 LogicalResult WaitOp::verify() {
@@ -102,7 +145,45 @@ LogicalResult WaitOp::verify() {
 void WaitOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  getCollectiveEffects(getBufferMutable(), effects);
+  getCollectiveEffects({&getBufferMutable()}, effects);
+}
+
+LogicalResult SparseAllReduceStartOp::verify() {
+  if (failed(verifySparseBuffers(*this, getInput(), getResidual())) ||
+      failed(verifyInPlaceResult(*this, getInput(), getInflight())) ||
+      failed(verifyInPlaceResult(*this, getResidual(), getInflightResidual())))
+    return failure();
+  if (getReduction() == ReductionKind::max)
+    return emitOpError("reduces with sum or mean, not max");
+  return success();
+}
+
+void SparseAllReduceStartOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects({&getInputMutable(), &getResidualMutable()}, effects);
+}
+
+LogicalResult SparseWaitOp::verify() {
+  if (failed(verifySparseBuffers(*this, getBuffer(), getResidual())) ||
+      failed(verifyInPlaceResult(*this, getBuffer(), getResult())) ||
+      failed(verifyInPlaceResult(*this, getResidual(), getNewResidual())))
+    return failure();
+  auto start = getRequest().getDefiningOp<SparseAllReduceStartOp>();
+  if (!start)
+    return success();
+  if (isa<RankedTensorType>(getBuffer().getType()) &&
+      (getBuffer() != start.getInflight() ||
+       getResidual() != start.getInflightResidual()))
+    return emitOpError("buffers are not the in-flight tensors of the "
+                       "request's start op");
+  return success();
+}
+
+void SparseWaitOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getCollectiveEffects({&getBufferMutable(), &getResidualMutable()}, effects);
 }
 
 #define GET_OP_CLASSES

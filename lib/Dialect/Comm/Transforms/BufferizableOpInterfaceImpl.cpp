@@ -22,13 +22,21 @@ using namespace mlir::dtrain::comm;
 
 namespace {
 
-/// The tensor result that carries the collective's buffer.
-template <typename OpTy>
-static Value getInPlaceResult(OpTy op) {
-  if constexpr (std::is_same_v<OpTy, AllReduceStartOp>)
-    return op.getInflight();
-  else
-    return op.getResult();
+/// The operands that are the collective's buffers (tensors before
+/// bufferization), in order; the i-th tensor result is the i-th buffer,
+/// in place.
+static SmallVector<OpOperand *> getBufferOperands(Operation *op) {
+  SmallVector<OpOperand *> buffers;
+  for (OpOperand &operand : op->getOpOperands())
+    if (isa<TensorType, MemRefType>(operand.get().getType()))
+      buffers.push_back(&operand);
+  return buffers;
+}
+
+static SmallVector<OpResult> getTensorResults(Operation *op) {
+  return llvm::filter_to_vector(op->getResults(), [](Value result) {
+    return isa<TensorType>(result.getType());
+  });
 }
 
 template <typename OpTy>
@@ -47,41 +55,52 @@ struct CollectiveOpInterface
 
   bool mustBufferizeInPlace(Operation *, OpOperand &,
                             const AnalysisState &) const {
-    return std::is_same_v<OpTy, WaitOp>;
+    return std::is_same_v<OpTy, WaitOp> || std::is_same_v<OpTy, SparseWaitOp>;
   }
 
-  AliasingValueList getAliasingValues(Operation *op, OpOperand &,
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
                                       const AnalysisState &) const {
-    return {{getInPlaceResult(cast<OpTy>(op)), BufferRelation::Equivalent}};
+    SmallVector<OpOperand *> buffers = getBufferOperands(op);
+    size_t index = llvm::find(buffers, &operand) - buffers.begin();
+    return {{getTensorResults(op)[index], BufferRelation::Equivalent}};
   }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
-    auto collective = cast<OpTy>(op);
-    OpOperand &tensorOperand = collective.getBufferMutable();
-    FailureOr<Value> buffer =
-        getBuffer(rewriter, tensorOperand.get(), options, state);
-    if (failed(buffer))
-      return failure();
-
-    // The same op on the buffer, without the tensor result.
-    OperationState bufferized(op->getLoc(), op->getName());
+    // The same op on the buffers, without the tensor results.
     SmallVector<Value> operands(op->getOperands());
-    operands[tensorOperand.getOperandNumber()] = *buffer;
+    SmallVector<Value> buffers;
+    for (OpOperand *operand : getBufferOperands(op)) {
+      FailureOr<Value> buffer =
+          getBuffer(rewriter, operand->get(), options, state);
+      if (failed(buffer))
+        return failure();
+      operands[operand->getOperandNumber()] = *buffer;
+      buffers.push_back(*buffer);
+    }
+    OperationState bufferized(op->getLoc(), op->getName());
     bufferized.addOperands(operands);
     bufferized.addAttributes(op->getAttrs());
     for (Type type : op->getResultTypes())
       if (!isa<TensorType>(type))
         bufferized.addTypes(type);
+    if constexpr (OpTy::template hasTrait<OpTrait::AttrSizedResultSegments>()) {
+      // Each result segment holds at most one result; the tensor ones go.
+      SmallVector<int32_t> sizes;
+      for (Value result : op->getResults())
+        sizes.push_back(isa<TensorType>(result.getType()) ? 0 : 1);
+      bufferized.attributes.set("resultSegmentSizes",
+                                rewriter.getDenseI32ArrayAttr(sizes));
+    }
     rewriter.setInsertionPoint(op);
     Operation *newOp = rewriter.create(bufferized);
 
     SmallVector<Value> replacements;
-    unsigned nextResult = 0;
+    unsigned nextResult = 0, nextBuffer = 0;
     for (Value result : op->getResults())
       replacements.push_back(isa<TensorType>(result.getType())
-                                 ? *buffer
+                                 ? buffers[nextBuffer++]
                                  : newOp->getResult(nextResult++));
     replaceOpWithBufferizedValues(rewriter, op, replacements);
     return success();
@@ -97,5 +116,8 @@ void mlir::dtrain::comm::registerBufferizableOpInterfaceExternalModels(
     AllReduceStartOp::attachInterface<CollectiveOpInterface<AllReduceStartOp>>(
         *ctx);
     WaitOp::attachInterface<CollectiveOpInterface<WaitOp>>(*ctx);
+    SparseAllReduceStartOp::attachInterface<
+        CollectiveOpInterface<SparseAllReduceStartOp>>(*ctx);
+    SparseWaitOp::attachInterface<CollectiveOpInterface<SparseWaitOp>>(*ctx);
   });
 }

@@ -66,4 +66,31 @@ def Comm_ReductionKindAttr : EnumAttr<Comm_Dialect, Comm_ReductionKind, "reducti
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Comm_SelectMethod : I32EnumAttr<"SelectMethod",
+    "how a sparsified exchange picks the entries it sends", [
+      I32EnumAttrCase<"exact", 0>,
+      I32EnumAttrCase<"gaussian", 1>,
+      I32EnumAttrCase<"dgc", 2>,
+      I32EnumAttrCase<"random", 3>]> {
+  let cppNamespace = "::mlir::dtrain::comm";
+  let genSpecializedAttr = 0;
+}
+
+def Comm_SelectMethodAttr : EnumAttr<Comm_Dialect, Comm_SelectMethod, "select"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Comm_SparseAggregate : I32EnumAttr<"SparseAggregate",
+    "how the ranks' sparse selections are combined", [
+      I32EnumAttrCase<"allgather", 0>,
+      I32EnumAttrCase<"gtopk", 1>]> {
+  let cppNamespace = "::mlir::dtrain::comm";
+  let genSpecializedAttr = 0;
+}
+
+def Comm_SparseAggregateAttr : EnumAttr<Comm_Dialect, Comm_SparseAggregate,
+                                        "aggregate"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // DTRAIN_DIALECT_COMM_IR_COMMBASE_TD

@@ -118,6 +118,75 @@ def Comm_AllReduceStartOp : Comm_CollectiveOp<"all_reduce_start"> {
   }];
 }
 
+def Comm_SparseAllReduceStartOp
+    : Comm_CollectiveOp<"sparse_all_reduce_start", [AttrSizedResultSegments]> {
+  let summary = "Start a top-k sparse all-reduce with a residual";
+  let description = [{
+    The exchange of a sparsified gradient with error feedback, started like
+    `comm.all_reduce_start` and completed by `comm.sparse_wait`:
+
+    - `u = input + residual`;
+    - about `k` entries of `u` are selected by `select` (`exact` top-k by
+      magnitude, `gaussian` Gaussian-k, `dgc` a sampled threshold, `random`
+      random-k);
+    - the residual becomes `u` with the selected entries zeroed;
+    - the ranks' selections are combined by `aggregate`: `allgather` sends
+      every rank's selection to all and adds them; `gtopk` merges them in a
+      tree that keeps the `k` largest sums at each level (what a merge
+      drops goes back to the merging rank's residual);
+    - the result is the dense `sum` or `mean` of the combined selection.
+
+    Both buffers are f32 of the same shape. On tensors the op returns the
+    two in-flight tensors, which only `comm.sparse_wait` may use. `k` is an
+    operand so that it may change from step to step (density warm-up);
+    values at or above the element count select everything.
+
+    ```mlir
+    %req, %g, %r = comm.sparse_all_reduce_start <mean> %grad, %res k %k on %world
+        select <gaussian> aggregate <gtopk> : tensor<4096xf32>
+    %avg, %newres = comm.sparse_wait %req, %g, %r : tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Comm_ReductionKindAttr:$reduction,
+                       Comm_SelectMethodAttr:$select,
+                       Comm_SparseAggregateAttr:$aggregate,
+                       Comm_Buffer:$input, Comm_Buffer:$residual, Index:$k,
+                       Comm_CommunicatorType:$communicator);
+  let results = (outs Comm_RequestType:$request,
+                      Optional<Comm_FloatTensor>:$inflight,
+                      Optional<Comm_FloatTensor>:$inflight_residual);
+  let assemblyFormat = [{
+    $reduction $input `,` $residual `k` $k `on` $communicator
+    `select` $select `aggregate` $aggregate attr-dict `:`
+    custom<BufferPairType>(type($input), type($residual), type($inflight),
+                           type($inflight_residual))
+  }];
+  let extraClassDeclaration = extraCollectiveDeclaration # [{
+    ::mlir::Value getBuffer() { return getInput(); }
+  }];
+}
+
+def Comm_SparseWaitOp
+    : Comm_CollectiveOp<"sparse_wait", [AttrSizedResultSegments]> {
+  let summary = "Complete a started sparse all-reduce";
+  let description = [{
+    Blocks until the `comm.sparse_all_reduce_start` of `request` is complete
+    on this rank. The buffers are the start op's in-flight tensors (or,
+    once bufferized, its memrefs); on tensors the op returns the combined
+    gradient and the new residual.
+  }];
+  let arguments = (ins Comm_RequestType:$request, Comm_Buffer:$buffer,
+                       Comm_Buffer:$residual);
+  let results = (outs Optional<Comm_FloatTensor>:$result,
+                      Optional<Comm_FloatTensor>:$new_residual);
+  let assemblyFormat = [{
+    $request `,` $buffer `,` $residual attr-dict `:`
+    custom<BufferPairType>(type($buffer), type($residual), type($result),
+                           type($new_residual))
+  }];
+  let extraClassDeclaration = extraCollectiveDeclaration;
+}
+
 def Comm_WaitOp : Comm_CollectiveOp<"wait"> {
   let summary = "Complete a started collective";
   let description = [{

@@ -1,0 +1,319 @@
+//===- Sparsify.cpp - top-k sparsification of gradient exchanges ----------===//
+//
+// Implements --dtrain-sparsify: each gradient exchange (a tensor
+// comm.all_reduce_start / comm.wait pair) becomes a sparse one with a
+// residual that the step carries as optimizer state (error feedback).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtrain/Dist/Passes.h"
+
+#include "dtrain/Dialect/Comm/IR/CommOps.h"
+#include "dtrain/Dialect/Train/IR/TrainDialect.h"
+#include "dtrain/Dist/CostModel.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace mlir::dtrain::dist {
+#define GEN_PASS_DEF_SPARSIFY
+#include "dtrain/Dist/Passes.h.inc"
+} // namespace mlir::dtrain::dist
+
+using namespace mlir;
+using namespace mlir::dtrain;
+using namespace mlir::dtrain::dist;
+
+namespace {
+
+/// What the ranks send per exchange under the alpha-beta model: the dense
+/// all-reduce, or one of the sparse aggregations of k entries.
+struct AggregateCosts {
+  Network network;
+  int64_t ranks;
+  double elementsPerSecond;
+
+  /// Messages of a binomial tree (or recursive doubling) over the ranks.
+  double treeSteps() const { return std::ceil(std::log2(double(ranks))); }
+
+  double dense(int64_t elements) const {
+    const double bytes = 4.0 * double(elements);
+    AllReduceCost ring = ringAllReduceCost(ranks, network);
+    const double doubling =
+        treeSteps() * (network.latency + bytes / network.bandwidth);
+    return std::min(ring.startup + ring.perByte * bytes, doubling);
+  }
+  /// One pass over the elements to add the residual and select, on top.
+  double select(int64_t elements) const {
+    return double(elements) / elementsPerSecond;
+  }
+  double allGather(int64_t elements, int64_t k) const {
+    return select(elements) +
+           double(ranks - 1) *
+               (network.latency + 8.0 * double(k) / network.bandwidth);
+  }
+  double gTopK(int64_t elements, int64_t k) const {
+    return select(elements) +
+           2 * treeSteps() *
+               (network.latency + 8.0 * double(k) / network.bandwidth);
+  }
+};
+
+struct SparsifyPass : public dist::impl::SparsifyBase<SparsifyPass> {
+  using Base::Base;
+
+  LogicalResult initialize(MLIRContext *context) override;
+  void runOnOperation() override;
+
+private:
+  /// The exchange's k at DENSITY: max(1, floor(density * elements)).
+  static int64_t kFor(double density, int64_t elements) {
+    return std::max<int64_t>(1,
+                             int64_t(std::floor(density * double(elements))));
+  }
+
+  /// The aggregate for an exchange of ELEMENTS, or none to stay dense.
+  std::optional<comm::SparseAggregate> chooseAggregate(int64_t elements) const;
+
+  /// k as an index value before B's insertion point: the warm-up stage's
+  /// for STEP (null without warm-up), else the final one.
+  Value buildK(OpBuilder &b, Location loc, int64_t elements, Value step) const;
+
+  comm::SelectMethod selectMethod = comm::SelectMethod::gaussian;
+  std::optional<comm::SparseAggregate> fixedAggregate;
+  std::optional<AggregateCosts> costs;
+};
+
+} // namespace
+
+/// VALUE as printf's %g writes it (0.001, 1.5), for messages.
+static std::string shortNumber(double value) {
+  std::string text(32, '\0');
+  text.resize(size_t(std::snprintf(text.data(), text.size(), "%g", value)));
+  return text;
+}
+
+LogicalResult SparsifyPass::initialize(MLIRContext *context) {
+  Location loc = UnknownLoc::get(context);
+  auto error = [&]() { return emitError(loc) << "--dtrain-sparsify: "; };
+  if (!(density > 0 && density <= 1))
+    return error() << "density=" << shortNumber(density) << " is not in (0, 1]";
+  for (double stage : warmup)
+    if (!(stage > 0 && stage <= 1))
+      return error() << "warmup density " << shortNumber(stage)
+                     << " is not in (0, 1]";
+  if (!warmup.empty() && warmupSteps <= 0)
+    return error() << "warmup needs warmup-steps=N with N >= 1 (steps per "
+                      "warm-up stage)";
+  if (warmup.empty() && warmupSteps != 0)
+    return error() << "warmup-steps needs warmup=D1,D2,... (the stages' "
+                      "densities)";
+  std::optional<comm::SelectMethod> method =
+      comm::symbolizeSelectMethod(select);
+  if (!method)
+    return error() << "select '" << select
+                   << "' is not valid (accepted: exact, gaussian, dgc, "
+                      "random)";
+  selectMethod = *method;
+  if (aggregate != "auto") {
+    fixedAggregate = comm::symbolizeSparseAggregate(aggregate);
+    if (!fixedAggregate)
+      return error() << "aggregate '" << aggregate
+                     << "' is not valid (accepted: allgather, gtopk, auto)";
+    return success();
+  }
+  if (ranks < 2)
+    return error() << "aggregate=auto needs ranks >= 2 (got " << int64_t(ranks)
+                   << ")";
+  if (!(elementsPerSecond > 0))
+    return error() << "elements-per-second must be positive";
+  std::optional<Network> net;
+  if (network == "profile") {
+    if (profile.empty())
+      return error() << "network=profile needs profile=FILE.json";
+    FailureOr<Profile> measured =
+        readProfile(profile, loc, "--dtrain-sparsify");
+    if (failed(measured))
+      return failure();
+    // Invert the ring model at the profile's rank count: startup =
+    // 2(P-1) latencies, per-byte = 2(P-1)/P / bandwidth.
+    const int64_t p = measured->ranks.value_or(ranks);
+    if (p < 2 || !(measured->cost.perByte > 0))
+      return error() << "profile '" << profile
+                     << "' has no all-reduce cost over 2 or more ranks";
+    const double steps = 2.0 * double(p - 1);
+    net = Network{measured->cost.startup / steps,
+                  steps / double(p) / measured->cost.perByte};
+  } else {
+    net = lookupNetwork(network);
+    if (!net)
+      return error() << "network '" << network
+                     << "' is not valid (accepted: 1gbe, 10gbe, 100gb-ib, "
+                        "profile)";
+  }
+  costs = AggregateCosts{*net, ranks, elementsPerSecond};
+  return success();
+}
+
+std::optional<comm::SparseAggregate>
+SparsifyPass::chooseAggregate(int64_t elements) const {
+  if (fixedAggregate)
+    return fixedAggregate;
+  const int64_t k = kFor(density, elements);
+  const double dense = costs->dense(elements);
+  const double allGather = costs->allGather(elements, k);
+  const double gTopK = costs->gTopK(elements, k);
+  if (dense <= std::min(allGather, gTopK))
+    return std::nullopt;
+  return allGather <= gTopK ? comm::SparseAggregate::allgather
+                            : comm::SparseAggregate::gtopk;
+}
+
+Value SparsifyPass::buildK(OpBuilder &b, Location loc, int64_t elements,
+                           Value step) const {
+  auto constant = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+  Value k = constant(kFor(density, elements));
+  if (!step)
+    return k;
+  // Stages from the last: k = step < (s+1)*W ? k_s : k.
+  for (int64_t s = int64_t(warmup.size()) - 1; s >= 0; --s) {
+    Value inStage =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, step,
+                              constant((s + 1) * warmupSteps));
+    k = arith::SelectOp::create(b, loc, inStage,
+                                constant(kFor(warmup[size_t(s)], elements)), k);
+  }
+  return k;
+}
+
+/// Appends to FUNC an optimizer-state argument NAME of TYPE after the
+/// parameters and state (where --dtrain-build-training puts state) and the
+/// result that updates it, returned by RETURNOP as VALUE; returns the
+/// argument.
+static BlockArgument addStateArgument(func::FuncOp func, Type type,
+                                      StringRef name) {
+  OpBuilder b(func.getContext());
+  unsigned index = 0;
+  while (index < func.getNumArguments() &&
+         (func.getArgAttr(index, train::TrainDialect::kParamAttrName) ||
+          func.getArgAttr(index, train::TrainDialect::kBufferAttrName) ||
+          func.getArgAttr(index, train::TrainDialect::kOptimizerStateAttrName)))
+    ++index;
+  (void)func.insertArgument(
+      index, type,
+      b.getDictionaryAttr(b.getNamedAttr(
+          train::TrainDialect::kOptimizerStateAttrName, b.getStringAttr(name))),
+      func.getLoc());
+  return func.getArgument(index);
+}
+
+static void addStateResult(func::FuncOp func, func::ReturnOp returnOp,
+                           Value value, StringRef name) {
+  OpBuilder b(func.getContext());
+  unsigned index = func.getNumResults();
+  (void)func.insertResult(
+      index, value.getType(),
+      b.getDictionaryAttr(b.getNamedAttr(train::TrainDialect::kUpdatedAttrName,
+                                         b.getStringAttr(name))));
+  returnOp.getOperandsMutable().append(value);
+}
+
+/// Whether VALUE, or a slice or reshape of it (a bucket's member), is
+/// returned: the averaged loss, which must stay exact.
+static bool reachesReturn(Value value) {
+  SmallVector<Value> worklist = {value};
+  while (!worklist.empty()) {
+    Value next = worklist.pop_back_val();
+    for (Operation *user : next.getUsers()) {
+      if (isa<func::ReturnOp>(user))
+        return true;
+      if (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+              tensor::ExpandShapeOp>(user))
+        worklist.push_back(user->getResult(0));
+    }
+  }
+  return false;
+}
+
+void SparsifyPass::runOnOperation() {
+  func::FuncOp func = getOperation();
+  if (func.isExternal())
+    return;
+  // The gradient exchanges: f32 tensor starts with one wait, whose result
+  // the step does not return (the averaged loss stays dense, and so does a
+  // bucket that holds it).
+  struct Pair {
+    comm::AllReduceStartOp start;
+    comm::WaitOp wait;
+  };
+  SmallVector<Pair> pairs;
+  func.walk([&](comm::AllReduceStartOp start) {
+    auto type = dyn_cast<RankedTensorType>(start.getInput().getType());
+    if (!type || !type.hasStaticShape() || !type.getElementType().isF32() ||
+        start.getReduction() == comm::ReductionKind::max ||
+        !start.getRequest().hasOneUse())
+      return;
+    auto wait = dyn_cast<comm::WaitOp>(*start.getRequest().getUsers().begin());
+    if (!wait || !wait.getResult() || reachesReturn(wait.getResult()))
+      return;
+    pairs.push_back({start, wait});
+  });
+  if (pairs.empty())
+    return;
+  if (!func.getBody().hasOneBlock()) {
+    func.emitError("--dtrain-sparsify needs a single-block step");
+    return signalPassFailure();
+  }
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  OpBuilder b(func.getContext());
+
+  // The warm-up's step count: its old value gives this step's number from 0.
+  Value step;
+  if (!warmup.empty()) {
+    auto stepType = RankedTensorType::get({}, b.getI64Type());
+    BlockArgument count = addStateArgument(func, stepType, "sparsify.step");
+    Location loc = func.getLoc();
+    b.setInsertionPointToStart(&func.getBody().front());
+    Value old = tensor::ExtractOp::create(b, loc, count, ValueRange());
+    step = arith::IndexCastOp::create(b, loc, b.getIndexType(), old);
+    Value one = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(stepType, int64_t(1)));
+    Value next = arith::AddIOp::create(b, loc, count, one);
+    addStateResult(func, returnOp, next, "sparsify.step");
+  }
+
+  unsigned sparsified = 0;
+  for (auto [start, wait] : pairs) {
+    auto type = cast<RankedTensorType>(start.getInput().getType());
+    std::optional<comm::SparseAggregate> aggregateKind =
+        chooseAggregate(type.getNumElements());
+    if (!aggregateKind)
+      continue;
+    std::string name = llvm::formatv("residual.{0}", sparsified++).str();
+    Location loc = start.getLoc();
+    b.setInsertionPoint(start);
+    Value residual = residuals
+                         ? Value(addStateArgument(func, type, name))
+                         : Value(arith::ConstantOp::create(
+                               b, loc, DenseElementsAttr::get(type, 0.0f)));
+    Value k = buildK(b, loc, type.getNumElements(), step);
+    auto sparse = comm::SparseAllReduceStartOp::create(
+        b, loc, comm::RequestType::get(b.getContext()), type, type,
+        start.getReduction(), selectMethod, *aggregateKind, start.getInput(),
+        residual, k, start.getCommunicator());
+    b.setInsertionPoint(wait);
+    auto sparseWait = comm::SparseWaitOp::create(
+        b, wait.getLoc(), type, type, sparse.getRequest(), sparse.getInflight(),
+        sparse.getInflightResidual());
+    wait.getResult().replaceAllUsesWith(sparseWait.getResult());
+    if (residuals)
+      addStateResult(func, returnOp, sparseWait.getNewResidual(), name);
+    wait.erase();
+    start.erase();
+  }
+}

@@ -1,0 +1,129 @@
+// RUN: dtrain-opt %s --dtrain-sparsify | FileCheck %s
+// RUN: dtrain-opt %s --dtrain-sparsify="density=0.01 select=exact aggregate=gtopk residuals=false" | FileCheck %s --check-prefix=NORES
+// RUN: dtrain-opt %s --dtrain-sparsify="warmup=1,0.1 warmup-steps=100" | FileCheck %s --check-prefix=WARMUP
+// RUN: dtrain-opt %s --dtrain-sparsify="aggregate=auto" | FileCheck %s --check-prefix=AUTO4
+// RUN: dtrain-opt %s --dtrain-sparsify="aggregate=auto ranks=64" | FileCheck %s --check-prefix=AUTO64
+// RUN: dtrain-opt %s --dtrain-merge-gradients="strategy=threshold threshold-bytes=200" --dtrain-sparsify | FileCheck %s --check-prefix=MERGED
+// RUN: not dtrain-opt %s --dtrain-sparsify="density=0" 2>&1 | FileCheck %s --check-prefix=DENSITY
+// RUN: not dtrain-opt %s --dtrain-sparsify="select=sorted" 2>&1 | FileCheck %s --check-prefix=SELECT
+// RUN: not dtrain-opt %s --dtrain-sparsify="aggregate=ring" 2>&1 | FileCheck %s --check-prefix=AGGREGATE
+// RUN: not dtrain-opt %s --dtrain-sparsify="warmup=0.5" 2>&1 | FileCheck %s --check-prefix=WARMUP-STEPS
+// RUN: not dtrain-opt %s --dtrain-sparsify="warmup=1.5 warmup-steps=2" 2>&1 | FileCheck %s --check-prefix=WARMUP-DENSITY
+// RUN: not dtrain-opt %s --dtrain-sparsify="aggregate=auto ranks=1" 2>&1 | FileCheck %s --check-prefix=RANKS
+// RUN: not dtrain-opt %s --dtrain-sparsify="aggregate=auto network=token-ring" 2>&1 | FileCheck %s --check-prefix=NETWORK
+// RUN: not dtrain-opt %s --dtrain-sparsify="aggregate=auto network=profile" 2>&1 | FileCheck %s --check-prefix=PROFILE
+
+// A step as --dtrain-data-parallel leaves it: three gradient exchanges
+// (1M, 2048 and 32 elements) and the loss's, whose result is returned.
+func.func @train_step(%w: tensor<1024x1024xf32> {train.param = "w"},
+                      %v: tensor<64x32xf32> {train.param = "v"},
+                      %b: tensor<32xf32> {train.param = "b"},
+                      %m: tensor<32xf32> {train.optimizer_state = "b.momentum_buffer"},
+                      %gw: tensor<1024x1024xf32> {train.input = "gw"},
+                      %gv: tensor<64x32xf32> {train.input = "gv"},
+                      %gb: tensor<32xf32> {train.input = "gb"},
+                      %loss: tensor<f32> {train.input = "loss"})
+    -> (tensor<1024x1024xf32> {train.updated = "w"},
+        tensor<64x32xf32> {train.updated = "v"},
+        tensor<32xf32> {train.updated = "b"},
+        tensor<f32> {train.output = "loss"}) {
+  %world = comm.world : !comm.communicator
+  %rl, %il = comm.all_reduce_start <mean> %loss on %world : tensor<f32>
+  %rb, %ib = comm.all_reduce_start <mean> %gb on %world : tensor<32xf32>
+  %rv, %iv = comm.all_reduce_start <mean> %gv on %world : tensor<64x32xf32>
+  %rw, %iw = comm.all_reduce_start <mean> %gw on %world : tensor<1024x1024xf32>
+  %ab = comm.wait %rb, %ib : tensor<32xf32>
+  %nb = train.sgd_update %b, %ab {lr = 1.0e-1 : f64} : tensor<32xf32>
+  %av = comm.wait %rv, %iv : tensor<64x32xf32>
+  %nv = train.sgd_update %v, %av {lr = 1.0e-1 : f64} : tensor<64x32xf32>
+  %aw = comm.wait %rw, %iw : tensor<1024x1024xf32>
+  %nw = train.sgd_update %w, %aw {lr = 1.0e-1 : f64} : tensor<1024x1024xf32>
+  %al = comm.wait %rl, %il : tensor<f32>
+  return %nw, %nv, %nb, %al : tensor<1024x1024xf32>, tensor<64x32xf32>, tensor<32xf32>, tensor<f32>
+}
+
+// Defaults: density 0.001 (k = max(1, floor(0.001 n)): 1, 2 and 1048),
+// Gaussian-k, all-gather. One residual per exchange, numbered in order,
+// after the parameters and state, updated by a result of the same name.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %[[M:.*]]: tensor<32xf32> {train.optimizer_state = "b.momentum_buffer"}
+// CHECK-SAME: %[[R0:.*]]: tensor<32xf32> {train.optimizer_state = "residual.0"}
+// CHECK-SAME: %[[R1:.*]]: tensor<64x32xf32> {train.optimizer_state = "residual.1"}
+// CHECK-SAME: %[[R2:.*]]: tensor<1024x1024xf32> {train.optimizer_state = "residual.2"}
+// CHECK-SAME: %{{.*}}: tensor<1024x1024xf32> {train.input = "gw"}
+// CHECK-SAME: -> (tensor<1024x1024xf32> {train.updated = "w"}, tensor<64x32xf32> {train.updated = "v"}, tensor<32xf32> {train.updated = "b"}, tensor<f32> {train.output = "loss"}, tensor<32xf32> {train.updated = "residual.0"}, tensor<64x32xf32> {train.updated = "residual.1"}, tensor<1024x1024xf32> {train.updated = "residual.2"})
+// CHECK:      comm.all_reduce_start <mean> %{{.*}} on %{{.*}} : tensor<f32>
+// CHECK:      %[[K0:.*]] = arith.constant 1 : index
+// CHECK-NEXT: %[[REQ0:.*]], %[[G0:.*]], %[[F0:.*]] = comm.sparse_all_reduce_start <mean> %{{.*}}, %[[R0]] k %[[K0]] on %{{.*}} select <gaussian> aggregate <allgather> : tensor<32xf32>
+// CHECK:      %[[K1:.*]] = arith.constant 2 : index
+// CHECK-NEXT: comm.sparse_all_reduce_start <mean> %{{.*}}, %[[R1]] k %[[K1]] on %{{.*}} select <gaussian> aggregate <allgather> : tensor<64x32xf32>
+// CHECK:      %[[K2:.*]] = arith.constant 1048 : index
+// CHECK-NEXT: comm.sparse_all_reduce_start <mean> %{{.*}}, %[[R2]] k %[[K2]] on %{{.*}} select <gaussian> aggregate <allgather> : tensor<1024x1024xf32>
+// CHECK:      %[[AVG0:.*]], %[[NEW0:.*]] = comm.sparse_wait %[[REQ0]], %[[G0]], %[[F0]] : tensor<32xf32>
+// CHECK-NEXT: train.sgd_update %{{.*}}, %[[AVG0]]
+// CHECK:      %{{.*}}, %[[NEW1:.*]] = comm.sparse_wait
+// CHECK:      %{{.*}}, %[[NEW2:.*]] = comm.sparse_wait
+// CHECK:      %[[LOSS:.*]] = comm.wait %{{.*}}, %{{.*}} : tensor<f32>
+// CHECK:      return %{{.*}}, %{{.*}}, %{{.*}}, %[[LOSS]], %[[NEW0]], %[[NEW1]], %[[NEW2]] :
+
+// Without residuals every step starts from zero, and the step gains no
+// state. k at density 0.01: 1, 20, 10485.
+// NORES-LABEL: func.func @train_step
+// NORES-NOT:  "residual.
+// NORES:      %[[Z0:.*]] = arith.constant dense<0.000000e+00> : tensor<32xf32>
+// NORES:      comm.sparse_all_reduce_start <mean> %{{.*}}, %[[Z0]] k %{{.*}} on %{{.*}} select <exact> aggregate <gtopk> : tensor<32xf32>
+// NORES:      arith.constant 20 : index
+// NORES:      arith.constant 10485 : index
+// NORES-NOT:  "residual.
+
+// Warm-up: the step count is state; k is dense (density 1) for steps
+// 0..99, at density 0.1 for 100..199, then 0.001.
+// WARMUP-LABEL: func.func @train_step
+// WARMUP-SAME: %[[STEP:[^ ]*]]: tensor<i64> {train.optimizer_state = "sparsify.step"}
+// WARMUP-SAME: tensor<i64> {train.updated = "sparsify.step"}
+// WARMUP:      %[[OLD:.*]] = tensor.extract %[[STEP]][] : tensor<i64>
+// WARMUP-NEXT: %[[S:.*]] = arith.index_cast %[[OLD]] : i64 to index
+// WARMUP:      %[[NEXT:.*]] = arith.addi %[[STEP]], %{{.*}} : tensor<i64>
+// WARMUP:      %[[FINAL:.*]] = arith.constant 1048 : index
+// WARMUP-NEXT: %[[C200:.*]] = arith.constant 200 : index
+// WARMUP-NEXT: %[[IN1:.*]] = arith.cmpi slt, %[[S]], %[[C200]] : index
+// WARMUP-NEXT: %[[K01:.*]] = arith.constant 104857 : index
+// WARMUP-NEXT: %[[SEL1:.*]] = arith.select %[[IN1]], %[[K01]], %[[FINAL]] : index
+// WARMUP-NEXT: %[[C100:.*]] = arith.constant 100 : index
+// WARMUP-NEXT: %[[IN0:.*]] = arith.cmpi slt, %[[S]], %[[C100]] : index
+// WARMUP-NEXT: %[[K1:.*]] = arith.constant 1048576 : index
+// WARMUP-NEXT: %[[K:.*]] = arith.select %[[IN0]], %[[K1]], %[[SEL1]] : index
+// WARMUP-NEXT: comm.sparse_all_reduce_start <mean> %{{.*}}, %{{.*}} k %[[K]] on %{{.*}} : tensor<1024x1024xf32>
+// WARMUP:      return %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NEXT]],
+
+// aggregate=auto, 1 GbE (50 us, 117.5 MB/s), 4 ranks: all-gather takes 3
+// messages, gTop-k 4, so all-gather wins where sparse wins. The 32-element
+// gradient stays dense (2 messages of recursive doubling, 102 us, against
+// 150 us); 2048 elements: dense 240 us, all-gather 152 us.
+// AUTO4-LABEL: func.func @train_step
+// AUTO4:     comm.all_reduce_start <mean> %{{.*}} on %{{.*}} : tensor<32xf32>
+// AUTO4:     comm.sparse_all_reduce_start {{.*}} aggregate <allgather> : tensor<64x32xf32>
+// AUTO4:     comm.sparse_all_reduce_start {{.*}} aggregate <allgather> : tensor<1024x1024xf32>
+
+// 64 ranks: all-gather's 63 messages lose to gTop-k's 12 (2048 elements:
+// gTop-k 0.6 ms, dense 0.72 ms); the 32 elements stay dense (0.31 ms).
+// AUTO64-LABEL: func.func @train_step
+// AUTO64:     comm.all_reduce_start <mean> %{{.*}} on %{{.*}} : tensor<32xf32>
+// AUTO64:     comm.sparse_all_reduce_start {{.*}} aggregate <gtopk> : tensor<64x32xf32>
+// AUTO64:     comm.sparse_all_reduce_start {{.*}} aggregate <gtopk> : tensor<1024x1024xf32>
+
+// After merging, the bucket that holds the loss (loss, gb, gv: 2081
+// elements) stays dense; gw's bucket is sparsified.
+// MERGED-LABEL: func.func @train_step
+// MERGED:     comm.all_reduce_start <mean> %{{.*}} on %{{.*}} : tensor<2081xf32>
+// MERGED:     comm.sparse_all_reduce_start {{.*}} : tensor<1024x1024xf32>
+// MERGED-NOT: comm.sparse_all_reduce_start
+
+// DENSITY: error: --dtrain-sparsify: density=0 is not in (0, 1]
+// SELECT: error: --dtrain-sparsify: select 'sorted' is not valid (accepted: exact, gaussian, dgc, random)
+// AGGREGATE: error: --dtrain-sparsify: aggregate 'ring' is not valid (accepted: allgather, gtopk, auto)
+// WARMUP-STEPS: error: --dtrain-sparsify: warmup needs warmup-steps=N with N >= 1 (steps per warm-up stage)
+// WARMUP-DENSITY: error: --dtrain-sparsify: warmup density 1.5 is not in (0, 1]
+// RANKS: error: --dtrain-sparsify: aggregate=auto needs ranks >= 2 (got 1)
+// NETWORK: error: --dtrain-sparsify: network 'token-ring' is not valid (accepted: 1gbe, 10gbe, 100gb-ib, profile)
+// PROFILE: error: --dtrain-sparsify: network=profile needs profile=FILE.json
