@@ -21,8 +21,9 @@
 # namespace addresses and an rsh agent that runs `ip netns exec <ns> sh -c
 # "$*"` for the namespace owning the address (ranks placed with
 # `ip netns exec` directly do not work: PMIx listens on 127.0.0.1 of the
-# root namespace). Daemons stay attached to the agent, so one that fails
-# to start fails the launch, which `run` then retries (twice). MPI traffic is restricted to the bridge subnet over TCP
+# root namespace), with a TMPDIR of its own per host. Daemons stay attached
+# to the agent, so one that fails to start fails the launch, which `run`
+# then retries (twice). MPI traffic is restricted to the bridge subnet over TCP
 # (--mca btl tcp,self), so it all goes through the shaped links. Every
 # "host" has one slot, so Open MPI would busy-poll; all of them share this
 # machine's cores, so `run` sets mpi_yield_when_idle (without it a 1 KB
@@ -125,6 +126,7 @@ cmd_up() {
     ip -n "$ns" addr add "$ip/24" dev "$peer"
     ip -n "$ns" link set "$peer" up
     ip netns exec "$ns" tc qdisc add dev "$peer" root "${shape[@]}"
+    mkdir -p "$STATE_DIR/tmp/$ns"
     echo "$ip slots=1" >>"$STATE_DIR/hostfile"
     echo "$ip $ns" >>"$STATE_DIR/hosts"
   done
@@ -144,7 +146,11 @@ host=\$1
 shift
 ns=\$(awk -v h="\$host" '\$1 == h { print \$2 }' "$STATE_DIR/hosts")
 [ -n "\$ns" ] || { echo "rsh-agent: unknown host '\$host' (not in $STATE_DIR/hosts)" >&2; exit 2; }
-exec ip netns exec "\$ns" sh -c "\$*"
+# Each host has its own temporary directory, as real hosts do: on one
+# machine the daemons' session directories (/tmp/ompi.<hostname>.<uid>/...)
+# would otherwise be one tree, created concurrently by all of them (seen to
+# fail with "mkdir ... File exists").
+exec ip netns exec "\$ns" env TMPDIR="$STATE_DIR/tmp/\$ns" sh -c "\$*"
 EOF
   chmod +x "$STATE_DIR/rsh-agent"
   printf 'N=%s\nRATE=%s\n' "$n" "$rate" >"$STATE_DIR/config"
@@ -194,8 +200,9 @@ cmd_run() {
   # Daemons stay attached to the rsh agent (--leave-session-attached): a
   # daemon that fails to start then fails the launch at once, where a
   # daemonized one left mpirun waiting forever for its call-back (seen in
-  # about 1 of 10 back-to-back trainer runs). Such a launch ran nothing, so
-  # it is retried; mpirun's stderr is kept to tell it from other failures.
+  # about 1 of 10 back-to-back trainer runs, before each host had its own
+  # TMPDIR). Such a launch ran nothing, so it is retried; mpirun's stderr
+  # is kept to tell it from other failures.
   local rc attempt err=$STATE_DIR/mpirun-stderr
   for attempt in 1 2 3; do
     # stdout passes through fd 3; stderr goes through tee into $err.
