@@ -88,7 +88,7 @@ double overlap(const std::vector<int32_t> &a, const std::vector<int32_t> &b) {
   return double(common.size()) / double(std::max<size_t>(b.size(), 1));
 }
 
-enum class Distribution { Gaussian, Laplace, StudentT3 };
+enum class Distribution { Gaussian, Laplace, StudentT3, Uniform };
 
 std::vector<float> sample(Distribution d, size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -96,6 +96,7 @@ std::vector<float> sample(Distribution d, size_t n, uint32_t seed) {
   std::exponential_distribution<double> exponential(50);
   std::student_t_distribution<double> student(3);
   std::bernoulli_distribution sign(0.5);
+  std::uniform_real_distribution<double> uniform(-0.05, 0.05);
   std::vector<float> x(n);
   for (float &v : x)
     switch (d) {
@@ -107,6 +108,9 @@ std::vector<float> sample(Distribution d, size_t n, uint32_t seed) {
       break;
     case Distribution::StudentT3:
       v = float(0.01 * student(rng));
+      break;
+    case Distribution::Uniform:
+      v = float(uniform(rng));
       break;
     }
   return x;
@@ -154,14 +158,18 @@ TEST(Select, NothingToSelect) {
 }
 
 // Gaussian-k and DGC select between 2k/3 and 4k/3 entries by a threshold,
-// on data with light and heavy tails; how much of exact top-k they find is
-// printed (a threshold selection of about k entries contains most of it).
+// on data with light and heavy tails, and on bounded data, where Gaussian-k's
+// threshold lies past the largest value and its 3 corrections end with
+// nothing (it falls back to exact top-k); how much of exact top-k they find
+// is printed (a threshold selection of about k entries contains most of
+// it).
 TEST(Select, ApproximateMethodsStayNearK) {
   const size_t n = 1 << 20;
   const int64_t k = 1049; // density 0.001
   for (auto [d, name] : {std::pair{Distribution::Gaussian, "gaussian"},
                          std::pair{Distribution::Laplace, "laplace"},
-                         std::pair{Distribution::StudentT3, "student-t3"}}) {
+                         std::pair{Distribution::StudentT3, "student-t3"},
+                         std::pair{Distribution::Uniform, "uniform"}}) {
     const std::vector<float> x = sample(d, n, 11);
     const std::vector<int32_t> exact = sortedTopK(x, k);
     for (auto [method, methodName] :
