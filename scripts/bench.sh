@@ -21,3 +21,5 @@ echo "== predicted scaling of resnet50, vgg16, alexnet at 8-1024 ranks (--dtrain
 /usr/bin/python3 bench/scaling_predictions.py build
 echo "== top-k selection: exact, Gaussian-k, DGC, random-k vs torch.topk and introselect, 1M-100M floats, 2 threads"
 /usr/bin/python3 bench/select_bench.py build
+echo "== top-k sparsification with residuals: dense vs all-gather vs gTop-k at density 0.001, 4 ranks, (as root) the 1 Gbit/s cluster and shared memory"
+/usr/bin/python3 bench/sparsify_bench.py build

@@ -191,27 +191,28 @@ Value SparsifyPass::buildK(OpBuilder &b, Location loc, int64_t elements,
   return k;
 }
 
-/// Appends to FUNC an optimizer-state argument NAME of TYPE after the
-/// parameters and state (where --dtrain-build-training puts state) and the
-/// result that updates it, returned by RETURNOP as VALUE; returns the
-/// argument.
+/// Inserts into FUNC a state argument NAME of TYPE with role ROLE (one of
+/// kUpdatableAttrNames) after the parameters and state, where
+/// --dtrain-build-training puts state; returns it.
 static BlockArgument addStateArgument(func::FuncOp func, Type type,
-                                      StringRef name) {
+                                      StringRef name, StringRef role) {
   OpBuilder b(func.getContext());
   unsigned index = 0;
   while (index < func.getNumArguments() &&
-         (func.getArgAttr(index, train::TrainDialect::kParamAttrName) ||
-          func.getArgAttr(index, train::TrainDialect::kBufferAttrName) ||
-          func.getArgAttr(index, train::TrainDialect::kOptimizerStateAttrName)))
+         llvm::any_of(train::TrainDialect::kUpdatableAttrNames,
+                      [&](StringRef updatable) {
+                        return func.getArgAttr(index, updatable) != nullptr;
+                      }))
     ++index;
   (void)func.insertArgument(
       index, type,
-      b.getDictionaryAttr(b.getNamedAttr(
-          train::TrainDialect::kOptimizerStateAttrName, b.getStringAttr(name))),
+      b.getDictionaryAttr(b.getNamedAttr(role, b.getStringAttr(name))),
       func.getLoc());
   return func.getArgument(index);
 }
 
+/// Appends to FUNC the result NAME that updates the state argument of that
+/// name, returned by RETURNOP as VALUE.
 static void addStateResult(func::FuncOp func, func::ReturnOp returnOp,
                            Value value, StringRef name) {
   OpBuilder b(func.getContext());
@@ -276,7 +277,9 @@ void SparsifyPass::runOnOperation() {
   Value step;
   if (!warmup.empty()) {
     auto stepType = RankedTensorType::get({}, b.getI64Type());
-    BlockArgument count = addStateArgument(func, stepType, "sparsify.step");
+    BlockArgument count =
+        addStateArgument(func, stepType, "sparsify.step",
+                         train::TrainDialect::kOptimizerStateAttrName);
     Location loc = func.getLoc();
     b.setInsertionPointToStart(&func.getBody().front());
     Value old = tensor::ExtractOp::create(b, loc, count, ValueRange());
@@ -297,10 +300,12 @@ void SparsifyPass::runOnOperation() {
     std::string name = llvm::formatv("residual.{0}", sparsified++).str();
     Location loc = start.getLoc();
     b.setInsertionPoint(start);
-    Value residual = residuals
-                         ? Value(addStateArgument(func, type, name))
-                         : Value(arith::ConstantOp::create(
-                               b, loc, DenseElementsAttr::get(type, 0.0f)));
+    Value residual =
+        residuals
+            ? Value(addStateArgument(func, type, name,
+                                     train::TrainDialect::kRankStateAttrName))
+            : Value(arith::ConstantOp::create(
+                  b, loc, DenseElementsAttr::get(type, 0.0f)));
     Value k = buildK(b, loc, type.getNumElements(), step);
     auto sparse = comm::SparseAllReduceStartOp::create(
         b, loc, comm::RequestType::get(b.getContext()), type, type,

@@ -85,15 +85,16 @@ getArgRole(func::FuncOp forward, unsigned index) {
       // A training step's labels are one more file to read; its optimizer
       // state starts at zero.
       {train::TrainDialect::kLabelAttrName, "input"},
-      {train::TrainDialect::kOptimizerStateAttrName, "state"}};
+      {train::TrainDialect::kOptimizerStateAttrName, "state"},
+      {train::TrainDialect::kRankStateAttrName, "rankstate"}};
   for (auto [attrName, role] : kRoles)
     if (auto name = forward.getArgAttrOfType<StringAttr>(index, attrName))
       return std::make_pair(StringRef(role), name.getValue());
   return forward.emitOpError("argument #")
          << index
          << " needs a train.param, train.buffer, train.optimizer_state, "
-            "train.input or train.label attribute to be passed by a compiled "
-            "model";
+            "train.rank_state, train.input or train.label attribute to be "
+            "passed by a compiled model";
 }
 
 /// A memref of static `type` over the memory at `pointer`.
@@ -307,9 +308,7 @@ struct EmitModelEntryPass
           i, train::TrainDialect::kUpdatedAttrName);
       for (unsigned j = 0, n = step.getNumArguments(); name && j < n; ++j) {
         bool stateful = false;
-        for (StringRef role : {train::TrainDialect::kParamAttrName,
-                               train::TrainDialect::kBufferAttrName,
-                               train::TrainDialect::kOptimizerStateAttrName})
+        for (StringRef role : train::TrainDialect::kUpdatableAttrNames)
           stateful |= step.getArgAttrOfType<StringAttr>(j, role) == name;
         if (stateful && step.getArgumentTypes()[j] == step.getResultTypes()[i])
           updatedArgs[i] = j;

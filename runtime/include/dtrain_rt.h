@@ -540,9 +540,11 @@ dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
  * with one `arg` line per buffer that the run function takes, in order.
  * <role> is param (a trainable initializer), buffer (a non-trainable
  * initializer, e.g. batch-norm running statistics), state (optimizer
- * state, zero before the first step), input (a graph input or labels) or
- * output (a graph output, or the new value of the param, buffer or state
- * of the same name, dtype and shape, written by the call); <dtype> is f32,
+ * state, zero before the first step), rankstate (state that each rank has
+ * its own of, zero before the first step: the residuals of sparsified
+ * exchanges), input (a graph input or labels) or output (a graph output,
+ * or the new value of the param, buffer, state or rankstate of the same
+ * name, dtype and shape, written by the call); <dtype> is f32,
  * f64, f16, bf16, i64 or i32; <shape> is the dimensions joined by 'x'
  * ("16x3x32x32"), or '-' for a scalar; <name> is the ONNX name, the rest
  * of the line. Paths and names contain no newline. Mode infer runs a model's forward

@@ -51,9 +51,9 @@ usageError(const char *format, ...) {
 
 //===--- The model description --------------------------------------------===//
 
-enum class Role { Param, Buffer, Input, Output, State, Eval };
-const char *const roleNames[] = {"param", "buffer", "input",
-                                 "output", "state", "eval"};
+enum class Role { Param, Buffer, Input, Output, State, Eval, RankState };
+const char *const roleNames[] = {"param",  "buffer", "input",    "output",
+                                 "state",  "eval",   "rankstate"};
 
 /// One `arg` line: a buffer of the run function.
 struct Arg {
@@ -140,7 +140,7 @@ Arg parseArg(std::string_view line) {
   auto role = std::find(std::begin(roleNames), std::end(roleNames), fields[0]);
   if (role == std::end(roleNames))
     fail("unknown role %s (accepted: param, buffer, input, output, state, "
-         "eval)",
+         "eval, rankstate)",
          quoted(fields[0]).c_str());
   a.role = Role(role - std::begin(roleNames));
 
@@ -643,7 +643,8 @@ void printInfo(const ModelInfo &info, const std::string &onnx) {
               info.mode.c_str(), onnx.c_str(),
               "role", "dtype", int(width), "shape", "name");
   for (Role role :
-       {Role::Input, Role::Output, Role::Param, Role::Buffer, Role::State})
+       {Role::Input, Role::Output, Role::Param, Role::Buffer, Role::State,
+        Role::RankState})
     for (const Arg &a : info.args)
       if (a.role == role)
         std::printf("%-6s  %-5s  %-*s  %s\n", roleNames[int(role)],
@@ -790,7 +791,7 @@ struct Workspace {
       buffers[i] = p;
       // Optimizer state starts at zero, as in a fresh PyTorch optimizer.
       if (a.role == Role::Output || a.role == Role::State ||
-          a.role == Role::Eval)
+          a.role == Role::Eval || a.role == Role::RankState)
         std::memset(p, 0, bytes);
     }
   }
@@ -804,7 +805,7 @@ struct Workspace {
     for (size_t i = 0; i < index; ++i) {
       const Arg &a = info.args[i];
       if ((a.role == Role::Param || a.role == Role::Buffer ||
-           a.role == Role::State) &&
+           a.role == Role::State || a.role == Role::RankState) &&
           a.name == out.name && a.dtype == out.dtype && a.dims == out.dims)
         return i;
     }
@@ -982,14 +983,17 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "  --checkpoint-dir DIR\n"
       "                    writes DIR/checkpoint.npz (parameters, batch-norm "
       "statistics,\n"
-      "                    optimizer state, progress; atomically) after each "
-      "epoch,\n"
+      "                    optimizer state, every rank's residuals, "
+      "progress;\n"
+      "                    atomically) after each epoch,\n"
       "                    every --checkpoint-every N steps, and at the end\n"
       "  --resume          continues from DIR/checkpoint.npz: the same run as "
       "without\n"
       "                    the interruption, bit for bit (--epochs and "
       "--steps count\n"
-      "                    from the start)\n"
+      "                    from the start; on another rank count, rank 0 "
+      "takes the\n"
+      "                    sum of the residuals)\n"
       "  --model FILE.onnx the initial weights (default: the file above)\n"
       "  --save-onnx FILE.onnx\n"
       "                    writes the model back with the trained weights "
@@ -1245,20 +1249,43 @@ constexpr const char *kProgressNames[] = {"dtrain.step", "dtrain.epoch",
                                           "dtrain.batch"};
 
 bool isTrainingState(Role role) {
-  return role == Role::Param || role == Role::Buffer || role == Role::State;
+  return role == Role::Param || role == Role::Buffer || role == Role::State ||
+         role == Role::RankState;
 }
 
+/// Every rank's rank state (the residuals of sparsified exchanges), by arg:
+/// the ranks' buffers one after the other, on rank 0.
+using RankStates = std::map<size_t, std::vector<char>>;
+
 /// Writes DIR/checkpoint.npz: every parameter, buffer and optimizer state
-/// by name, and the progress (replacing the file atomically).
+/// by name, each rank state as one array with a leading rank dimension
+/// (from ROWS), and the progress (replacing the file atomically).
 void writeCheckpoint(const Workspace &w, const std::string &dir,
-                     const Progress &p) {
+                     const Progress &p, const RankStates &rows) {
   std::vector<const char *> names;
   std::vector<dtrain_rt_array_t> arrays;
-  for (size_t i = 0; i < w.info.args.size(); ++i)
-    if (isTrainingState(w.info.args[i].role)) {
-      names.push_back(w.info.args[i].name.c_str());
-      arrays.push_back(arrayOf(w.info.args[i], w.buffers[i]));
+  for (size_t i = 0; i < w.info.args.size(); ++i) {
+    const Arg &a = w.info.args[i];
+    if (!isTrainingState(a.role))
+      continue;
+    names.push_back(a.name.c_str());
+    if (a.role != Role::RankState) {
+      arrays.push_back(arrayOf(a, w.buffers[i]));
+      continue;
     }
+    const std::vector<char> &all = rows.at(i);
+    // The writer only reads the data.
+    dtrain_rt_array_t array = arrayOf(a, const_cast<char *>(all.data()));
+    if (array.rank == DTRAIN_RT_MAX_RANK)
+      fail("checkpoint: %s has the most dimensions an array file holds; "
+           "no room for the rank dimension",
+           quoted(a.name).c_str());
+    std::copy_backward(array.shape, array.shape + array.rank,
+                       array.shape + array.rank + 1);
+    array.shape[0] = int64_t(all.size() / std::max<size_t>(a.bytes, 1));
+    array.rank += 1;
+    arrays.push_back(array);
+  }
   int64_t values[] = {p.step, p.epoch, p.batch};
   for (int k = 0; k < 3; ++k) {
     dtrain_rt_array_t scalar{};
@@ -1274,10 +1301,15 @@ void writeCheckpoint(const Workspace &w, const std::string &dir,
     fail("checkpoint: %s", error);
 }
 
-/// Restores the state and the progress from DIR/checkpoint.npz.
-Progress readCheckpoint(Workspace &w, const std::string &dir) {
+/// Restores the state and the progress from DIR/checkpoint.npz; every
+/// rank's rank state goes to ROWS, for RANKS ranks: a checkpoint of another
+/// rank count gives rank 0 the sum of its ranks' (f32: what the residuals
+/// hold is what matters, not which rank holds it) and the others zero.
+Progress readCheckpoint(Workspace &w, const std::string &dir, int ranks,
+                        RankStates &rows) {
   const std::string path = dir + "/checkpoint.npz";
   char error[1024];
+  int64_t summedRanks = 0;
   for (size_t i = 0; i < w.info.args.size(); ++i) {
     const Arg &a = w.info.args[i];
     if (!isTrainingState(a.role))
@@ -1286,15 +1318,48 @@ Progress readCheckpoint(Workspace &w, const std::string &dir) {
     if (dtrain_rt_npz_read(path.c_str(), a.name.c_str(), &in.array, error,
                            sizeof error) != 0)
       fail("--resume: %s", error);
-    const std::vector<int64_t> dims(in.array.shape,
-                                    in.array.shape + in.array.rank);
-    if (in.array.dtype != a.dtype || dims != a.dims)
-      fail("--resume: %s member %s is %s %s, but the model's is %s %s",
+    std::vector<int64_t> dims(in.array.shape, in.array.shape + in.array.rank);
+    int64_t saved = 1;
+    if (a.role == Role::RankState && !dims.empty()) {
+      saved = dims.front();
+      dims.erase(dims.begin());
+    }
+    if (in.array.dtype != a.dtype || dims != a.dims ||
+        (a.role == Role::RankState && in.array.rank == 0))
+      fail("--resume: %s member %s is %s %s, but the model's is %s %s%s",
            path.c_str(), quoted(a.name).c_str(), dtypeName(in.array.dtype),
-           dimsString(dims).c_str(), dtypeName(a.dtype),
-           dimsString(a.dims).c_str());
-    std::memcpy(w.buffers[i], in.array.data, a.bytes);
+           dimsString(std::vector<int64_t>(in.array.shape,
+                                           in.array.shape + in.array.rank))
+               .c_str(),
+           dtypeName(a.dtype), dimsString(a.dims).c_str(),
+           a.role == Role::RankState ? " per rank (after a rank dimension)"
+                                     : "");
+    if (a.role != Role::RankState) {
+      std::memcpy(w.buffers[i], in.array.data, a.bytes);
+      continue;
+    }
+    std::vector<char> &all = rows[i];
+    all.assign(size_t(ranks) * a.bytes, 0);
+    const char *data = static_cast<const char *>(in.array.data);
+    if (saved == ranks) {
+      std::memcpy(all.data(), data, all.size());
+    } else if (a.dtype == DTRAIN_RT_F32) {
+      float *sum = reinterpret_cast<float *>(all.data());
+      const size_t n = a.bytes / sizeof(float);
+      for (int64_t r = 0; r < saved; ++r)
+        for (size_t j = 0; j < n; ++j)
+          sum[j] += reinterpret_cast<const float *>(data)[size_t(r) * n + j];
+      summedRanks = saved;
+    } else {
+      fail("--resume: %s member %s holds %lld ranks' state, but %d ranks "
+           "run now",
+           path.c_str(), quoted(a.name).c_str(), (long long)saved, ranks);
+    }
   }
+  if (summedRanks)
+    std::printf("resumed the rank state of %lld ranks on %d: rank 0 takes "
+                "its sum\n",
+                (long long)summedRanks, ranks);
   int64_t values[3];
   for (int k = 0; k < 3; ++k) {
     ArrayGuard in;
@@ -1371,6 +1436,37 @@ struct Ranks {
       dtrain_rt_abort(dtrain_rt_comm_world(),
                       "stopping every rank after rank 0's error");
     }
+  }
+
+  /// Every rank's BYTES at DATA, one after the other, on rank 0 (empty on
+  /// the others).
+  std::vector<char> gather(const void *data, size_t bytes) const {
+    std::vector<char> all(root() ? size_t(size) * bytes : 0);
+    if (size == 1)
+      std::memcpy(all.data(), data, bytes);
+    else
+      DTRAIN_MPI_CALL(dtrain_rt_comm_world(), MPI_Gather, data,
+                      messageSize(bytes), MPI_BYTE, all.data(),
+                      messageSize(bytes), MPI_BYTE, 0,
+                      dtrain_rt_comm_world()->mpi);
+    return all;
+  }
+
+  /// Rank r's BYTES of ALL (given on rank 0) into DATA on each rank r.
+  void scatter(const std::vector<char> &all, void *data, size_t bytes) const {
+    if (size == 1)
+      std::memcpy(data, all.data(), bytes);
+    else
+      DTRAIN_MPI_CALL(dtrain_rt_comm_world(), MPI_Scatter, all.data(),
+                      messageSize(bytes), MPI_BYTE, data, messageSize(bytes),
+                      MPI_BYTE, 0, dtrain_rt_comm_world()->mpi);
+  }
+
+  /// BYTES as one MPI count.
+  static int messageSize(size_t bytes) {
+    if (bytes > size_t(std::numeric_limits<int>::max()))
+      fail("a rank state of %zu bytes does not fit one MPI message", bytes);
+    return int(bytes);
   }
 
   /// Rank 0's bytes on every rank.
@@ -1501,6 +1597,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
       val.emplace(o.val, o, input, info.args[*label], info.classes);
   });
   // Rank 0 reads the weights (and the checkpoint) and gives them to all.
+  RankStates resumedRows;
   ranks.together([&] {
     if (!ranks.root())
       return;
@@ -1516,10 +1613,14 @@ int trainerMain(int argc, char **argv, const char *infoText,
     if (std::optional<size_t> seed = w.find(Role::State, "rng.seed"))
       *static_cast<int64_t *>(w.buffers[*seed]) = o.seed;
     if (o.resume)
-      start = readCheckpoint(w, o.checkpointDir);
+      start = readCheckpoint(w, o.checkpointDir, ranks.size, resumedRows);
   });
+  // Rank state is each rank's own: from the checkpoint's row of the rank.
   for (size_t i = 0; i < info.args.size(); ++i)
-    if (isTrainingState(info.args[i].role))
+    if (info.args[i].role == Role::RankState && o.resume)
+      ranks.scatter(resumedRows[i], w.buffers[i], info.args[i].bytes);
+    else if (isTrainingState(info.args[i].role) &&
+             info.args[i].role != Role::RankState)
       ranks.broadcast(w.buffers[i], info.args[i].bytes);
   ranks.broadcast(&start, sizeof start);
   // Each rank its own dropout masks: rank r's seed is rank 0's plus r
@@ -1527,6 +1628,14 @@ int trainerMain(int argc, char **argv, const char *infoText,
   if (std::optional<size_t> seed = w.find(Role::State, "rng.seed"))
     *static_cast<uint64_t *>(w.buffers[*seed]) +=
         uint64_t(ranks.rank) * 0x9E3779B97F4A7C15ull;
+  // Every rank takes part (rank state is gathered); rank 0 writes.
+  auto saveCheckpoint = [&](const Progress &now) {
+    RankStates rows;
+    for (size_t i = 0; i < info.args.size(); ++i)
+      if (info.args[i].role == Role::RankState)
+        rows[i] = ranks.gather(w.buffers[i], info.args[i].bytes);
+    ranks.onRoot([&] { writeCheckpoint(w, o.checkpointDir, now, rows); });
+  };
   if (o.resume && ranks.root())
     std::printf("resumed step=%lld epoch=%lld batch=%lld\n",
                 (long long)start.step, (long long)start.epoch,
@@ -1605,7 +1714,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
       now = b + 1 == batches ? Progress{step, epoch + 1, 0}
                              : Progress{step, epoch, b + 1};
       if (o.checkpointEvery && step % o.checkpointEvery == 0)
-        ranks.onRoot([&] { writeCheckpoint(w, o.checkpointDir, now); });
+        saveCheckpoint(now);
       // The loss is the global batch's (averaged in the step): every rank
       // sees the same.
       const float stepLoss = valueOf(*loss);
@@ -1690,11 +1799,11 @@ int trainerMain(int argc, char **argv, const char *infoText,
       }
     }
     if (!o.checkpointDir.empty() && now.batch == 0)
-      ranks.onRoot([&] { writeCheckpoint(w, o.checkpointDir, now); });
+      saveCheckpoint(now);
   }
   totalComm += windowComm;
   if (!o.checkpointDir.empty())
-    ranks.onRoot([&] { writeCheckpoint(w, o.checkpointDir, now); });
+    saveCheckpoint(now);
   std::vector<double> counts{double(epochCorrect)};
   ranks.sum(counts);
   if (ranks.root()) {

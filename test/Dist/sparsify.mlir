@@ -47,9 +47,9 @@ func.func @train_step(%w: tensor<1024x1024xf32> {train.param = "w"},
 // after the parameters and state, updated by a result of the same name.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[M:.*]]: tensor<32xf32> {train.optimizer_state = "b.momentum_buffer"}
-// CHECK-SAME: %[[R0:.*]]: tensor<32xf32> {train.optimizer_state = "residual.0"}
-// CHECK-SAME: %[[R1:.*]]: tensor<64x32xf32> {train.optimizer_state = "residual.1"}
-// CHECK-SAME: %[[R2:.*]]: tensor<1024x1024xf32> {train.optimizer_state = "residual.2"}
+// CHECK-SAME: %[[R0:.*]]: tensor<32xf32> {train.rank_state = "residual.0"}
+// CHECK-SAME: %[[R1:.*]]: tensor<64x32xf32> {train.rank_state = "residual.1"}
+// CHECK-SAME: %[[R2:.*]]: tensor<1024x1024xf32> {train.rank_state = "residual.2"}
 // CHECK-SAME: %{{.*}}: tensor<1024x1024xf32> {train.input = "gw"}
 // CHECK-SAME: -> (tensor<1024x1024xf32> {train.updated = "w"}, tensor<64x32xf32> {train.updated = "v"}, tensor<32xf32> {train.updated = "b"}, tensor<f32> {train.output = "loss"}, tensor<32xf32> {train.updated = "residual.0"}, tensor<64x32xf32> {train.updated = "residual.1"}, tensor<1024x1024xf32> {train.updated = "residual.2"})
 // CHECK:      comm.all_reduce_start <mean> %{{.*}} on %{{.*}} : tensor<f32>

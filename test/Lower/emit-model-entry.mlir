@@ -56,7 +56,7 @@ module {
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0 needs a train.param, train.buffer, train.optimizer_state, train.input or train.label attribute to be passed by a compiled model}}
+// expected-error @+1 {{'func.func' op argument #0 needs a train.param, train.buffer, train.optimizer_state, train.rank_state, train.input or train.label attribute to be passed by a compiled model}}
 func.func @forward(%x: tensor<3xf32>) -> tensor<3xf32> {
   return %x : tensor<3xf32>
 }

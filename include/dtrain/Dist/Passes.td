@@ -192,10 +192,11 @@ def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
     step returns (the averaged loss) stay dense, and so does the bucket that
     holds the loss after `--dtrain-merge-gradients`.
 
-    Each residual is a new optimizer-state argument of the step (named
-    `residual.<n>`, the n-th sparsified exchange, f32, of the exchange's
-    shape) with its `train.updated` result: a compiled trainer starts it at
-    zero and saves it in checkpoints, like momentum. `residuals=false`
+    Each residual is a new argument of the step with role `train.rank_state`
+    (named `residual.<n>`, the n-th sparsified exchange, f32, of the
+    exchange's shape; each rank has its own) and its `train.updated`
+    result: a compiled trainer starts it at zero and saves every rank's in
+    checkpoints. `residuals=false`
     starts every step from a zero residual instead (top-k without error
     feedback, to compare).
 

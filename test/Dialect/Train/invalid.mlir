@@ -7,7 +7,7 @@ func.func @param_not_a_string(%w: tensor<4xf32> {train.param = 1 : i32}) {
 
 // -----
 
-// expected-error @+1 {{'func.func' op argument #0 attribute 'train.weight' is not a train dialect argument attribute (expected train.param, train.buffer, train.optimizer_state, train.input or train.label)}}
+// expected-error @+1 {{'func.func' op argument #0 attribute 'train.weight' is not a train dialect argument attribute (expected train.param, train.buffer, train.optimizer_state, train.rank_state, train.input or train.label)}}
 func.func @unknown_role(%w: tensor<4xf32> {train.weight = "w"}) {
   return
 }

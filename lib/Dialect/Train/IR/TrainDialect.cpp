@@ -22,8 +22,8 @@ void TrainDialect::initialize() {
 
 static constexpr llvm::StringLiteral kRoleAttrNames[] = {
     TrainDialect::kParamAttrName, TrainDialect::kBufferAttrName,
-    TrainDialect::kOptimizerStateAttrName, TrainDialect::kInputAttrName,
-    TrainDialect::kLabelAttrName};
+    TrainDialect::kOptimizerStateAttrName, TrainDialect::kRankStateAttrName,
+    TrainDialect::kInputAttrName, TrainDialect::kLabelAttrName};
 
 LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
@@ -37,8 +37,8 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
   if (!llvm::is_contained(kRoleAttrNames, attrName))
     return emitArgError() << "is not a train dialect argument attribute "
                              "(expected train.param, train.buffer, "
-                             "train.optimizer_state, train.input or "
-                             "train.label)";
+                             "train.optimizer_state, train.rank_state, "
+                             "train.input or train.label)";
   auto name = dyn_cast<StringAttr>(attribute.getValue());
   if (!name || name.empty())
     return emitArgError() << "must be a non-empty string naming the tensor";
@@ -98,8 +98,7 @@ LogicalResult TrainDialect::verifyRegionResultAttribute(
     DictionaryAttr argAttrs = function.getArgAttrDict(arg);
     if (!argAttrs)
       continue;
-    for (StringRef role : {kParamAttrName, kBufferAttrName,
-                           kOptimizerStateAttrName}) {
+    for (StringRef role : kUpdatableAttrNames) {
       if (argAttrs.get(role) != name)
         continue;
       Type argType = function.getArgumentTypes()[arg];

@@ -22,7 +22,8 @@ def Train_Dialect : Dialect {
     |-----------|-----------------|
     | `train.param = "fc1.weight"` | a trainable parameter |
     | `train.buffer = "bn1.running_mean"` | non-trainable state the model updates itself (batch-norm running statistics, PyTorch's buffers) |
-    | `train.optimizer_state = "fc1.weight.momentum"` | optimizer state kept across steps |
+    | `train.optimizer_state = "fc1.weight.momentum"` | optimizer state kept across steps, the same on every rank |
+    | `train.rank_state = "residual.0"` | state kept across steps that each rank has its own of (the residuals of sparsified exchanges) |
     | `train.input = "x"` | a batch of model inputs |
     | `train.label = "y"` | a batch of labels |
 
@@ -31,8 +32,8 @@ def Train_Dialect : Dialect {
     carry `train.output = "y"`, the name of the model output it is (the ONNX
     graph output), which compiled models use to name their output files, or
     `train.updated = "fc1.weight"`, which makes it the new value of the
-    parameter, buffer or optimizer state of that name (an argument of the
-    same function, with the same type).
+    parameter, buffer, optimizer state or rank state of that name (an
+    argument of the same function, with the same type).
 
     ```mlir
     func.func @train_step(%w: tensor<784x10xf32> {train.param = "fc.weight"},
@@ -48,6 +49,12 @@ def Train_Dialect : Dialect {
     static constexpr llvm::StringLiteral kBufferAttrName = "train.buffer";
     static constexpr llvm::StringLiteral kOptimizerStateAttrName =
         "train.optimizer_state";
+    static constexpr llvm::StringLiteral kRankStateAttrName =
+        "train.rank_state";
+    /// The roles whose argument a result may update (train.updated).
+    static constexpr llvm::StringLiteral kUpdatableAttrNames[] = {
+        kParamAttrName, kBufferAttrName, kOptimizerStateAttrName,
+        kRankStateAttrName};
     static constexpr llvm::StringLiteral kInputAttrName = "train.input";
     static constexpr llvm::StringLiteral kLabelAttrName = "train.label";
     /// Name of the result attribute that names a model output.

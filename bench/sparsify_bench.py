@@ -1,0 +1,175 @@
+"""Sparsification benchmark: the same data-parallel trainer compiled dense
+and with --sparsify (top-k with residuals), measured on 4 ranks over the
+emulated 1 Gbit/s cluster (as root, scripts/emulated-cluster.sh) and over
+shared memory.
+
+usage: sparsify_bench.py [--models M ...] [--ranks P] [--steps N]
+                         [--density D] [--cluster | --no-cluster]
+                         [--no-shm] BUILD_DIR
+
+Variants: dense (one all-reduce per gradient, WFBP), top-k all-gather and
+gTop-k, both with Gaussian-k selection at --density (default 0.001), and
+gTop-k with exact top-k. Each trainer runs --steps steps (one kernel thread
+per rank, --bind-to none); the step time is the last half's, the fastest
+of --repeats runs (default 2) taken round robin over the variants. The
+table gives the step time, the speed-up over dense, the bytes each rank
+sends per step (the runtime's count: a dense all-reduce as a ring, 2(P-1)/P
+of the payload; sparse: what the all-gather or the tree actually sends),
+their ratio to dense, and the density and compression the trainer
+reports. Models (per-rank batch 8, 10 classes at 3x32x32, random data):
+resnet18 (11.2 M parameters) and vgg16_bn in its CIFAR form (13
+convolutions with batch norm and one 512x10 classifier: 14.7 M
+parameters).
+"""
+import argparse
+import os
+import sys
+import tempfile
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import data_parallel_bench as dp  # noqa: E402
+
+VARIANTS = [
+    ("dense", None),
+    ("allgather gaussian", "select=gaussian aggregate=allgather"),
+    ("gtopk gaussian", "select=gaussian aggregate=gtopk"),
+    ("gtopk exact", "select=exact aggregate=gtopk"),
+]
+
+
+def export_vgg16_cifar(path):
+    """VGG16 with batch norm for 3x32x32 inputs (seed 0): the convolutions
+    of torchvision's vgg16_bn, then global pooling to 512 and a 512x10
+    classifier, as CIFAR versions of VGG have."""
+    import torch
+    from torch import nn
+    warnings.filterwarnings("ignore")
+    torch.manual_seed(0)
+    layers, channels = [], 3
+    for width in [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512,
+                  512, "M", 512, 512, 512, "M"]:
+        if width == "M":
+            layers.append(nn.MaxPool2d(2))
+        else:
+            layers += [nn.Conv2d(channels, width, 3, padding=1),
+                       nn.BatchNorm2d(width), nn.ReLU()]
+            channels = width
+    model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(512, 10)).train()
+    torch.onnx.export(model, torch.randn(2, 3, 32, 32), path,
+                      opset_version=13, input_names=["x"],
+                      output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+
+
+def make_models(work, names):
+    data = dp.random_images(work)
+    models = {}
+    for name in names:
+        path = os.path.join(work, name + ".onnx")
+        if name == "vgg16_cifar":
+            export_vgg16_cifar(path)
+        else:
+            dp.export_torchvision(name, path, 10, 32)
+        models[name] = (path, data, 8)
+    return models
+
+
+def compile_trainer(compile_tool, onnx, batch, exe, sparsify):
+    command = [compile_tool, onnx, "--batch-size", str(batch), "--optimizer",
+               "momentum", "--lr", "0.01", "-o", exe]
+    if sparsify is not None:
+        command.append("--sparsify=" + sparsify)
+    dp.run(command)
+
+
+def measure(exe, data, batch, ranks, steps, launcher):
+    """The step time, and the last window's bytes, density and
+    compression."""
+    window = steps // 2
+    last, _ = dp.parse(dp.run(launcher(ranks) + dp.RANK_ENV + [
+        exe, "--data", data, "--steps", str(steps), "--log-every",
+        str(window), "--no-shuffle"]))
+    return dict(step_ms=1e3 * batch * ranks / float(last["samples/s"]),
+                sent_MB=float(last["sent_MB"]),
+                density=last.get("density", "-"),
+                compression=last.get("compression", "-"))
+
+
+def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
+                  repeats, density):
+    print("\n### " + title)
+    print("| model | exchange | step ms | speed-up | MB sent per rank per "
+          "step | vs dense | density | compression |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for name, (onnx, data, batch) in models.items():
+        variants = []
+        for label, options in VARIANTS:
+            exe = os.path.join(work, "%s-%s" % (name, label.replace(" ", "-")))
+            sparsify = (None if options is None else
+                        "density=%g %s" % (density, options))
+            if not os.path.exists(exe):
+                compile_trainer(compile_tool, onnx, batch, exe, sparsify)
+            variants.append((label, exe))
+        # Round robin, the fastest of REPEATS runs: the machine's noise
+        # spreads over all variants alike.
+        best = {}
+        for _ in range(repeats):
+            for label, exe in variants:
+                result = measure(exe, data, batch, ranks, steps, launcher)
+                if label not in best or result["step_ms"] < best[label][
+                        "step_ms"]:
+                    best[label] = result
+        dense = best["dense"]
+        for label, _ in variants:
+            r = best[label]
+            print("| %s | %s | %.1f | %.2f | %.3f | %.4f | %s | %s |" % (
+                name, label, r["step_ms"], dense["step_ms"] / r["step_ms"],
+                r["sent_MB"], r["sent_MB"] / dense["sent_MB"], r["density"],
+                r["compression"]))
+            sys.stdout.flush()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("build")
+    parser.add_argument("--models", nargs="+",
+                        default=["resnet18", "vgg16_cifar"])
+    parser.add_argument("--ranks", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--density", type=float, default=0.001)
+    parser.add_argument("--cluster", dest="cluster", action="store_true",
+                        default=os.geteuid() == 0)
+    parser.add_argument("--no-cluster", dest="cluster", action="store_false")
+    parser.add_argument("--no-shm", dest="shm", action="store_false",
+                        help="skip the shared-memory runs")
+    args = parser.parse_args()
+    compile_tool = os.path.join(os.path.abspath(args.build), "bin",
+                                "dtrain-compile")
+    with tempfile.TemporaryDirectory(prefix="dtrain-sparsify-bench-",
+                                     dir="/tmp") as work:
+        os.chmod(work, 0o755)
+        models = make_models(work, args.models)
+        print("## Top-k sparsification at density %g, %d ranks, %d steps "
+              "(the last %d timed)" % (args.density, args.ranks, args.steps,
+                                       args.steps // 2))
+        if args.cluster:
+            with dp.emulated_cluster(args.ranks) as cluster:
+                bench_network("net: emulated cluster, 1 Gbit/s links (tbf)",
+                              cluster, models, compile_tool, work,
+                              args.ranks, args.steps, args.repeats,
+                              args.density)
+        else:
+            print("\n(emulated cluster skipped: needs root)")
+        if args.shm:
+            bench_network("shm: shared memory (one machine, 2 cores)",
+                          dp.shm_launcher, models, compile_tool, work,
+                          args.ranks, args.steps, args.repeats, args.density)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
