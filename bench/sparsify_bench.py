@@ -15,8 +15,11 @@ of --repeats runs (default 2) taken round robin over the variants. The
 table gives the step time, the speed-up over dense, the bytes each rank
 sends per step (the runtime's count: a dense all-reduce as a ring, 2(P-1)/P
 of the payload; sparse: what the all-gather or the tree actually sends),
-their ratio to dense, and the density and compression the trainer
-reports. Models (per-rank batch 8, 10 classes at 3x32x32, random data):
+their ratio to dense, the density and compression the trainer reports,
+and the step time that --dtrain-simulate-step predicts (sparse-density:
+the compute before each exchange measured by the dense trainer's
+--profile on the same network, the network from its fitted all-reduce
+cost, selection at 1e9 elements/s) with its ratio to the measured one. Models (per-rank batch 8, 10 classes at 3x32x32, random data):
 resnet18 (11.2 M parameters) and vgg16_bn in its CIFAR form (13
 convolutions with batch norm and one 512x10 classifier: 14.7 M
 parameters).
@@ -98,12 +101,30 @@ def measure(exe, data, batch, ranks, steps, launcher):
                 compression=last.get("compression", "-"))
 
 
+def simulate(compile_tool, onnx, batch, profile, density):
+    """--dtrain-simulate-step network=profile sparse-density=DENSITY: the
+    predicted step ms of dense (one exchange per gradient), all-gather and
+    gTop-k."""
+    opt = os.path.join(os.path.dirname(compile_tool), "dtrain-opt")
+    out = dp.run([opt, onnx, "--batch-size", str(batch),
+                  "--dtrain-build-training=optimizer=momentum lr=0.01",
+                  "--dtrain-data-parallel",
+                  "--dtrain-simulate-step=network=profile profile=%s "
+                  "sparse-density=%g" % (profile, density),
+                  "-o", "/dev/null"])
+    fields = out.strip().splitlines()[-1].replace("(", " ").replace(
+        ")", " ").split()
+    return {"dense": float(fields[1]), "allgather": float(fields[10]),
+            "gtopk": float(fields[12])}
+
+
 def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
                   repeats, density):
     print("\n### " + title)
     print("| model | exchange | step ms | speed-up | MB sent per rank per "
-          "step | vs dense | density | compression |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+          "step | vs dense | density | compression | predicted step ms | "
+          "predicted / measured |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, (onnx, data, batch) in models.items():
         variants = []
         for label, options in VARIANTS:
@@ -113,6 +134,12 @@ def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
             if not os.path.exists(exe):
                 compile_trainer(compile_tool, onnx, batch, exe, sparsify)
             variants.append((label, exe))
+        # The dense trainer measures the model's inputs on this network.
+        profile = os.path.join(work, "%s-%s.json" % (name, title[:3]))
+        dp.run(launcher(ranks) + dp.RANK_ENV + [
+            variants[0][1], "--data", data, "--steps", str(steps),
+            "--no-shuffle", "--profile", profile])
+        predicted = simulate(compile_tool, onnx, batch, profile, density)
         # Round robin, the fastest of REPEATS runs: the machine's noise
         # spreads over all variants alike.
         best = {}
@@ -125,10 +152,13 @@ def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
         dense = best["dense"]
         for label, _ in variants:
             r = best[label]
-            print("| %s | %s | %.1f | %.2f | %.3f | %.4f | %s | %s |" % (
-                name, label, r["step_ms"], dense["step_ms"] / r["step_ms"],
-                r["sent_MB"], r["sent_MB"] / dense["sent_MB"], r["density"],
-                r["compression"]))
+            model = predicted[label.split()[0]]
+            print("| %s | %s | %.1f | %.2f | %.3f | %.4f | %s | %s | %.1f | "
+                  "%.2f |" % (
+                      name, label, r["step_ms"],
+                      dense["step_ms"] / r["step_ms"], r["sent_MB"],
+                      r["sent_MB"] / dense["sent_MB"], r["density"],
+                      r["compression"], model, model / r["step_ms"]))
             sys.stdout.flush()
 
 

@@ -92,6 +92,12 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path,
   profile.cost.startup = *startup;
   profile.cost.perByte = *perByte;
   profile.ranks = object->getInteger("ranks");
+  if (const llvm::json::Value *speed = object->get("select_elements_per_s")) {
+    profile.selectElementsPerSecond = speed->getAsNumber();
+    if (!profile.selectElementsPerSecond ||
+        !(*profile.selectElementsPerSecond > 0))
+      return fail("select_elements_per_s must be a number > 0");
+  }
   // Timed all-reduces by size (optional): the cost never drops below them.
   const llvm::json::Array *timedBytes = object->getArray("allreduce_bytes"),
                           *timedSeconds = object->getArray("allreduce_s");
@@ -165,4 +171,39 @@ AllReduceCost mlir::dtrain::dist::ringAllReduceCost(int64_t ranks,
   const double steps = 2.0 * double(ranks - 1);
   return {steps * network.latency,
           steps / double(ranks) / network.bandwidth};
+}
+
+Network mlir::dtrain::dist::networkOfRing(AllReduceCost cost, int64_t ranks) {
+  // startup = 2(P-1) latencies, per-byte = 2(P-1)/P / bandwidth.
+  const double steps = 2.0 * double(ranks - 1);
+  return {cost.startup / steps, steps / double(ranks) / cost.perByte};
+}
+
+int64_t mlir::dtrain::dist::sparseK(double density, int64_t n) {
+  return std::max<int64_t>(1, int64_t(std::floor(density * double(n))));
+}
+
+/// Messages of a binomial tree (or recursive doubling) over RANKS.
+static double treeSteps(int64_t ranks) {
+  return std::ceil(std::log2(double(ranks)));
+}
+
+double SparseExchangeCost::dense(int64_t n) const {
+  const double bytes = 4.0 * double(n);
+  AllReduceCost ring = ringAllReduceCost(ranks, network);
+  const double doubling =
+      treeSteps(ranks) * (network.latency + bytes / network.bandwidth);
+  return std::min(ring.startup + ring.perByte * bytes, doubling);
+}
+
+double SparseExchangeCost::allGather(int64_t n, int64_t k) const {
+  return double(n) / elementsPerSecond +
+         double(ranks - 1) *
+             (network.latency + 8.0 * double(k) / network.bandwidth);
+}
+
+double SparseExchangeCost::gTopK(int64_t n, int64_t k) const {
+  return double(n) / elementsPerSecond +
+         2 * treeSteps(ranks) *
+             (network.latency + 8.0 * double(k) / network.bandwidth);
 }

@@ -22,6 +22,18 @@ using namespace mlir::dtrain::dist;
 
 namespace {
 
+/// The end of the last of exchanges that take SECONDS each, one at a time
+/// in order, each once its gradient is ready (TASKS' computation before it).
+static double serialCommEnd(ArrayRef<GradientTask> tasks,
+                            ArrayRef<double> seconds) {
+  double ready = 0, end = 0;
+  for (auto [task, duration] : llvm::zip_equal(tasks, seconds)) {
+    ready += task.backwardSeconds;
+    end = std::max(end, ready) + duration;
+  }
+  return end;
+}
+
 struct SimulateStepPass
     : public dist::impl::SimulateStepBase<SimulateStepPass> {
   using Base::Base;
@@ -36,6 +48,9 @@ struct SimulateStepPass
       if (p < 1)
         return emitError(UnknownLoc::get(context))
                << "--dtrain-simulate-step: ranks must be >= 1, not " << p;
+    if (!(sparseDensity >= 0 && sparseDensity <= 1))
+      return emitError(UnknownLoc::get(context))
+             << "--dtrain-simulate-step: sparse-density must be in [0, 1]";
     if (!(flopsPerSecond > 0) || !(elementsPerSecond > 0))
       return emitError(UnknownLoc::get(context))
              << "--dtrain-simulate-step: flops-per-second and "
@@ -113,7 +128,10 @@ struct SimulateStepPass
       os << "\n";
     }
     os << "ranks  none ms (eff)      threshold ms (eff) mgwfbp ms (eff)    "
-          "optimal ms (eff)   optimal buckets\n";
+          "optimal ms (eff)   optimal buckets";
+    if (sparseDensity > 0)
+      os << "  top-k ms (eff)     gtop-k ms (eff)";
+    os << "\n";
     if (counts.empty())
       counts = {8, 16, 32, 64, 128, 256, 512, 1024};
     for (int64_t p : counts) {
@@ -130,7 +148,31 @@ struct SimulateStepPass
         os << llvm::formatv("{0,9:f2} ({1:f2})   ", iteration * 1e3,
                             single / iteration);
       }
-      os << plans[3].size() << "\n";
+      if (sparseDensity == 0)
+        os << plans[3].size();
+      else
+        os << llvm::formatv("{0,-17}", plans[3].size());
+      if (sparseDensity > 0) {
+        const SparseExchangeCost sparse{
+            net ? *net : networkOfRing(measured->cost, p), p,
+            measured ? measured->selectElementsPerSecond.value_or(
+                           elementsPerSecond)
+                     : double(elementsPerSecond)};
+        SmallVector<double> allGather, gTopK;
+        for (const GradientTask &task : tasks) {
+          const int64_t n = int64_t(task.bytes / 4);
+          const int64_t k = sparseK(sparseDensity, n);
+          allGather.push_back(p == 1 ? 0 : sparse.allGather(n, k));
+          gTopK.push_back(p == 1 ? 0 : sparse.gTopK(n, k));
+        }
+        for (ArrayRef<double> seconds : {allGather, gTopK}) {
+          const double iteration =
+              std::max(serialCommEnd(tasks, seconds), backward) + tail;
+          os << llvm::formatv("{0,9:f2} ({1:f2})   ", iteration * 1e3,
+                              single / iteration);
+        }
+      }
+      os << "\n";
     }
   }
 };

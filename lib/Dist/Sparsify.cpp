@@ -29,39 +29,6 @@ using namespace mlir::dtrain::dist;
 
 namespace {
 
-/// What the ranks send per exchange under the alpha-beta model: the dense
-/// all-reduce, or one of the sparse aggregations of k entries.
-struct AggregateCosts {
-  Network network;
-  int64_t ranks;
-  double elementsPerSecond;
-
-  /// Messages of a binomial tree (or recursive doubling) over the ranks.
-  double treeSteps() const { return std::ceil(std::log2(double(ranks))); }
-
-  double dense(int64_t elements) const {
-    const double bytes = 4.0 * double(elements);
-    AllReduceCost ring = ringAllReduceCost(ranks, network);
-    const double doubling =
-        treeSteps() * (network.latency + bytes / network.bandwidth);
-    return std::min(ring.startup + ring.perByte * bytes, doubling);
-  }
-  /// One pass over the elements to add the residual and select, on top.
-  double select(int64_t elements) const {
-    return double(elements) / elementsPerSecond;
-  }
-  double allGather(int64_t elements, int64_t k) const {
-    return select(elements) +
-           double(ranks - 1) *
-               (network.latency + 8.0 * double(k) / network.bandwidth);
-  }
-  double gTopK(int64_t elements, int64_t k) const {
-    return select(elements) +
-           2 * treeSteps() *
-               (network.latency + 8.0 * double(k) / network.bandwidth);
-  }
-};
-
 struct SparsifyPass : public dist::impl::SparsifyBase<SparsifyPass> {
   using Base::Base;
 
@@ -69,12 +36,6 @@ struct SparsifyPass : public dist::impl::SparsifyBase<SparsifyPass> {
   void runOnOperation() override;
 
 private:
-  /// The exchange's k at DENSITY: max(1, floor(density * elements)).
-  static int64_t kFor(double density, int64_t elements) {
-    return std::max<int64_t>(1,
-                             int64_t(std::floor(density * double(elements))));
-  }
-
   /// The aggregate for an exchange of ELEMENTS, or none to stay dense.
   std::optional<comm::SparseAggregate> chooseAggregate(int64_t elements) const;
 
@@ -84,7 +45,7 @@ private:
 
   comm::SelectMethod selectMethod = comm::SelectMethod::gaussian;
   std::optional<comm::SparseAggregate> fixedAggregate;
-  std::optional<AggregateCosts> costs;
+  std::optional<SparseExchangeCost> costs;
 };
 
 } // namespace
@@ -131,6 +92,7 @@ LogicalResult SparsifyPass::initialize(MLIRContext *context) {
   if (!(elementsPerSecond > 0))
     return error() << "elements-per-second must be positive";
   std::optional<Network> net;
+  double selectSpeed = elementsPerSecond;
   if (network == "profile") {
     if (profile.empty())
       return error() << "network=profile needs profile=FILE.json";
@@ -138,15 +100,13 @@ LogicalResult SparsifyPass::initialize(MLIRContext *context) {
         readProfile(profile, loc, "--dtrain-sparsify");
     if (failed(measured))
       return failure();
-    // Invert the ring model at the profile's rank count: startup =
-    // 2(P-1) latencies, per-byte = 2(P-1)/P / bandwidth.
     const int64_t p = measured->ranks.value_or(ranks);
     if (p < 2 || !(measured->cost.perByte > 0))
       return error() << "profile '" << profile
                      << "' has no all-reduce cost over 2 or more ranks";
-    const double steps = 2.0 * double(p - 1);
-    net = Network{measured->cost.startup / steps,
-                  steps / double(p) / measured->cost.perByte};
+    net = networkOfRing(measured->cost, p);
+    if (measured->selectElementsPerSecond)
+      selectSpeed = *measured->selectElementsPerSecond;
   } else {
     net = lookupNetwork(network);
     if (!net)
@@ -154,7 +114,7 @@ LogicalResult SparsifyPass::initialize(MLIRContext *context) {
                      << "' is not valid (accepted: 1gbe, 10gbe, 100gb-ib, "
                         "profile)";
   }
-  costs = AggregateCosts{*net, ranks, elementsPerSecond};
+  costs = SparseExchangeCost{*net, ranks, selectSpeed};
   return success();
 }
 
@@ -162,7 +122,7 @@ std::optional<comm::SparseAggregate>
 SparsifyPass::chooseAggregate(int64_t elements) const {
   if (fixedAggregate)
     return fixedAggregate;
-  const int64_t k = kFor(density, elements);
+  const int64_t k = sparseK(density, elements);
   const double dense = costs->dense(elements);
   const double allGather = costs->allGather(elements, k);
   const double gTopK = costs->gTopK(elements, k);
@@ -177,7 +137,7 @@ Value SparsifyPass::buildK(OpBuilder &b, Location loc, int64_t elements,
   auto constant = [&](int64_t value) -> Value {
     return arith::ConstantIndexOp::create(b, loc, value);
   };
-  Value k = constant(kFor(density, elements));
+  Value k = constant(sparseK(density, elements));
   if (!step)
     return k;
   // Stages from the last: k = step < (s+1)*W ? k_s : k.
@@ -186,7 +146,7 @@ Value SparsifyPass::buildK(OpBuilder &b, Location loc, int64_t elements,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, step,
                               constant((s + 1) * warmupSteps));
     k = arith::SelectOp::create(b, loc, inStage,
-                                constant(kFor(warmup[size_t(s)], elements)), k);
+                                constant(sparseK(warmup[size_t(s)], elements)), k);
   }
   return k;
 }

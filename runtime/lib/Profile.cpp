@@ -7,7 +7,10 @@
 // least squares: to the steps' own exchanges when their sizes span a range
 // (they run while the computation competes for the cores, which isolated
 // all-reduces do not show), else to all-reduces of several sizes timed on
-// the job's ranks after training.
+// the job's ranks after training. For the sparsified exchanges that
+// --dtrain-simulate-step predicts: the speed of a residual update and a
+// Gaussian-k selection over the whole payload, timed on all ranks at once
+// (so that ranks sharing cores slow each other as they do in a step).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,7 @@
 #include "Internal.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 using namespace dtrain::rt;
@@ -84,6 +88,39 @@ double timeAllReduce(dtrain_rt_comm_t *comm, std::vector<float> &buffer,
   return times[times.size() / 2];
 }
 
+/// Elements per second of what a sparsified exchange computes before it
+/// sends (u = grad + residual, then Gaussian-k at density 0.001) over
+/// COUNT elements: the slowest rank's median of 3, timed on all ranks at
+/// once.
+double timeSelection(dtrain_rt_comm_t *comm, int64_t count) {
+  // Laplace-distributed values: heavier-tailed than Gaussian, as gradients.
+  std::vector<float> grad(static_cast<size_t>(count)),
+      residual(static_cast<size_t>(count), 0.0f);
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (float &g : grad) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = (double(state >> 11) + 0.5) / double(1ull << 53);
+    g = float(u < 0.5 ? std::log(2 * u) : -std::log(2 * (1 - u))) * 1e-3f;
+  }
+  const int64_t k = std::max<int64_t>(1, count / 1000);
+  std::vector<int32_t> indices(size_t(2 * k));
+  std::vector<double> times;
+  for (int r = 0; r < 4; ++r) {
+    dtrain_rt_all_reduce(comm, nullptr, 0, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+    const double start = clockSeconds();
+    for (int64_t i = 0; i < count; ++i)
+      residual[size_t(i)] += grad[size_t(i)];
+    dtrain_rt_select_f32(residual.data(), count, k, DTRAIN_RT_SELECT_GAUSSIAN,
+                         0, indices.data(), nullptr, int64_t(indices.size()));
+    double seconds = clockSeconds() - start;
+    dtrain_rt_all_reduce(comm, &seconds, 1, DTRAIN_RT_F64, DTRAIN_RT_MAX);
+    if (r > 0) // the first is a warm-up
+      times.push_back(seconds);
+  }
+  std::sort(times.begin(), times.end());
+  return double(count) / std::max(times[times.size() / 2], 1e-9);
+}
+
 } // namespace
 
 void StepProfile::write(dtrain_rt_comm_t *comm,
@@ -122,6 +159,8 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   double both[2] = {cost.startup, cost.perByte};
   dtrain_rt_all_reduce(comm, both, 2, DTRAIN_RT_F64, DTRAIN_RT_MAX);
   const double startup = both[0], perByte = both[1];
+  const double selectSpeed =
+      timeSelection(comm, std::max<int64_t>(payload / 4, 1024));
   if (comm->rank != 0)
     return;
 
@@ -152,7 +191,9 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
     std::snprintf(number, sizeof number, "%s%.9g", i ? ", " : "", times[i]);
     json += number;
   }
-  json += "]\n}\n";
+  std::snprintf(number, sizeof number, "%.9g", selectSpeed);
+  json += "],\n  \"select_elements_per_s\": " + std::string(number) +
+          "\n}\n";
 
   writeFileAtomically(path, json, "--profile");
 }

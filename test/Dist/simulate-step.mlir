@@ -4,6 +4,10 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-4.json" -o /dev/null | FileCheck %s --check-prefix=MEASURED
 // RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NO-RANKS
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-timed.json" -o /dev/null | FileCheck %s --check-prefix=TIMED
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=2,32 network=1gbe profile=%S/Inputs/simulate-profile.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SPARSE
+// RUN: not dtrain-opt %s --dtrain-simulate-step="sparse-density=2" 2>&1 | FileCheck %s --check-prefix=BAD-DENSITY
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-select.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SELECT
+// RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-bad-select.json sparse-density=0.001" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-SELECT
 
 // The four exchanges (loss 4 bytes, fc2.bias 8, fc2.weight 24, fc1.weight
 // 48) are ready at 0, 0.05, 0.1 and 0.3 ms (the profile); on 2 ranks over
@@ -58,3 +62,26 @@ func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tenso
 // TIMED:      all-reduce 1000.0 us + 1000.000 ns/byte measured on 4 ranks, never below 3 timed all-reduces
 // TIMED-NEXT: ranks
 // TIMED-NEXT: 4          5.55 (0.05)      100.30 (0.00)      100.30 (0.00)        3.83 (0.08)   2
+
+// sparse-density=0.001: each exchange sends k = 1 entry (8 bytes: 68 ns at
+// 117.5 MB/s) after a pass over its 1, 2, 6 and 12 elements (1 ns each).
+// All-gather on 2 ranks: one message, 50.068 us + n ns: the exchanges end
+// at 0.050069, 0.100139, 0.150213 and, from 0.3, 0.350080 ms: efficiency
+// 0.3 / 0.35008 = 0.86. gTop-k on 2 ranks: a merge and a broadcast,
+// 100.136 us + n ns each: back to back until 0.300418, then 0.400566 ms.
+// On 32 ranks all-gather takes 31 messages (1.552 ms each, 6.21 ms for
+// all four), gTop-k 2 log2(32) = 10 (0.501 ms, 2.00 ms).
+// SPARSE: ranks none ms (eff) threshold ms (eff) mgwfbp ms (eff) optimal ms (eff) optimal buckets top-k ms (eff) gtop-k ms (eff)
+// SPARSE-NEXT: 2 {{.*}} 2 0.35 (0.86) 0.40 (0.75)
+// SPARSE-NEXT: 32 {{.*}} 1 6.21 (0.05) 2.00 (0.15)
+// BAD-DENSITY: error: --dtrain-simulate-step: sparse-density must be in [0, 1]
+
+// A profile with a measured selection speed (1e6 elements/s) and an
+// all-reduce of 600 us + 15 ns/byte on 4 ranks, which the ring model gives
+// with 100 us per message and 100 MB/s: all-gather costs n us + 3 x
+// (100 us + 80 ns) and ends at 1.22 ms (0.301, 0.603, 0.910, 1.222); gTop-k
+// costs n us + 4 x 100.08 us and ends at 1.62 ms.
+// SELECT: all-reduce 600.0 us + 15.000 ns/byte measured on 4 ranks
+// SELECT-NEXT: ranks
+// SELECT-NEXT: 4 {{.*}} 1.22 (0.25) 1.62 (0.18)
+// BAD-SELECT: select_elements_per_s must be a number > 0

@@ -51,13 +51,17 @@ SmallVector<Exchange> collectExchanges(Block &body, ComputeSpeed speed,
                                        double *tailSeconds = nullptr);
 
 /// A trainer's --profile file: {"startup_s", "per_byte_s", "compute_s":
-/// [...], "allreduce_bytes": [...], "allreduce_s": [...], ...} (the timed
-/// all-reduces are optional; other keys are ignored).
+/// [...], "allreduce_bytes": [...], "allreduce_s": [...],
+/// "select_elements_per_s", ...} (the timed all-reduces and the selection
+/// speed are optional; other keys are ignored).
 struct Profile {
   AllReduceCost cost;
   std::vector<double> computeSeconds;
   /// The rank count the cost was measured at ("ranks"), if given.
   std::optional<int64_t> ranks;
+  /// Elements per second of a sparsified exchange's residual update and
+  /// Gaussian-k selection ("select_elements_per_s"), if given.
+  std::optional<double> selectElementsPerSecond;
 };
 
 /// Reads the profile at PATH; errors are reported at LOC, naming OPTION.
@@ -76,6 +80,32 @@ std::optional<Network> lookupNetwork(StringRef name);
 /// A ring all-reduce over P ranks of NETWORK: 2(P-1) latencies, and
 /// 2(P-1)/P of the bytes over each link.
 AllReduceCost ringAllReduceCost(int64_t ranks, Network network);
+
+/// The network that gives a measured all-reduce COST on RANKS ranks (>= 2)
+/// under the ring model (its inverse).
+Network networkOfRing(AllReduceCost cost, int64_t ranks);
+
+/// The entries a sparsified exchange of N elements sends at DENSITY:
+/// max(1, floor(density * n)).
+int64_t sparseK(double density, int64_t n);
+
+/// Seconds one exchange of an f32 gradient of N elements takes on RANKS
+/// ranks of NETWORK: dense, or sparsified to K entries (8 bytes each: an
+/// int32 index and an f32 value), which adds a pass over the N elements to
+/// add the residual and select, at ELEMENTSPERSECOND.
+struct SparseExchangeCost {
+  Network network;
+  int64_t ranks;
+  double elementsPerSecond;
+
+  /// The less of a ring (2(P-1) messages, 2(P-1)/P of the bytes per link)
+  /// and recursive doubling (log2(P) messages of all the bytes).
+  double dense(int64_t n) const;
+  /// All-gather: (P-1) messages of 8k bytes.
+  double allGather(int64_t n, int64_t k) const;
+  /// gTop-k: a tree of log2(P) merges, then a broadcast down the tree.
+  double gTopK(int64_t n, int64_t k) const;
+};
 
 } // namespace mlir::dtrain::dist
 

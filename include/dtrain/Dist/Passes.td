@@ -211,7 +211,8 @@ def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
       all-reduce under the alpha-beta model of `network` (`1gbe` default,
       `10gbe`, `100gb-ib`, or the cost measured in `profile`) at `ranks`
       ranks (default 4); a sparse exchange also pays a pass over its
-      elements at `elements-per-second`. The dense all-reduce costs the
+      elements at `elements-per-second` (or the profile's measured
+      `select_elements_per_s`). The dense all-reduce costs the
       less of a ring (2(P-1) messages, 2(P-1)/P of the bytes per link) and
       recursive doubling (log2(P) messages of all the bytes).
     - `warmup`: densities for the first steps, `warmup-steps` steps each
@@ -299,6 +300,16 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
     instead (its `startup_s` and `per_byte_s`, never below its timed
     all-reduces, at its `ranks`): a prediction for the machine and rank count the profile came from, to
     compare with measured step times.
+
+    `sparse-density=D` adds two columns: every exchange sparsified as
+    `--dtrain-sparsify` does at density D (one per gradient, k = max(1,
+    floor(D n)) entries of 8 bytes), aggregated by all-gather ((P-1)
+    messages of 8k bytes) or by gTop-k (2 log2(P) messages of 8k bytes),
+    each also paying a pass over its n elements at `elements-per-second`
+    (residual and selection); with `network=profile` the latency and
+    bandwidth are those of the ring model that gives the measured cost, and
+    the selection runs at the profile's measured `select_elements_per_s`
+    when it has one.
   }];
   let options = [
     ListOption<"ranks", "ranks", "int64_t",
@@ -312,6 +323,9 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
            "speed of other ops per result element">,
     Option<"profile", "profile", "std::string", "\"\"",
            "a trainer's --profile JSON: measured compute times">,
+    Option<"sparseDensity", "sparse-density", "double", "0",
+           "also predict top-k sparsified exchanges at this density, "
+           "aggregated by all-gather and by gTop-k (0: not)">,
   ];
 }
 
