@@ -197,13 +197,13 @@ double SparseExchangeCost::dense(int64_t n) const {
 }
 
 double SparseExchangeCost::allGather(int64_t n, int64_t k) const {
-  return double(n) / elementsPerSecond +
+  return select(n) +
          double(ranks - 1) *
              (network.latency + 8.0 * double(k) / network.bandwidth);
 }
 
 double SparseExchangeCost::gTopK(int64_t n, int64_t k) const {
-  return double(n) / elementsPerSecond +
+  return select(n) +
          2 * treeSteps(ranks) *
              (network.latency + 8.0 * double(k) / network.bandwidth);
 }

@@ -159,15 +159,20 @@ struct SimulateStepPass
                            elementsPerSecond)
                      : double(elementsPerSecond)};
         SmallVector<double> allGather, gTopK;
+        double selection = 0;
         for (const GradientTask &task : tasks) {
           const int64_t n = int64_t(task.bytes / 4);
           const int64_t k = sparseK(sparseDensity, n);
           allGather.push_back(p == 1 ? 0 : sparse.allGather(n, k));
           gTopK.push_back(p == 1 ? 0 : sparse.gTopK(n, k));
+          selection += p == 1 ? 0 : sparse.select(n);
         }
+        // The selections run on the communication thread, but on the cores
+        // that compute: they delay the backward pass too.
         for (ArrayRef<double> seconds : {allGather, gTopK}) {
           const double iteration =
-              std::max(serialCommEnd(tasks, seconds), backward) + tail;
+              std::max(serialCommEnd(tasks, seconds), backward + selection) +
+              tail;
           os << llvm::formatv("{0,9:f2} ({1:f2})   ", iteration * 1e3,
                               single / iteration);
         }

@@ -7,6 +7,7 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=2,32 network=1gbe profile=%S/Inputs/simulate-profile.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SPARSE
 // RUN: not dtrain-opt %s --dtrain-simulate-step="sparse-density=2" 2>&1 | FileCheck %s --check-prefix=BAD-DENSITY
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-select.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SELECT
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-slow-select.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SLOW-SELECT
 // RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-bad-select.json sparse-density=0.001" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-SELECT
 
 // The four exchanges (loss 4 bytes, fc2.bias 8, fc2.weight 24, fc1.weight
@@ -85,3 +86,10 @@ func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tenso
 // SELECT-NEXT: ranks
 // SELECT-NEXT: 4 {{.*}} 1.22 (0.25) 1.62 (0.18)
 // BAD-SELECT: select_elements_per_s must be a number > 0
+
+// Selection at 1e4 elements/s (100 us per element, 2.1 ms for the 21) and
+// the last gradient ready at 10 ms: the exchanges end at 11.50 ms
+// (all-gather; gTop-k 11.60), but the selections also take the cores from
+// the computation, which then ends at 10 + 2.1 = 12.10 ms.
+// SLOW-SELECT: ranks
+// SLOW-SELECT-NEXT: 4 {{.*}} 12.10 (0.83) 12.10 (0.83)

@@ -101,6 +101,8 @@ struct SparseExchangeCost {
   /// The less of a ring (2(P-1) messages, 2(P-1)/P of the bytes per link)
   /// and recursive doubling (log2(P) messages of all the bytes).
   double dense(int64_t n) const;
+  /// The residual update and selection over N elements.
+  double select(int64_t n) const { return double(n) / elementsPerSecond; }
   /// All-gather: (P-1) messages of 8k bytes.
   double allGather(int64_t n, int64_t k) const;
   /// gTop-k: a tree of log2(P) merges, then a broadcast down the tree.

@@ -309,7 +309,10 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
     (residual and selection); with `network=profile` the latency and
     bandwidth are those of the ring model that gives the measured cost, and
     the selection runs at the profile's measured `select_elements_per_s`
-    when it has one.
+    when it has one. The selections run on the communication thread but on
+    the cores that compute, so they also delay the backward pass: iteration
+    = max(end of the last exchange, backward + all selections) + the
+    computation after it.
   }];
   let options = [
     ListOption<"ranks", "ranks", "int64_t",
