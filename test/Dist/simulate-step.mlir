@@ -91,5 +91,5 @@ func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tenso
 // the last gradient ready at 10 ms: the exchanges end at 11.50 ms
 // (all-gather; gTop-k 11.60), but the selections also take the cores from
 // the computation, which then ends at 10 + 2.1 = 12.10 ms.
-// SLOW-SELECT: ranks
+// SLOW-SELECT: ranks none ms
 // SLOW-SELECT-NEXT: 4 {{.*}} 12.10 (0.83) 12.10 (0.83)
