@@ -146,6 +146,34 @@ def measure(trainer, data, batch, ranks, steps, launcher):
     return result
 
 
+def add_strategy_bench_arguments(parser, models, steps):
+    """The command line of the benchmarks that compare compiled variants of
+    trainers on P ranks (merge_bench.py, sparsify_bench.py)."""
+    parser.add_argument("build")
+    parser.add_argument("--models", nargs="+", default=models)
+    parser.add_argument("--ranks", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--cluster", dest="cluster", action="store_true",
+                        default=os.geteuid() == 0)
+    parser.add_argument("--no-cluster", dest="cluster", action="store_false")
+    parser.add_argument("--no-shm", dest="shm", action="store_false",
+                        help="skip the shared-memory runs")
+
+
+def simulate_step(compile_tool, onnx, batch, options):
+    """The numbers of the last row of --dtrain-simulate-step=OPTIONS on the
+    data-parallel step of ONNX: ranks, then each column's ms and efficiency
+    (and the optimal plan's bucket count between them)."""
+    opt = os.path.join(os.path.dirname(compile_tool), "dtrain-opt")
+    out = run([opt, onnx, "--batch-size", str(batch),
+               "--dtrain-build-training=optimizer=momentum lr=0.01",
+               "--dtrain-data-parallel", "--dtrain-simulate-step=" + options,
+               "-o", "/dev/null"])
+    return [float(f) for f in out.strip().splitlines()[-1].replace(
+        "(", " ").replace(")", " ").split()]
+
+
 def table(title, rows, reference=None):
     print("\n### " + title)
     print("| model | schedule | ranks | step ms | samples/s | efficiency |"

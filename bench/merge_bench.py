@@ -70,16 +70,10 @@ def compile_trainer(compile_tool, onnx, batch, exe, strategy, options):
 def simulate(compile_tool, onnx, batch, profile):
     """--dtrain-simulate-step network=profile: the predicted iteration ms of
     none, threshold (25 MiB / 1 MiB), mgwfbp and optimal."""
-    opt = os.path.join(os.path.dirname(compile_tool), "dtrain-opt")
-    out = dp.run([opt, onnx, "--batch-size", str(batch),
-                  "--dtrain-build-training=optimizer=momentum lr=0.01",
-                  "--dtrain-data-parallel",
-                  "--dtrain-simulate-step=network=profile profile=" + profile,
-                  "-o", "/dev/null"])
-    fields = out.strip().splitlines()[-1].replace("(", " ").replace(
-        ")", " ").split()
-    times = [float(fields[i]) for i in range(1, 9, 2)]
-    return dict(zip(["none", "ddp-25MB", "mgwfbp", "optimal"], times))
+    fields = dp.simulate_step(compile_tool, onnx, batch,
+                              "network=profile profile=" + profile)
+    return dict(zip(["none", "ddp-25MB", "mgwfbp", "optimal"],
+                    fields[1:9:2]))
 
 
 def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
@@ -125,17 +119,7 @@ def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("build")
-    parser.add_argument("--models", nargs="+",
-                        default=["resnet18", "mobilenet_v2"])
-    parser.add_argument("--ranks", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--cluster", dest="cluster", action="store_true",
-                        default=os.geteuid() == 0)
-    parser.add_argument("--no-cluster", dest="cluster", action="store_false")
-    parser.add_argument("--no-shm", dest="shm", action="store_false",
-                        help="skip the shared-memory runs")
+    dp.add_strategy_bench_arguments(parser, ["resnet18", "mobilenet_v2"], 30)
     args = parser.parse_args()
     compile_tool = os.path.join(os.path.abspath(args.build), "bin",
                                 "dtrain-compile")

@@ -105,17 +105,10 @@ def simulate(compile_tool, onnx, batch, profile, density):
     """--dtrain-simulate-step network=profile sparse-density=DENSITY: the
     predicted step ms of dense (one exchange per gradient), all-gather and
     gTop-k."""
-    opt = os.path.join(os.path.dirname(compile_tool), "dtrain-opt")
-    out = dp.run([opt, onnx, "--batch-size", str(batch),
-                  "--dtrain-build-training=optimizer=momentum lr=0.01",
-                  "--dtrain-data-parallel",
-                  "--dtrain-simulate-step=network=profile profile=%s "
-                  "sparse-density=%g" % (profile, density),
-                  "-o", "/dev/null"])
-    fields = out.strip().splitlines()[-1].replace("(", " ").replace(
-        ")", " ").split()
-    return {"dense": float(fields[1]), "allgather": float(fields[10]),
-            "gtopk": float(fields[12])}
+    fields = dp.simulate_step(
+        compile_tool, onnx, batch,
+        "network=profile profile=%s sparse-density=%g" % (profile, density))
+    return {"dense": fields[1], "allgather": fields[10], "gtopk": fields[12]}
 
 
 def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
@@ -164,18 +157,8 @@ def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("build")
-    parser.add_argument("--models", nargs="+",
-                        default=["resnet18", "vgg16_cifar"])
-    parser.add_argument("--ranks", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=2)
+    dp.add_strategy_bench_arguments(parser, ["resnet18", "vgg16_cifar"], 20)
     parser.add_argument("--density", type=float, default=0.001)
-    parser.add_argument("--cluster", dest="cluster", action="store_true",
-                        default=os.geteuid() == 0)
-    parser.add_argument("--no-cluster", dest="cluster", action="store_false")
-    parser.add_argument("--no-shm", dest="shm", action="store_false",
-                        help="skip the shared-memory runs")
     args = parser.parse_args()
     compile_tool = os.path.join(os.path.abspath(args.build), "bin",
                                 "dtrain-compile")
