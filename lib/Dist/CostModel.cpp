@@ -2,6 +2,8 @@
 
 #include "dtrain/Dist/CostModel.h"
 #include "dtrain/Dialect/NN/IR/NNOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/JSON.h"
@@ -42,8 +44,7 @@ double mlir::dtrain::dist::estimateSeconds(Operation *op, ComputeSpeed speed) {
         const double lhs = double(elementsOf(matmul.getLhs().getType()));
         const double rhs = double(elementsOf(matmul.getRhs().getType()));
         const double result = double(elementsOf(matmul.getType()));
-        return result > 0 ? 2.0 * result * std::sqrt(lhs * rhs / result) /
-                                flops
+        return result > 0 ? 2.0 * result * std::sqrt(lhs * rhs / result) / flops
                           : 0.0;
       })
       .Case<nn::Conv2DOp>([&](nn::Conv2DOp conv) {
@@ -52,10 +53,9 @@ double mlir::dtrain::dist::estimateSeconds(Operation *op, ComputeSpeed speed) {
       .Case<nn::Conv2DBackwardDataOp>([&](nn::Conv2DBackwardDataOp conv) {
         return convolution(conv.getGrad(), conv.getWeight());
       })
-      .Case<nn::Conv2DBackwardWeightsOp>(
-          [&](nn::Conv2DBackwardWeightsOp conv) {
-            return convolution(conv.getGrad(), conv.getResult());
-          })
+      .Case<nn::Conv2DBackwardWeightsOp>([&](nn::Conv2DBackwardWeightsOp conv) {
+        return convolution(conv.getGrad(), conv.getResult());
+      })
       .Default([&](Operation *other) {
         double count = 0;
         for (Type type : other->getResultTypes())
@@ -64,12 +64,10 @@ double mlir::dtrain::dist::estimateSeconds(Operation *op, ComputeSpeed speed) {
       });
 }
 
-FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path,
-                                                   Location loc,
+FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
                                                    StringRef option) {
   auto fail = [&](const Twine &message) -> FailureOr<Profile> {
-    return emitError(loc) << option << ": profile " << path << ": "
-                          << message;
+    return emitError(loc) << option << ": profile " << path << ": " << message;
   };
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
@@ -125,9 +123,9 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path,
   return profile;
 }
 
-SmallVector<Exchange> mlir::dtrain::dist::collectExchanges(Block &body,
-                                                           ComputeSpeed speed,
-                                                           double *tailSeconds) {
+SmallVector<Exchange>
+mlir::dtrain::dist::collectExchanges(Block &body, ComputeSpeed speed,
+                                     double *tailSeconds) {
   SmallVector<Exchange> exchanges;
   double compute = 0;
   for (Operation &op : body) {
@@ -169,8 +167,7 @@ AllReduceCost mlir::dtrain::dist::ringAllReduceCost(int64_t ranks,
   if (ranks <= 1)
     return {0, 0};
   const double steps = 2.0 * double(ranks - 1);
-  return {steps * network.latency,
-          steps / double(ranks) / network.bandwidth};
+  return {steps * network.latency, steps / double(ranks) / network.bandwidth};
 }
 
 Network mlir::dtrain::dist::networkOfRing(AllReduceCost cost, int64_t ranks) {
@@ -196,14 +193,39 @@ double SparseExchangeCost::dense(int64_t n) const {
   return std::min(ring.startup + ring.perByte * bytes, doubling);
 }
 
+double SparseExchangeCost::messages(bool gTopK) const {
+  return gTopK ? 2 * treeSteps(ranks) : double(ranks - 1);
+}
+
 double SparseExchangeCost::allGather(int64_t n, int64_t k) const {
-  return select(n) +
-         double(ranks - 1) *
-             (network.latency + 8.0 * double(k) / network.bandwidth);
+  return select(n) + messages(false) * (network.latency +
+                                        8.0 * double(k) / network.bandwidth);
 }
 
 double SparseExchangeCost::gTopK(int64_t n, int64_t k) const {
-  return select(n) +
-         2 * treeSteps(ranks) *
-             (network.latency + 8.0 * double(k) / network.bandwidth);
+  return select(n) + messages(true) * (network.latency +
+                                       8.0 * double(k) / network.bandwidth);
+}
+
+AllReduceCost SparseExchangeCost::bucketCost(double density, bool gTopK) const {
+  // n = bytes / 4 elements to select from; each message carries 8 density n
+  // = 2 density bytes.
+  const double m = messages(gTopK);
+  return {m * network.latency,
+          1 / (4 * elementsPerSecond) + m * 2 * density / network.bandwidth};
+}
+
+bool mlir::dtrain::dist::feedsReturn(Value value) {
+  SmallVector<Value> worklist = {value};
+  while (!worklist.empty()) {
+    Value next = worklist.pop_back_val();
+    for (Operation *user : next.getUsers()) {
+      if (isa<func::ReturnOp>(user))
+        return true;
+      if (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+              tensor::ExpandShapeOp>(user))
+        worklist.push_back(user->getResult(0));
+    }
+  }
+  return false;
 }

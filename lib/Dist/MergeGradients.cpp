@@ -28,7 +28,10 @@ namespace {
 std::string seconds(double x) { return llvm::formatv("{0:f6}", x).str(); }
 
 /// Whether B may share a bucket with A (the exchange before it).
-bool mergeable(const Exchange &a, const Exchange &b) {
+bool mergeable(const Exchange &a, const Exchange &b, bool keepReturned) {
+  if (keepReturned &&
+      (feedsReturn(a.wait.getResult()) || feedsReturn(b.wait.getResult())))
+    return false;
   return a.start.getReduction() == b.start.getReduction() &&
          a.start.getCommunicator() == b.start.getCommunicator() &&
          a.type.getElementType() == b.type.getElementType();
@@ -51,8 +54,8 @@ void mergeBucket(ArrayRef<Exchange> members, RewriterBase &rewriter) {
 
   // The bucket, filled where the last member's exchange started.
   rewriter.setInsertionPoint(last.start);
-  Value bucket = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{total},
-                                         element);
+  Value bucket =
+      tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{total}, element);
   SmallVector<int64_t> offsets;
   int64_t offset = 0;
   for (const Exchange &e : members) {
@@ -66,7 +69,8 @@ void mergeBucket(ArrayRef<Exchange> members, RewriterBase &rewriter) {
       flat = tensor::CollapseShapeOp::create(rewriter, loc, flatType, flat,
                                              allDims(e.type));
     bucket = tensor::InsertSliceOp::create(
-        rewriter, loc, flat, bucket, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(offset)},
+        rewriter, loc, flat, bucket,
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(offset)},
         ArrayRef<OpFoldResult>{rewriter.getIndexAttr(n)},
         ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
     offsets.push_back(offset);
@@ -94,9 +98,9 @@ void mergeBucket(ArrayRef<Exchange> members, RewriterBase &rewriter) {
         ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
     Value value = slice;
     if (e.type.getRank() == 0)
-      value = tensor::CollapseShapeOp::create(
-          rewriter, e.wait.getLoc(), e.type, slice,
-          ArrayRef<ReassociationIndices>{});
+      value = tensor::CollapseShapeOp::create(rewriter, e.wait.getLoc(), e.type,
+                                              slice,
+                                              ArrayRef<ReassociationIndices>{});
     else if (e.type.getRank() > 1)
       value = tensor::ExpandShapeOp::create(rewriter, e.wait.getLoc(), e.type,
                                             slice, allDims(e.type));
@@ -111,8 +115,8 @@ struct MergeGradientsPass
   using Base::Base;
 
   LogicalResult initialize(MLIRContext *context) override {
-    if (strategy != "none" && strategy != "threshold" &&
-        strategy != "mgwfbp" && strategy != "optimal")
+    if (strategy != "none" && strategy != "threshold" && strategy != "mgwfbp" &&
+        strategy != "optimal")
       return emitError(UnknownLoc::get(context))
              << "--dtrain-merge-gradients: strategy '" << strategy
              << "' is not valid (accepted: none, threshold, mgwfbp, optimal)";
@@ -122,6 +126,11 @@ struct MergeGradientsPass
              << "--dtrain-merge-gradients: threshold-bytes, "
                 "first-bucket-bytes, startup and per-byte must be >= 0, "
                 "flops-per-second and elements-per-second > 0";
+    if (!(sparseDensity >= 0 && sparseDensity <= 1) || ranks < 2 ||
+        (sparseAggregate != "allgather" && sparseAggregate != "gtopk"))
+      return emitError(UnknownLoc::get(context))
+             << "--dtrain-merge-gradients: sparse-density must be in [0, 1], "
+                "ranks >= 2 and sparse-aggregate allgather or gtopk";
     return success();
   }
 
@@ -130,9 +139,11 @@ struct MergeGradientsPass
     if (!func.getBody().hasOneBlock())
       return;
     Block &body = func.getBody().front();
+    std::optional<int64_t> measuredRanks;
+    std::optional<double> selectSpeed;
 
-    SmallVector<Exchange> exchanges = collectExchanges(
-        body, ComputeSpeed{flopsPerSecond, elementsPerSecond});
+    SmallVector<Exchange> exchanges =
+        collectExchanges(body, ComputeSpeed{flopsPerSecond, elementsPerSecond});
     if (exchanges.empty())
       return;
 
@@ -153,6 +164,19 @@ struct MergeGradientsPass
       for (auto [e, seconds] :
            llvm::zip_equal(exchanges, measured->computeSeconds))
         e.task.backwardSeconds = seconds;
+      measuredRanks = measured->ranks;
+      selectSpeed = measured->selectElementsPerSecond;
+    }
+    if (sparseDensity > 0) {
+      if (!(cost.perByte > 0)) {
+        func.emitError("--dtrain-merge-gradients: sparse-density needs an "
+                       "all-reduce cost with per-byte > 0");
+        return signalPassFailure();
+      }
+      const int64_t p = measuredRanks.value_or(ranks);
+      cost = SparseExchangeCost{networkOfRing(cost, p), p,
+                                selectSpeed.value_or(elementsPerSecond)}
+                 .bucketCost(sparseDensity, sparseAggregate == "gtopk");
     }
 
     // Plan each run of mergeable exchanges.
@@ -162,7 +186,8 @@ struct MergeGradientsPass
     for (size_t first = 0; first < exchanges.size();) {
       size_t end = first + 1;
       while (end < exchanges.size() &&
-             mergeable(exchanges[end - 1], exchanges[end]))
+             mergeable(exchanges[end - 1], exchanges[end],
+                       /*keepReturned=*/sparseDensity > 0))
         ++end;
       SmallVector<GradientTask> tasks;
       for (size_t i = first; i < end; ++i)
@@ -204,19 +229,17 @@ struct MergeGradientsPass
       double bytes = 0;
       for (unsigned i = from; i < to; ++i)
         bytes += tasks[i].bytes;
-      func.emitRemark() << "bucket " << index << ": exchanges " << from
-                        << ".." << to - 1 << ", " << int64_t(bytes)
+      func.emitRemark() << "bucket " << index << ": exchanges " << from << ".."
+                        << to - 1 << ", " << int64_t(bytes)
                         << " bytes, predicted "
-                        << seconds(timeline.starts[index])
-                        << " s to "
+                        << seconds(timeline.starts[index]) << " s to "
                         << seconds(timeline.ends[index]) << " s";
       from = to;
     }
     func.emitRemark() << strategy << ": " << plan.size() << " buckets for "
                       << tasks.size() << " exchanges, predicted end "
                       << seconds(timeline.commEnd())
-                      << " s (none: "
-                      << seconds(none.commEnd()) << " s)";
+                      << " s (none: " << seconds(none.commEnd()) << " s)";
   }
 };
 

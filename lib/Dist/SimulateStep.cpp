@@ -63,10 +63,9 @@ struct SimulateStepPass
     if (!func.getBody().hasOneBlock())
       return;
     double tail = 0;
-    SmallVector<Exchange> exchanges =
-        collectExchanges(func.getBody().front(),
-                         ComputeSpeed{flopsPerSecond, elementsPerSecond},
-                         &tail);
+    SmallVector<Exchange> exchanges = collectExchanges(
+        func.getBody().front(), ComputeSpeed{flopsPerSecond, elementsPerSecond},
+        &tail);
     if (exchanges.empty())
       return;
     SmallVector<GradientTask> tasks;
@@ -137,13 +136,14 @@ struct SimulateStepPass
     for (int64_t p : counts) {
       const AllReduceCost cost =
           net ? ringAllReduceCost(p, *net) : measured->cost;
-      const MergePlan plans[] = {
-          planEachGradient(tasks.size()),
-          planThreshold(tasks, 25 << 20, 1 << 20), planMGWFBP(tasks, cost),
-          planOptimal(tasks, cost)};
+      const MergePlan plans[] = {planEachGradient(tasks.size()),
+                                 planThreshold(tasks, 25 << 20, 1 << 20),
+                                 planMGWFBP(tasks, cost),
+                                 planOptimal(tasks, cost)};
       os << llvm::formatv("{0,-6}", p);
       for (const MergePlan &plan : plans) {
-        const double end = p == 1 ? 0 : simulatePlan(tasks, plan, cost).commEnd();
+        const double end =
+            p == 1 ? 0 : simulatePlan(tasks, plan, cost).commEnd();
         const double iteration = std::max(end, backward) + tail;
         os << llvm::formatv("{0,9:f2} ({1:f2})   ", iteration * 1e3,
                             single / iteration);
@@ -155,9 +155,9 @@ struct SimulateStepPass
       if (sparseDensity > 0) {
         const SparseExchangeCost sparse{
             net ? *net : networkOfRing(measured->cost, p), p,
-            measured ? measured->selectElementsPerSecond.value_or(
-                           elementsPerSecond)
-                     : double(elementsPerSecond)};
+            measured
+                ? measured->selectElementsPerSecond.value_or(elementsPerSecond)
+                : double(elementsPerSecond)};
         SmallVector<double> allGather, gTopK;
         double selection = 0;
         for (const GradientTask &task : tasks) {

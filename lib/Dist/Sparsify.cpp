@@ -145,8 +145,8 @@ Value SparsifyPass::buildK(OpBuilder &b, Location loc, int64_t elements,
     Value inStage =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, step,
                               constant((s + 1) * warmupSteps));
-    k = arith::SelectOp::create(b, loc, inStage,
-                                constant(sparseK(warmup[size_t(s)], elements)), k);
+    k = arith::SelectOp::create(
+        b, loc, inStage, constant(sparseK(warmup[size_t(s)], elements)), k);
   }
   return k;
 }
@@ -184,23 +184,6 @@ static void addStateResult(func::FuncOp func, func::ReturnOp returnOp,
   returnOp.getOperandsMutable().append(value);
 }
 
-/// Whether VALUE, or a slice or reshape of it (a bucket's member), is
-/// returned: the averaged loss, which must stay exact.
-static bool reachesReturn(Value value) {
-  SmallVector<Value> worklist = {value};
-  while (!worklist.empty()) {
-    Value next = worklist.pop_back_val();
-    for (Operation *user : next.getUsers()) {
-      if (isa<func::ReturnOp>(user))
-        return true;
-      if (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
-              tensor::ExpandShapeOp>(user))
-        worklist.push_back(user->getResult(0));
-    }
-  }
-  return false;
-}
-
 void SparsifyPass::runOnOperation() {
   func::FuncOp func = getOperation();
   if (func.isExternal())
@@ -220,7 +203,7 @@ void SparsifyPass::runOnOperation() {
         !start.getRequest().hasOneUse())
       return;
     auto wait = dyn_cast<comm::WaitOp>(*start.getRequest().getUsers().begin());
-    if (!wait || !wait.getResult() || reachesReturn(wait.getResult()))
+    if (!wait || !wait.getResult() || feedsReturn(wait.getResult()))
       return;
     pairs.push_back({start, wait});
   });

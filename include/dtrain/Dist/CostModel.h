@@ -107,7 +107,18 @@ struct SparseExchangeCost {
   double allGather(int64_t n, int64_t k) const;
   /// gTop-k: a tree of log2(P) merges, then a broadcast down the tree.
   double gTopK(int64_t n, int64_t k) const;
+  /// The messages of one exchange: 2 log2(P) for gTop-k (GTOPK), else P-1.
+  double messages(bool gTopK) const;
+  /// The cost of a bucket of f32 gradients sparsified at DENSITY as a
+  /// function of its bytes (k = density * n, unrounded): affine, so that
+  /// the merge planners apply to sparse buckets (OMGS-SGD).
+  AllReduceCost bucketCost(double density, bool gTopK) const;
 };
+
+/// Whether VALUE, or a slice or reshape of it (a bucket's member), is
+/// returned by its function: the step's averaged loss, which must stay
+/// exact.
+bool feedsReturn(Value value);
 
 } // namespace mlir::dtrain::dist
 

@@ -150,6 +150,18 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     all-reduce over 1 Gbit/s Ethernet (100 us, 2(P-1)/P / 117.5 MB/s).
     `report` prints the plan as remarks: each bucket's exchanges, bytes and
     predicted start and end, and the predicted end against `none`.
+
+    `sparse-density=D` plans buckets that `--dtrain-sparsify` will send
+    sparsified at density D (OMGS-SGD: merged gradient sparsification): a
+    bucket of n elements then costs a pass over them (the residual update
+    and selection, at `elements-per-second` or the profile's measured
+    `select_elements_per_s`) plus `sparse-aggregate`'s messages of 8 D n
+    bytes (`allgather`: P-1, `gtopk`: 2 log2(P)), with the latency and
+    bandwidth of the ring model that gives the all-reduce cost on P ranks
+    (the profile's `ranks`, else `ranks`). Merging saves latencies and
+    selections are linear, so sparse buckets grow larger than dense ones.
+    The exchange of the loss is then never merged, so that the sparsified
+    buckets hold gradients only.
   }];
   let options = [
     Option<"strategy", "strategy", "std::string", "\"optimal\"",
@@ -172,6 +184,14 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
            "JSON file with measured startup_s, per_byte_s and compute_s">,
     Option<"report", "report", "bool", "false",
            "print the plan and its predicted timeline as remarks">,
+    Option<"sparseDensity", "sparse-density", "double", "0",
+           "plan for buckets sparsified at this density (0: dense)">,
+    Option<"sparseAggregate", "sparse-aggregate", "std::string",
+           "\"allgather\"",
+           "with sparse-density: allgather (default) or gtopk">,
+    Option<"ranks", "ranks", "int64_t", "4",
+           "with sparse-density: the rank count that the all-reduce cost "
+           "is for, unless the profile says (default 4)">,
   ];
   let dependentDialects = ["::mlir::dtrain::comm::CommDialect",
                            "::mlir::tensor::TensorDialect"];
