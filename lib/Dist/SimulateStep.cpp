@@ -169,12 +169,14 @@ struct SimulateStepPass
         }
         // The selections run on the communication thread, but on the cores
         // that compute: they delay the backward pass too.
+        const char *separator = "";
         for (ArrayRef<double> seconds : {allGather, gTopK}) {
           const double iteration =
               std::max(serialCommEnd(tasks, seconds), backward + selection) +
               tail;
-          os << llvm::formatv("{0,9:f2} ({1:f2})   ", iteration * 1e3,
-                              single / iteration);
+          os << llvm::formatv("{0}{1,9:f2} ({2:f2})", separator,
+                              iteration * 1e3, single / iteration);
+          separator = "   ";
         }
       }
       os << "\n";
