@@ -10,17 +10,20 @@
 //   aggregate the ranks' (I, V)       all-gather or gTop-k
 //   grad = the dense sum (or mean) of what was aggregated
 //
-// all-gather: one MPI_Allgather of the counts (Gaussian-k and DGC do not
-// select exactly k), one MPI_Allgatherv of every rank's indices and values,
-// and a scatter-add in rank order (duplicate indices across ranks add up;
-// every rank adds in the same order, so all get the same bits).
+// all-gather: one MPI_Allgather of every rank's indices and values when
+// each selected exactly k (exact and random-k); else one of the counts
+// first (Gaussian-k and DGC do not select exactly k) and an
+// MPI_Allgatherv. Then a scatter-add in rank order (duplicate indices
+// across ranks add up; every rank adds in the same order, so all get the
+// same bits). Each collective costs latencies, so there are no others.
 //
 // gTop-k (Shi et al., ICDCS'19): a binomial tree merges the ranks' sets;
 // each merge sums values at common indices and keeps the k largest |value|
 // of the union. The published code assumes P = 2^m and loses the partial
 // sums that a merge drops. Here the ranks beyond the largest power of two m
 // are folded into ranks 0..P-m-1 first, the tree runs on 0..m-1, and rank 0
-// broadcasts the result to all P ranks; every (partial) sum a merge drops
+// broadcasts the result (its size and at most k entries, one message) to
+// all P ranks; every (partial) sum a merge drops
 // is added to the merging rank's residual. So no contribution is lost:
 //   sum over ranks of the residual change + the applied sum = sum of grads.
 //
@@ -157,6 +160,22 @@ struct SparseAllReduce final : dtrain_rt_request {
     std::vector<int> counts(static_cast<size_t>(P)),
         displs(static_cast<size_t>(P));
     const int mine = int(bytes);
+    if (method == DTRAIN_RT_SELECT_EXACT || method == DTRAIN_RT_SELECT_RANDOM) {
+      // Every rank selected exactly k: one all-gather, no counts first.
+      std::vector<char> all(static_cast<size_t>(P) * size_t(bytes));
+      if (int64_t(all.size()) > INT_MAX)
+        fatal(comm,
+              "sparse_all_reduce: the ranks selected %lld bytes in all, "
+              "more than one MPI all-gather carries",
+              (long long)all.size());
+      DTRAIN_MPI_CALL(comm, MPI_Allgather, local.pack().data(), mine, MPI_BYTE,
+                      all.data(), mine, MPI_BYTE, comm->mpi);
+      sentBytes = (P - 1) * bytes;
+      std::vector<SparseSet> sets;
+      for (int r = 0; r < P; ++r)
+        sets.push_back(SparseSet::unpack(all.data() + r * bytes, k));
+      return sets;
+    }
     DTRAIN_MPI_CALL(comm, MPI_Allgather, &mine, 1, MPI_INT, counts.data(), 1,
                     MPI_INT, comm->mpi);
     int64_t total = 0;
@@ -247,16 +266,29 @@ struct SparseAllReduce final : dtrain_rt_request {
         set = mergeTopK(set, receive(rank + d));
       }
     }
-    // Rank 0 holds the result; broadcast its size, then the set.
-    int64_t n = rank == 0 ? set.size() : 0;
-    DTRAIN_MPI_CALL(comm, MPI_Bcast, &n, 1, MPI_INT64_T, 0, comm->mpi);
-    std::vector<char> bytes =
-        rank == 0 ? set.pack() : std::vector<char>(size_t(n) * 8);
-    DTRAIN_MPI_CALL(comm, MPI_Bcast, bytes.data(), int(n * 8), MPI_BYTE, 0,
-                    comm->mpi);
-    if (rank == 0 && P > 1)
-      sentBytes += n * 8;
-    return SparseSet::unpack(bytes.data(), n);
+    // Rank 0 holds the result, at most k entries (it merged at least once):
+    // one broadcast of its size and entries, padded to k.
+    if (P == 1)
+      return set;
+    if (8 + 8 * k > INT_MAX)
+      fatal(comm,
+            "sparse_all_reduce: k = %lld entries do not fit one MPI "
+            "broadcast (at most %d)",
+            (long long)k, INT_MAX / 8 - 1);
+    std::vector<char> message(8 + size_t(k) * 8);
+    if (rank == 0) {
+      const int64_t n = set.size();
+      std::memcpy(message.data(), &n, 8);
+      const std::vector<char> packed = set.pack();
+      std::memcpy(message.data() + 8, packed.data(), packed.size());
+    }
+    DTRAIN_MPI_CALL(comm, MPI_Bcast, message.data(), int(message.size()),
+                    MPI_BYTE, 0, comm->mpi);
+    if (rank == 0)
+      sentBytes += int64_t(message.size());
+    int64_t n = 0;
+    std::memcpy(&n, message.data(), 8);
+    return SparseSet::unpack(message.data() + 8, n);
   }
 
   /// grad = the sum of SETS, added in order.
