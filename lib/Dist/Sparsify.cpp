@@ -151,26 +151,6 @@ Value SparsifyPass::buildK(OpBuilder &b, Location loc, int64_t elements,
   return k;
 }
 
-/// Inserts into FUNC a state argument NAME of TYPE with role ROLE (one of
-/// kUpdatableAttrNames) after the parameters and state, where
-/// --dtrain-build-training puts state; returns it.
-static BlockArgument addStateArgument(func::FuncOp func, Type type,
-                                      StringRef name, StringRef role) {
-  OpBuilder b(func.getContext());
-  unsigned index = 0;
-  while (index < func.getNumArguments() &&
-         llvm::any_of(train::TrainDialect::kUpdatableAttrNames,
-                      [&](StringRef updatable) {
-                        return func.getArgAttr(index, updatable) != nullptr;
-                      }))
-    ++index;
-  (void)func.insertArgument(
-      index, type,
-      b.getDictionaryAttr(b.getNamedAttr(role, b.getStringAttr(name))),
-      func.getLoc());
-  return func.getArgument(index);
-}
-
 /// Appends to FUNC the result NAME that updates the state argument of that
 /// name, returned by RETURNOP as VALUE.
 static void addStateResult(func::FuncOp func, func::ReturnOp returnOp,
@@ -220,9 +200,9 @@ void SparsifyPass::runOnOperation() {
   Value step;
   if (!warmup.empty()) {
     auto stepType = RankedTensorType::get({}, b.getI64Type());
-    BlockArgument count =
-        addStateArgument(func, stepType, "sparsify.step",
-                         train::TrainDialect::kOptimizerStateAttrName);
+    BlockArgument count = train::TrainDialect::insertStateArgument(
+        func, stepType, train::TrainDialect::kOptimizerStateAttrName,
+        "sparsify.step");
     Location loc = func.getLoc();
     b.setInsertionPointToStart(&func.getBody().front());
     Value old = tensor::ExtractOp::create(b, loc, count, ValueRange());
@@ -245,8 +225,8 @@ void SparsifyPass::runOnOperation() {
     b.setInsertionPoint(start);
     Value residual =
         residuals
-            ? Value(addStateArgument(func, type, name,
-                                     train::TrainDialect::kRankStateAttrName))
+            ? Value(train::TrainDialect::insertStateArgument(
+                  func, type, train::TrainDialect::kRankStateAttrName, name))
             : Value(arith::ConstantOp::create(
                   b, loc, DenseElementsAttr::get(type, 0.0f)));
     Value k = buildK(b, loc, type.getNumElements(), step);

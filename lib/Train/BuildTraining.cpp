@@ -24,9 +24,15 @@ namespace mlir::dtrain::train {
 using namespace mlir;
 using namespace mlir::dtrain;
 
+/// A new optimizer-state argument NAME of TYPE of FUNC, after its
+/// parameters and state.
+static Value addState(func::FuncOp func, Type type, StringRef name) {
+  return train::TrainDialect::insertStateArgument(
+      func, type, train::TrainDialect::kOptimizerStateAttrName, name);
+}
+
 namespace {
-struct BuildTrainingPass
-    : train::impl::BuildTrainingBase<BuildTrainingPass> {
+struct BuildTrainingPass : train::impl::BuildTrainingBase<BuildTrainingPass> {
   using BuildTrainingBase::BuildTrainingBase;
 
   void runOnOperation() override;
@@ -37,10 +43,6 @@ private:
   /// labels the count of correct predictions (else null).
   FailureOr<std::pair<Value, Value>> buildLoss(OpBuilder &b, func::FuncOp func,
                                                Value output);
-
-  /// A new optimizer-state argument NAME of TYPE, inserted before the
-  /// first non-parameter argument of FUNC.
-  Value addState(OpBuilder &b, func::FuncOp func, Type type, StringRef name);
 
   /// Turns EVAL, a copy of @forward, into @eval_step(params, buffers,
   /// inputs, labels) -> (loss, correct): batch norm with the running
@@ -73,8 +75,8 @@ BuildTrainingPass::buildLoss(OpBuilder &b, func::FuncOp func, Value output) {
     if (outputType.getRank() != 2)
       return emitOutputError()
              << "softmax-xent takes logits of rank 2 (batch x classes)";
-    labelType = RankedTensorType::get({outputType.getDimSize(0)},
-                                      b.getI64Type());
+    labelType =
+        RankedTensorType::get({outputType.getDimSize(0)}, b.getI64Type());
   } else {
     labelType = outputType;
   }
@@ -83,8 +85,7 @@ BuildTrainingPass::buildLoss(OpBuilder &b, func::FuncOp func, Value output) {
           index, labelType,
           b.getDictionaryAttr(b.getNamedAttr(
               train::TrainDialect::kLabelAttrName,
-              b.getStringAttr(loss == "softmax-xent" ? "labels"
-                                                     : "targets"))),
+              b.getStringAttr(loss == "softmax-xent" ? "labels" : "targets"))),
           loc)))
     return failure();
   Value labels = func.getArgument(index);
@@ -100,21 +101,6 @@ BuildTrainingPass::buildLoss(OpBuilder &b, func::FuncOp func, Value output) {
   return std::pair<Value, Value>(
       nn::ReduceMeanOp::create(b, loc, square, all, /*keep_dims=*/false),
       Value());
-}
-
-Value BuildTrainingPass::addState(OpBuilder &b, func::FuncOp func, Type type,
-                                  StringRef name) {
-  unsigned index = 0;
-  while (index < func.getNumArguments() &&
-         (func.getArgAttr(index, train::TrainDialect::kParamAttrName) ||
-          func.getArgAttr(index, train::TrainDialect::kOptimizerStateAttrName)))
-    ++index;
-  (void)func.insertArgument(
-      index, type,
-      b.getDictionaryAttr(b.getNamedAttr(
-          train::TrainDialect::kOptimizerStateAttrName, b.getStringAttr(name))),
-      func.getLoc());
-  return func.getArgument(index);
 }
 
 /// The factor of the learning rate at the step whose number (from 1) is
@@ -134,16 +120,15 @@ Value BuildTrainingPass::buildScheduleScale(OpBuilder &b, Location loc,
         DenseElementsAttr::get(scalarType, b.getF32FloatAttr(float(value))));
   };
   Value u = arith::SubFOp::create(
-      b, loc, arith::SIToFPOp::create(b, loc, scalarType, step),
-      constant(1.0));
+      b, loc, arith::SIToFPOp::create(b, loc, scalarType, step), constant(1.0));
   Value scale = constant(1.0);
   if (schedule == "step") {
     Value periods = math::FloorOp::create(
         b, loc, arith::DivFOp::create(b, loc, u, constant(double(stepSize))));
     scale = math::PowFOp::create(b, loc, constant(gamma), periods);
   } else if (schedule == "cosine") {
-    Value angle = arith::MulFOp::create(
-        b, loc, u, constant(M_PI / double(totalSteps)));
+    Value angle =
+        arith::MulFOp::create(b, loc, u, constant(M_PI / double(totalSteps)));
     scale = arith::MulFOp::create(
         b, loc,
         arith::AddFOp::create(b, loc, constant(1.0),
@@ -201,9 +186,9 @@ LogicalResult BuildTrainingPass::buildEvalStep(OpBuilder &b,
           "has no running statistics among the buffers (train.buffer) for "
           "the evaluation step");
     b.setInsertionPoint(op);
-    Value normalized = nn::BatchNormOp::create(
-        b, op.getLoc(), op.getInput(), op.getScale(), op.getBias(), mean,
-        var, op.getEpsilon());
+    Value normalized =
+        nn::BatchNormOp::create(b, op.getLoc(), op.getInput(), op.getScale(),
+                                op.getBias(), mean, var, op.getEpsilon());
     op.getResult().replaceAllUsesWith(normalized);
   }
   // Only the model output remains; what computed the updates goes.
@@ -242,8 +227,9 @@ void BuildTrainingPass::runOnOperation() {
   OpBuilder b(&getContext());
   if (loss != "softmax-xent" && loss != "mse") {
     module.emitError("unknown loss '")
-        << loss << "' (--dtrain-build-training accepts loss=softmax-xent or "
-                   "loss=mse)";
+        << loss
+        << "' (--dtrain-build-training accepts loss=softmax-xent or "
+           "loss=mse)";
     return signalPassFailure();
   }
   if (!llvm::is_contained(
@@ -358,7 +344,7 @@ void BuildTrainingPass::runOnOperation() {
   auto stepType = RankedTensorType::get({}, b.getI64Type());
   if (optimizer == "adam" || optimizer == "adamw" || schedule != "constant" ||
       warmupSteps > 0 || !dropouts.empty()) {
-    Value count = addState(b, func, stepType, "optimizer.step");
+    Value count = addState(func, stepType, "optimizer.step");
     b.setInsertionPointToStart(&func.getBody().front());
     Value one = arith::ConstantOp::create(
         b, func.getLoc(), DenseElementsAttr::get(stepType, int64_t(1)));
@@ -367,7 +353,7 @@ void BuildTrainingPass::runOnOperation() {
   // Dropout in training: INPUT * MASK, with one mask per dropout (its
   // stream) and step, seeded by the trainer (--seed) through "rng.seed".
   if (!dropouts.empty()) {
-    Value seed = addState(b, func, stepType, "rng.seed");
+    Value seed = addState(func, stepType, "rng.seed");
     for (auto [stream, dropout] : llvm::enumerate(dropouts)) {
       b.setInsertionPoint(dropout);
       Value mask = nn::DropoutMaskOp::create(
@@ -409,18 +395,17 @@ void BuildTrainingPass::runOnOperation() {
     Location loc = param.getLoc();
     Type type = param.getType();
     // Biases and batch-norm parameters are 1-D.
-    bool decays =
-        decay1D || cast<RankedTensorType>(type).getRank() != 1;
+    bool decays = decay1D || cast<RankedTensorType>(type).getRank() != 1;
     FloatAttr decay = b.getF64FloatAttr(decays ? weightDecay : 0.0);
     if (optimizer == "sgd") {
-      newParams.push_back(updated(
-          train::SGDUpdateOp::create(b, loc, type, param, grad, lrScale, lr,
-                                     decay),
-          name));
+      newParams.push_back(
+          updated(train::SGDUpdateOp::create(b, loc, type, param, grad, lrScale,
+                                             lr, decay),
+                  name));
     } else if (optimizer == "lars" &&
                cast<RankedTensorType>(type).getRank() != 1) {
       std::string stateName = (name + ".momentum_buffer").str();
-      Value velocity = addState(b, func, type, stateName);
+      Value velocity = addState(func, type, stateName);
       auto update = train::LarsUpdateOp::create(
           b, loc, type, type, param, grad, velocity, lrScale, lr,
           b.getF64FloatAttr(momentum), decay,
@@ -431,7 +416,7 @@ void BuildTrainingPass::runOnOperation() {
                optimizer == "lars") {
       // LARS leaves 1-D parameters (biases, batch norm) to momentum SGD.
       std::string stateName = (name + ".momentum_buffer").str();
-      Value velocity = addState(b, func, type, stateName);
+      Value velocity = addState(func, type, stateName);
       auto update = train::MomentumUpdateOp::create(
           b, loc, type, type, param, grad, velocity, lrScale, lr,
           b.getF64FloatAttr(momentum), decay,
@@ -441,12 +426,11 @@ void BuildTrainingPass::runOnOperation() {
     } else {
       std::string avgName = (name + ".exp_avg").str();
       std::string avgSqName = (name + ".exp_avg_sq").str();
-      Value expAvg = addState(b, func, type, avgName);
-      Value expAvgSq = addState(b, func, type, avgSqName);
+      Value expAvg = addState(func, type, avgName);
+      Value expAvgSq = addState(func, type, avgSqName);
       auto update = train::AdamUpdateOp::create(
           b, loc, type, type, type, param, grad, expAvg, expAvgSq, step,
-          lrScale, lr,
-          b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+          lrScale, lr, b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
           b.getF64FloatAttr(epsilon), decay,
           optimizer == "adamw" ? b.getUnitAttr() : UnitAttr());
       newParams.push_back(updated(update.getNewParam(), name));

@@ -1,7 +1,7 @@
 //===- TrainDialect.cpp - train dialect and its argument roles ------------===//
 
-#include "dtrain/Dialect/AllowInlining.h"
 #include "dtrain/Dialect/Train/IR/TrainDialect.h"
+#include "dtrain/Dialect/AllowInlining.h"
 #include "dtrain/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -21,9 +21,26 @@ void TrainDialect::initialize() {
 }
 
 static constexpr llvm::StringLiteral kRoleAttrNames[] = {
-    TrainDialect::kParamAttrName, TrainDialect::kBufferAttrName,
+    TrainDialect::kParamAttrName,          TrainDialect::kBufferAttrName,
     TrainDialect::kOptimizerStateAttrName, TrainDialect::kRankStateAttrName,
-    TrainDialect::kInputAttrName, TrainDialect::kLabelAttrName};
+    TrainDialect::kInputAttrName,          TrainDialect::kLabelAttrName};
+
+BlockArgument TrainDialect::insertStateArgument(FunctionOpInterface func,
+                                                Type type, StringRef role,
+                                                StringRef name) {
+  unsigned index = 0;
+  while (index < func.getNumArguments() &&
+         (func.getArgAttr(index, kParamAttrName) ||
+          func.getArgAttr(index, kOptimizerStateAttrName) ||
+          func.getArgAttr(index, kRankStateAttrName)))
+    ++index;
+  Builder b(func.getContext());
+  (void)func.insertArgument(
+      index, type,
+      b.getDictionaryAttr(b.getNamedAttr(role, b.getStringAttr(name))),
+      func.getLoc());
+  return func.getArgument(index);
+}
 
 LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
@@ -31,8 +48,8 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      NamedAttribute attribute) {
   StringRef attrName = attribute.getName().strref();
   auto emitArgError = [&]() {
-    return op->emitOpError() << "argument #" << argIndex << " attribute '"
-                             << attrName << "' ";
+    return op->emitOpError()
+           << "argument #" << argIndex << " attribute '" << attrName << "' ";
   };
   if (!llvm::is_contained(kRoleAttrNames, attrName))
     return emitArgError() << "is not a train dialect argument attribute "
@@ -66,28 +83,29 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
       continue;
     for (StringRef role : kRoleAttrNames)
       if (otherAttrs.get(role) == name)
-        return emitArgError() << "reuses the name " << name
-                              << " of argument #" << other;
+        return emitArgError()
+               << "reuses the name " << name << " of argument #" << other;
   }
   return success();
 }
 
-LogicalResult TrainDialect::verifyRegionResultAttribute(
-    Operation *op, unsigned regionIndex, unsigned resultIndex,
-    NamedAttribute attribute) {
+LogicalResult
+TrainDialect::verifyRegionResultAttribute(Operation *op, unsigned regionIndex,
+                                          unsigned resultIndex,
+                                          NamedAttribute attribute) {
   StringRef attrName = attribute.getName().strref();
   auto emitResultError = [&]() {
-    return op->emitOpError() << "result #" << resultIndex << " attribute '"
-                             << attrName << "' ";
+    return op->emitOpError()
+           << "result #" << resultIndex << " attribute '" << attrName << "' ";
   };
   if (attrName != kOutputAttrName && attrName != kUpdatedAttrName)
     return emitResultError() << "is not a train dialect result attribute "
                                 "(expected train.output or train.updated)";
   auto name = dyn_cast<StringAttr>(attribute.getValue());
   if (!name || name.empty())
-    return emitResultError() << "must be a non-empty string naming the "
-                             << (attrName == kOutputAttrName ? "output"
-                                                             : "state");
+    return emitResultError()
+           << "must be a non-empty string naming the "
+           << (attrName == kOutputAttrName ? "output" : "state");
   auto function = dyn_cast<FunctionOpInterface>(op);
   if (!function || regionIndex != 0)
     return emitResultError() << "is only valid on function results";
@@ -104,9 +122,9 @@ LogicalResult TrainDialect::verifyRegionResultAttribute(
       Type argType = function.getArgumentTypes()[arg];
       Type resultType = function.getResultTypes()[resultIndex];
       if (argType != resultType)
-        return emitResultError() << "updates argument #" << arg << " of type "
-                                 << argType << " with a result of type "
-                                 << resultType;
+        return emitResultError()
+               << "updates argument #" << arg << " of type " << argType
+               << " with a result of type " << resultType;
       return success();
     }
   }

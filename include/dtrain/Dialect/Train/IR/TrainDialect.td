@@ -51,6 +51,12 @@ def Train_Dialect : Dialect {
         "train.optimizer_state";
     static constexpr llvm::StringLiteral kRankStateAttrName =
         "train.rank_state";
+    /// Inserts into FUNC an argument NAME of TYPE with role ROLE
+    /// (kOptimizerStateAttrName or kRankStateAttrName) after its parameters
+    /// and state, and returns it.
+    static ::mlir::BlockArgument
+    insertStateArgument(::mlir::FunctionOpInterface func, ::mlir::Type type,
+                        ::llvm::StringRef role, ::llvm::StringRef name);
     /// The roles whose argument a result may update (train.updated).
     static constexpr llvm::StringLiteral kUpdatableAttrNames[] = {
         kParamAttrName, kBufferAttrName, kOptimizerStateAttrName,
