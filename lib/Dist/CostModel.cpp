@@ -194,25 +194,29 @@ double SparseExchangeCost::dense(int64_t n) const {
 }
 
 double SparseExchangeCost::messages(bool gTopK) const {
+  return gTopK ? 3 * treeSteps(ranks) : double(ranks - 1);
+}
+
+double SparseExchangeCost::entryVolumes(bool gTopK) const {
   return gTopK ? 2 * treeSteps(ranks) : double(ranks - 1);
 }
 
 double SparseExchangeCost::allGather(int64_t n, int64_t k) const {
-  return select(n) + messages(false) * (network.latency +
-                                        8.0 * double(k) / network.bandwidth);
+  return select(n) + messages(false) * network.latency +
+         entryVolumes(false) * 8.0 * double(k) / network.bandwidth;
 }
 
 double SparseExchangeCost::gTopK(int64_t n, int64_t k) const {
-  return select(n) + messages(true) * (network.latency +
-                                       8.0 * double(k) / network.bandwidth);
+  return select(n) + messages(true) * network.latency +
+         entryVolumes(true) * 8.0 * double(k) / network.bandwidth;
 }
 
 AllReduceCost SparseExchangeCost::bucketCost(double density, bool gTopK) const {
-  // n = bytes / 4 elements to select from; each message carries 8 density n
+  // n = bytes / 4 elements to select from; an entry volume is 8 density n
   // = 2 density bytes.
-  const double m = messages(gTopK);
-  return {m * network.latency,
-          1 / (4 * elementsPerSecond) + m * 2 * density / network.bandwidth};
+  return {messages(gTopK) * network.latency,
+          1 / (4 * elementsPerSecond) +
+              entryVolumes(gTopK) * 2 * density / network.bandwidth};
 }
 
 bool mlir::dtrain::dist::feedsReturn(Value value) {

@@ -496,9 +496,11 @@ enum {
    * them up: 2(P-1)k words per rank. */
   DTRAIN_RT_SPARSE_ALLGATHER = 0,
   /* gTop-k (Shi et al.): a tree of merges keeps the k largest summed
-   * entries at each level, then the result is broadcast: O(k log P). Any
-   * number of ranks; what a merge drops goes to the merging rank's
-   * residual, so nothing is lost. */
+   * entries at each level and so chooses k global indices, which are
+   * broadcast; one all-reduce of k values then sums every rank's selected
+   * values there: O(k log P). Any number of ranks; a rank's selected
+   * entries outside the global indices go back to its own residual, so
+   * nothing is lost. */
   DTRAIN_RT_SPARSE_GTOPK = 1,
 };
 

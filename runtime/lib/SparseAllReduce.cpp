@@ -19,12 +19,15 @@
 //
 // gTop-k (Shi et al., ICDCS'19): a binomial tree merges the ranks' sets;
 // each merge sums values at common indices and keeps the k largest |value|
-// of the union. The published code assumes P = 2^m and loses the partial
-// sums that a merge drops. Here the ranks beyond the largest power of two m
-// are folded into ranks 0..P-m-1 first, the tree runs on 0..m-1, and rank 0
-// broadcasts the result (its size and at most k entries, one message) to
-// all P ranks; every (partial) sum a merge drops
-// is added to the merging rank's residual. So no contribution is lost:
+// of the union. The published code assumes P = 2^m, and the sums it applies
+// miss the contributions that a merge dropped lower in the tree, which are
+// lost. Here the ranks beyond the largest power of two m are folded into
+// ranks 0..P-m-1 first, and the tree runs on 0..m-1. The tree only chooses
+// the global index set G: rank 0 broadcasts G (its size and at most k
+// indices, one message), then one all-reduce of k values sums, at each
+// index of G, the values of every rank that selected it. A rank's selected
+// entries outside G go back to its own residual. So nothing is lost, and
+// each residual holds only its own rank's gradients:
 //   sum over ranks of the residual change + the applied sum = sum of grads.
 //
 //===----------------------------------------------------------------------===//
@@ -126,7 +129,7 @@ struct SparseAllReduce final : dtrain_rt_request {
     sparseElements = count;
     selectedElements = local.size();
     if (aggregate == DTRAIN_RT_SPARSE_GTOPK)
-      scatter({gatherTopK(std::move(local))});
+      scatter({gatherTopK(local)});
     else
       scatter(allGather(local));
     if (reduction == DTRAIN_RT_MEAN)
@@ -201,9 +204,9 @@ struct SparseAllReduce final : dtrain_rt_request {
     return sets;
   }
 
-  /// The top-k of the union of A and B (summed at common indices); what
-  /// it drops goes to this rank's residual.
-  SparseSet mergeTopK(const SparseSet &a, const SparseSet &b) {
+  /// The k largest |value| of the union of A and B (summed at common
+  /// indices), ascending.
+  SparseSet mergeTopK(const SparseSet &a, const SparseSet &b) const {
     SparseSet sum = mergeSum(a, b);
     if (sum.size() <= k)
       return sum;
@@ -212,14 +215,9 @@ struct SparseAllReduce final : dtrain_rt_request {
                          DTRAIN_RT_SELECT_EXACT, 0, kept.data(), nullptr, k);
     SparseSet top;
     top.resize(k);
-    size_t next = 0;
-    for (int64_t j = 0; j < sum.size(); ++j) {
-      if (next < kept.size() && kept[next] == j) {
-        top.indices[next] = sum.indices[size_t(j)];
-        top.values[next++] = sum.values[size_t(j)];
-      } else {
-        residual[sum.indices[size_t(j)]] += sum.values[size_t(j)];
-      }
+    for (int64_t t = 0; t < k; ++t) {
+      top.indices[size_t(t)] = sum.indices[size_t(kept[size_t(t)])];
+      top.values[size_t(t)] = sum.values[size_t(kept[size_t(t)])];
     }
     return top;
   }
@@ -243,11 +241,11 @@ struct SparseAllReduce final : dtrain_rt_request {
   }
 
   /// The global top-k set on every rank (see the file comment).
-  SparseSet gatherTopK(SparseSet set) {
+  SparseSet gatherTopK(const SparseSet &local) {
     const int P = comm->size, rank = comm->rank;
     sentBytes = 0;
-    if (set.size() > k) // Gaussian-k's and DGC's extra entries
-      set = mergeTopK(set, SparseSet());
+    // Gaussian-k's and DGC's extra entries take no part in the tree.
+    SparseSet set = local.size() > k ? mergeTopK(local, SparseSet()) : local;
     int m = 1;
     while (2 * m <= P)
       m *= 2;
@@ -266,29 +264,50 @@ struct SparseAllReduce final : dtrain_rt_request {
         set = mergeTopK(set, receive(rank + d));
       }
     }
-    // Rank 0 holds the result, at most k entries (it merged at least once):
-    // one broadcast of its size and entries, padded to k.
-    if (P == 1)
-      return set;
-    if (8 + 8 * k > INT_MAX)
-      fatal(comm,
-            "sparse_all_reduce: k = %lld entries do not fit one MPI "
-            "broadcast (at most %d)",
-            (long long)k, INT_MAX / 8 - 1);
-    std::vector<char> message(8 + size_t(k) * 8);
-    if (rank == 0) {
-      const int64_t n = set.size();
-      std::memcpy(message.data(), &n, 8);
-      const std::vector<char> packed = set.pack();
-      std::memcpy(message.data() + 8, packed.data(), packed.size());
+    // Rank 0 holds G, at most k indices: one broadcast of its size and
+    // indices, padded to k.
+    SparseSet global;
+    if (P == 1) {
+      global.indices = set.indices;
+    } else {
+      if (k + 1 > INT_MAX)
+        fatal(comm,
+              "sparse_all_reduce: k = %lld entries do not fit one MPI "
+              "broadcast (at most %d)",
+              (long long)k, INT_MAX - 1);
+      std::vector<int32_t> message(static_cast<size_t>(k) + 1);
+      if (rank == 0) {
+        message[0] = int32_t(set.size());
+        std::copy(set.indices.begin(), set.indices.end(), message.begin() + 1);
+      }
+      DTRAIN_MPI_CALL(comm, MPI_Bcast, message.data(), int(message.size()),
+                      MPI_INT32_T, 0, comm->mpi);
+      if (rank == 0)
+        sentBytes += int64_t(message.size()) * 4;
+      global.indices.assign(message.begin() + 1,
+                            message.begin() + 1 + message[0]);
     }
-    DTRAIN_MPI_CALL(comm, MPI_Bcast, message.data(), int(message.size()),
-                    MPI_BYTE, 0, comm->mpi);
-    if (rank == 0)
-      sentBytes += int64_t(message.size());
-    int64_t n = 0;
-    std::memcpy(&n, message.data(), 8);
-    return SparseSet::unpack(message.data() + 8, n);
+    // This rank's values at G; its other selected entries back to its
+    // residual (selectLocal zeroed them there).
+    global.values.assign(global.indices.size(), 0.0f);
+    size_t t = 0;
+    for (int64_t j = 0; j < local.size(); ++j) {
+      const int32_t index = local.indices[size_t(j)];
+      while (t < global.indices.size() && global.indices[t] < index)
+        ++t;
+      if (t < global.indices.size() && global.indices[t] == index)
+        global.values[t] = local.values[size_t(j)];
+      else
+        residual[index] = local.values[size_t(j)];
+    }
+    if (P > 1) {
+      const int n = int(global.values.size());
+      DTRAIN_MPI_CALL(comm, MPI_Allreduce, MPI_IN_PLACE, global.values.data(),
+                      n, MPI_FLOAT, MPI_SUM, comm->mpi);
+      // As a ring all-reduce, like every dense one.
+      sentBytes += 2 * int64_t(P - 1) * 4 * n / P;
+    }
+    return global;
   }
 
   /// grad = the sum of SETS, added in order.

@@ -5,7 +5,8 @@
 // checks the result against a reference built here: exact top-k by a sort,
 // all-gather as a sum in rank order, gTop-k by simulating its tree of
 // merges (fold-in of the ranks past the largest power of two, then the
-// binomial tree) on the ranks' selections. The conservation law
+// binomial tree) on the ranks' selections for the global indices, and the
+// sum of the ranks' selected values there. The conservation law
 //   sum over ranks of (residual change) + applied sum = sum of gradients
 // is checked in f64 for every method.
 //
@@ -99,9 +100,8 @@ RankState referenceSelect(int r, int64_t n, int64_t k) {
 }
 
 /// The reference merge: A + B at common indices (A's value first), the top
-/// K kept, the rest added to DROPPEDINTO.
-Pairs mergeTopK(const Pairs &a, const Pairs &b, int64_t k,
-                std::vector<float> &droppedInto) {
+/// K kept.
+Pairs mergeTopK(const Pairs &a, const Pairs &b, int64_t k) {
   Pairs sum;
   size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
@@ -112,15 +112,7 @@ Pairs mergeTopK(const Pairs &a, const Pairs &b, int64_t k,
     else
       sum.push_back({a[i].first, a[i++].second + b[j++].second});
   }
-  Pairs top = topK(sum, k);
-  size_t t = 0;
-  for (auto [index, value] : sum) {
-    if (t < top.size() && top[t].first == index)
-      ++t;
-    else
-      droppedInto[size_t(index)] += value;
-  }
-  return top;
+  return topK(sum, k);
 }
 
 struct Exchange {
@@ -189,7 +181,7 @@ TEST(SparseAllGather, MeanOfGaussianKConserves) {
   EXPECT_LE(nonzero, size() * 50 * 4 / 3 + 1);
 }
 
-TEST(SparseGTopK, EqualsTheTopKItsTreeDefines) {
+TEST(SparseGTopK, SumsEveryRanksValuesAtTheIndicesItsTreeChooses) {
   const int64_t n = 2000, k = 40;
   const int P = size();
   Exchange run = runSparse(n, k, DTRAIN_RT_SELECT_EXACT, DTRAIN_RT_SPARSE_GTOPK,
@@ -197,26 +189,44 @@ TEST(SparseGTopK, EqualsTheTopKItsTreeDefines) {
   std::vector<RankState> ranks;
   for (int r = 0; r < P; ++r)
     ranks.push_back(referenceSelect(r, n, k));
+  // The tree: fold-in, then the binomial merges; rank 0 ends with G.
+  std::vector<Pairs> tree;
+  for (const RankState &s : ranks)
+    tree.push_back(s.selected);
   int m = 1;
   while (2 * m <= P)
     m *= 2;
   for (int r = m; r < P; ++r)
-    ranks[size_t(r - m)].selected =
-        mergeTopK(ranks[size_t(r - m)].selected, ranks[size_t(r)].selected, k,
-                  ranks[size_t(r - m)].residual);
+    tree[size_t(r - m)] = mergeTopK(tree[size_t(r - m)], tree[size_t(r)], k);
   for (int d = 1; d < m; d *= 2)
     for (int r = 0; r + d < m; r += 2 * d)
-      ranks[size_t(r)].selected =
-          mergeTopK(ranks[size_t(r)].selected, ranks[size_t(r + d)].selected, k,
-                    ranks[size_t(r)].residual);
-  std::vector<float> expected(size_t(n), 0.0f);
-  for (auto [i, v] : ranks[0].selected)
-    expected[size_t(i)] = v;
-  EXPECT_EQ(expected, run.grad);
+      tree[size_t(r)] = mergeTopK(tree[size_t(r)], tree[size_t(r + d)], k);
+  std::vector<bool> global(size_t(n), false);
+  for (auto [i, v] : tree[0])
+    global[size_t(i)] = true;
+  // At G, the sum of every rank's selected values (in f64; the all-reduce
+  // adds in its own order); elsewhere zero. Selected entries outside G
+  // stay in their own rank's residual.
+  std::vector<double> expected(size_t(n), 0.0);
+  for (RankState &s : ranks)
+    for (auto [i, v] : s.selected) {
+      if (global[size_t(i)])
+        expected[size_t(i)] += v;
+      else
+        s.residual[size_t(i)] = v;
+    }
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!global[size_t(i)])
+      EXPECT_EQ(0.0f, run.grad[size_t(i)]) << "index " << i;
+    worst =
+        std::max(worst, std::fabs(run.grad[size_t(i)] - expected[size_t(i)]));
+  }
+  EXPECT_LT(worst, 1e-6 * P);
   EXPECT_EQ(ranks[size_t(rank())].residual, run.residual);
-  EXPECT_LE(std::count_if(run.grad.begin(), run.grad.end(),
-                          [](float v) { return v != 0; }),
-            k);
+  EXPECT_EQ(k, std::count_if(run.grad.begin(), run.grad.end(),
+                             [](float v) { return v != 0; }));
+  expectSameOnEveryRank(run.grad);
   expectConservation(run, 1.0);
 }
 

@@ -68,28 +68,30 @@ func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tenso
 // 117.5 MB/s) after a pass over its 1, 2, 6 and 12 elements (1 ns each).
 // All-gather on 2 ranks: one message, 50.068 us + n ns: the exchanges end
 // at 0.050069, 0.100139, 0.150213 and, from 0.3, 0.350080 ms: efficiency
-// 0.3 / 0.35008 = 0.86. gTop-k on 2 ranks: a merge and a broadcast,
-// 100.136 us + n ns each: back to back until 0.300418, then 0.400566 ms.
-// On 32 ranks all-gather takes 31 messages (1.552 ms each, 6.21 ms for
-// all four), gTop-k 2 log2(32) = 10 (0.501 ms, 2.00 ms).
+// 0.3 / 0.35008 = 0.86. gTop-k on 2 ranks: a merge, a broadcast of the
+// indices and an all-reduce of the values, 3 x 50 us + 2 x 68 ns + n ns
+// each: back to back until 0.450417, then 0.600565 ms (0.50). On 32 ranks
+// all-gather takes 31 messages (1.552 ms each, 6.21 ms for all four),
+// gTop-k 3 log2(32) = 15 (0.751 ms, 3.00 ms: 0.10).
 // SPARSE: ranks none ms (eff) threshold ms (eff) mgwfbp ms (eff) optimal ms (eff) optimal buckets top-k ms (eff) gtop-k ms (eff)
-// SPARSE-NEXT: 2 {{.*}} 2 0.35 (0.86) 0.40 (0.75)
-// SPARSE-NEXT: 32 {{.*}} 1 6.21 (0.05) 2.00 (0.15)
+// SPARSE-NEXT: 2 {{.*}} 2 0.35 (0.86) 0.60 (0.50)
+// SPARSE-NEXT: 32 {{.*}} 1 6.21 (0.05) 3.00 (0.10)
 // BAD-DENSITY: error: --dtrain-simulate-step: sparse-density must be in [0, 1]
 
 // A profile with a measured selection speed (1e6 elements/s) and an
 // all-reduce of 600 us + 15 ns/byte on 4 ranks, which the ring model gives
 // with 100 us per message and 100 MB/s: all-gather costs n us + 3 x
 // (100 us + 80 ns) and ends at 1.22 ms (0.301, 0.603, 0.910, 1.222); gTop-k
-// costs n us + 4 x 100.08 us and ends at 1.62 ms.
+// costs n us + 6 x 100 us + 4 x 80 ns and ends at 2.42 ms (0.601, 1.203,
+// 1.809, 2.421).
 // SELECT: all-reduce 600.0 us + 15.000 ns/byte measured on 4 ranks
 // SELECT-NEXT: ranks
-// SELECT-NEXT: 4 {{.*}} 1.22 (0.25) 1.62 (0.18)
+// SELECT-NEXT: 4 {{.*}} 1.22 (0.25) 2.42 (0.12)
 // BAD-SELECT: select_elements_per_s must be a number > 0
 
 // Selection at 1e4 elements/s (100 us per element, 2.1 ms for the 21) and
 // the last gradient ready at 10 ms: the exchanges end at 11.50 ms
-// (all-gather; gTop-k 11.60), but the selections also take the cores from
+// (all-gather; gTop-k 11.80), but the selections also take the cores from
 // the computation, which then ends at 10 + 2.1 = 12.10 ms.
 // SLOW-SELECT: ranks none ms
 // SLOW-SELECT-NEXT: 4 {{.*}} 12.10 (0.83) 12.10 (0.83)

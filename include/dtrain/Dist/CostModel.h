@@ -105,10 +105,16 @@ struct SparseExchangeCost {
   double select(int64_t n) const { return double(n) / elementsPerSecond; }
   /// All-gather: (P-1) messages of 8k bytes.
   double allGather(int64_t n, int64_t k) const;
-  /// gTop-k: a tree of log2(P) merges, then a broadcast down the tree.
+  /// gTop-k: a tree of log2(P) merges (8k bytes each), a broadcast of the
+  /// k global indices and a recursive-doubling all-reduce of their k
+  /// values (log2(P) messages of 4k bytes each).
   double gTopK(int64_t n, int64_t k) const;
-  /// The messages of one exchange: 2 log2(P) for gTop-k (GTOPK), else P-1.
+  /// The messages of one exchange, each a latency: 3 log2(P) for gTop-k
+  /// (GTOPK), else P-1.
   double messages(bool gTopK) const;
+  /// The bytes one exchange sends over a rank's links, in units of 8k (an
+  /// index and a value per entry): 2 log2(P) for gTop-k, else P-1.
+  double entryVolumes(bool gTopK) const;
   /// The cost of a bucket of f32 gradients sparsified at DENSITY as a
   /// function of its bytes (k = density * n, unrounded): affine, so that
   /// the merge planners apply to sparse buckets (OMGS-SGD).

@@ -226,7 +226,9 @@ def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
       `random` (random-k).
     - `aggregate`: `allgather` (every rank gets every selection: (P-1)
       messages of 8k bytes), `gtopk` (a tree of merges that keep the k
-      largest sums, then a broadcast: 2 log2(P) messages of 8k bytes), or
+      largest sums chooses k global indices, which are broadcast, and one
+      all-reduce sums every rank's selected values there: 3 log2(P)
+      messages, of 8k bytes up the tree and 4k bytes after), or
       `auto`: per exchange, the cheapest of those two and the dense
       all-reduce under the alpha-beta model of `network` (`1gbe` default,
       `10gbe`, `100gb-ib`, or the cost measured in `profile`) at `ranks`

@@ -132,8 +132,9 @@ def Comm_SparseAllReduceStartOp
     - the residual becomes `u` with the selected entries zeroed;
     - the ranks' selections are combined by `aggregate`: `allgather` sends
       every rank's selection to all and adds them; `gtopk` merges them in a
-      tree that keeps the `k` largest sums at each level (what a merge
-      drops goes back to the merging rank's residual);
+      tree that keeps the `k` largest sums at each level, which chooses `k`
+      global indices, and sums every rank's selected values there (a
+      rank's selected entries outside them go back to its own residual);
     - the result is the dense `sum` or `mean` of the combined selection.
 
     Both buffers are f32 of the same shape. On tensors the op returns the
