@@ -91,6 +91,32 @@ def export_torchvision(name, path, classes, size):
                       do_constant_folding=False)
 
 
+def export_vgg16_cifar(path):
+    """VGG16 with batch norm for 3x32x32 inputs (seed 0): the convolutions
+    of torchvision's vgg16_bn, then global pooling to 512 and a 512x10
+    classifier, as CIFAR versions of VGG have."""
+    import torch
+    from torch import nn
+    warnings.filterwarnings("ignore")
+    torch.manual_seed(0)
+    layers, channels = [], 3
+    for width in [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512,
+                  512, "M", 512, 512, 512, "M"]:
+        if width == "M":
+            layers.append(nn.MaxPool2d(2))
+        else:
+            layers += [nn.Conv2d(channels, width, 3, padding=1),
+                       nn.BatchNorm2d(width), nn.ReLU()]
+            channels = width
+    model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(512, 10)).train()
+    torch.onnx.export(model, torch.randn(2, 3, 32, 32), path,
+                      opset_version=13, input_names=["x"],
+                      output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+
+
 def random_images(work):
     """WORK/random32.npz: 512 random 3x32x32 images, labels in [0, 10)."""
     rng = np.random.RandomState(0)
@@ -101,17 +127,24 @@ def random_images(work):
 
 
 def make_models(work, names):
-    """{name: (onnx path, data path, per-rank batch)}"""
+    """{name: (onnx path, data path, per-rank batch)}: the digits CNN, or
+    vgg16_cifar, or a torchvision model by name (10 classes, 3x32x32
+    random images, batch 8)."""
     models = {}
     if "digits" in names:
         run([PYTHON, os.path.join(ROOT, "test", "Examples", "digits.py"),
              work])
         models["digits"] = (os.path.join(work, "digits_cnn.onnx"),
                             os.path.join(work, "train.npz"), 32)
-    if "resnet18" in names:
-        path = os.path.join(work, "resnet18.onnx")
-        export_torchvision("resnet18", path, 10, 32)
-        models["resnet18"] = (path, random_images(work), 8)
+    for name in names:
+        if name == "digits":
+            continue
+        path = os.path.join(work, name + ".onnx")
+        if name == "vgg16_cifar":
+            export_vgg16_cifar(path)
+        else:
+            export_torchvision(name, path, 10, 32)
+        models[name] = (path, random_images(work), 8)
     return models
 
 
@@ -161,15 +194,16 @@ def add_strategy_bench_arguments(parser, models, steps):
                         help="skip the shared-memory runs")
 
 
-def simulate_step(compile_tool, onnx, batch, options):
+def simulate_step(compile_tool, onnx, batch, options, passes=()):
     """The numbers of the last row of --dtrain-simulate-step=OPTIONS on the
-    data-parallel step of ONNX: ranks, then each column's ms and efficiency
-    (and the optimal plan's bucket count between them)."""
+    data-parallel step of ONNX, after the dtrain-opt PASSES: ranks, then
+    each column's ms and efficiency (and the optimal plan's bucket count
+    between them)."""
     opt = os.path.join(os.path.dirname(compile_tool), "dtrain-opt")
     out = run([opt, onnx, "--batch-size", str(batch),
                "--dtrain-build-training=optimizer=momentum lr=0.01",
-               "--dtrain-data-parallel", "--dtrain-simulate-step=" + options,
-               "-o", "/dev/null"])
+               "--dtrain-data-parallel"] + list(passes) +
+              ["--dtrain-simulate-step=" + options, "-o", "/dev/null"])
     return [float(f) for f in out.strip().splitlines()[-1].replace(
         "(", " ").replace(")", " ").split()]
 

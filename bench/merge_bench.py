@@ -42,16 +42,6 @@ STRATEGIES = [
 ]
 
 
-def make_models(work, names):
-    data = dp.random_images(work)
-    models = {}
-    for name in names:
-        path = os.path.join(work, name + ".onnx")
-        dp.export_torchvision(name, path, 10, 32)
-        models[name] = (path, data, 8)
-    return models
-
-
 def compile_trainer(compile_tool, onnx, batch, exe, strategy, options):
     command = [compile_tool, onnx, "--batch-size", str(batch), "--optimizer",
                "momentum", "--lr", "0.01", "--merge", strategy, "-o", exe]
@@ -126,7 +116,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="dtrain-merge-bench-",
                                      dir="/tmp") as work:
         os.chmod(work, 0o755)
-        models = make_models(work, args.models)
+        models = dp.make_models(work, args.models)
         print("## Gradient merging, %d ranks, %d steps (the last %d timed)"
               % (args.ranks, args.steps, args.steps // 2))
         if args.shm:

@@ -28,7 +28,6 @@ import argparse
 import os
 import sys
 import tempfile
-import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data_parallel_bench as dp  # noqa: E402
@@ -39,45 +38,6 @@ VARIANTS = [
     ("gtopk gaussian", "select=gaussian aggregate=gtopk"),
     ("gtopk exact", "select=exact aggregate=gtopk"),
 ]
-
-
-def export_vgg16_cifar(path):
-    """VGG16 with batch norm for 3x32x32 inputs (seed 0): the convolutions
-    of torchvision's vgg16_bn, then global pooling to 512 and a 512x10
-    classifier, as CIFAR versions of VGG have."""
-    import torch
-    from torch import nn
-    warnings.filterwarnings("ignore")
-    torch.manual_seed(0)
-    layers, channels = [], 3
-    for width in [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512,
-                  512, "M", 512, 512, 512, "M"]:
-        if width == "M":
-            layers.append(nn.MaxPool2d(2))
-        else:
-            layers += [nn.Conv2d(channels, width, 3, padding=1),
-                       nn.BatchNorm2d(width), nn.ReLU()]
-            channels = width
-    model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(512, 10)).train()
-    torch.onnx.export(model, torch.randn(2, 3, 32, 32), path,
-                      opset_version=13, input_names=["x"],
-                      output_names=["y"],
-                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
-
-
-def make_models(work, names):
-    data = dp.random_images(work)
-    models = {}
-    for name in names:
-        path = os.path.join(work, name + ".onnx")
-        if name == "vgg16_cifar":
-            export_vgg16_cifar(path)
-        else:
-            dp.export_torchvision(name, path, 10, 32)
-        models[name] = (path, data, 8)
-    return models
 
 
 def compile_trainer(compile_tool, onnx, batch, exe, sparsify):
@@ -165,7 +125,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="dtrain-sparsify-bench-",
                                      dir="/tmp") as work:
         os.chmod(work, 0o755)
-        models = make_models(work, args.models)
+        models = dp.make_models(work, args.models)
         print("## Top-k sparsification at density %g, %d ranks, %d steps "
               "(the last %d timed)" % (args.density, args.ranks, args.steps,
                                        args.steps // 2))

@@ -195,6 +195,14 @@ static cl::opt<std::string> sparsifyOptions(
              "select=gaussian aggregate=gtopk\" (\"\" for its defaults)"),
     cl::ValueRequired, cl::cat(compileCategory));
 
+static cl::opt<std::string> wireType(
+    "wire",
+    cl::desc("With --data-parallel: the float type the dense gradient "
+             "exchanges travel in (--dtrain-mixed-precision wire): f32 "
+             "(default), bf16 or f16; half the bytes in 16 bits, with f32 "
+             "master weights and optimizer state"),
+    cl::init("f32"), cl::cat(compileCategory));
+
 /// --data-parallel as given, else the mode's default.
 static bool isDataParallel() {
   return dataParallel.getNumOccurrences() ? bool(dataParallel)
@@ -430,6 +438,10 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
         failed(addConfigured(dtrain::dist::createSparsify(), sparsifyOptions,
                              "--sparsify", sparsifyOptions)))
       return failure();
+    if (wireType.getNumOccurrences() &&
+        failed(addConfigured(dtrain::dist::createMixedPrecision(),
+                             "wire=" + wireType, "--wire", wireType)))
+      return failure();
   }
   dtrain::lower::buildLowerToLLVMPipeline(pm);
   if (verbose) {
@@ -533,6 +545,8 @@ static LogicalResult compile(const char *argv0) {
     return error("--merge needs --data-parallel (a trainer's default)");
   if (!isDataParallel() && sparsifyOptions.getNumOccurrences())
     return error("--sparsify needs --data-parallel (a trainer's default)");
+  if (!isDataParallel() && wireType.getNumOccurrences())
+    return error("--wire needs --data-parallel (a trainer's default)");
   if (isDataParallel() && mode == Mode::Infer)
     return error("--data-parallel needs --mode=train or --mode=step (a "
                  "forward pass has no gradients to average)");

@@ -288,6 +288,51 @@ def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def MixedPrecision : Pass<"dtrain-mixed-precision", "func::FuncOp"> {
+  let summary = "16-bit wire type for the dense gradient exchanges";
+  let description = [{
+    Sends each dense gradient exchange of a step (a tensor f32
+    `comm.all_reduce_start`/`comm.wait` pair with `sum` or `mean`, as
+    `--dtrain-data-parallel` and `--dtrain-merge-gradients` leave them) in
+    the 16-bit float type `wire`: the gradient is rounded to it (to
+    nearest, ties to even) where it is produced, the ranks' values are
+    reduced in f32 and rounded once per step of the reduction (the
+    runtime's 16-bit all-reduce), and the result is widened back to f32
+    before the optimizer, which keeps f32 master weights and state. Each
+    exchange then carries half the bytes.
+
+    The averaged loss (an exchange the step returns) stays f32, and so does
+    a bucket that holds it, as do the exchanges `--dtrain-sparsify` made
+    sparse; run this pass after those two.
+
+    - `wire`: `bf16` (bfloat16: f32's range, 8 significant bits), `f16`
+      (IEEE binary16: 11 bits, but values beyond 65504 overflow to
+      infinity), or `f32` (default: no change).
+
+    ```mlir
+    %req, %inflight = comm.all_reduce_start <mean> %dw on %world : tensor<784x128xf32>
+    ...
+    %avg = comm.wait %req, %inflight : tensor<784x128xf32>
+    ```
+
+    becomes, with `wire=bf16`,
+
+    ```mlir
+    %dw16 = arith.truncf %dw : tensor<784x128xf32> to tensor<784x128xbf16>
+    %req, %inflight = comm.all_reduce_start <mean> %dw16 on %world : tensor<784x128xbf16>
+    ...
+    %avg16 = comm.wait %req, %inflight : tensor<784x128xbf16>
+    %avg = arith.extf %avg16 : tensor<784x128xbf16> to tensor<784x128xf32>
+    ```
+  }];
+  let options = [
+    Option<"wire", "wire", "std::string", "\"f32\"",
+           "the type gradients travel in: bf16, f16 or f32 (default)">,
+  ];
+  let dependentDialects = ["::mlir::dtrain::comm::CommDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
   let summary = "Predict a data-parallel step's iteration time and scaling "
                 "efficiency for many ranks (prints a report)";

@@ -18,6 +18,7 @@ all float64). Prints one line per case with the largest differences, and
 exits non-zero on any mismatch or failure.
 """
 import argparse
+import copy
 import os
 import runpy
 import subprocess
@@ -34,6 +35,8 @@ from torch import nn
 # exceed 1e-4, hold 100 times tighter (PyTorch's own float64 steps there
 # move by under 1e-8 when the weights move by 1e-15).
 TOLERANCES = {torch.float32: (1e-4, 1e-5), torch.float64: (1e-6, 1e-7)}
+# dtrain-compile --wire's names.
+WIRE_TYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 class Lars(torch.optim.Optimizer):
     """LARS as dtrain documents it (train.lars_update): for tensors of more
@@ -219,6 +222,11 @@ def cases():
            "softmax-xent", "adamw", 0.01, 0.1, 5, x, labels,
            (("--schedule", "cosine", "--total-steps", "4"),
             lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, 4)))
+    # Gradients exchanged in 16 bits (one rank): rounded before the update.
+    for wire in ("bf16", "f16"):
+        yield ("relu-mlp softmax-xent sgd wire-" + wire, relu_mlp(),
+               "softmax-xent", "sgd", 1.0, 0.0, 1, x, labels, ((), None),
+               wire)
     yield ("relu-mlp softmax-xent sgd warmup", relu_mlp(), "softmax-xent",
            "sgd", 0.1, 0.0, 5, x, labels,
            (("--warmup-steps", "3"),
@@ -253,10 +261,12 @@ def cases():
 
 
 def train(model, x, target, loss_name, optimizer_name, lr, decay, steps,
-          scheduler=None):
+          scheduler=None, wire=None):
     """PyTorch's STEPS steps on MODEL (in place), with weight decay on the
     parameters of more than one dimension only; returns the loss and the
-    correct-prediction count (softmax-xent, else None) of the last step."""
+    correct-prediction count (softmax-xent, else None) of the last step.
+    WIRE (a 16-bit torch dtype): each gradient is rounded to it before the
+    update, as a one-rank exchange in that type does."""
     # CrossEntropyLoss after LogSoftmax is what dtrain's softmax-xent of
     # log-probabilities computes too.
     criterion = (nn.CrossEntropyLoss() if loss_name == "softmax-xent"
@@ -274,6 +284,9 @@ def train(model, x, target, loss_name, optimizer_name, lr, decay, steps,
         output = model(x)
         loss = criterion(output, target)
         loss.backward()
+        if wire is not None:
+            for p in params:
+                p.grad = p.grad.to(wire).to(p.grad.dtype)
         optimizer.step()
         if schedule:
             schedule.step()
@@ -298,9 +311,13 @@ def state(model, loss, correct):
 
 
 def check(compile_tool, work, name, model, loss_name,
-          optimizer_name, lr, decay, steps, x, target, schedule=((), None)):
+          optimizer_name, lr, decay, steps, x, target, schedule=((), None),
+          wire=None):
     """SCHEDULE: dtrain-compile's schedule flags and the PyTorch scheduler
-    (a function of the optimizer) that they stand for."""
+    (a function of the optimizer) that they stand for. WIRE: dtrain-compile
+    --wire's type name, for one-rank data-parallel steps whose gradients
+    travel in it; PyTorch's must then differ from the steps without
+    rounding by more than the tolerance, or the case could not fail."""
     flags, scheduler = schedule
     rtol, atol = TOLERANCES[x.dtype]
     os.makedirs(work, exist_ok=True)
@@ -314,8 +331,21 @@ def check(compile_tool, work, name, model, loss_name,
     use_dtrain_dropout(model)
     names = [n for n, _ in model.named_parameters()]
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    if wire is not None:
+        unrounded = copy.deepcopy(model)
+        plain = state(unrounded, *train(unrounded, x, target, loss_name,
+                                        optimizer_name, lr, decay, steps,
+                                        scheduler))
+        flags = tuple(flags) + ("--data-parallel", "--wire", wire)
     want = state(model, *train(model, x, target, loss_name, optimizer_name,
-                               lr, decay, steps, scheduler))
+                               lr, decay, steps, scheduler,
+                               WIRE_TYPES.get(wire)))
+    if wire is not None and all(
+            np.allclose(plain[k], want[k], rtol=rtol, atol=atol)
+            for k in want):
+        print("%s: MISMATCH: rounding the gradients to %s changes no "
+              "output beyond the tolerance" % (name, wire))
+        return False
 
     # dtrain's steps.
     result = subprocess.run(
