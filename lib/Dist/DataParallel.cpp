@@ -15,7 +15,6 @@
 #include "dtrain/Dialect/Comm/IR/CommOps.h"
 #include "dtrain/Dialect/Train/IR/TrainOps.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::dtrain::dist {
 #define GEN_PASS_DEF_DATAPARALLEL
@@ -24,15 +23,6 @@ namespace mlir::dtrain::dist {
 
 using namespace mlir;
 using namespace mlir::dtrain;
-
-/// The gradient operand of an optimizer update, or null for another op.
-static OpOperand *getGradOperand(Operation *op) {
-  return TypeSwitch<Operation *, OpOperand *>(op)
-      .Case<train::SGDUpdateOp, train::MomentumUpdateOp, train::LarsUpdateOp,
-            train::AdamUpdateOp>(
-          [](auto update) { return &update.getGradMutable(); })
-      .Default([](Operation *) { return nullptr; });
-}
 
 namespace {
 struct DataParallelPass
@@ -51,7 +41,7 @@ struct DataParallelPass
     func::FuncOp func = getOperation();
     SmallVector<OpOperand *> grads;
     func.walk([&](Operation *op) {
-      if (OpOperand *grad = getGradOperand(op))
+      if (OpOperand *grad = train::getUpdateGradOperand(op))
         grads.push_back(grad);
     });
     if (grads.empty())
@@ -62,8 +52,8 @@ struct DataParallelPass
     }
     Block &body = func.getBody().front();
     OpBuilder b = OpBuilder::atBlockBegin(&body);
-    Value world = comm::WorldOp::create(
-        b, func.getLoc(), b.getType<comm::CommunicatorType>());
+    Value world = comm::WorldOp::create(b, func.getLoc(),
+                                        b.getType<comm::CommunicatorType>());
     // In the order the gradients are produced (the backward pass runs from
     // the last layer to the first), which every rank shares.
     llvm::sort(grads, [](OpOperand *a, OpOperand *b) {
@@ -89,12 +79,13 @@ struct DataParallelPass
       Value &mean = means[value];
       if (!mean) {
         Operation *producer = value.getDefiningOp();
-        b.setInsertionPointAfter(
-            after ? after : producer ? producer : world.getDefiningOp());
-        mean = comm::AllReduceOp::create(b, value.getLoc(), value.getType(),
-                                         comm::ReductionKind::mean, value,
-                                         world)
-                   .getResult();
+        b.setInsertionPointAfter(after      ? after
+                                 : producer ? producer
+                                            : world.getDefiningOp());
+        mean =
+            comm::AllReduceOp::create(b, value.getLoc(), value.getType(),
+                                      comm::ReductionKind::mean, value, world)
+                .getResult();
       }
       return mean;
     };

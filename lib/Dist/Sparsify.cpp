@@ -151,19 +151,6 @@ Value SparsifyPass::buildK(OpBuilder &b, Location loc, int64_t elements,
   return k;
 }
 
-/// Appends to FUNC the result NAME that updates the state argument of that
-/// name, returned by RETURNOP as VALUE.
-static void addStateResult(func::FuncOp func, func::ReturnOp returnOp,
-                           Value value, StringRef name) {
-  OpBuilder b(func.getContext());
-  unsigned index = func.getNumResults();
-  (void)func.insertResult(
-      index, value.getType(),
-      b.getDictionaryAttr(b.getNamedAttr(train::TrainDialect::kUpdatedAttrName,
-                                         b.getStringAttr(name))));
-  returnOp.getOperandsMutable().append(value);
-}
-
 void SparsifyPass::runOnOperation() {
   func::FuncOp func = getOperation();
   if (func.isExternal())
@@ -193,7 +180,6 @@ void SparsifyPass::runOnOperation() {
     func.emitError("--dtrain-sparsify needs a single-block step");
     return signalPassFailure();
   }
-  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   OpBuilder b(func.getContext());
 
   // The warm-up's step count: its old value gives this step's number from 0.
@@ -210,7 +196,7 @@ void SparsifyPass::runOnOperation() {
     Value one = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(stepType, int64_t(1)));
     Value next = arith::AddIOp::create(b, loc, count, one);
-    addStateResult(func, returnOp, next, "sparsify.step");
+    train::TrainDialect::appendStateResult(func, next, "sparsify.step");
   }
 
   unsigned sparsified = 0;
@@ -240,7 +226,8 @@ void SparsifyPass::runOnOperation() {
         sparse.getInflightResidual());
     wait.getResult().replaceAllUsesWith(sparseWait.getResult());
     if (residuals)
-      addStateResult(func, returnOp, sparseWait.getNewResidual(), name);
+      train::TrainDialect::appendStateResult(func, sparseWait.getNewResidual(),
+                                             name);
     wait.erase();
     start.erase();
   }

@@ -1265,6 +1265,20 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
       .Case([&](train::MomentumUpdateOp update) {
         return momentumUpdate(update);
       })
+      .Case([&](train::LossSeedOp seed) {
+        RankedTensorType type = getTensorType(seed.getResult());
+        return Values{arith::ConstantOp::create(
+            b, op->getLoc(),
+            DenseElementsAttr::get(
+                type, b.getFloatAttr(type.getElementType(), 1.0)))};
+      })
+      .Case([&](train::SkipUpdateOp skip) {
+        return Values{buildElementwise(
+            b, op->getLoc(), getTensorType(skip.getResult()),
+            op->getOperands(), [](OpBuilder &b, Location l, ValueRange x) {
+              return arith::SelectOp::create(b, l, x[0], x[1], x[2]);
+            })};
+      })
       .Case([&](train::AdamUpdateOp update) { return adamUpdate(update); })
       .Case([&](train::LarsUpdateOp update) { return larsUpdate(update); })
       .Case([&](nn::BroadcastOp broadcast) {

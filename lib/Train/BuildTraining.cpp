@@ -375,8 +375,11 @@ void BuildTrainingPass::runOnOperation() {
   if (failed(lossAndCorrect))
     return signalPassFailure();
   auto [lossValue, correct] = *lossAndCorrect;
+  // The seed is an op that loss scaling can find (--dtrain-mixed-precision).
+  Value seed =
+      train::LossSeedOp::create(b, lossValue.getLoc(), lossValue.getType());
   FailureOr<SmallVector<Value>> grads =
-      train::buildGradients(b, lossValue, params);
+      train::buildGradients(b, lossValue, params, seed);
   if (failed(grads))
     return signalPassFailure();
 

@@ -22,13 +22,13 @@ static Value splat(OpBuilder &b, Location loc, RankedTensorType type,
                    double value) {
   return arith::ConstantOp::create(
       b, loc,
-      DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(),
-                                                  value)));
+      DenseElementsAttr::get(type,
+                             b.getFloatAttr(type.getElementType(), value)));
 }
 
 FailureOr<SmallVector<Value>>
 mlir::dtrain::train::buildGradients(OpBuilder &b, Value objective,
-                                    ArrayRef<Value> wrt) {
+                                    ArrayRef<Value> wrt, Value seed) {
   Block *block = objective.getParentBlock();
   Location loc = objective.getLoc();
 
@@ -68,8 +68,9 @@ mlir::dtrain::train::buildGradients(OpBuilder &b, Value objective,
       it->second = nn::AddOp::create(b, grad.getLoc(), it->second, grad);
   };
   if (active.contains(objective))
-    grads[objective] = splat(
-        b, loc, cast<RankedTensorType>(objective.getType()), 1.0);
+    grads[objective] =
+        seed ? seed
+             : splat(b, loc, cast<RankedTensorType>(objective.getType()), 1.0);
 
   for (Operation *op : path) {
     auto differentiable = dyn_cast<nn::DifferentiableOpInterface>(op);
@@ -83,7 +84,8 @@ mlir::dtrain::train::buildGradients(OpBuilder &b, Value objective,
     SmallVector<Value> operandGrads;
     if (failed(differentiable.buildGradients(b, resultGrads, operandGrads)))
       return failure();
-    for (auto [operand, grad] : llvm::zip_equal(op->getOperands(), operandGrads))
+    for (auto [operand, grad] :
+         llvm::zip_equal(op->getOperands(), operandGrads))
       if (grad && active.contains(operand))
         accumulate(operand, grad);
   }
@@ -91,9 +93,9 @@ mlir::dtrain::train::buildGradients(OpBuilder &b, Value objective,
   SmallVector<Value> result;
   for (Value value : wrt) {
     Value grad = grads.lookup(value);
-    result.push_back(grad ? grad
-                          : splat(b, loc, cast<RankedTensorType>(value.getType()),
-                                  0.0));
+    result.push_back(
+        grad ? grad
+             : splat(b, loc, cast<RankedTensorType>(value.getType()), 0.0));
   }
   // Vector-Jacobian products build the gradients of every operand; those
   // of constants of the backward pass (the inputs, say) are unused.

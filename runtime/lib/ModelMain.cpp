@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -1037,7 +1038,9 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "waited for them,\nand bytes each rank sends in a bandwidth-optimal "
       "all-reduce;\nwith sparsified exchanges also 'density= compression=': the "
       "fraction of\nentries selected, and the dense ring all-reduce's bytes "
-      "over the bytes sent)\n"
+      "over the bytes sent;\nwith loss scaling also 'loss_scale= skipped=': "
+      "the scale the next step uses\n(dynamic scaling) and the steps skipped "
+      "so far because a gradient overflowed)\n"
       "(loss and accuracy averaged since the previous line), 'epoch= "
       "val_loss=\nval_acc= val_samples=' after each epoch, and last "
       "'final steps= epochs= loss=\nacc= [val_acc=]'. Exit status: 0 on "
@@ -1500,6 +1503,19 @@ void printSparseStats(const CommStats &stats, int ranks) {
                   : 0.0);
 }
 
+/// " loss_scale= skipped=" of a step with loss scaling
+/// (--dtrain-mixed-precision): its state after the last step.
+void printLossScale(const Workspace &w) {
+  std::optional<size_t> skipped =
+      w.find(Role::State, "loss_scale.skipped_steps");
+  if (!skipped)
+    return;
+  if (std::optional<size_t> scale = w.find(Role::State, "loss_scale"))
+    std::printf(" loss_scale=%g", *static_cast<const float *>(w.buffers[*scale]));
+  std::printf(" skipped=%lld",
+              (long long)*static_cast<const int64_t *>(w.buffers[*skipped]));
+}
+
 CommStats &operator+=(CommStats &a, const CommStats &b) {
   a.collectives += b.collectives;
   a.payloadBytes += b.payloadBytes;
@@ -1664,7 +1680,15 @@ int trainerMain(int argc, char **argv, const char *infoText,
   Progress now = start;
   int64_t step = start.step;
   double epochLoss = 0, lastValAcc = -1;
-  int64_t epochCorrect = 0, epochSamples = 0, epoch = 0;
+  int64_t epochCorrect = 0, epochSamples = 0, epochLossSteps = 0, epoch = 0;
+  // Under loss scaling, a step whose gradients overflowed is skipped on
+  // every rank (its loss may be inf or NaN): it counts in this state.
+  const std::optional<size_t> skippedSteps =
+      w.find(Role::State, "loss_scale.skipped_steps");
+  auto skippedCount = [&] {
+    return skippedSteps ? *static_cast<const int64_t *>(w.buffers[*skippedSteps])
+                        : int64_t(0);
+  };
   for (epoch = start.epoch; epoch <= epochs && (!o.steps || step < o.steps);
        ++epoch) {
     // Each epoch's order from the seed and the epoch alone, so that a
@@ -1677,11 +1701,11 @@ int trainerMain(int argc, char **argv, const char *infoText,
       std::shuffle(order.begin(), order.end(), rng);
     }
     epochLoss = 0;
-    epochCorrect = epochSamples = 0;
+    epochCorrect = epochSamples = epochLossSteps = 0;
     totalComm += windowComm;
     windowComm = CommStats{};
     double windowLoss = 0;
-    int64_t windowCorrect = 0, windowSamples = 0;
+    int64_t windowCorrect = 0, windowSamples = 0, windowLossSteps = 0;
     auto windowStart = std::chrono::steady_clock::now();
     const int64_t firstBatch = epoch == start.epoch ? start.batch : 0;
     for (int64_t b = firstBatch; b < batches && (!o.steps || step < o.steps);
@@ -1695,6 +1719,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
       resetCollectiveSequence();
       setTracing(tracing);
       const double stepBegin = clockSeconds();
+      const int64_t skippedBefore = skippedCount();
       w.step(run);
       traceSpan("step " + std::to_string(step + 1), stepBegin, clockSeconds());
       setTracing(false);
@@ -1718,15 +1743,21 @@ int trainerMain(int argc, char **argv, const char *infoText,
       // The loss is the global batch's (averaged in the step): every rank
       // sees the same.
       const float stepLoss = valueOf(*loss);
-      if (!std::isfinite(stepLoss)) {
+      const bool skipped = skippedCount() != skippedBefore;
+      if (!std::isfinite(stepLoss) && !skipped) {
         if (!ranks.root())
           throw QuietExit{1};
         fail("the loss is %g at step %lld (epoch %lld): training diverged "
              "(try a smaller --lr)",
              double(stepLoss), (long long)step, (long long)epoch);
       }
-      windowLoss += stepLoss;
-      epochLoss += stepLoss;
+      // The loss averages leave skipped steps out.
+      if (!skipped) {
+        windowLoss += stepLoss;
+        epochLoss += stepLoss;
+        ++windowLossSteps;
+        ++epochLossSteps;
+      }
       windowSamples += batch;
       epochSamples += batch;
       if (correct) {
@@ -1743,7 +1774,9 @@ int trainerMain(int argc, char **argv, const char *infoText,
         const int64_t windowSteps = windowSamples / batch;
         if (ranks.root()) {
           std::printf("step=%lld epoch=%lld loss=%.6f", (long long)step,
-                      (long long)epoch, windowLoss / double(windowSteps));
+                      (long long)epoch,
+                      windowLossSteps ? windowLoss / double(windowLossSteps)
+                                      : NAN);
           if (correct)
             std::printf(" acc=%.4f",
                         counts[0] / double(windowSamples * ranks.size));
@@ -1757,13 +1790,14 @@ int trainerMain(int argc, char **argv, const char *infoText,
                             double(windowSteps));
           if (reportComm)
             printSparseStats(windowComm, ranks.size);
+          printLossScale(w);
           std::printf("\n");
           std::fflush(stdout);
         }
         totalComm += windowComm;
         windowComm = CommStats{};
         windowLoss = 0;
-        windowCorrect = windowSamples = 0;
+        windowCorrect = windowSamples = windowLossSteps = 0;
         windowStart = std::chrono::steady_clock::now();
       }
     }
@@ -1809,8 +1843,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
   if (ranks.root()) {
     std::printf("final steps=%lld epochs=%lld loss=%.6f", (long long)step,
                 (long long)(epoch - 1),
-                epochLoss /
-                    double(std::max<int64_t>(1, epochSamples / batch)));
+                epochLossSteps ? epochLoss / double(epochLossSteps) : NAN);
     if (correct)
       std::printf(" acc=%.4f",
                   counts[0] / double(std::max<int64_t>(
@@ -1830,6 +1863,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
                   double(totalComm.sentBytes) / 1e6 / steps, hidden);
       printSparseStats(totalComm, ranks.size);
     }
+    printLossScale(w);
     if (lastValAcc >= 0)
       std::printf(" val_acc=%.4f", lastValAcc);
     std::printf("\n");

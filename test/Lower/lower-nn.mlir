@@ -226,6 +226,23 @@ func.func @broadcast_and_update(%x: tensor<4x1xf32>, %p: tensor<4x3xf32>) -> ten
 
 // -----
 
+// train.loss_seed is the constant 1; train.skip_update selects per element
+// between the old and the updated value, the flag read as a scalar.
+// CHECK-LABEL: func.func @loss_scaling
+// CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[SKIP:.*]]: i1, %[[OLD:.*]]: f32, %[[NEW:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[KEPT:.*]] = arith.select %[[SKIP]], %[[OLD]], %[[NEW]] : f32
+// CHECK: linalg.yield %[[KEPT]]
+// CHECK: return %[[ONE]],
+func.func @loss_scaling(%skip: tensor<i1>, %w: tensor<4x3xf32>, %w1: tensor<4x3xf32>) -> (tensor<f32>, tensor<4x3xf32>) {
+  %seed = train.loss_seed : tensor<f32>
+  %0 = train.skip_update %skip, %w, %w1 : tensor<i1>, tensor<4x3xf32>
+  return %seed, %0 : tensor<f32>, tensor<4x3xf32>
+}
+
+// -----
+
 // The gradients of the window ops and of batch norm are kernel calls; the
 // weight gradient passes no bias gradient, and the average-pooling gradient
 // no input (NULL).

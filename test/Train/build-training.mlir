@@ -54,7 +54,7 @@
 // CHECK: %[[Y:.*]] = nn.relu %[[H]]
 // CHECK: %[[LOSS:.*]] = nn.softmax_cross_entropy %[[Y]], %[[L]]
 // CHECK: %[[CORRECT:.*]] = nn.count_correct %[[Y]], %[[L]] : tensor<2x3xf32>, tensor<2xi64> -> tensor<i64>
-// CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[ONE:.*]] = train.loss_seed : tensor<f32>
 // CHECK: %[[DY:.*]] = nn.softmax_cross_entropy_grad %[[ONE]], %[[Y]], %[[L]]
 // CHECK: %[[DH:.*]] = nn.relu_grad %[[DY]], %[[H]]
 // CHECK: %[[DB:.*]] = nn.reduce_sum %[[DH]] dims = [0] : tensor<2x3xf32> -> tensor<3xf32>

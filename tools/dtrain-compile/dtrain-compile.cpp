@@ -103,15 +103,16 @@ static cl::opt<Mode>
                                "loss")),
          cl::init(Mode::Train), cl::cat(compileCategory));
 
-static cl::opt<std::string>
-    lossName("loss",
-             cl::desc("--mode=train|step: the loss, softmax-xent (integer labels, "
-                      "default) or mse (targets of the output's shape)"),
-             cl::init("softmax-xent"), cl::cat(compileCategory));
+static cl::opt<std::string> lossName(
+    "loss",
+    cl::desc("--mode=train|step: the loss, softmax-xent (integer labels, "
+             "default) or mse (targets of the output's shape)"),
+    cl::init("softmax-xent"), cl::cat(compileCategory));
 static cl::opt<std::string> optimizerName(
     "optimizer",
-    cl::desc("--mode=train|step: sgd (default), momentum, nesterov, adam, adamw or "
-             "lars"),
+    cl::desc(
+        "--mode=train|step: sgd (default), momentum, nesterov, adam, adamw or "
+        "lars"),
     cl::init("sgd"), cl::cat(compileCategory));
 static cl::opt<double>
     momentum("momentum",
@@ -133,9 +134,9 @@ static cl::opt<int64_t> stepSize("step-size",
                                           "(default 1000)"),
                                  cl::init(1000), cl::cat(compileCategory));
 static cl::opt<double> decayGamma("gamma",
-                             cl::desc("--schedule=step: decay factor "
-                                      "(default 0.1)"),
-                             cl::init(0.1), cl::cat(compileCategory));
+                                  cl::desc("--schedule=step: decay factor "
+                                           "(default 0.1)"),
+                                  cl::init(0.1), cl::cat(compileCategory));
 static cl::opt<int64_t> totalSteps("total-steps",
                                    cl::desc("--schedule=cosine: steps of the "
                                             "half cosine (default 1000)"),
@@ -202,6 +203,22 @@ static cl::opt<std::string> wireType(
              "(default), bf16 or f16; half the bytes in 16 bits, with f32 "
              "master weights and optimizer state"),
     cl::init("f32"), cl::cat(compileCategory));
+
+static cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("In a training step: scale the loss for the backward pass and "
+             "skip, on every rank, a step whose gradients overflow "
+             "(--dtrain-mixed-precision loss-scale): none (default), "
+             "dynamic (from 2^16, halved on overflow, doubled after 2000 "
+             "clean steps) or static:<s>"),
+    cl::init("none"), cl::cat(compileCategory));
+
+static cl::opt<std::string> mixedPrecisionOptions(
+    "mixed-precision-options",
+    cl::desc("More --dtrain-mixed-precision options, as key=value pairs: "
+             "init-scale=S growth-factor=F backoff-factor=F "
+             "growth-interval=N min-scale=S"),
+    cl::init(""), cl::cat(compileCategory));
 
 /// --data-parallel as given, else the mode's default.
 static bool isDataParallel() {
@@ -410,25 +427,26 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     options.weightDecay = weightDecay;
     pm.addPass(dtrain::train::createBuildTraining(options));
   }
+  // PASS with OPTIONS (what the user gave as FLAG='GIVEN'), per function.
+  auto addConfigured = [&](std::unique_ptr<Pass> pass,
+                           const std::string &options, StringRef flag,
+                           const std::string &given) {
+    if (failed(pass->initializeOptions(options, [&](const Twine &message) {
+          // llvm::cl has printed what is wrong with the value.
+          std::string text = message.str();
+          return error(flag + " '" + given + "' is not valid" +
+                       (text.empty() ? "" : ": ") + text +
+                       " (the options of --" + pass->getArgument() +
+                       ": dtrain-opt --help)");
+        })))
+      return failure();
+    pm.addNestedPass<func::FuncOp>(std::move(pass));
+    return success();
+  };
   if (isDataParallel()) {
     dtrain::dist::DataParallelOptions options;
     options.schedule = exchangeSchedule;
     pm.addNestedPass<func::FuncOp>(dtrain::dist::createDataParallel(options));
-    // PASS with OPTIONS (what the user gave as FLAG='GIVEN'), per function.
-    auto addConfigured = [&](std::unique_ptr<Pass> pass,
-                             const std::string &options, StringRef flag,
-                             const std::string &given) {
-      if (failed(pass->initializeOptions(options, [&](const Twine &message) {
-            // llvm::cl has printed what is wrong with the value.
-            std::string text = message.str();
-            return error(flag + " '" + given + "' is not valid" +
-                         (text.empty() ? "" : ": ") + text + " (the options of --" +
-                         pass->getArgument() + ": dtrain-opt --help)");
-          })))
-        return failure();
-      pm.addNestedPass<func::FuncOp>(std::move(pass));
-      return success();
-    };
     if ((mergeStrategy != "none" || !mergeOptions.empty()) &&
         failed(addConfigured(dtrain::dist::createMergeGradients(),
                              "strategy=" + mergeStrategy + " " + mergeOptions,
@@ -438,9 +456,13 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
         failed(addConfigured(dtrain::dist::createSparsify(), sparsifyOptions,
                              "--sparsify", sparsifyOptions)))
       return failure();
-    if (wireType.getNumOccurrences() &&
-        failed(addConfigured(dtrain::dist::createMixedPrecision(),
-                             "wire=" + wireType, "--wire", wireType)))
+  }
+  if (wireType.getNumOccurrences() || lossScale.getNumOccurrences() ||
+      !mixedPrecisionOptions.empty()) {
+    std::string options = "wire=" + wireType + " loss-scale=" + lossScale +
+                          " " + mixedPrecisionOptions;
+    if (failed(addConfigured(dtrain::dist::createMixedPrecision(), options,
+                             "--mixed-precision-options", options)))
       return failure();
   }
   dtrain::lower::buildLowerToLLVMPipeline(pm);
@@ -547,6 +569,10 @@ static LogicalResult compile(const char *argv0) {
     return error("--sparsify needs --data-parallel (a trainer's default)");
   if (!isDataParallel() && wireType.getNumOccurrences())
     return error("--wire needs --data-parallel (a trainer's default)");
+  if (mode == Mode::Infer &&
+      (lossScale.getNumOccurrences() || !mixedPrecisionOptions.empty()))
+    return error("--loss-scale needs --mode=train or --mode=step (a forward "
+                 "pass has no backward pass to scale)");
   if (isDataParallel() && mode == Mode::Infer)
     return error("--data-parallel needs --mode=train or --mode=step (a "
                  "forward pass has no gradients to average)");

@@ -4,6 +4,9 @@
 #define DTRAIN_DIST_PASSES_H
 
 #include "dtrain/Dialect/Comm/IR/CommDialect.h"
+#include "dtrain/Dialect/NN/IR/NNDialect.h"
+#include "dtrain/Dialect/Train/IR/TrainDialect.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"

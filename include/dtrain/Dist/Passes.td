@@ -289,25 +289,52 @@ def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
 }
 
 def MixedPrecision : Pass<"dtrain-mixed-precision", "func::FuncOp"> {
-  let summary = "16-bit wire type for the dense gradient exchanges";
+  let summary = "Loss scaling with overflow skip, and 16-bit gradient "
+                "exchanges";
   let description = [{
-    Sends each dense gradient exchange of a step (a tensor f32
-    `comm.all_reduce_start`/`comm.wait` pair with `sum` or `mean`, as
-    `--dtrain-data-parallel` and `--dtrain-merge-gradients` leave them) in
-    the 16-bit float type `wire`: the gradient is rounded to it (to
-    nearest, ties to even) where it is produced, the ranks' values are
-    reduced in f32 and rounded once per step of the reduction (the
-    runtime's 16-bit all-reduce), and the result is widened back to f32
-    before the optimizer, which keeps f32 master weights and state. Each
-    exchange then carries half the bytes.
+    Two parts of mixed-precision training on a step built by
+    `--dtrain-build-training` (after the other Dist passes):
 
-    The averaged loss (an exchange the step returns) stays f32, and so does
-    a bucket that holds it, as do the exchanges `--dtrain-sparsify` made
-    sparse; run this pass after those two.
+    **Loss scaling** (`loss-scale=dynamic` or `static:<s>`). The backward
+    pass starts from the scale S instead of 1 (its `train.loss_seed`), so
+    every gradient is S times the true one, which keeps small gradients
+    representable in 16 bits. Before its exchange, each rank checks its
+    gradients (the inputs of the exchanges, or of the updates without
+    data parallelism) for infinities and NaNs; one small all-reduce of
+    that check makes all ranks agree. Each gradient is divided by S where
+    the optimizer reads it. When any rank overflowed, the step is skipped
+    on every rank: parameters, optimizer state and rank state (residuals)
+    keep their old values (`train.skip_update`, fused with the updates so
+    they stay in place); batch-norm running statistics are updated as
+    PyTorch's `GradScaler` leaves them.
+
+    `dynamic` keeps S as optimizer state `loss_scale` (0 in a fresh
+    trainer stands for `init-scale`) with `loss_scale.clean_steps`: S is
+    multiplied by `backoff-factor` (floored at `min-scale`) on overflow,
+    and by `growth-factor` after `growth-interval` steps without one, as
+    PyTorch's `GradScaler` does. `static:<s>` keeps S = s. Both count the
+    skipped steps in `loss_scale.skipped_steps`; all of it is checkpointed,
+    and a trainer's progress lines show `loss_scale=` and `skipped=`. The
+    averaged loss is reported unscaled.
+
+    **16-bit exchanges** (`wire=bf16|f16`). Each dense gradient exchange (a
+    tensor f32 `comm.all_reduce_start`/`comm.wait` pair with `sum` or
+    `mean`, as `--dtrain-data-parallel` and `--dtrain-merge-gradients`
+    leave them) travels in the 16-bit float type `wire`: the gradient is
+    rounded to it (to nearest, ties to even) where it is produced, the
+    ranks' values are reduced in f32 and rounded once per step of the
+    reduction (the runtime's 16-bit all-reduce), and the result is widened
+    back to f32 before the optimizer, which keeps f32 master weights and
+    state. Each exchange then carries half the bytes. The averaged loss
+    (an exchange the step returns) stays f32, and so does a bucket that
+    holds it, as do the exchanges `--dtrain-sparsify` made sparse. With
+    loss scaling, gradients travel scaled (S times the true ones), which
+    keeps small ones out of f16's subnormal range.
 
     - `wire`: `bf16` (bfloat16: f32's range, 8 significant bits), `f16`
       (IEEE binary16: 11 bits, but values beyond 65504 overflow to
-      infinity), or `f32` (default: no change).
+      infinity, which loss scaling then reports as an overflow), or `f32`
+      (default: no change).
 
     ```mlir
     %req, %inflight = comm.all_reduce_start <mean> %dw on %world : tensor<784x128xf32>
@@ -328,9 +355,26 @@ def MixedPrecision : Pass<"dtrain-mixed-precision", "func::FuncOp"> {
   let options = [
     Option<"wire", "wire", "std::string", "\"f32\"",
            "the type gradients travel in: bf16, f16 or f32 (default)">,
+    Option<"lossScale", "loss-scale", "std::string", "\"none\"",
+           "none (default), dynamic, or static:<s> (a fixed scale s > 0)">,
+    Option<"initScale", "init-scale", "double", "65536.0",
+           "loss-scale=dynamic: the first scale (default 2^16)">,
+    Option<"growthFactor", "growth-factor", "double", "2.0",
+           "loss-scale=dynamic: factor after growth-interval clean steps "
+           "(default 2)">,
+    Option<"backoffFactor", "backoff-factor", "double", "0.5",
+           "loss-scale=dynamic: factor on overflow, in (0, 1) (default 0.5)">,
+    Option<"growthInterval", "growth-interval", "int64_t", "2000",
+           "loss-scale=dynamic: clean steps before growing (default 2000)">,
+    Option<"minScale", "min-scale", "double", "1.0",
+           "loss-scale=dynamic: the floor of the scale (default 1)">,
   ];
   let dependentDialects = ["::mlir::dtrain::comm::CommDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::dtrain::nn::NNDialect",
+                           "::mlir::dtrain::train::TrainDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {

@@ -21,10 +21,12 @@ namespace mlir::dtrain::train {
 /// several times are summed with nn.add. A value of WRT that OBJECTIVE does
 /// not depend on gets a zero gradient. Fails, with an error at the
 /// offending op, when an op on a path from WRT to OBJECTIVE cannot be
-/// differentiated.
+/// differentiated. SEED, when given, is the gradient of OBJECTIVE to start
+/// from (of its type); else the constant 1.
 FailureOr<SmallVector<Value>> buildGradients(OpBuilder &builder,
                                              Value objective,
-                                             ArrayRef<Value> wrt);
+                                             ArrayRef<Value> wrt,
+                                             Value seed = {});
 
 } // namespace mlir::dtrain::train
 

@@ -102,3 +102,11 @@ func.func @lars_trust(%w: tensor<4xf32>) -> tensor<4xf32> {
   %0, %1 = train.lars_update %w, %w, %w {lr = 0.1 : f64, momentum = 0.9 : f64, trust_coefficient = 0.0 : f64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @skip_update_types(%skip: tensor<i1>, %w: tensor<4xf32>, %v: tensor<4xf64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'train.skip_update' op failed to verify that all of {old, updated, result} have same type}}
+  %0 = "train.skip_update"(%skip, %w, %v) : (tensor<i1>, tensor<4xf32>, tensor<4xf64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

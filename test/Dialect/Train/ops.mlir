@@ -44,3 +44,12 @@ func.func @lars(%w: tensor<8x4xf32>, %dw: tensor<8x4xf32>, %v: tensor<8x4xf32>) 
   %w1, %v1 = train.lars_update %w, %dw, %v {lr = 2.0 : f64, momentum = 0.9 : f64, trust_coefficient = 1.0e-3 : f64, weight_decay = 5.0e-5 : f64} : tensor<8x4xf32>
   return %w1 : tensor<8x4xf32>
 }
+
+// CHECK-LABEL: func.func @loss_scaling
+func.func @loss_scaling(%skip: tensor<i1>, %w: tensor<8x4xf32>, %w1: tensor<8x4xf32>) -> (tensor<f32>, tensor<8x4xf32>) {
+  // CHECK: train.loss_seed : tensor<f32>
+  %seed = train.loss_seed : tensor<f32>
+  // CHECK: train.skip_update %{{.*}}, %{{.*}}, %{{.*}} : tensor<i1>, tensor<8x4xf32>
+  %w2 = train.skip_update %skip, %w, %w1 : tensor<i1>, tensor<8x4xf32>
+  return %seed, %w2 : tensor<f32>, tensor<8x4xf32>
+}

@@ -42,6 +42,17 @@ BlockArgument TrainDialect::insertStateArgument(FunctionOpInterface func,
   return func.getArgument(index);
 }
 
+void TrainDialect::appendStateResult(FunctionOpInterface func, Value value,
+                                     StringRef name) {
+  Builder b(func.getContext());
+  unsigned index = func.getNumResults();
+  (void)func.insertResult(index, value.getType(),
+                          b.getDictionaryAttr(b.getNamedAttr(
+                              kUpdatedAttrName, b.getStringAttr(name))));
+  Operation *terminator = func.getFunctionBody().front().getTerminator();
+  terminator->insertOperands(terminator->getNumOperands(), value);
+}
+
 LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
 using namespace mlir;
@@ -63,12 +64,12 @@ LogicalResult AdamUpdateOp::verify() {
   if (!(lr > 0.0))
     return emitOpError("learning rate must be positive, got ")
            << formatNumber(lr);
-  for (auto [name, value] : {std::pair{"beta1", getBeta1()},
-                             std::pair{"beta2", getBeta2()}}) {
+  for (auto [name, value] :
+       {std::pair{"beta1", getBeta1()}, std::pair{"beta2", getBeta2()}}) {
     double beta = value.convertToDouble();
     if (!(beta >= 0.0 && beta < 1.0))
-      return emitOpError(name) << " must be in [0, 1), got "
-                               << formatNumber(beta);
+      return emitOpError(name)
+             << " must be in [0, 1), got " << formatNumber(beta);
   }
   if (!(getEpsilon().convertToDouble() > 0.0))
     return emitOpError("epsilon must be positive, got ")
@@ -77,6 +78,13 @@ LogicalResult AdamUpdateOp::verify() {
     return emitOpError("weight_decay must be non-negative, got ")
            << formatNumber(getWeightDecay().convertToDouble());
   return success();
+}
+
+OpOperand *mlir::dtrain::train::getUpdateGradOperand(Operation *op) {
+  return TypeSwitch<Operation *, OpOperand *>(op)
+      .Case<SGDUpdateOp, MomentumUpdateOp, LarsUpdateOp, AdamUpdateOp>(
+          [](auto update) { return &update.getGradMutable(); })
+      .Default([](Operation *) { return nullptr; });
 }
 
 #define GET_OP_CLASSES

@@ -57,6 +57,11 @@ def Train_Dialect : Dialect {
     static ::mlir::BlockArgument
     insertStateArgument(::mlir::FunctionOpInterface func, ::mlir::Type type,
                         ::llvm::StringRef role, ::llvm::StringRef name);
+    /// Appends to FUNC (with a single block) the result VALUE, returned by
+    /// its terminator and marked as the new value of the argument NAME
+    /// (kUpdatedAttrName).
+    static void appendStateResult(::mlir::FunctionOpInterface func,
+                                  ::mlir::Value value, ::llvm::StringRef name);
     /// The roles whose argument a result may update (train.updated).
     static constexpr llvm::StringLiteral kUpdatableAttrNames[] = {
         kParamAttrName, kBufferAttrName, kOptimizerStateAttrName,

@@ -12,4 +12,11 @@
 #define GET_OP_CLASSES
 #include "dtrain/Dialect/Train/IR/TrainOps.h.inc"
 
+namespace mlir::dtrain::train {
+
+/// The gradient operand of OP when it is an optimizer update, else null.
+OpOperand *getUpdateGradOperand(Operation *op);
+
+} // namespace mlir::dtrain::train
+
 #endif // DTRAIN_DIALECT_TRAIN_IR_TRAINOPS_H

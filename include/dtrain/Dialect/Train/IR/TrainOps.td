@@ -150,4 +150,44 @@ def Train_AdamUpdateOp : Train_Op<"adam_update", [Pure,
   let hasVerifier = 1;
 }
 
+def Train_LossSeedOp : Train_Op<"loss_seed", [Pure]> {
+  let summary = "The seed of the backward pass: d loss / d loss";
+  let description = [{
+    A rank-0 float tensor holding 1, the gradient of the loss with respect
+    to itself, from which `--dtrain-build-training` starts the backward
+    pass. It is an op rather than a constant so that passes can find it:
+    `--dtrain-mixed-precision` scales it for loss scaling. The lowering
+    makes it the constant 1.
+
+    ```mlir
+    %seed = train.loss_seed : tensor<f32>
+    %dlogits = nn.softmax_cross_entropy_grad %seed, %logits, %labels : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
+    ```
+  }];
+  let results = (outs 0DTensorOf<[F16, BF16, F32, F64]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Train_SkipUpdateOp : Train_Op<"skip_update", [Pure,
+    AllTypesMatch<["old", "updated", "result"]>]> {
+  let summary = "Keeps the old value of a state when the step is skipped";
+  let description = [{
+    Returns `old` when `skip` (a rank-0 i1 tensor) is true, else `updated`:
+    how a step that must not happen (a gradient overflowed, under loss
+    scaling) leaves a parameter or optimizer state as it was. Elementwise,
+    so that it fuses with the update that produced `updated` and the state is
+    still updated in place.
+
+    ```mlir
+    %w2 = train.skip_update %overflow, %w, %w1 : tensor<i1>, tensor<784x10xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I1]>:$skip, AnyRankedTensor:$old,
+                       AnyRankedTensor:$updated);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $skip `,` $old `,` $updated attr-dict `:` type($skip) `,` type($result)
+  }];
+}
+
 #endif // DTRAIN_DIALECT_TRAIN_IR_TRAINOPS_TD
