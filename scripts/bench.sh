@@ -23,5 +23,5 @@ echo "== top-k selection: exact, Gaussian-k, DGC, random-k vs torch.topk and int
 /usr/bin/python3 bench/select_bench.py build
 echo "== top-k sparsification with residuals: dense vs all-gather vs gTop-k at density 0.001, 4 ranks, (as root) the 1 Gbit/s cluster and shared memory"
 /usr/bin/python3 bench/sparsify_bench.py build
-echo "== 16-bit gradient exchange: f32 vs bf16 vs f16 wire, 4 ranks, (as root) the 1 Gbit/s cluster and shared memory"
-/usr/bin/python3 bench/wire_bench.py build
+echo "== mixed precision: f32 vs bf16/f16 exchanges vs bf16 compute, 4 ranks, (as root) the 1 Gbit/s cluster and shared memory"
+/usr/bin/python3 bench/mixed_precision_bench.py build

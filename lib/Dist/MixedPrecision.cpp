@@ -49,6 +49,11 @@ struct MixedPrecisionPass
   void runOnOperation() override;
 
 private:
+  /// The forward and backward passes of FUNC in computeType, but the ops
+  /// of the keep-f32 groups.
+  void narrowCompute(func::FuncOp func);
+  /// Whether OP computes in f32 under keep-f32.
+  bool keepsF32(Operation *op) const;
   /// Loss scaling on FUNC; fails after reporting an error.
   LogicalResult scaleLoss(func::FuncOp func);
   /// The 16-bit exchanges on FUNC, but AGREEMENT (loss scaling's); with
@@ -59,6 +64,11 @@ private:
 
   /// The 16-bit type of the exchanges, or null to leave them f32.
   FloatType wireType;
+  /// The 16-bit type of the nn ops, or null to leave them f32.
+  FloatType computeType;
+  /// The keep-f32 groups.
+  bool keepBatchNorm = false, keepSoftmax = false, keepLoss = false,
+       keepReduce = false;
   enum class Scaling { None, Static, Dynamic } scaling = Scaling::None;
   /// The fixed scale of static:<s>.
   double staticScale = 1;
@@ -84,6 +94,30 @@ LogicalResult MixedPrecisionPass::initialize(MLIRContext *context) {
   else if (wire != "f32")
     return error() << "wire '" << wire
                    << "' is not valid (accepted: bf16, f16, f32)";
+
+  if (compute == "bf16")
+    computeType = BFloat16Type::get(context);
+  else if (compute == "f16")
+    computeType = Float16Type::get(context);
+  else if (compute != "f32")
+    return error() << "compute '" << compute
+                   << "' is not valid (accepted: bf16, f16, f32)";
+  for (const std::string &group : keepF32) {
+    if (group == "batch_norm")
+      keepBatchNorm = true;
+    else if (group == "softmax")
+      keepSoftmax = true;
+    else if (group == "loss")
+      keepLoss = true;
+    else if (group == "reduce")
+      keepReduce = true;
+    else if (group != "none")
+      return error() << "keep-f32 group '" << group
+                     << "' is not valid (accepted: batch_norm, softmax, "
+                        "loss, reduce, none)";
+  }
+  if (keepF32.empty())
+    keepBatchNorm = keepSoftmax = keepLoss = keepReduce = true;
 
   StringRef scale = lossScale;
   if (scale == "dynamic") {
@@ -374,8 +408,14 @@ void MixedPrecisionPass::narrowExchanges(func::FuncOp func,
     auto type = cast<RankedTensorType>(start.getInput().getType());
     RankedTensorType narrowType = type.clone(wireType);
     b.setInsertionPoint(start);
-    Value narrow = arith::TruncFOp::create(b, start.getLoc(), narrowType,
-                                           start.getInput());
+    // A gradient computed in the wire type goes as it is.
+    Value narrow;
+    if (auto widening = start.getInput().getDefiningOp<nn::CastOp>();
+        widening && widening.getInput().getType() == narrowType)
+      narrow = widening.getInput();
+    else
+      narrow = arith::TruncFOp::create(b, start.getLoc(), narrowType,
+                                       start.getInput());
     auto narrowStart = comm::AllReduceStartOp::create(
         b, start.getLoc(), start.getRequest().getType(), narrowType,
         start.getReductionAttr(), narrow, start.getCommunicator());
@@ -393,10 +433,72 @@ void MixedPrecisionPass::narrowExchanges(func::FuncOp func,
   }
 }
 
+bool MixedPrecisionPass::keepsF32(Operation *op) const {
+  if (isa<nn::BatchNormOp, nn::BatchNormTrainOp, nn::BatchNormTrainGradOp>(op))
+    return keepBatchNorm;
+  if (isa<nn::SoftmaxOp, nn::LogSoftmaxOp>(op))
+    return keepSoftmax;
+  if (isa<nn::SoftmaxCrossEntropyOp, nn::SoftmaxCrossEntropyGradOp,
+          nn::CountCorrectOp>(op))
+    return keepLoss;
+  if (isa<nn::ReduceSumOp, nn::ReduceMeanOp>(op))
+    return keepReduce;
+  return false;
+}
+
+/// Whether TYPE is an f32 tensor.
+static bool isF32Tensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getElementType().isF32();
+}
+
+void MixedPrecisionPass::narrowCompute(func::FuncOp func) {
+  if (!computeType || !func.getBody().hasOneBlock())
+    return;
+  Block &body = func.getBody().front();
+  OpBuilder b(func.getContext());
+  // One cast per value and direction, before the first op that needs it
+  // (every later user comes after it in the single block).
+  DenseMap<Value, Value> narrowed, widened;
+  DenseSet<Value> narrow; // the results this pass retyped
+  auto castTo = [&](DenseMap<Value, Value> &cache, Value value, Type element,
+                    Operation *user) {
+    Value &converted = cache[value];
+    if (!converted) {
+      b.setInsertionPoint(user);
+      converted = nn::CastOp::create(
+          b, value.getLoc(),
+          cast<RankedTensorType>(value.getType()).clone(element), value);
+    }
+    return converted;
+  };
+  Type f32 = Float32Type::get(func.getContext());
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    bool computes = isa<nn::NNDialect>(op.getDialect()) &&
+                    !isa<nn::CastOp>(op) && !keepsF32(&op);
+    for (OpOperand &operand : op.getOpOperands()) {
+      Value value = operand.get();
+      if (computes && isF32Tensor(value.getType()))
+        operand.set(castTo(narrowed, value, computeType, &op));
+      else if (!computes && narrow.contains(value))
+        operand.set(castTo(widened, value, f32, &op));
+    }
+    if (!computes)
+      continue;
+    for (OpResult result : op.getResults())
+      if (isF32Tensor(result.getType())) {
+        result.setType(
+            cast<RankedTensorType>(result.getType()).clone(computeType));
+        narrow.insert(result);
+      }
+  }
+}
+
 void MixedPrecisionPass::runOnOperation() {
   func::FuncOp func = getOperation();
   if (func.isExternal())
     return;
+  narrowCompute(func);
   if (scaling == Scaling::None) {
     SmallVector<Value> none;
     narrowExchanges(func, nullptr, none);

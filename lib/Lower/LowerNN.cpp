@@ -277,7 +277,36 @@ static SmallVector<Value> createI64s(OpBuilder &b, Location loc,
       values, [&](int64_t value) { return createI64(b, loc, value); });
 }
 
-/// Emits `call` before `op` and returns its result tensors.
+/// Whether TYPE is a 16-bit float type (f16, bf16).
+static bool is16BitFloat(Type type) {
+  auto floatType = dyn_cast<FloatType>(type);
+  return floatType && floatType.getWidth() == 16;
+}
+
+/// VALUE with its elements converted to ELEMENT: widened exactly, or
+/// rounded to nearest even.
+static Value convertElements(OpBuilder &b, Location loc, Value value,
+                             Type element) {
+  RankedTensorType type = getTensorType(value);
+  bool widens =
+      cast<FloatType>(element).getWidth() > type.getElementTypeBitWidth();
+  return buildElementwise(
+      b, loc, type.clone(element), value,
+      [&](OpBuilder &b, Location l, ValueRange x) -> Value {
+        if (widens)
+          return arith::ExtFOp::create(b, l, element, x[0]);
+        Value wide = x[0];
+        // Between f16 and bf16 through f32, which holds both exactly.
+        if (cast<FloatType>(element).getWidth() ==
+            type.getElementTypeBitWidth())
+          wide = arith::ExtFOp::create(b, l, b.getF32Type(), wide);
+        return arith::TruncFOp::create(b, l, element, wide);
+      });
+}
+
+/// Emits `call` before `op` and returns its result tensors. 16-bit float
+/// tensors go through the f32 kernel: widened on the way in, rounded on
+/// the way out (f32 accumulation, as 16-bit matrix units do).
 static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
                                           const KernelCall &call) {
   Location loc = op->getLoc();
@@ -289,6 +318,8 @@ static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
       args.push_back(LLVM::ZeroOp::create(b, loc, ptr));
       continue;
     }
+    if (is16BitFloat(getTensorType(input).getElementType()))
+      input = convertElements(b, loc, input, b.getF32Type());
     RankedTensorType type = getTensorType(input);
     auto memrefType =
         MemRefType::get(type.getShape(), type.getElementType());
@@ -297,7 +328,10 @@ static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
     args.push_back(lower::getBufferAddress(b, loc, buffer));
   }
   SmallVector<Value> outputs;
-  for (RankedTensorType type : call.results) {
+  for (RankedTensorType result : call.results) {
+    RankedTensorType type = is16BitFloat(result.getElementType())
+                                ? result.clone(b.getF32Type())
+                                : result;
     auto memrefType =
         MemRefType::get(type.getShape(), type.getElementType());
     // Aligned for the vector loads of the kernel libraries.
@@ -310,24 +344,30 @@ static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
       b, op, call.name,
       b.getFunctionType(ValueRange(args).getTypes(), {}), args);
   SmallVector<Value> results;
-  for (auto [type, buffer] : llvm::zip(call.results, outputs))
-    results.push_back(bufferization::ToTensorOp::create(
-        b, loc, type, buffer, b.getUnitAttr(), b.getUnitAttr()));
+  for (auto [type, buffer] : llvm::zip(call.results, outputs)) {
+    auto memrefType = cast<MemRefType>(buffer.getType());
+    Value result = bufferization::ToTensorOp::create(
+        b, loc,
+        RankedTensorType::get(type.getShape(), memrefType.getElementType()),
+        buffer,
+        b.getUnitAttr(), b.getUnitAttr());
+    results.push_back(memrefType.getElementType() == type.getElementType()
+                          ? result
+                          : convertElements(b, loc, result,
+                                            type.getElementType()));
+  }
   return results;
 }
 
-/// The element type of OP's runtime kernel: f32 (oneDNN) or f64 (reference
-/// loops, for gradient checks), that of all its operands (the kernel ops
-/// verify that they share it). Other types wait for the mixed-precision
-/// lowering.
-static FailureOr<FloatType> getKernelElementType(Operation *op) {
-  Type type = op->getOperand(0).getType();
-  Type element = getElementTypeOrSelf(type);
-  if (!element.isF32() && !element.isF64())
-    return op->emitOpError("is lowered to an f32 or f64 runtime kernel, but "
-                           "has an operand of type ")
-           << type;
-  return cast<FloatType>(element);
+/// The element type of OP's runtime kernel: f64 (reference loops, for
+/// gradient checks) for f64 operands, else f32 (oneDNN), which
+/// buildKernelCall widens 16-bit operands to (the kernel ops verify that
+/// their operands share one type).
+static FloatType getKernelElementType(Operation *op) {
+  Type element = getElementTypeOrSelf(op->getOperand(0).getType());
+  if (element.isF64())
+    return cast<FloatType>(element);
+  return cast<FloatType>(Float32Type::get(op->getContext()));
 }
 
 /// The runtime's name of KERNEL for ELEMENT: dtrain_rt_<kernel>_f32|f64.
@@ -714,9 +754,7 @@ Value NNLowering::pad(nn::PadOp op) {
 }
 
 FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
-  FailureOr<FloatType> element = getKernelElementType(op);
-  if (failed(element))
-    return failure();
+  FloatType element = getKernelElementType(op);
   Location loc = op.getLoc();
   RankedTensorType resultType = getTensorType(op.getResult());
   RankedTensorType lhsType = getTensorType(op.getLhs());
@@ -725,9 +763,9 @@ FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
       b, loc, {resultType.getDimSize(0), resultType.getDimSize(1), k});
   scalars.push_back(createI32(b, loc, op.getTransposeLhs()));
   scalars.push_back(createI32(b, loc, op.getTransposeRhs()));
-  scalars.push_back(createFloat(b, loc, *element, 0.0));
+  scalars.push_back(createFloat(b, loc, element, 0.0));
   return buildKernelCall(b, op,
-                         {getKernelName("matmul", *element),
+                         {getKernelName("matmul", element),
                           {op.getLhs(), op.getRhs()},
                           {resultType},
                           scalars})
@@ -754,13 +792,11 @@ static SmallVector<Value> createConvGeometry(OpBuilder &b, ConvLikeOp op,
 }
 
 FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
-  FailureOr<FloatType> element = getKernelElementType(op);
-  if (failed(element))
-    return failure();
+  FloatType element = getKernelElementType(op);
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(
              b, op,
-             {getKernelName("conv2d", *element),
+             {getKernelName("conv2d", element),
               {op.getInput(), op.getWeight(), op.getBias()},
               {resultType},
               createConvGeometry(b, op, getTensorType(op.getInput()),
@@ -769,13 +805,11 @@ FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
 }
 
 FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
-  FailureOr<FloatType> element = getKernelElementType(op);
-  if (failed(element))
-    return failure();
+  FloatType element = getKernelElementType(op);
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(
              b, op,
-             {getKernelName("conv2d_backward_data", *element),
+             {getKernelName("conv2d_backward_data", element),
               {op.getGrad(), op.getWeight()},
               {resultType},
               createConvGeometry(b, op, resultType,
@@ -786,9 +820,7 @@ FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
 
 FailureOr<Value>
 NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
-  FailureOr<FloatType> element = getKernelElementType(op);
-  if (failed(element))
-    return failure();
+  FloatType element = getKernelElementType(op);
   RankedTensorType resultType = getTensorType(op.getResult());
   // No bias gradient (NULL): nn.reduce_sum computes it.
   SmallVector<Value> scalars = {
@@ -799,7 +831,7 @@ NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
                                         resultType,
                                         getTensorType(op.getGrad())));
   return buildKernelCall(b, op,
-                         {getKernelName("conv2d_backward_weights", *element),
+                         {getKernelName("conv2d_backward_weights", element),
                           {op.getInput(), op.getGrad()},
                           {resultType},
                           scalars})
@@ -830,12 +862,10 @@ static SmallVector<Value> createPoolGeometry(OpBuilder &b, PoolLikeOp op,
 
 template <typename PoolOp>
 FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
-  FailureOr<FloatType> element = getKernelElementType(op);
-  if (failed(element))
-    return failure();
+  FloatType element = getKernelElementType(op);
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(b, op,
-                         {getKernelName("pool2d", *element),
+                         {getKernelName("pool2d", element),
                           {op.getInput()},
                           {resultType},
                           createPoolGeometry(b, op, kind,
@@ -848,12 +878,10 @@ FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
 template <typename PoolGradOp>
 FailureOr<Value> NNLowering::pool2dBackward(PoolGradOp op, int32_t kind,
                                             Value input) {
-  FailureOr<FloatType> element = getKernelElementType(op);
-  if (failed(element))
-    return failure();
+  FloatType element = getKernelElementType(op);
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(b, op,
-                         {getKernelName("pool2d_backward", *element),
+                         {getKernelName("pool2d_backward", element),
                           {input, op.getGrad()},
                           {resultType},
                           createPoolGeometry(b, op, kind, resultType,
@@ -871,17 +899,15 @@ static SmallVector<int64_t> getBatchNormGeometry(RankedTensorType type) {
 }
 
 FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
-  FailureOr<FloatType> element = getKernelElementType(op);
-  if (failed(element))
-    return failure();
+  FloatType element = getKernelElementType(op);
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars =
       createI64s(b, loc, getBatchNormGeometry(type));
-  scalars.push_back(createFloat(b, loc, *element,
+  scalars.push_back(createFloat(b, loc, element,
                                 op.getEpsilon().convertToDouble()));
   return buildKernelCall(b, op,
-                         {getKernelName("batch_norm", *element),
+                         {getKernelName("batch_norm", element),
                           {op.getInput(), op.getScale(), op.getBias(),
                            op.getMean(), op.getVar()},
                           {type},
@@ -891,18 +917,16 @@ FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
 
 FailureOr<SmallVector<Value>>
 NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
-  FailureOr<FloatType> element = getKernelElementType(op);
-  if (failed(element))
-    return failure();
+  FloatType element = getKernelElementType(op);
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars =
       createI64s(b, loc, getBatchNormGeometry(type));
-  scalars.push_back(createFloat(b, loc, *element,
+  scalars.push_back(createFloat(b, loc, element,
                                 op.getEpsilon().convertToDouble()));
   return buildKernelCall(
       b, op,
-      {getKernelName("batch_norm_train", *element),
+      {getKernelName("batch_norm_train", element),
        {op.getInput(), op.getScale(), op.getBias()},
        {type, getTensorType(op.getBatchMean()), getTensorType(op.getBatchVar())},
        scalars});
@@ -1089,17 +1113,15 @@ SmallVector<Value> NNLowering::adamUpdate(train::AdamUpdateOp op) {
 
 FailureOr<SmallVector<Value>>
 NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
-  FailureOr<FloatType> element = getKernelElementType(op);
-  if (failed(element))
-    return failure();
+  FloatType element = getKernelElementType(op);
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars = createI64s(b, loc, getBatchNormGeometry(type));
-  scalars.push_back(createFloat(b, loc, *element,
+  scalars.push_back(createFloat(b, loc, element,
                                 op.getEpsilon().convertToDouble()));
   return buildKernelCall(
       b, op,
-      {getKernelName("batch_norm_backward", *element),
+      {getKernelName("batch_norm_backward", element),
        {op.getInput(), op.getGrad(), op.getScale(), op.getBatchMean(),
         op.getBatchVar()},
        {type, getTensorType(op.getScaleGrad()), getTensorType(op.getBiasGrad())},
@@ -1265,6 +1287,12 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
       .Case([&](train::MomentumUpdateOp update) {
         return momentumUpdate(update);
       })
+      .Case([&](nn::CastOp castOp) {
+        return Values{convertElements(
+            b, op->getLoc(), castOp.getInput(),
+            getTensorType(castOp.getResult()).getElementType())};
+      })
+
       .Case([&](train::LossSeedOp seed) {
         RankedTensorType type = getTensorType(seed.getResult());
         return Values{arith::ConstantOp::create(

@@ -10,6 +10,7 @@
 #include "Internal.h"
 
 #include <initializer_list>
+#include <type_traits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -99,12 +100,32 @@ sumF16WithF16C(uint16_t *inout, const uint16_t *in, int64_t n) {
     inout[i] = f32ToF16(f16ToF32(inout[i]) + f16ToF32(in[i]));
 }
 
-template <> void reduceInto<F16, Sum>(void *inout, const void *in, int64_t n) {
-  static const bool hasF16C =
+// MEAN's division, likewise.
+__attribute__((target("avx,f16c"))) void
+divideF16WithF16C(uint16_t *a, int64_t n, float divisor) {
+  const __m256 d = _mm256_set1_ps(divisor);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(a + i)));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(a + i),
+        _mm256_cvtps_ph(_mm256_div_ps(x, d), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i)
+    a[i] = f32ToF16(f16ToF32(a[i]) / divisor);
+}
+
+bool hasF16C() {
+  static const bool has =
       __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return has;
+}
+
+template <> void reduceInto<F16, Sum>(void *inout, const void *in, int64_t n) {
   uint16_t *a = static_cast<uint16_t *>(inout);
   const uint16_t *b = static_cast<const uint16_t *>(in);
-  if (hasF16C)
+  if (hasF16C())
     return sumF16WithF16C(a, b, n);
   for (int64_t i = 0; i < n; ++i)
     a[i] = f32ToF16(f16ToF32(a[i]) + f16ToF32(b[i]));
@@ -205,6 +226,11 @@ void dtrain::rt::finishReduction(int32_t dtype, int32_t reduction, void *buffer,
     // for 16-bit types the f32 quotient rounds again, which is still
     // correctly rounded because f32 has more than 2p+2 bits.
     const typename Type::Compute divisor = commSize;
+#if defined(__x86_64__)
+    if constexpr (std::is_same_v<Type, F16>)
+      if (hasF16C())
+        return divideF16WithF16C(a, n, divisor);
+#endif
     for (int64_t i = 0; i < n; ++i)
       a[i] = Type::store(Type::load(a[i]) / divisor);
   });

@@ -226,6 +226,22 @@ func.func @broadcast_and_update(%x: tensor<4x1xf32>, %p: tensor<4x3xf32>) -> ten
 
 // -----
 
+// A 16-bit matrix product runs in the f32 kernel: its operands widened, its
+// result rounded back; nn.cast is an elementwise truncf or extf.
+// CHECK-LABEL: func.func @bf16_matmul
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: call @dtrain_rt_matmul_f32(
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+func.func @bf16_matmul(%x: tensor<2x4xbf16>, %w: tensor<4x3xbf16>) -> tensor<2x3xf16> {
+  %0 = nn.matmul %x, %w : tensor<2x4xbf16>, tensor<4x3xbf16> -> tensor<2x3xbf16>
+  %1 = nn.cast %0 : tensor<2x3xbf16> to tensor<2x3xf16>
+  return %1 : tensor<2x3xf16>
+}
+
+// -----
+
 // train.loss_seed is the constant 1; train.skip_update selects per element
 // between the old and the updated value, the flag read as a scalar.
 // CHECK-LABEL: func.func @loss_scaling

@@ -204,6 +204,15 @@ static cl::opt<std::string> wireType(
              "master weights and optimizer state"),
     cl::init("f32"), cl::cat(compileCategory));
 
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("The float type the forward and backward passes compute in "
+             "(--dtrain-mixed-precision compute): f32 (default), bf16 or "
+             "f16; batch norm, softmax, the loss and reductions stay f32 "
+             "(keep-f32 in --mixed-precision-options), and so do the "
+             "parameters the optimizer updates"),
+    cl::init("f32"), cl::cat(compileCategory));
+
 static cl::opt<std::string> lossScale(
     "loss-scale",
     cl::desc("In a training step: scale the loss for the backward pass and "
@@ -457,10 +466,11 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
                              "--sparsify", sparsifyOptions)))
       return failure();
   }
-  if (wireType.getNumOccurrences() || lossScale.getNumOccurrences() ||
-      !mixedPrecisionOptions.empty()) {
-    std::string options = "wire=" + wireType + " loss-scale=" + lossScale +
-                          " " + mixedPrecisionOptions;
+  if (precision.getNumOccurrences() || wireType.getNumOccurrences() ||
+      lossScale.getNumOccurrences() || !mixedPrecisionOptions.empty()) {
+    std::string options = "compute=" + precision + " wire=" + wireType +
+                          " loss-scale=" + lossScale + " " +
+                          mixedPrecisionOptions;
     if (failed(addConfigured(dtrain::dist::createMixedPrecision(), options,
                              "--mixed-precision-options", options)))
       return failure();
@@ -569,8 +579,7 @@ static LogicalResult compile(const char *argv0) {
     return error("--sparsify needs --data-parallel (a trainer's default)");
   if (!isDataParallel() && wireType.getNumOccurrences())
     return error("--wire needs --data-parallel (a trainer's default)");
-  if (mode == Mode::Infer &&
-      (lossScale.getNumOccurrences() || !mixedPrecisionOptions.empty()))
+  if (mode == Mode::Infer && lossScale.getNumOccurrences())
     return error("--loss-scale needs --mode=train or --mode=step (a forward "
                  "pass has no backward pass to scale)");
   if (isDataParallel() && mode == Mode::Infer)

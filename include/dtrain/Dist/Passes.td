@@ -289,11 +289,25 @@ def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
 }
 
 def MixedPrecision : Pass<"dtrain-mixed-precision", "func::FuncOp"> {
-  let summary = "Loss scaling with overflow skip, and 16-bit gradient "
-                "exchanges";
+  let summary = "16-bit compute, loss scaling with overflow skip, and "
+                "16-bit gradient exchanges";
   let description = [{
-    Two parts of mixed-precision training on a step built by
-    `--dtrain-build-training` (after the other Dist passes):
+    Mixed-precision training on a step built by `--dtrain-build-training`
+    (after the other Dist passes):
+
+    **16-bit compute** (`compute=bf16|f16`). Every nn op of the forward
+    and backward passes computes in the 16-bit type: its f32 operands
+    (parameters, inputs, constants) are cast (`nn.cast`, rounded to nearest
+    even) once, where they are first needed, and its results are 16-bit.
+    The ops of the `keep-f32` groups stay f32 islands (`batch_norm`:
+    batch-norm statistics and their gradient; `softmax`; `loss`: the loss,
+    its gradient and the correct-prediction count; `reduce`: sums and
+    means, so they accumulate in f32), and so does everything that is not
+    an nn op: the optimizer updates read f32 gradients and keep f32 master
+    weights and state, and the exchanges and the averaged loss are f32 (or
+    `wire`). A cast back to the type a widening cast came from folds away.
+    The runtime's kernels (matrix products, convolutions, pooling) run on
+    16-bit tensors in f32, rounding their results to 16 bits.
 
     **Loss scaling** (`loss-scale=dynamic` or `static:<s>`). The backward
     pass starts from the scale S instead of 1 (its `train.loss_seed`), so
@@ -353,6 +367,13 @@ def MixedPrecision : Pass<"dtrain-mixed-precision", "func::FuncOp"> {
     ```
   }];
   let options = [
+    Option<"compute", "compute", "std::string", "\"f32\"",
+           "the type the forward and backward passes compute in: bf16, f16 "
+           "or f32 (default)">,
+    ListOption<"keepF32", "keep-f32", "std::string",
+               "with compute=bf16|f16, the op groups that stay f32: "
+               "batch_norm, softmax, loss, reduce (default: all four), or "
+               "none">,
     Option<"wire", "wire", "std::string", "\"f32\"",
            "the type gradients travel in: bf16, f16 or f32 (default)">,
     Option<"lossScale", "loss-scale", "std::string", "\"none\"",

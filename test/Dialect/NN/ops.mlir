@@ -198,3 +198,19 @@ func.func @clip_grad(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x8xf3
   %0 = nn.clip_grad %dy, %x {min = 0.0 : f64, max = 6.0 : f64} : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// A cast back to the type a widening cast came from folds away; a rounding
+// one does not.
+// RUN: dtrain-opt %s --canonicalize | FileCheck %s --check-prefix=FOLD
+// FOLD-LABEL: func.func @cast_round_trips
+// FOLD-SAME: (%[[X:.*]]: tensor<4xbf16>, %[[Y:.*]]: tensor<4xf32>)
+// FOLD-NEXT: %[[N:.*]] = nn.cast %[[Y]] : tensor<4xf32> to tensor<4xbf16>
+// FOLD-NEXT: %[[W:.*]] = nn.cast %[[N]] : tensor<4xbf16> to tensor<4xf32>
+// FOLD-NEXT: return %[[X]], %[[W]] : tensor<4xbf16>, tensor<4xf32>
+func.func @cast_round_trips(%x: tensor<4xbf16>, %y: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xf32>) {
+  %0 = nn.cast %x : tensor<4xbf16> to tensor<4xf32>
+  %1 = nn.cast %0 : tensor<4xf32> to tensor<4xbf16>
+  %2 = nn.cast %y : tensor<4xf32> to tensor<4xbf16>
+  %3 = nn.cast %2 : tensor<4xbf16> to tensor<4xf32>
+  return %1, %3 : tensor<4xbf16>, tensor<4xf32>
+}

@@ -156,6 +156,13 @@ LogicalResult TanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
+LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      CastOp::create(b, getLoc(), getInput().getType(), resultGrads[0]));
+  return success();
+}
+
 LogicalResult ReshapeOp::buildGradients(OpBuilder &b,
                                         ArrayRef<Value> resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {

@@ -736,6 +736,23 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
   return success();
 }
 
+/// The width in bits of TYPE's element type.
+static unsigned elementWidth(Type type) {
+  return cast<ShapedType>(type).getElementTypeBitWidth();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // cast(cast(x : A to B) to A) with B wider than A is x: every A value is
+  // a B value (f16 and bf16 in f32 or f64, f32 in f64).
+  auto inner = getInput().getDefiningOp<CastOp>();
+  if (inner && inner.getInput().getType() == getType() &&
+      elementWidth(inner.getType()) > elementWidth(getType()))
+    return inner.getInput();
+  return {};
+}
+
 #include "dtrain/Dialect/NN/IR/NNInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES

@@ -274,6 +274,27 @@ def NN_LogSoftmaxOp : NN_SoftmaxBaseOp<"log_softmax", [NN_Differentiable]> {
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
+def NN_CastOp : NN_Op<"cast", [Pure, SameOperandsAndResultShape,
+                               NN_Differentiable]> {
+  let summary = "Converts a tensor to another float type";
+  let description = [{
+    Each element converted to the result's element type: exactly when it
+    widens, rounded to nearest (ties to even) when it narrows, with
+    infinities, NaNs and subnormals kept as the narrower type can. Its
+    gradient is the incoming one converted back. A cast back to the type a
+    widening cast started from folds away (the round trip is exact).
+    `--dtrain-mixed-precision compute=bf16|f16` inserts them.
+
+    ```mlir
+    %w16 = nn.cast %w : tensor<784x128xf32> to tensor<784x128xbf16>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
 def NN_ReshapeOp : NN_Op<"reshape", [Pure, SameOperandsAndResultElementType,
                                      NN_Differentiable]> {
   let summary = "Same elements, new shape";
