@@ -194,6 +194,30 @@ def add_strategy_bench_arguments(parser, models, steps):
                         help="skip the shared-memory runs")
 
 
+def run_strategy_bench(args, prefix, header, bench_network):
+    """The main of the benchmarks that compare compiled variants of trainers
+    (ARGS from add_strategy_bench_arguments): prints HEADER, then calls
+    BENCH_NETWORK(title, launcher, models, compile_tool, work) over the
+    emulated cluster (as root) and over shared memory (unless --no-shm),
+    in a scratch directory named from PREFIX."""
+    compile_tool = os.path.join(os.path.abspath(args.build), "bin",
+                                "dtrain-compile")
+    with tempfile.TemporaryDirectory(prefix=prefix, dir="/tmp") as work:
+        os.chmod(work, 0o755)
+        models = make_models(work, args.models)
+        print(header)
+        if args.cluster:
+            with emulated_cluster(args.ranks) as cluster:
+                bench_network("net: emulated cluster, 1 Gbit/s links (tbf)",
+                              cluster, models, compile_tool, work)
+        else:
+            print("\n(emulated cluster skipped: needs root)")
+        if args.shm:
+            bench_network("shm: shared memory (one machine, 2 cores)",
+                          shm_launcher, models, compile_tool, work)
+    return 0
+
+
 def simulate_step(compile_tool, onnx, batch, options, passes=()):
     """The numbers of the last row of --dtrain-simulate-step=OPTIONS on the
     data-parallel step of ONNX, after the dtrain-opt PASSES: ranks, then

@@ -25,7 +25,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -111,27 +110,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     dp.add_strategy_bench_arguments(parser, ["resnet18", "mobilenet_v2"], 30)
     args = parser.parse_args()
-    compile_tool = os.path.join(os.path.abspath(args.build), "bin",
-                                "dtrain-compile")
-    with tempfile.TemporaryDirectory(prefix="dtrain-merge-bench-",
-                                     dir="/tmp") as work:
-        os.chmod(work, 0o755)
-        models = dp.make_models(work, args.models)
-        print("## Gradient merging, %d ranks, %d steps (the last %d timed)"
-              % (args.ranks, args.steps, args.steps // 2))
-        if args.shm:
-            bench_network("shm: shared memory (one machine, 2 cores)",
-                          dp.shm_launcher, models, compile_tool, work,
-                          args.ranks, args.steps, args.repeats)
-        if not args.cluster:
-            print("\n(emulated cluster skipped: needs root)")
-            return 0
-        with dp.emulated_cluster(args.ranks) as cluster:
-            bench_network("net: emulated cluster, 1 Gbit/s links (tbf)",
-                          cluster, models, compile_tool, work, args.ranks,
-                          args.steps, args.repeats)
-    return 0
-
+    return dp.run_strategy_bench(
+        args, "dtrain-merge-bench-",
+        "## Gradient merging, %d ranks, %d steps (the last %d timed)"
+        % (args.ranks, args.steps, args.steps // 2),
+        lambda title, launcher, models, compile_tool, work: bench_network(
+            title, launcher, models, compile_tool, work, args.ranks,
+            args.steps, args.repeats))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -27,7 +27,6 @@ parameters).
 import argparse
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data_parallel_bench as dp  # noqa: E402
@@ -120,29 +119,14 @@ def main():
     dp.add_strategy_bench_arguments(parser, ["resnet18", "vgg16_cifar"], 20)
     parser.add_argument("--density", type=float, default=0.001)
     args = parser.parse_args()
-    compile_tool = os.path.join(os.path.abspath(args.build), "bin",
-                                "dtrain-compile")
-    with tempfile.TemporaryDirectory(prefix="dtrain-sparsify-bench-",
-                                     dir="/tmp") as work:
-        os.chmod(work, 0o755)
-        models = dp.make_models(work, args.models)
-        print("## Top-k sparsification at density %g, %d ranks, %d steps "
-              "(the last %d timed)" % (args.density, args.ranks, args.steps,
-                                       args.steps // 2))
-        if args.cluster:
-            with dp.emulated_cluster(args.ranks) as cluster:
-                bench_network("net: emulated cluster, 1 Gbit/s links (tbf)",
-                              cluster, models, compile_tool, work,
-                              args.ranks, args.steps, args.repeats,
-                              args.density)
-        else:
-            print("\n(emulated cluster skipped: needs root)")
-        if args.shm:
-            bench_network("shm: shared memory (one machine, 2 cores)",
-                          dp.shm_launcher, models, compile_tool, work,
-                          args.ranks, args.steps, args.repeats, args.density)
-    return 0
-
+    return dp.run_strategy_bench(
+        args, "dtrain-sparsify-bench-",
+        "## Top-k sparsification at density %g, %d ranks, %d steps "
+        "(the last %d timed)" % (args.density, args.ranks, args.steps,
+                                 args.steps // 2),
+        lambda title, launcher, models, compile_tool, work: bench_network(
+            title, launcher, models, compile_tool, work, args.ranks,
+            args.steps, args.repeats, args.density))
 
 if __name__ == "__main__":
     sys.exit(main())

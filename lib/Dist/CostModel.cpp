@@ -10,6 +10,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::dtrain;
@@ -217,6 +218,12 @@ AllReduceCost SparseExchangeCost::bucketCost(double density, bool gTopK) const {
   return {messages(gTopK) * network.latency,
           1 / (4 * elementsPerSecond) +
               entryVolumes(gTopK) * 2 * density / network.bandwidth};
+}
+
+std::string mlir::dtrain::dist::formatShortNumber(double value) {
+  std::string text(32, '\0');
+  text.resize(size_t(std::snprintf(text.data(), text.size(), "%g", value)));
+  return text;
 }
 
 bool mlir::dtrain::dist::feedsReturn(Value value) {

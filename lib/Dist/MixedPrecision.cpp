@@ -76,13 +76,6 @@ private:
 
 } // namespace
 
-/// VALUE as printf's %g writes it, for messages.
-static std::string shortNumber(double value) {
-  std::string text(32, '\0');
-  text.resize(size_t(std::snprintf(text.data(), text.size(), "%g", value)));
-  return text;
-}
-
 LogicalResult MixedPrecisionPass::initialize(MLIRContext *context) {
   auto error = [&]() {
     return emitError(UnknownLoc::get(context)) << "--dtrain-mixed-precision: ";
@@ -133,19 +126,20 @@ LogicalResult MixedPrecisionPass::initialize(MLIRContext *context) {
                    << "' is not valid (accepted: none, dynamic, static:<s>)";
   }
   if (!(initScale > 0) || !std::isfinite(initScale))
-    return error() << "init-scale=" << shortNumber(initScale)
+    return error() << "init-scale=" << dist::formatShortNumber(initScale)
                    << " must be finite and > 0";
   if (!(growthFactor >= 1) || !std::isfinite(growthFactor))
-    return error() << "growth-factor=" << shortNumber(growthFactor)
+    return error() << "growth-factor=" << dist::formatShortNumber(growthFactor)
                    << " must be finite and >= 1";
   if (!(backoffFactor > 0 && backoffFactor < 1))
-    return error() << "backoff-factor=" << shortNumber(backoffFactor)
+    return error() << "backoff-factor="
+                   << dist::formatShortNumber(backoffFactor)
                    << " is not in (0, 1)";
   if (growthInterval < 1)
     return error() << "growth-interval=" << int64_t(growthInterval)
                    << " must be >= 1";
   if (!(minScale > 0) || minScale > initScale)
-    return error() << "min-scale=" << shortNumber(minScale)
+    return error() << "min-scale=" << dist::formatShortNumber(minScale)
                    << " must be > 0 and at most init-scale";
   return success();
 }

@@ -50,21 +50,15 @@ private:
 
 } // namespace
 
-/// VALUE as printf's %g writes it (0.001, 1.5), for messages.
-static std::string shortNumber(double value) {
-  std::string text(32, '\0');
-  text.resize(size_t(std::snprintf(text.data(), text.size(), "%g", value)));
-  return text;
-}
-
 LogicalResult SparsifyPass::initialize(MLIRContext *context) {
   Location loc = UnknownLoc::get(context);
   auto error = [&]() { return emitError(loc) << "--dtrain-sparsify: "; };
   if (!(density > 0 && density <= 1))
-    return error() << "density=" << shortNumber(density) << " is not in (0, 1]";
+    return error() << "density=" << formatShortNumber(density)
+                   << " is not in (0, 1]";
   for (double stage : warmup)
     if (!(stage > 0 && stage <= 1))
-      return error() << "warmup density " << shortNumber(stage)
+      return error() << "warmup density " << formatShortNumber(stage)
                      << " is not in (0, 1]";
   if (!warmup.empty() && warmupSteps <= 0)
     return error() << "warmup needs warmup-steps=N with N >= 1 (steps per "

@@ -121,6 +121,10 @@ struct SparseExchangeCost {
   AllReduceCost bucketCost(double density, bool gTopK) const;
 };
 
+/// VALUE as printf's %g writes it (0.001, 1.5), for the passes' option
+/// errors (diagnostics take no llvm::format).
+std::string formatShortNumber(double value);
+
 /// Whether VALUE, or a slice or reshape of it (a bucket's member), is
 /// returned by its function: the step's averaged loss, which must stay
 /// exact.

@@ -9,16 +9,9 @@ or 'same'. Prints one line per run with its accuracy gap to the f32 run
 and its bytes over the f32 run's, ending in OK when the gap is at most 0.5
 points and the bytes are as expected, else MISMATCH.
 """
-import re
 import sys
 
-
-def final_fields(path):
-    with open(path) as f:
-        finals = [l for l in f if l.startswith("final ")]
-    if not finals:
-        sys.exit("%s: no final line" % path)
-    return dict(re.findall(r"(\S+)=(\S+)", finals[-1]))
+from trainer_log import final_fields
 
 
 def main():

@@ -10,16 +10,9 @@ compression=. EXPECT is one of
   min=A         at least accuracy A
 Prints one line per run, ending in OK or MISMATCH.
 """
-import re
 import sys
 
-
-def final_fields(path):
-    with open(path) as f:
-        finals = [l for l in f if l.startswith("final ")]
-    if not finals:
-        sys.exit("%s: no final line" % path)
-    return dict(re.findall(r"(\S+)=(\S+)", finals[-1]))
+from trainer_log import final_fields
 
 
 def main():
