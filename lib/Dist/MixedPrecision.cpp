@@ -388,6 +388,11 @@ void MixedPrecisionPass::narrowExchanges(func::FuncOp func,
                                          SmallVectorImpl<Value> &postFlags) {
   if (!wireType)
     return;
+  // Sparse exchanges send their values in the wire type (the residual
+  // keeps what the rounding drops, and saturation cannot overflow).
+  func.walk([&](comm::SparseAllReduceStartOp sparse) {
+    sparse.setWireAttr(TypeAttr::get(wireType));
+  });
   SmallVector<comm::AllReduceStartOp> starts;
   func.walk([&](comm::AllReduceStartOp start) {
     auto type = dyn_cast<RankedTensorType>(start.getInput().getType());

@@ -212,7 +212,8 @@ void SparsifyPass::runOnOperation() {
     Value k = buildK(b, loc, type.getNumElements(), step);
     auto sparse = comm::SparseAllReduceStartOp::create(
         b, loc, comm::RequestType::get(b.getContext()), type, type,
-        start.getReduction(), selectMethod, *aggregateKind, start.getInput(),
+        start.getReduction(), selectMethod, *aggregateKind, TypeAttr(),
+        start.getInput(),
         residual, k, start.getCommunicator());
     b.setInsertionPoint(wait);
     auto sparseWait = comm::SparseWaitOp::create(

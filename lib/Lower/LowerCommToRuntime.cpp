@@ -73,8 +73,8 @@ static FunctionType getRuntimeFunctionType(MLIRContext *ctx,
   case RuntimeFunction::AllReduceStart:
     return b.getFunctionType({ptr, ptr, i64, i32, i32, i32}, {ptr});
   case RuntimeFunction::SparseAllReduceStart:
-    return b.getFunctionType({ptr, ptr, ptr, i64, i64, i32, i32, i32, i64},
-                             {ptr});
+    return b.getFunctionType(
+        {ptr, ptr, ptr, i64, i64, i32, i32, i32, i32, i64}, {ptr});
   case RuntimeFunction::Wait:
     return b.getFunctionType({ptr}, {});
   }
@@ -248,6 +248,10 @@ struct SparseAllReduceStartLowering
                            getRuntimeAggregate(op.getAggregate())),
          createI32Constant(rewriter, loc,
                            getRuntimeReduction(op.getReduction())),
+         createI32Constant(rewriter, loc,
+                           getRuntimeDType(op.getWire()
+                                               ? *op.getWire()
+                                               : rewriter.getF32Type())),
          arith::ConstantIntOp::create(rewriter, loc, 0, 64)});
     rewriter.replaceOp(op, call.getResults());
     return success();

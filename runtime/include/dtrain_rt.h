@@ -510,15 +510,19 @@ enum {
  * order of all collectives:
  *   u = GRAD + RESIDUAL; select about K entries of u by METHOD (a
  *   DTRAIN_RT_SELECT_*; SEED, mixed with a per-process call count, seeds
- *   RANDOM and DGC); RESIDUAL = u with them zeroed; aggregate every rank's
- *   selection by AGGREGATE (DTRAIN_RT_SPARSE_*); GRAD = the dense SUM of
- *   the aggregate, or its MEAN over the ranks (REDUCTION).
- * Every rank must pass the same COUNT, K, METHOD, AGGREGATE and REDUCTION
- * (checked as for all-reduce). Invalid arguments abort with a message. */
+ *   RANDOM and DGC); round their values to VALUE_TYPE (DTRAIN_RT_F32, or
+ *   DTRAIN_RT_BF16 / DTRAIN_RT_F16: to nearest even, saturated, sent as 2
+ *   bytes next to each int32 index); RESIDUAL = u with them zeroed but for
+ *   what the rounding dropped; aggregate every rank's selection by
+ *   AGGREGATE (DTRAIN_RT_SPARSE_*); GRAD = the dense SUM of the aggregate,
+ *   or its MEAN over the ranks (REDUCTION).
+ * Every rank must pass the same COUNT, K, METHOD, AGGREGATE, REDUCTION and
+ * VALUE_TYPE (checked as for all-reduce). Invalid arguments abort with a
+ * message. */
 dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
     dtrain_rt_comm_t *comm, float *grad, float *residual, int64_t count,
     int64_t k, int32_t method, int32_t aggregate, int32_t reduction,
-    uint64_t seed);
+    int32_t value_type, uint64_t seed);
 
 /*===--- Compiled models --------------------------------------------------===*
  *

@@ -6,7 +6,8 @@
 //
 //   u = grad + residual               (kept in the residual buffer)
 //   (I, V) = select(u, k)             (dtrain_rt_select_f32)
-//   residual = u with I zeroed
+//   V = V rounded to the value type   (f32, or bf16/f16: 6 bytes an entry)
+//   residual = u with I zeroed, but for what the rounding dropped
 //   aggregate the ranks' (I, V)       all-gather or gTop-k
 //   grad = the dense sum (or mean) of what was aggregated
 //
@@ -32,11 +33,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Float16.h"
 #include "Internal.h"
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -44,6 +47,28 @@
 using namespace dtrain::rt;
 
 namespace {
+
+/// The bytes of one entry on the wire: an int32 index and a value of
+/// VALUETYPE (DTRAIN_RT_F32, _BF16 or _F16).
+int64_t entryBytes(int32_t valueType) {
+  return valueType == DTRAIN_RT_F32 ? 8 : 6;
+}
+
+/// F rounded to VALUETYPE's 16 bits (to nearest even, saturated to the
+/// largest finite value), as a float; F itself for f32.
+float roundValue(float f, int32_t valueType) {
+  switch (valueType) {
+  case DTRAIN_RT_BF16: {
+    float q = bf16ToF32(f32ToBF16(f));
+    return std::isinf(q) && !std::isinf(f) ? std::copysign(0x1.fep127f, f) : q;
+  }
+  case DTRAIN_RT_F16: {
+    float q = f16ToF32(f32ToF16(f));
+    return std::isinf(q) && !std::isinf(f) ? std::copysign(65504.0f, f) : q;
+  }
+  }
+  return f;
+}
 
 /// A sparse vector: ascending indices and their values.
 struct SparseSet {
@@ -55,19 +80,39 @@ struct SparseSet {
     indices.resize(size_t(n));
     values.resize(size_t(n));
   }
-  /// The wire form: the indices, then the values.
-  std::vector<char> pack() const {
-    std::vector<char> bytes(indices.size() * 8);
+  /// The wire form: the indices, then the values in VALUETYPE (exact for
+  /// a rank's own selection, which roundValue made; a gTop-k merge's sums
+  /// are rounded, which only affects the choice of indices).
+  std::vector<char> pack(int32_t valueType) const {
+    std::vector<char> bytes(indices.size() * size_t(entryBytes(valueType)));
     std::memcpy(bytes.data(), indices.data(), indices.size() * 4);
-    std::memcpy(bytes.data() + indices.size() * 4, values.data(),
-                values.size() * 4);
+    char *out = bytes.data() + indices.size() * 4;
+    if (valueType == DTRAIN_RT_F32) {
+      std::memcpy(out, values.data(), values.size() * 4);
+      return bytes;
+    }
+    for (size_t j = 0; j < values.size(); ++j) {
+      uint16_t v = valueType == DTRAIN_RT_BF16 ? f32ToBF16(values[j])
+                                               : f32ToF16(values[j]);
+      std::memcpy(out + 2 * j, &v, 2);
+    }
     return bytes;
   }
-  static SparseSet unpack(const char *bytes, int64_t n) {
+  static SparseSet unpack(const char *bytes, int64_t n, int32_t valueType) {
     SparseSet s;
     s.resize(n);
     std::memcpy(s.indices.data(), bytes, size_t(n) * 4);
-    std::memcpy(s.values.data(), bytes + n * 4, size_t(n) * 4);
+    const char *in = bytes + n * 4;
+    if (valueType == DTRAIN_RT_F32) {
+      std::memcpy(s.values.data(), in, size_t(n) * 4);
+      return s;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      uint16_t v;
+      std::memcpy(&v, in + 2 * j, 2);
+      s.values[size_t(j)] =
+          valueType == DTRAIN_RT_BF16 ? bf16ToF32(v) : f16ToF32(v);
+    }
     return s;
   }
 };
@@ -107,16 +152,16 @@ SparseSet mergeSum(const SparseSet &a, const SparseSet &b) {
 struct SparseAllReduce final : dtrain_rt_request {
   float *grad, *residual;
   int64_t count, k;
-  int32_t method, aggregate, reduction;
+  int32_t method, aggregate, reduction, valueType;
   uint64_t seed;
 
   SparseAllReduce(dtrain_rt_comm_t *comm, float *grad, float *residual,
                   int64_t count, int64_t k, int32_t method, int32_t aggregate,
-                  int32_t reduction, uint64_t seed)
+                  int32_t reduction, int32_t valueType, uint64_t seed)
       : dtrain_rt_request(Collective::SparseAllReduce, comm, count * 4),
         grad(grad), residual(residual), count(count), k(std::min(k, count)),
-        method(method), aggregate(aggregate), reduction(reduction), seed(seed) {
-  }
+        method(method), aggregate(aggregate), reduction(reduction),
+        valueType(valueType), seed(seed) {}
 
   void run() override {
     checkAgreement(comm, "sparse_all_reduce",
@@ -124,7 +169,8 @@ struct SparseAllReduce final : dtrain_rt_request {
                     {"k", k},
                     {"method", method},
                     {"aggregate", aggregate, aggregateName},
-                    {"reduction", reduction, reductionName}});
+                    {"reduction", reduction, reductionName},
+                    {"value type", valueType}});
     SparseSet local = selectLocal();
     sparseElements = count;
     selectedElements = local.size();
@@ -137,7 +183,7 @@ struct SparseAllReduce final : dtrain_rt_request {
   }
 
   /// u = grad + residual into the residual, selected, and zeroed where
-  /// selected.
+  /// selected; in 16-bit values, what the rounding drops stays there.
   SparseSet selectLocal() {
     for (int64_t i = 0; i < count; ++i)
       residual[i] += grad[i];
@@ -146,20 +192,24 @@ struct SparseAllReduce final : dtrain_rt_request {
     s.resize(std::min(count, std::max<int64_t>(2 * k, 1)));
     s.resize(dtrain_rt_select_f32(residual, count, k, method, seed,
                                   s.indices.data(), s.values.data(), s.size()));
-    for (int32_t i : s.indices)
-      residual[i] = 0;
+    for (int64_t j = 0; j < s.size(); ++j) {
+      const float value = s.values[size_t(j)];
+      s.values[size_t(j)] = roundValue(value, valueType);
+      residual[s.indices[size_t(j)]] = value - s.values[size_t(j)];
+    }
     return s;
   }
 
   /// Every rank's set, in rank order.
   std::vector<SparseSet> allGather(const SparseSet &local) {
     const int P = comm->size;
-    const int64_t bytes = local.size() * 8;
+    const int64_t entry = entryBytes(valueType);
+    const int64_t bytes = local.size() * entry;
     if (bytes > INT_MAX)
       fatal(comm,
             "sparse_all_reduce: %lld selected entries do not fit one MPI "
-            "message (at most %d)",
-            (long long)local.size(), INT_MAX / 8);
+            "message (at most %lld)",
+            (long long)local.size(), (long long)(INT_MAX / entry));
     std::vector<int> counts(static_cast<size_t>(P)),
         displs(static_cast<size_t>(P));
     const int mine = int(bytes);
@@ -171,12 +221,12 @@ struct SparseAllReduce final : dtrain_rt_request {
               "sparse_all_reduce: the ranks selected %lld bytes in all, "
               "more than one MPI all-gather carries",
               (long long)all.size());
-      DTRAIN_MPI_CALL(comm, MPI_Allgather, local.pack().data(), mine, MPI_BYTE,
-                      all.data(), mine, MPI_BYTE, comm->mpi);
+      DTRAIN_MPI_CALL(comm, MPI_Allgather, local.pack(valueType).data(), mine,
+                      MPI_BYTE, all.data(), mine, MPI_BYTE, comm->mpi);
       sentBytes = (P - 1) * bytes;
       std::vector<SparseSet> sets;
       for (int r = 0; r < P; ++r)
-        sets.push_back(SparseSet::unpack(all.data() + r * bytes, k));
+        sets.push_back(SparseSet::unpack(all.data() + r * bytes, k, valueType));
       return sets;
     }
     DTRAIN_MPI_CALL(comm, MPI_Allgather, &mine, 1, MPI_INT, counts.data(), 1,
@@ -192,15 +242,15 @@ struct SparseAllReduce final : dtrain_rt_request {
               (long long)total);
     }
     std::vector<char> all(static_cast<size_t>(total));
-    DTRAIN_MPI_CALL(comm, MPI_Allgatherv, local.pack().data(), mine, MPI_BYTE,
-                    all.data(), counts.data(), displs.data(), MPI_BYTE,
-                    comm->mpi);
+    DTRAIN_MPI_CALL(comm, MPI_Allgatherv, local.pack(valueType).data(), mine,
+                    MPI_BYTE, all.data(), counts.data(), displs.data(),
+                    MPI_BYTE, comm->mpi);
     // As a ring all-gather: every block but the successor's.
     sentBytes = total - counts[size_t((comm->rank + 1) % P)];
     std::vector<SparseSet> sets;
     for (int r = 0; r < P; ++r)
       sets.push_back(SparseSet::unpack(all.data() + displs[size_t(r)],
-                                       counts[size_t(r)] / 8));
+                                       counts[size_t(r)] / entry, valueType));
     return sets;
   }
 
@@ -223,7 +273,7 @@ struct SparseAllReduce final : dtrain_rt_request {
   }
 
   void send(const SparseSet &s, int to) {
-    const std::vector<char> bytes = s.pack();
+    const std::vector<char> bytes = s.pack(valueType);
     DTRAIN_MPI_CALL(comm, MPI_Send, bytes.data(), int(bytes.size()), MPI_BYTE,
                     to, kTag, comm->mpi);
     sentBytes += int64_t(bytes.size());
@@ -237,7 +287,8 @@ struct SparseAllReduce final : dtrain_rt_request {
     std::vector<char> data(static_cast<size_t>(bytes));
     DTRAIN_MPI_CALL(comm, MPI_Recv, data.data(), bytes, MPI_BYTE, from, kTag,
                     comm->mpi, MPI_STATUS_IGNORE);
-    return SparseSet::unpack(data.data(), bytes / 8);
+    return SparseSet::unpack(data.data(), bytes / entryBytes(valueType),
+                             valueType);
   }
 
   /// The global top-k set on every rank (see the file comment).
@@ -288,7 +339,7 @@ struct SparseAllReduce final : dtrain_rt_request {
                             message.begin() + 1 + message[0]);
     }
     // This rank's values at G; its other selected entries back to its
-    // residual (selectLocal zeroed them there).
+    // residual (selectLocal left only their rounding there).
     global.values.assign(global.indices.size(), 0.0f);
     size_t t = 0;
     for (int64_t j = 0; j < local.size(); ++j) {
@@ -298,7 +349,7 @@ struct SparseAllReduce final : dtrain_rt_request {
       if (t < global.indices.size() && global.indices[t] == index)
         global.values[t] = local.values[size_t(j)];
       else
-        residual[index] = local.values[size_t(j)];
+        residual[index] += local.values[size_t(j)];
     }
     if (P > 1) {
       const int n = int(global.values.size());
@@ -325,11 +376,10 @@ struct SparseAllReduce final : dtrain_rt_request {
 
 } // namespace
 
-dtrain_rt_request_t *
-dtrain_rt_sparse_all_reduce_start(dtrain_rt_comm_t *comm, float *grad,
-                                  float *residual, int64_t count, int64_t k,
-                                  int32_t method, int32_t aggregate,
-                                  int32_t reduction, uint64_t seed) {
+dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
+    dtrain_rt_comm_t *comm, float *grad, float *residual, int64_t count,
+    int64_t k, int32_t method, int32_t aggregate, int32_t reduction,
+    int32_t value_type, uint64_t seed) {
   static constexpr const char *fn = "dtrain_rt_sparse_all_reduce_start";
   ensureInitialized();
   if (!comm)
@@ -357,12 +407,19 @@ dtrain_rt_sparse_all_reduce_start(dtrain_rt_comm_t *comm, float *grad,
   if (reduction != DTRAIN_RT_SUM && reduction != DTRAIN_RT_MEAN)
     fatal(comm, "%s: reduction %d is not valid (accepted: %d = sum, %d = mean)",
           fn, int(reduction), DTRAIN_RT_SUM, DTRAIN_RT_MEAN);
+  if (value_type != DTRAIN_RT_F32 && value_type != DTRAIN_RT_BF16 &&
+      value_type != DTRAIN_RT_F16)
+    fatal(comm,
+          "%s: value type %d is not valid (accepted: %d = f32, %d = bf16, "
+          "%d = f16)",
+          fn, int(value_type), DTRAIN_RT_F32, DTRAIN_RT_BF16, DTRAIN_RT_F16);
   // Collectives are issued in the same order on every rank, so the count
   // (and the seed) agrees across ranks.
   static std::atomic<uint64_t> calls{0};
   const uint64_t callSeed = seed + 0x9E3779B97F4A7C15ull * calls++;
-  auto *request = new SparseAllReduce(comm, grad, residual, count, k, method,
-                                      aggregate, reduction, callSeed);
+  auto *request =
+      new SparseAllReduce(comm, grad, residual, count, k, method, aggregate,
+                          reduction, value_type, callSeed);
   submitCollective(request);
   return request;
 }

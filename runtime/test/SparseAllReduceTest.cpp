@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Float16.h"
 #include "Internal.h"
 
 #include <gtest/gtest.h>
@@ -120,11 +121,11 @@ struct Exchange {
 };
 
 Exchange runSparse(int64_t n, int64_t k, int32_t method, int32_t aggregate,
-                   int32_t reduction) {
+                   int32_t reduction, int32_t valueType = DTRAIN_RT_F32) {
   Exchange run{gradientOf(rank(), n), residualOf(rank(), n)};
   dtrain_rt_wait(dtrain_rt_sparse_all_reduce_start(
       dtrain_rt_comm_world(), run.grad.data(), run.residual.data(), n, k,
-      method, aggregate, reduction, 42));
+      method, aggregate, reduction, valueType, 42));
   return run;
 }
 
@@ -239,6 +240,35 @@ TEST(SparseGTopK, EveryMethodConservesWithMean) {
     expectSameOnEveryRank(run.grad);
     expectConservation(run, size());
   }
+}
+
+TEST(SparseAllReduce, SixteenBitValuesConserveAndHalveTheValueBytes) {
+  // bf16 and f16 values: the sum holds only 16-bit values (summed in f32),
+  // the residual keeps what the rounding dropped (conservation as in f32),
+  // and each entry is 6 bytes on the wire.
+  for (int32_t valueType : {DTRAIN_RT_BF16, DTRAIN_RT_F16})
+    for (int32_t aggregate :
+         {DTRAIN_RT_SPARSE_ALLGATHER, DTRAIN_RT_SPARSE_GTOPK}) {
+      SCOPED_TRACE(valueType * 10 + aggregate);
+      takeCommStats();
+      Exchange run = runSparse(2000, 40, DTRAIN_RT_SELECT_EXACT, aggregate,
+                               DTRAIN_RT_SUM, valueType);
+      const CommStats stats = takeCommStats();
+      expectSameOnEveryRank(run.grad);
+      expectConservation(run, 1.0);
+      // Every rank's own selection, rounded: its residual at a selected
+      // index is u minus the rounded value, a rounding error.
+      const RankState mine = referenceSelect(rank(), 2000, 40);
+      for (auto [i, v] : mine.selected) {
+        const float rounded = valueType == DTRAIN_RT_BF16
+                                  ? bf16ToF32(f32ToBF16(v))
+                                  : f16ToF32(f32ToF16(v));
+        if (aggregate == DTRAIN_RT_SPARSE_ALLGATHER || run.grad[size_t(i)] != 0)
+          EXPECT_EQ(v - rounded, run.residual[size_t(i)]) << "index " << i;
+      }
+      if (aggregate == DTRAIN_RT_SPARSE_ALLGATHER)
+        EXPECT_EQ((size() - 1) * 40 * 6, stats.sparseSentBytes);
+    }
 }
 
 TEST(SparseAllReduce, KAtLeastCountIsDense) {

@@ -95,8 +95,11 @@ func.func @merged_step(%v: tensor<16xf32> {train.param = "v"},
 // MERGED:     comm.all_reduce_start <mean> %{{.*}} on %{{.*}} : tensor<2056xbf16>
 // MERGED-NOT: comm.all_reduce_start
 
-// Sparse exchanges stay f32: here every gradient's.
+// Sparse exchanges keep f32 gradients and residuals and send their values
+// in bf16: here every gradient's.
 // SPARSE-LABEL: func.func @train_step
-// SPARSE-NOT: bf16
+// SPARSE-NOT: arith.truncf
+// SPARSE: comm.sparse_all_reduce_start <sum> {{.*}} select <gaussian> aggregate <allgather> wire bf16 : tensor<32xf32>
+// SPARSE: comm.sparse_all_reduce_start <mean> {{.*}} select <gaussian> aggregate <allgather> wire bf16 : tensor<64x32xf32>
 
 // BAD-WIRE: error: --dtrain-mixed-precision: wire 'fp8' is not valid (accepted: bf16, f16, f32)

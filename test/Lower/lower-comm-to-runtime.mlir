@@ -115,22 +115,29 @@ func.func @caller(%buf: memref<8xf32>, %n: index) {
 // -----
 
 // A sparse all-reduce: both addresses, the element count, k as i64, and the
-// codes of dtrain_rt.h: SELECT_GAUSSIAN=1, SPARSE_GTOPK=1, MEAN=1; the
-// seed is 0 (the runtime varies it per call). Its wait is a plain wait.
+// codes of dtrain_rt.h: SELECT_GAUSSIAN=1, SPARSE_GTOPK=1, MEAN=1, the
+// value type F32=0 without `wire` and BF16=3 with it; the seed is 0 (the
+// runtime varies it per call). Its wait is a plain wait.
 // CHECK-LABEL: func.func @sparse
 // CHECK-SAME: (%[[G:.*]]: memref<4x16xf32>, %[[R:.*]]: memref<4x16xf32>, %[[K:.*]]: index)
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : i32
 // CHECK-DAG: %[[N64:.*]] = arith.constant 64 : i64
 // CHECK-DAG: %[[SEED:.*]] = arith.constant 0 : i64
 // CHECK-DAG: %[[K64:.*]] = arith.index_cast %[[K]] : index to i64
 // CHECK-DAG: %[[GP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
 // CHECK-DAG: %[[RP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
-// CHECK:     %[[REQ:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %[[GP]], %[[RP]], %[[N64]], %[[K64]], %[[C1]], %[[C1]], %[[C1]], %[[SEED]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i32, i32, i32, i64) -> !llvm.ptr
+// CHECK:     %[[REQ:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %[[GP]], %[[RP]], %[[N64]], %[[K64]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[SEED]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i32, i32, i32, i32, i64) -> !llvm.ptr
 // CHECK:     call @dtrain_rt_wait(%[[REQ]])
+// CHECK:     %[[REQ16:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[N64]], %{{.*}}, %[[C1]], %[[C1]], %[[C1]], %[[C3]], %[[SEED]])
+// CHECK:     call @dtrain_rt_wait(%[[REQ16]])
 // CHECK-NOT: comm.
 func.func @sparse(%g: memref<4x16xf32>, %r: memref<4x16xf32>, %k: index) {
   %world = comm.world : !comm.communicator
   %req = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <gaussian> aggregate <gtopk> : memref<4x16xf32>
   comm.sparse_wait %req, %g, %r : memref<4x16xf32>
+  %req16 = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <gaussian> aggregate <gtopk> wire bf16 : memref<4x16xf32>
+  comm.sparse_wait %req16, %g, %r : memref<4x16xf32>
   return
 }

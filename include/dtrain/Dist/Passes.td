@@ -341,8 +341,11 @@ def MixedPrecision : Pass<"dtrain-mixed-precision", "func::FuncOp"> {
     back to f32 before the optimizer, which keeps f32 master weights and
     state. Each exchange then carries half the bytes. The averaged loss
     (an exchange the step returns) stays f32, and so does a bucket that
-    holds it, as do the exchanges `--dtrain-sparsify` made sparse. With
-    loss scaling, gradients travel scaled (S times the true ones), which
+    holds it. The exchanges `--dtrain-sparsify` made sparse keep their f32
+    gradient and residual but send their selected values in the wire type
+    (6 bytes an entry with the index; rounded to nearest even and
+    saturated, the residual keeping what the rounding drops). With loss
+    scaling, dense gradients travel scaled (S times the true ones), which
     keeps small ones out of f16's subnormal range.
 
     - `wire`: `bf16` (bfloat16: f32's range, 8 significant bits), `f16`

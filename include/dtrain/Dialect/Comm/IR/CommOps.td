@@ -137,6 +137,10 @@ def Comm_SparseAllReduceStartOp
       rank's selected entries outside them go back to its own residual);
     - the result is the dense `sum` or `mean` of the combined selection.
 
+    With `wire` (bf16 or f16) the selected values travel in that type (6
+    bytes an entry with the i32 index), rounded to nearest even and
+    saturated; the residual keeps what the rounding drops.
+
     Both buffers are f32 of the same shape. On tensors the op returns the
     two in-flight tensors, which only `comm.sparse_wait` may use. `k` is an
     operand so that it may change from step to step (density warm-up);
@@ -151,6 +155,7 @@ def Comm_SparseAllReduceStartOp
   let arguments = (ins Comm_ReductionKindAttr:$reduction,
                        Comm_SelectMethodAttr:$select,
                        Comm_SparseAggregateAttr:$aggregate,
+                       OptionalAttr<TypeAttrOf<AnyTypeOf<[BF16, F16]>>>:$wire,
                        Comm_Buffer:$input, Comm_Buffer:$residual, Index:$k,
                        Comm_CommunicatorType:$communicator);
   let results = (outs Comm_RequestType:$request,
@@ -158,7 +163,7 @@ def Comm_SparseAllReduceStartOp
                       Optional<Comm_FloatTensor>:$inflight_residual);
   let assemblyFormat = [{
     $reduction $input `,` $residual `k` $k `on` $communicator
-    `select` $select `aggregate` $aggregate attr-dict `:`
+    `select` $select `aggregate` $aggregate (`wire` $wire^)? attr-dict `:`
     custom<BufferPairType>(type($input), type($residual), type($inflight),
                            type($inflight_residual))
   }];
