@@ -54,7 +54,8 @@ private:
   void narrowCompute(func::FuncOp func);
   /// Whether OP computes in f32 under keep-f32.
   bool keepsF32(Operation *op) const;
-  /// Loss scaling on FUNC; fails after reporting an error.
+  /// Loss scaling on FUNC, when it has a backward pass; fails after
+  /// reporting an error.
   LogicalResult scaleLoss(func::FuncOp func);
   /// The 16-bit exchanges on FUNC, but AGREEMENT (loss scaling's); with
   /// loss scaling, each f16 result's inf/NaN flag (see nonFiniteFlag) is
@@ -80,21 +81,21 @@ LogicalResult MixedPrecisionPass::initialize(MLIRContext *context) {
   auto error = [&]() {
     return emitError(UnknownLoc::get(context)) << "--dtrain-mixed-precision: ";
   };
-  if (wire == "bf16")
-    wireType = BFloat16Type::get(context);
-  else if (wire == "f16")
-    wireType = Float16Type::get(context);
-  else if (wire != "f32")
-    return error() << "wire '" << wire
-                   << "' is not valid (accepted: bf16, f16, f32)";
-
-  if (compute == "bf16")
-    computeType = BFloat16Type::get(context);
-  else if (compute == "f16")
-    computeType = Float16Type::get(context);
-  else if (compute != "f32")
-    return error() << "compute '" << compute
-                   << "' is not valid (accepted: bf16, f16, f32)";
+  // OPTION's value NAME: a 16-bit type, or null for f32.
+  auto parseType = [&](StringRef option, StringRef name,
+                       FloatType &type) -> LogicalResult {
+    if (name == "bf16")
+      type = BFloat16Type::get(context);
+    else if (name == "f16")
+      type = Float16Type::get(context);
+    else if (name != "f32")
+      return error() << option << " '" << name
+                     << "' is not valid (accepted: bf16, f16, f32)";
+    return success();
+  };
+  if (failed(parseType("wire", wire, wireType)) ||
+      failed(parseType("compute", compute, computeType)))
+    return failure();
   for (const std::string &group : keepF32) {
     if (group == "batch_norm")
       keepBatchNorm = true;
@@ -189,6 +190,9 @@ static bool comesFromSparseExchange(Value value) {
 LogicalResult MixedPrecisionPass::scaleLoss(func::FuncOp func) {
   SmallVector<train::LossSeedOp> seeds;
   func.walk([&](train::LossSeedOp seed) { seeds.push_back(seed); });
+  // A function without a backward pass (an eval step) is left alone.
+  if (seeds.empty())
+    return success();
   if (seeds.size() != 1)
     return func.emitError("--dtrain-mixed-precision: loss scaling needs a "
                           "step with one backward pass "
@@ -503,9 +507,6 @@ void MixedPrecisionPass::runOnOperation() {
     narrowExchanges(func, nullptr, none);
     return;
   }
-  // A function without a backward pass (an eval step) is left alone.
-  bool hasSeed = false;
-  func.walk([&](train::LossSeedOp) { hasSeed = true; });
-  if (hasSeed && failed(scaleLoss(func)))
+  if (failed(scaleLoss(func)))
     signalPassFailure();
 }
