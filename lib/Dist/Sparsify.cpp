@@ -48,6 +48,38 @@ private:
   std::optional<SparseExchangeCost> costs;
 };
 
+/// The element counts of the member gradients of BUCKET in order, as
+/// --dtrain-merge-gradients fills a bucket (flat slices inserted into an
+/// empty tensor), when there is more than one; else none.
+SmallVector<int64_t> bucketMembers(Value bucket) {
+  auto type = cast<RankedTensorType>(bucket.getType());
+  SmallVector<std::pair<int64_t, int64_t>> slices; // (offset, size)
+  Value filled = bucket;
+  while (auto insert = filled.getDefiningOp<tensor::InsertSliceOp>()) {
+    if (type.getRank() != 1 || insert.getStaticOffsets().size() != 1 ||
+        ShapedType::isDynamic(insert.getStaticOffsets()[0]) ||
+        ShapedType::isDynamic(insert.getStaticSizes()[0]) ||
+        insert.getStaticStrides()[0] != 1)
+      return {};
+    slices.push_back({insert.getStaticOffsets()[0], insert.getStaticSizes()[0]});
+    filled = insert.getDest();
+  }
+  if (slices.size() < 2 || !filled.getDefiningOp<tensor::EmptyOp>())
+    return {};
+  llvm::sort(slices);
+  SmallVector<int64_t> members;
+  int64_t end = 0;
+  for (auto [offset, size] : slices) {
+    if (offset != end)
+      return {}; // not a tiling of the bucket
+    members.push_back(size);
+    end += size;
+  }
+  if (end != type.getNumElements())
+    return {};
+  return members;
+}
+
 } // namespace
 
 LogicalResult SparsifyPass::initialize(MLIRContext *context) {
@@ -73,6 +105,9 @@ LogicalResult SparsifyPass::initialize(MLIRContext *context) {
                    << "' is not valid (accepted: exact, gaussian, dgc, "
                       "random)";
   selectMethod = *method;
+  if (granularity != "bucket" && granularity != "tensor")
+    return error() << "granularity '" << granularity
+                   << "' is not valid (accepted: bucket, tensor)";
   if (aggregate != "auto") {
     fixedAggregate = comm::symbolizeSparseAggregate(aggregate);
     if (!fixedAggregate)
@@ -210,11 +245,15 @@ void SparsifyPass::runOnOperation() {
             : Value(arith::ConstantOp::create(
                   b, loc, DenseElementsAttr::get(type, 0.0f)));
     Value k = buildK(b, loc, type.getNumElements(), step);
+    SmallVector<int64_t> members;
+    if (granularity == "tensor")
+      members = bucketMembers(start.getInput());
     auto sparse = comm::SparseAllReduceStartOp::create(
         b, loc, comm::RequestType::get(b.getContext()), type, type,
         start.getReduction(), selectMethod, *aggregateKind, TypeAttr(),
-        start.getInput(),
-        residual, k, start.getCommunicator());
+        members.empty() ? DenseI64ArrayAttr()
+                        : b.getDenseI64ArrayAttr(members),
+        start.getInput(), residual, k, start.getCommunicator());
     b.setInsertionPoint(wait);
     auto sparseWait = comm::SparseWaitOp::create(
         b, wait.getLoc(), type, type, sparse.getRequest(), sparse.getInflight(),

@@ -74,7 +74,7 @@ static FunctionType getRuntimeFunctionType(MLIRContext *ctx,
     return b.getFunctionType({ptr, ptr, i64, i32, i32, i32}, {ptr});
   case RuntimeFunction::SparseAllReduceStart:
     return b.getFunctionType(
-        {ptr, ptr, ptr, i64, i64, i32, i32, i32, i32, i64}, {ptr});
+        {ptr, ptr, ptr, i64, i64, ptr, i64, i32, i32, i32, i32, i64}, {ptr});
   case RuntimeFunction::Wait:
     return b.getFunctionType({ptr}, {});
   }
@@ -224,9 +224,41 @@ static int32_t getRuntimeAggregate(SparseAggregate aggregate) {
   llvm_unreachable("unknown sparse aggregate");
 }
 
+/// The address of a constant i64 array of VALUES: a private memref.global
+/// of the module that encloses FROM, shared by equal arrays.
+static Value getConstantI64Array(OpBuilder &b, Operation *from,
+                                 ArrayRef<int64_t> values) {
+  auto module = from->getParentOfType<ModuleOp>();
+  auto type = MemRefType::get({int64_t(values.size())}, b.getI64Type());
+  auto init = DenseElementsAttr::get(
+      RankedTensorType::get(type.getShape(), type.getElementType()), values);
+  memref::GlobalOp global;
+  unsigned count = 0;
+  for (auto candidate : module.getOps<memref::GlobalOp>()) {
+    if (!candidate.getSymName().starts_with("__dtrain_segments_"))
+      continue;
+    ++count;
+    if (candidate.getInitialValue() == Attribute(init))
+      global = candidate;
+  }
+  Location loc = from->getLoc();
+  if (!global) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    global = memref::GlobalOp::create(
+        b, loc, ("__dtrain_segments_" + Twine(count)).str(),
+        b.getStringAttr("private"), type, init, /*constant=*/true,
+        /*alignment=*/IntegerAttr());
+  }
+  Value array =
+      memref::GetGlobalOp::create(b, loc, type, global.getSymName());
+  return lower::getBufferAddress(b, loc, array);
+}
+
 /// comm.sparse_all_reduce_start: gradient and residual addresses, element
-/// count, k, and the method, aggregate and reduction codes (the runtime
-/// varies the seed per call).
+/// count, k, the segments (a constant array and its length, or null and
+/// 0), and the method, aggregate and reduction codes (the runtime varies
+/// the seed per call).
 struct SparseAllReduceStartLowering
     : public OpConversionPattern<SparseAllReduceStartOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -236,12 +268,22 @@ struct SparseAllReduceStartLowering
     Location loc = op.getLoc();
     Value k = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
                                          adaptor.getK());
+    std::optional<ArrayRef<int64_t>> segments = op.getSegments();
+    Value segmentArray =
+        segments ? getConstantI64Array(rewriter, op, *segments)
+                 : LLVM::ZeroOp::create(rewriter, loc,
+                                        LLVM::LLVMPointerType::get(
+                                            rewriter.getContext()))
+                       .getResult();
+    Value segmentCount = arith::ConstantIntOp::create(
+        rewriter, loc, segments ? int64_t(segments->size()) : 0, 64);
     auto call = createRuntimeCall(
         rewriter, op, RuntimeFunction::SparseAllReduceStart,
         {adaptor.getCommunicator(),
          lower::getBufferAddress(rewriter, loc, adaptor.getInput()),
          lower::getBufferAddress(rewriter, loc, adaptor.getResidual()),
          lower::getBufferElementCount(rewriter, loc, adaptor.getInput()), k,
+         segmentArray, segmentCount,
          createI32Constant(rewriter, loc,
                            getRuntimeSelectMethod(op.getSelect())),
          createI32Constant(rewriter, loc,

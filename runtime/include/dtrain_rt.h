@@ -516,13 +516,20 @@ enum {
  *   what the rounding dropped; aggregate every rank's selection by
  *   AGGREGATE (DTRAIN_RT_SPARSE_*); GRAD = the dense SUM of the aggregate,
  *   or its MEAN over the ranks (REDUCTION).
- * Every rank must pass the same COUNT, K, METHOD, AGGREGATE, REDUCTION and
- * VALUE_TYPE (checked as for all-reduce). Invalid arguments abort with a
- * message. */
+ * With NUM_SEGMENTS > 0, the buffers are NUM_SEGMENTS consecutive segments
+ * of SEGMENTS[s] elements (adding up to COUNT; a merged bucket's member
+ * gradients), each selected on its own: segment s of n_s elements gets
+ * k_s = min(n_s, max(1, floor(min(K, COUNT) * n_s / COUNT))) (0 when K is
+ * 0), and GTOPK keeps the k_s largest sums of each segment at every level.
+ * SEGMENTS may be NULL when NUM_SEGMENTS is 0 (one segment, k = min(K,
+ * COUNT)).
+ * Every rank must pass the same COUNT, K, segments, METHOD, AGGREGATE,
+ * REDUCTION and VALUE_TYPE (checked as for all-reduce). Invalid arguments
+ * abort with a message. */
 dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
     dtrain_rt_comm_t *comm, float *grad, float *residual, int64_t count,
-    int64_t k, int32_t method, int32_t aggregate, int32_t reduction,
-    int32_t value_type, uint64_t seed);
+    int64_t k, const int64_t *segments, int64_t num_segments, int32_t method,
+    int32_t aggregate, int32_t reduction, int32_t value_type, uint64_t seed);
 
 /*===--- Compiled models --------------------------------------------------===*
  *

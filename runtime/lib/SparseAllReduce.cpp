@@ -18,6 +18,10 @@
 // across ranks add up; every rank adds in the same order, so all get the
 // same bits). Each collective costs latencies, so there are no others.
 //
+// With segments (a merged bucket's members), each segment is selected on
+// its own with its share of k, and gTop-k's merges keep each segment's
+// share: layer-wise top-k in one exchange.
+//
 // gTop-k (Shi et al., ICDCS'19): a binomial tree merges the ranks' sets;
 // each merge sums values at common indices and keeps the k largest |value|
 // of the union. The published code assumes P = 2^m, and the sums it applies
@@ -149,24 +153,63 @@ SparseSet mergeSum(const SparseSet &a, const SparseSet &b) {
   return sum;
 }
 
+/// A segment of the buffer, selected on its own: its first element, its
+/// element count and its share of k.
+struct Segment {
+  int64_t offset, size, k;
+};
+
+/// SIZES (element counts adding up to COUNT; one segment of COUNT when
+/// empty) with their shares of K: min(n_s, max(1, floor(K n_s / COUNT))),
+/// or none when K is 0.
+std::vector<Segment> shareK(int64_t count, int64_t k,
+                            const std::vector<int64_t> &sizes) {
+  if (sizes.empty())
+    return {{0, count, std::min(k, count)}};
+  k = std::min(k, count); // so that k * n_s stays below 2^62
+  std::vector<Segment> segments;
+  int64_t offset = 0;
+  for (int64_t n : sizes) {
+    segments.push_back(
+        {offset, n, k == 0 ? 0 : std::min(n, std::max<int64_t>(1, k * n / count))});
+    offset += n;
+  }
+  return segments;
+}
+
 struct SparseAllReduce final : dtrain_rt_request {
   float *grad, *residual;
-  int64_t count, k;
+  int64_t count, requestedK;
+  std::vector<Segment> segments;
+  /// The segments' shares of k added up: the most entries a selection
+  /// (bar Gaussian-k's and DGC's extra ones) or gTop-k's global set holds.
+  int64_t k = 0;
   int32_t method, aggregate, reduction, valueType;
   uint64_t seed;
 
   SparseAllReduce(dtrain_rt_comm_t *comm, float *grad, float *residual,
-                  int64_t count, int64_t k, int32_t method, int32_t aggregate,
-                  int32_t reduction, int32_t valueType, uint64_t seed)
+                  int64_t count, int64_t k, std::vector<int64_t> segmentSizes,
+                  int32_t method, int32_t aggregate, int32_t reduction,
+                  int32_t valueType, uint64_t seed)
       : dtrain_rt_request(Collective::SparseAllReduce, comm, count * 4),
-        grad(grad), residual(residual), count(count), k(std::min(k, count)),
-        method(method), aggregate(aggregate), reduction(reduction),
-        valueType(valueType), seed(seed) {}
+        grad(grad), residual(residual), count(count), requestedK(k),
+        segments(shareK(count, k, segmentSizes)), method(method),
+        aggregate(aggregate), reduction(reduction), valueType(valueType),
+        seed(seed) {
+    for (const Segment &segment : segments)
+      this->k += segment.k;
+  }
 
   void run() override {
+    // The segment sizes agree when their count and a hash of them do.
+    uint64_t segmentHash = 1469598103934665603ull;
+    for (const Segment &segment : segments)
+      segmentHash = (segmentHash ^ uint64_t(segment.size)) * 1099511628211ull;
     checkAgreement(comm, "sparse_all_reduce",
                    {{"count", count},
-                    {"k", k},
+                    {"k", requestedK},
+                    {"segments", int64_t(segments.size())},
+                    {"segment sizes (hash)", int64_t(segmentHash >> 1)},
                     {"method", method},
                     {"aggregate", aggregate, aggregateName},
                     {"reduction", reduction, reductionName},
@@ -182,16 +225,32 @@ struct SparseAllReduce final : dtrain_rt_request {
       finishReduction(DTRAIN_RT_F32, DTRAIN_RT_MEAN, grad, count, comm->size);
   }
 
-  /// u = grad + residual into the residual, selected, and zeroed where
-  /// selected; in 16-bit values, what the rounding drops stays there.
+  /// u = grad + residual into the residual, selected (each segment on its
+  /// own), and zeroed where selected; in 16-bit values, what the rounding
+  /// drops stays there.
   SparseSet selectLocal() {
     for (int64_t i = 0; i < count; ++i)
       residual[i] += grad[i];
     // Gaussian-k and DGC may pass 4k/3 and more; past twice k, the largest.
+    auto capacity = [](const Segment &segment) {
+      return std::min(segment.size, std::max<int64_t>(2 * segment.k, 1));
+    };
+    int64_t room = 0;
+    for (const Segment &segment : segments)
+      room += capacity(segment);
     SparseSet s;
-    s.resize(std::min(count, std::max<int64_t>(2 * k, 1)));
-    s.resize(dtrain_rt_select_f32(residual, count, k, method, seed,
-                                  s.indices.data(), s.values.data(), s.size()));
+    s.resize(room);
+    int64_t selected = 0;
+    for (const Segment &segment : segments) {
+      const int64_t n = dtrain_rt_select_f32(
+          residual + segment.offset, segment.size, segment.k, method,
+          seed + uint64_t(segment.offset), s.indices.data() + selected,
+          s.values.data() + selected, capacity(segment));
+      for (int64_t j = selected; j < selected + n; ++j)
+        s.indices[size_t(j)] += int32_t(segment.offset);
+      selected += n;
+    }
+    s.resize(selected);
     for (int64_t j = 0; j < s.size(); ++j) {
       const float value = s.values[size_t(j)];
       s.values[size_t(j)] = roundValue(value, valueType);
@@ -254,20 +313,37 @@ struct SparseAllReduce final : dtrain_rt_request {
     return sets;
   }
 
-  /// The k largest |value| of the union of A and B (summed at common
-  /// indices), ascending.
+  /// The union of A and B (summed at common indices) with, in each
+  /// segment, its k_s largest |value|, ascending.
   SparseSet mergeTopK(const SparseSet &a, const SparseSet &b) const {
     SparseSet sum = mergeSum(a, b);
-    if (sum.size() <= k)
+    if (sum.size() <= k && segments.size() == 1)
       return sum;
-    std::vector<int32_t> kept(static_cast<size_t>(k));
-    dtrain_rt_select_f32(sum.values.data(), sum.size(), k,
-                         DTRAIN_RT_SELECT_EXACT, 0, kept.data(), nullptr, k);
     SparseSet top;
-    top.resize(k);
-    for (int64_t t = 0; t < k; ++t) {
-      top.indices[size_t(t)] = sum.indices[size_t(kept[size_t(t)])];
-      top.values[size_t(t)] = sum.values[size_t(kept[size_t(t)])];
+    std::vector<int32_t> kept;
+    size_t first = 0; // of the segment's entries in SUM
+    for (const Segment &segment : segments) {
+      size_t last = first;
+      while (last < sum.indices.size() &&
+             sum.indices[last] < segment.offset + segment.size)
+        ++last;
+      const int64_t n = int64_t(last - first);
+      if (n <= segment.k) {
+        top.indices.insert(top.indices.end(), sum.indices.begin() + first,
+                           sum.indices.begin() + last);
+        top.values.insert(top.values.end(), sum.values.begin() + first,
+                          sum.values.begin() + last);
+      } else {
+        kept.resize(size_t(segment.k));
+        dtrain_rt_select_f32(sum.values.data() + first, n, segment.k,
+                             DTRAIN_RT_SELECT_EXACT, 0, kept.data(), nullptr,
+                             segment.k);
+        for (int32_t t : kept) {
+          top.indices.push_back(sum.indices[first + size_t(t)]);
+          top.values.push_back(sum.values[first + size_t(t)]);
+        }
+      }
+      first = last;
     }
     return top;
   }
@@ -296,7 +372,7 @@ struct SparseAllReduce final : dtrain_rt_request {
     const int P = comm->size, rank = comm->rank;
     sentBytes = 0;
     // Gaussian-k's and DGC's extra entries take no part in the tree.
-    SparseSet set = local.size() > k ? mergeTopK(local, SparseSet()) : local;
+    SparseSet set = mergeTopK(local, SparseSet());
     int m = 1;
     while (2 * m <= P)
       m *= 2;
@@ -378,8 +454,8 @@ struct SparseAllReduce final : dtrain_rt_request {
 
 dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
     dtrain_rt_comm_t *comm, float *grad, float *residual, int64_t count,
-    int64_t k, int32_t method, int32_t aggregate, int32_t reduction,
-    int32_t value_type, uint64_t seed) {
+    int64_t k, const int64_t *segments, int64_t num_segments, int32_t method,
+    int32_t aggregate, int32_t reduction, int32_t value_type, uint64_t seed) {
   static constexpr const char *fn = "dtrain_rt_sparse_all_reduce_start";
   ensureInitialized();
   if (!comm)
@@ -392,6 +468,21 @@ dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
   if (count > 0 && (!grad || !residual))
     fatal(comm, "%s: grad or residual is NULL with count %lld", fn,
           (long long)count);
+  if (num_segments < 0 || (num_segments > 0 && !segments))
+    fatal(comm, "%s: %lld segments at %p (accepted: 0, or a count and its "
+                "sizes)",
+          fn, (long long)num_segments, static_cast<const void *>(segments));
+  std::vector<int64_t> segmentSizes(segments, segments + num_segments);
+  int64_t segmentTotal = 0;
+  for (int64_t n : segmentSizes) {
+    if (n <= 0)
+      fatal(comm, "%s: a segment of %lld elements (segments are positive)",
+            fn, (long long)n);
+    segmentTotal += n;
+  }
+  if (num_segments > 0 && segmentTotal != count)
+    fatal(comm, "%s: the segments add up to %lld elements, not count = %lld",
+          fn, (long long)segmentTotal, (long long)count);
   if (method < DTRAIN_RT_SELECT_EXACT || method > DTRAIN_RT_SELECT_RANDOM)
     fatal(comm,
           "%s: method %d is not valid (accepted: DTRAIN_RT_SELECT_EXACT, "
@@ -418,7 +509,8 @@ dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
   static std::atomic<uint64_t> calls{0};
   const uint64_t callSeed = seed + 0x9E3779B97F4A7C15ull * calls++;
   auto *request =
-      new SparseAllReduce(comm, grad, residual, count, k, method, aggregate,
+      new SparseAllReduce(comm, grad, residual, count, k,
+                          std::move(segmentSizes), method, aggregate,
                           reduction, value_type, callSeed);
   submitCollective(request);
   return request;

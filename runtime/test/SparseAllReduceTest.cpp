@@ -6,7 +6,8 @@
 // all-gather as a sum in rank order, gTop-k by simulating its tree of
 // merges (fold-in of the ranks past the largest power of two, then the
 // binomial tree) on the ranks' selections for the global indices, and the
-// sum of the ranks' selected values there. The conservation law
+// sum of the ranks' selected values there; with segments, all of it per
+// segment, with shares of k computed by hand. The conservation law
 //   sum over ranks of (residual change) + applied sum = sum of gradients
 // is checked in f64 for every method.
 //
@@ -43,10 +44,14 @@ float hashValue(uint64_t salt, int r, int64_t i) {
   return float(double(x >> 11) / double(1ull << 53) * 2 - 1);
 }
 
+/// Rank R's gradient: bell-shaped (a sum of four hashes), so that
+/// Gaussian-k's threshold counts vary around k rather than falling back to
+/// exact top-k.
 std::vector<float> gradientOf(int r, int64_t n) {
   std::vector<float> g(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    g[size_t(i)] = hashValue(1, r, i);
+    g[size_t(i)] = hashValue(1, r, i) + hashValue(3, r, i) +
+                   hashValue(4, r, i) + hashValue(5, r, i);
   return g;
 }
 
@@ -83,26 +88,50 @@ Pairs dense(const std::vector<float> &u) {
   return set;
 }
 
-/// One rank of the reference: u = g + r, its exact top-k, and the residual
-/// with them zeroed.
+/// A segment of the buffer and its share of k.
+struct Share {
+  int64_t offset, size, k;
+};
+using Shares = std::vector<Share>;
+
+/// The K largest |value| of each share's entries of SET, ascending.
+Pairs topKPerShare(const Pairs &set, const Shares &shares) {
+  Pairs top;
+  for (const Share &share : shares) {
+    Pairs part;
+    for (auto [i, v] : set)
+      if (i >= share.offset && i < share.offset + share.size)
+        part.push_back({i, v});
+    for (auto entry : topK(part, share.k))
+      top.push_back(entry);
+  }
+  return top;
+}
+
+/// One rank of the reference: u = g + r, its exact top-k (per share), and
+/// the residual with them zeroed.
 struct RankState {
   Pairs selected;
   std::vector<float> residual;
 };
 
-RankState referenceSelect(int r, int64_t n, int64_t k) {
+RankState referenceSelect(int r, int64_t n, const Shares &shares) {
   std::vector<float> u = gradientOf(r, n), res = residualOf(r, n);
   for (size_t i = 0; i < u.size(); ++i)
     u[i] += res[i];
-  RankState s{topK(dense(u), k), u};
+  RankState s{topKPerShare(dense(u), shares), u};
   for (auto [i, v] : s.selected)
     s.residual[size_t(i)] = 0;
   return s;
 }
 
+RankState referenceSelect(int r, int64_t n, int64_t k) {
+  return referenceSelect(r, n, Shares{{0, n, k}});
+}
+
 /// The reference merge: A + B at common indices (A's value first), the top
-/// K kept.
-Pairs mergeTopK(const Pairs &a, const Pairs &b, int64_t k) {
+/// k of each share kept.
+Pairs mergeTopK(const Pairs &a, const Pairs &b, const Shares &shares) {
   Pairs sum;
   size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
@@ -113,7 +142,7 @@ Pairs mergeTopK(const Pairs &a, const Pairs &b, int64_t k) {
     else
       sum.push_back({a[i].first, a[i++].second + b[j++].second});
   }
-  return topK(sum, k);
+  return topKPerShare(sum, shares);
 }
 
 struct Exchange {
@@ -121,10 +150,12 @@ struct Exchange {
 };
 
 Exchange runSparse(int64_t n, int64_t k, int32_t method, int32_t aggregate,
-                   int32_t reduction, int32_t valueType = DTRAIN_RT_F32) {
+                   int32_t reduction, int32_t valueType = DTRAIN_RT_F32,
+                   const std::vector<int64_t> &segments = {}) {
   Exchange run{gradientOf(rank(), n), residualOf(rank(), n)};
   dtrain_rt_wait(dtrain_rt_sparse_all_reduce_start(
       dtrain_rt_comm_world(), run.grad.data(), run.residual.data(), n, k,
+      segments.empty() ? nullptr : segments.data(), int64_t(segments.size()),
       method, aggregate, reduction, valueType, 42));
   return run;
 }
@@ -182,14 +213,16 @@ TEST(SparseAllGather, MeanOfGaussianKConserves) {
   EXPECT_LE(nonzero, size() * 50 * 4 / 3 + 1);
 }
 
-TEST(SparseGTopK, SumsEveryRanksValuesAtTheIndicesItsTreeChooses) {
-  const int64_t n = 2000, k = 40;
+/// gTop-k of N elements in SHARES (one share: no segments) against the
+/// simulation of its tree.
+void expectGTopKOfItsTree(int64_t n, int64_t k, const Shares &shares,
+                          const std::vector<int64_t> &segments) {
   const int P = size();
   Exchange run = runSparse(n, k, DTRAIN_RT_SELECT_EXACT, DTRAIN_RT_SPARSE_GTOPK,
-                           DTRAIN_RT_SUM);
+                           DTRAIN_RT_SUM, DTRAIN_RT_F32, segments);
   std::vector<RankState> ranks;
   for (int r = 0; r < P; ++r)
-    ranks.push_back(referenceSelect(r, n, k));
+    ranks.push_back(referenceSelect(r, n, shares));
   // The tree: fold-in, then the binomial merges; rank 0 ends with G.
   std::vector<Pairs> tree;
   for (const RankState &s : ranks)
@@ -198,10 +231,11 @@ TEST(SparseGTopK, SumsEveryRanksValuesAtTheIndicesItsTreeChooses) {
   while (2 * m <= P)
     m *= 2;
   for (int r = m; r < P; ++r)
-    tree[size_t(r - m)] = mergeTopK(tree[size_t(r - m)], tree[size_t(r)], k);
+    tree[size_t(r - m)] =
+        mergeTopK(tree[size_t(r - m)], tree[size_t(r)], shares);
   for (int d = 1; d < m; d *= 2)
     for (int r = 0; r + d < m; r += 2 * d)
-      tree[size_t(r)] = mergeTopK(tree[size_t(r)], tree[size_t(r + d)], k);
+      tree[size_t(r)] = mergeTopK(tree[size_t(r)], tree[size_t(r + d)], shares);
   std::vector<bool> global(size_t(n), false);
   for (auto [i, v] : tree[0])
     global[size_t(i)] = true;
@@ -225,10 +259,88 @@ TEST(SparseGTopK, SumsEveryRanksValuesAtTheIndicesItsTreeChooses) {
   }
   EXPECT_LT(worst, 1e-6 * P);
   EXPECT_EQ(ranks[size_t(rank())].residual, run.residual);
-  EXPECT_EQ(k, std::count_if(run.grad.begin(), run.grad.end(),
-                             [](float v) { return v != 0; }));
+  for (const Share &share : shares)
+    EXPECT_EQ(share.k,
+              std::count_if(run.grad.begin() + share.offset,
+                            run.grad.begin() + share.offset + share.size,
+                            [](float v) { return v != 0; }))
+        << "segment at " << share.offset;
   expectSameOnEveryRank(run.grad);
   expectConservation(run, 1.0);
+}
+
+TEST(SparseGTopK, SumsEveryRanksValuesAtTheIndicesItsTreeChooses) {
+  expectGTopKOfItsTree(2000, 40, {{0, 2000, 40}}, {});
+}
+
+// Segments 10, 10, 10, 70 and 900 of 1000 elements with k = 25: shares
+// max(1, floor(25 * 10 / 1000)) = 1 (three times), max(1, floor(25 * 70 /
+// 1000)) = 1 and floor(25 * 900 / 1000) = 22, 26 in all.
+const std::vector<int64_t> kSegments = {10, 10, 10, 70, 900};
+const Shares kShares = {
+    {0, 10, 1}, {10, 10, 1}, {20, 10, 1}, {30, 70, 1}, {100, 900, 22}};
+
+TEST(SparseGTopK, SegmentsKeepTheirSharesUpTheTree) {
+  expectGTopKOfItsTree(1000, 25, kShares, kSegments);
+}
+
+TEST(SparseAllGather, SegmentsSelectTheirSharesOnTheirOwn) {
+  Exchange run =
+      runSparse(1000, 25, DTRAIN_RT_SELECT_EXACT, DTRAIN_RT_SPARSE_ALLGATHER,
+                DTRAIN_RT_SUM, DTRAIN_RT_F32, kSegments);
+  std::vector<float> expected(1000, 0.0f);
+  for (int r = 0; r < size(); ++r)
+    for (auto [i, v] : referenceSelect(r, 1000, kShares).selected)
+      expected[size_t(i)] += v;
+  EXPECT_EQ(expected, run.grad);
+  EXPECT_EQ(referenceSelect(rank(), 1000, kShares).residual, run.residual);
+  // Layer-wise selection differs from the bucket's (so the comparisons
+  // above tell them apart), and the first segment of this rank sends
+  // exactly its one entry.
+  bool differs = false;
+  for (int r = 0; r < size(); ++r)
+    differs |= referenceSelect(r, 1000, 25).selected !=
+               referenceSelect(r, 1000, kShares).selected;
+  EXPECT_TRUE(differs);
+  EXPECT_EQ(1, std::count_if(run.residual.begin(), run.residual.begin() + 10,
+                             [](float v) { return v == 0; }));
+  expectConservation(run, 1.0);
+}
+
+TEST(SparseAllReduce, SegmentedGaussianKConserves) {
+  // Also two halves with k = 24 (12 each), where Gaussian-k's counts in
+  // the two can differ while their sum stays within k.
+  struct Case {
+    std::vector<int64_t> segments;
+    Shares shares;
+    int64_t k;
+  };
+  const Case cases[] = {{kSegments, kShares, 25},
+                        {{500, 500}, {{0, 500, 12}, {500, 500, 12}}, 24}};
+  for (int32_t aggregate :
+       {DTRAIN_RT_SPARSE_ALLGATHER, DTRAIN_RT_SPARSE_GTOPK}) {
+    for (const auto &[segments, shares, k] : cases) {
+      SCOPED_TRACE(aggregate * 10 + int(segments.size()));
+      Exchange run = runSparse(1000, k, DTRAIN_RT_SELECT_GAUSSIAN, aggregate,
+                               DTRAIN_RT_MEAN, DTRAIN_RT_F32, segments);
+      expectSameOnEveryRank(run.grad);
+      expectConservation(run, size());
+      // Each rank selected at most twice each share in each segment; gTop-k
+      // applies at most the share.
+      for (const Share &share : shares) {
+        auto first = [&](const std::vector<float> &v) {
+          return v.begin() + share.offset;
+        };
+        EXPECT_LE(std::count(first(run.residual),
+                             first(run.residual) + share.size, 0.0f),
+                  2 * share.k);
+        if (aggregate == DTRAIN_RT_SPARSE_GTOPK)
+          EXPECT_LE(share.size - std::count(first(run.grad),
+                                            first(run.grad) + share.size, 0.0f),
+                    share.k);
+      }
+    }
+  }
 }
 
 TEST(SparseGTopK, EveryMethodConservesWithMean) {

@@ -5,10 +5,13 @@
 // RUN: dtrain-opt %s --dtrain-sparsify="aggregate=auto ranks=64" | FileCheck %s --check-prefix=AUTO64
 // RUN: dtrain-opt %s --dtrain-merge-gradients="strategy=threshold threshold-bytes=200" --dtrain-sparsify | FileCheck %s --check-prefix=MERGED
 // RUN: dtrain-opt %s --dtrain-merge-gradients="strategy=optimal sparse-density=0.001 report" --dtrain-sparsify --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=OMGS
+// RUN: dtrain-opt %s --dtrain-merge-gradients="strategy=optimal sparse-density=0.001" --dtrain-sparsify="granularity=tensor" | FileCheck %s --check-prefix=TENSOR
+// RUN: dtrain-opt %s --dtrain-sparsify="granularity=tensor" | FileCheck %s --check-prefix=UNMERGED-TENSOR
 // RUN: not dtrain-opt %s --dtrain-merge-gradients="sparse-density=0.5 sparse-aggregate=tree" 2>&1 | FileCheck %s --check-prefix=OMGS-BAD
 // RUN: not dtrain-opt %s --dtrain-sparsify="density=0" 2>&1 | FileCheck %s --check-prefix=DENSITY
 // RUN: not dtrain-opt %s --dtrain-sparsify="select=sorted" 2>&1 | FileCheck %s --check-prefix=SELECT
 // RUN: not dtrain-opt %s --dtrain-sparsify="aggregate=ring" 2>&1 | FileCheck %s --check-prefix=AGGREGATE
+// RUN: not dtrain-opt %s --dtrain-sparsify="granularity=layer" 2>&1 | FileCheck %s --check-prefix=GRANULARITY
 // RUN: not dtrain-opt %s --dtrain-sparsify="warmup=0.5" 2>&1 | FileCheck %s --check-prefix=WARMUP-STEPS
 // RUN: not dtrain-opt %s --dtrain-sparsify="warmup=1.5 warmup-steps=2" 2>&1 | FileCheck %s --check-prefix=WARMUP-DENSITY
 // RUN: not dtrain-opt %s --dtrain-sparsify="aggregate=auto ranks=1" 2>&1 | FileCheck %s --check-prefix=RANKS
@@ -131,12 +134,26 @@ func.func @train_step(%w: tensor<1024x1024xf32> {train.param = "w"},
 // OMGS: remark: bucket 0: exchanges 0..0, 4 bytes, predicted 0.000000 s to 0.000050 s
 // OMGS: remark: bucket 1: exchanges 1..3, 4202624 bytes, predicted 0.000050 s to 0.001366 s
 // OMGS: comm.all_reduce_start <mean> %{{.*}} on %{{.*}} : tensor<f32>
-// OMGS: comm.sparse_all_reduce_start {{.*}} : tensor<1050656xf32>
+// OMGS: comm.sparse_all_reduce_start {{.*}} aggregate <allgather> : tensor<1050656xf32>
 // OMGS-NOT: comm.sparse_all_reduce_start
+// granularity=tensor: the bucket of gb, gv and gw is selected per member
+// gradient (segments of 32, 2048 and 1048576 elements; k for the bucket,
+// floor(0.001 * 1050656) = 1050, shared among them by the runtime). The
+// default (bucket) has no segments.
+// TENSOR-LABEL: func.func @train_step
+// TENSOR:     %[[K:.*]] = arith.constant 1050 : index
+// TENSOR-NEXT: comm.sparse_all_reduce_start <mean> %{{.*}}, %{{.*}} k %[[K]] on %{{.*}} select <gaussian> aggregate <allgather> segments [32, 2048, 1048576] : tensor<1050656xf32>
+
+// Without merging, each exchange is one tensor: no segments.
+// UNMERGED-TENSOR-LABEL: func.func @train_step
+// UNMERGED-TENSOR-COUNT-3: comm.sparse_all_reduce_start {{.*}} aggregate <allgather> :
+// UNMERGED-TENSOR-NOT: segments
+
 // OMGS-BAD: error: --dtrain-merge-gradients: sparse-density must be in [0, 1], ranks >= 2 and sparse-aggregate allgather or gtopk
 
 // DENSITY: error: --dtrain-sparsify: density=0 is not in (0, 1]
 // SELECT: error: --dtrain-sparsify: select 'sorted' is not valid (accepted: exact, gaussian, dgc, random)
+// GRANULARITY: error: --dtrain-sparsify: granularity 'layer' is not valid (accepted: bucket, tensor)
 // AGGREGATE: error: --dtrain-sparsify: aggregate 'ring' is not valid (accepted: allgather, gtopk, auto)
 // WARMUP-STEPS: error: --dtrain-sparsify: warmup needs warmup-steps=N with N >= 1 (steps per warm-up stage)
 // WARMUP-DENSITY: error: --dtrain-sparsify: warmup density 1.5 is not in (0, 1]

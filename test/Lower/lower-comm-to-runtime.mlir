@@ -114,10 +114,14 @@ func.func @caller(%buf: memref<8xf32>, %n: index) {
 
 // -----
 
-// A sparse all-reduce: both addresses, the element count, k as i64, and the
-// codes of dtrain_rt.h: SELECT_GAUSSIAN=1, SPARSE_GTOPK=1, MEAN=1, the
-// value type F32=0 without `wire` and BF16=3 with it; the seed is 0 (the
-// runtime varies it per call). Its wait is a plain wait.
+// A sparse all-reduce: both addresses, the element count, k as i64, the
+// segments (null and 0 without them, else the address of a constant global
+// and their count), and the codes of dtrain_rt.h: SELECT_GAUSSIAN=1,
+// SPARSE_GTOPK=1, MEAN=1, the value type F32=0 without `wire` and BF16=3
+// with it; the seed is 0 (the runtime varies it per call). Its wait is a
+// plain wait.
+// CHECK:     memref.global "private" constant @__dtrain_segments_0 : memref<2xi64> = dense<[16, 48]>
+// CHECK-NOT: memref.global
 // CHECK-LABEL: func.func @sparse
 // CHECK-SAME: (%[[G:.*]]: memref<4x16xf32>, %[[R:.*]]: memref<4x16xf32>, %[[K:.*]]: index)
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i32
@@ -128,10 +132,18 @@ func.func @caller(%buf: memref<8xf32>, %n: index) {
 // CHECK-DAG: %[[K64:.*]] = arith.index_cast %[[K]] : index to i64
 // CHECK-DAG: %[[GP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
 // CHECK-DAG: %[[RP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
-// CHECK:     %[[REQ:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %[[GP]], %[[RP]], %[[N64]], %[[K64]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[SEED]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i32, i32, i32, i32, i64) -> !llvm.ptr
+// CHECK-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-DAG: %[[TWO:.*]] = arith.constant 2 : i64
+// CHECK:     %[[REQ:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %[[GP]], %[[RP]], %[[N64]], %[[K64]], %[[NULL]], %[[SEED]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[SEED]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr, i64, i32, i32, i32, i32, i64) -> !llvm.ptr
 // CHECK:     call @dtrain_rt_wait(%[[REQ]])
-// CHECK:     %[[REQ16:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[N64]], %{{.*}}, %[[C1]], %[[C1]], %[[C1]], %[[C3]], %[[SEED]])
+// CHECK:     %[[REQ16:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[N64]], %{{.*}}, %[[NULL]], %[[SEED]], %[[C1]], %[[C1]], %[[C1]], %[[C3]], %[[SEED]])
 // CHECK:     call @dtrain_rt_wait(%[[REQ16]])
+// CHECK:     %[[SEGMENTS:.*]] = memref.get_global @__dtrain_segments_0 : memref<2xi64>
+// CHECK:     memref.extract_aligned_pointer_as_index %[[SEGMENTS]]
+// CHECK:     %[[SP:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
+// CHECK:     %[[REQSEG:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[N64]], %{{.*}}, %[[SP]], %[[TWO]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[SEED]])
+// CHECK:     call @dtrain_rt_wait(%[[REQSEG]])
+// CHECK:     call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[N64]], %{{.*}}, %{{.*}}, %[[TWO]],
 // CHECK-NOT: comm.
 func.func @sparse(%g: memref<4x16xf32>, %r: memref<4x16xf32>, %k: index) {
   %world = comm.world : !comm.communicator
@@ -139,5 +151,9 @@ func.func @sparse(%g: memref<4x16xf32>, %r: memref<4x16xf32>, %k: index) {
   comm.sparse_wait %req, %g, %r : memref<4x16xf32>
   %req16 = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <gaussian> aggregate <gtopk> wire bf16 : memref<4x16xf32>
   comm.sparse_wait %req16, %g, %r : memref<4x16xf32>
+  %reqs = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <gaussian> aggregate <gtopk> segments [16, 48] : memref<4x16xf32>
+  comm.sparse_wait %reqs, %g, %r : memref<4x16xf32>
+  %reqt = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <gaussian> aggregate <gtopk> segments [16, 48] : memref<4x16xf32>
+  comm.sparse_wait %reqt, %g, %r : memref<4x16xf32>
   return
 }

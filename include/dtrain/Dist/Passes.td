@@ -237,6 +237,12 @@ def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
       `select_elements_per_s`). The dense all-reduce costs the
       less of a ring (2(P-1) messages, 2(P-1)/P of the bytes per link) and
       recursive doubling (log2(P) messages of all the bytes).
+    - `granularity`: what one selection covers in a merged bucket:
+      `bucket` (the bucket's k largest, wherever they lie; default) or
+      `tensor` (each member gradient its share of k, `segments` on the op:
+      layer-wise top-k, still one exchange per bucket). Without
+      `--dtrain-merge-gradients` every exchange is one tensor and both are
+      the same.
     - `warmup`: densities for the first steps, `warmup-steps` steps each
       (e.g. `warmup=0.25,0.063,0.015,0.004 warmup-steps=500`; `warmup=1`
       is dense warm-up); then `density`. The step count is one more state
@@ -266,6 +272,9 @@ def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
            "exact, gaussian (default), dgc or random">,
     Option<"aggregate", "aggregate", "std::string", "\"allgather\"",
            "allgather (default), gtopk or auto">,
+    Option<"granularity", "granularity", "std::string", "\"bucket\"",
+           "bucket (default: top-k over each merged bucket) or tensor "
+           "(top-k per member gradient inside it)">,
     ListOption<"warmup", "warmup", "double",
                "densities of the warm-up stages, in (0, 1] (default none)">,
     Option<"warmupSteps", "warmup-steps", "int64_t", "0",

@@ -75,6 +75,30 @@ func.func @sparse_max(%w: !comm.communicator, %g: tensor<4xf32>, %k: index) {
 
 // -----
 
+func.func @sparse_segments_sum(%w: !comm.communicator, %g: tensor<2x4xf32>, %k: index) {
+  // expected-error @+1 {{'comm.sparse_all_reduce_start' op segments add up to 7 elements, not the buffer's 8}}
+  %req, %a, %b = comm.sparse_all_reduce_start <mean> %g, %g k %k on %w select <exact> aggregate <gtopk> segments [3, 4] : tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_segments_empty(%w: !comm.communicator, %g: tensor<4xf32>, %k: index) {
+  // expected-error @+1 {{'comm.sparse_all_reduce_start' op segments must be positive element counts}}
+  %req, %a, %b = comm.sparse_all_reduce_start <mean> %g, %g k %k on %w select <exact> aggregate <gtopk> segments [4, 0] : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_segments_dynamic(%w: !comm.communicator, %g: memref<?xf32>, %k: index) {
+  // expected-error @+1 {{'comm.sparse_all_reduce_start' op segments need a buffer of static shape}}
+  %req = comm.sparse_all_reduce_start <mean> %g, %g k %k on %w select <exact> aggregate <gtopk> segments [4] : memref<?xf32>
+  return
+}
+
+// -----
+
 func.func @sparse_unknown_select(%w: !comm.communicator, %g: tensor<4xf32>, %k: index) {
   // expected-error @+2 {{expected ::mlir::dtrain::comm::SelectMethod to be one of: exact, gaussian, dgc, random}}
   // expected-error @+1 {{failed to parse Comm_SelectMethodAttr parameter}}

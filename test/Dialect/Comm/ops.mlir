@@ -39,6 +39,7 @@ func.func @memrefs(%world: !comm.communicator, %buf: memref<1024xf16>, %dyn: mem
 // CHECK: %[[REQ:.*]], %[[G:.*]], %[[R:.*]] = comm.sparse_all_reduce_start <mean> %{{.*}}, %{{.*}} k %{{.*}} on %{{.*}} select <gaussian> aggregate <gtopk> : tensor<64x4xf32>
 // CHECK: comm.sparse_wait %[[REQ]], %[[G]], %[[R]] : tensor<64x4xf32>
 // CHECK: comm.sparse_all_reduce_start <sum> %{{.*}}, %{{.*}} k %{{.*}} on %{{.*}} select <random> aggregate <allgather> : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+// CHECK: comm.sparse_all_reduce_start <sum> %{{.*}}, %{{.*}} k %{{.*}} on %{{.*}} select <exact> aggregate <gtopk> wire bf16 segments [3, 5] : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
 // CHECK: comm.sparse_wait %{{.*}}, %{{.*}}, %{{.*}} : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
 func.func @sparse(%g: tensor<64x4xf32>, %r: tensor<64x4xf32>, %k: index,
                   %b: memref<8xf32, strided<[1], offset: 8>>, %s: memref<8xf32>)
@@ -48,5 +49,7 @@ func.func @sparse(%g: tensor<64x4xf32>, %r: tensor<64x4xf32>, %k: index,
   %avg, %res = comm.sparse_wait %req, %gi, %ri : tensor<64x4xf32>
   %req2 = comm.sparse_all_reduce_start <sum> %b, %s k %k on %world select <random> aggregate <allgather> : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
   comm.sparse_wait %req2, %b, %s : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+  %req3 = comm.sparse_all_reduce_start <sum> %b, %s k %k on %world select <exact> aggregate <gtopk> wire bf16 segments [3, 5] : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+  comm.sparse_wait %req3, %b, %s : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
   return %avg, %res : tensor<64x4xf32>, tensor<64x4xf32>
 }

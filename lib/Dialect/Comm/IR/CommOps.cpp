@@ -155,6 +155,21 @@ LogicalResult SparseAllReduceStartOp::verify() {
     return failure();
   if (getReduction() == ReductionKind::max)
     return emitOpError("reduces with sum or mean, not max");
+  if (std::optional<ArrayRef<int64_t>> segments = getSegments()) {
+    auto type = cast<ShapedType>(getInput().getType());
+    if (!type.hasStaticShape())
+      return emitOpError("segments need a buffer of static shape");
+    int64_t total = 0;
+    for (int64_t n : *segments) {
+      if (n <= 0)
+        return emitOpError("segments must be positive element counts");
+      total += n;
+    }
+    if (total != type.getNumElements())
+      return emitOpError("segments add up to ")
+             << total << " elements, not the buffer's "
+             << type.getNumElements();
+  }
   return success();
 }
 

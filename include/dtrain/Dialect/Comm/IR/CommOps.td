@@ -141,6 +141,13 @@ def Comm_SparseAllReduceStartOp
     bytes an entry with the i32 index), rounded to nearest even and
     saturated; the residual keeps what the rounding drops.
 
+    With `segments` (element counts that add up to the buffer's, as a
+    merged bucket's members lie in it), each segment is selected on its
+    own (layer-wise top-k in one exchange): segment `s` of `n_s` of the
+    buffer's `n` elements gets its share of `k`,
+    `k_s = min(n_s, max(1, floor(k * n_s / n)))`, and `gtopk` keeps the
+    `k_s` largest sums of each segment at every level.
+
     Both buffers are f32 of the same shape. On tensors the op returns the
     two in-flight tensors, which only `comm.sparse_wait` may use. `k` is an
     operand so that it may change from step to step (density warm-up);
@@ -156,6 +163,7 @@ def Comm_SparseAllReduceStartOp
                        Comm_SelectMethodAttr:$select,
                        Comm_SparseAggregateAttr:$aggregate,
                        OptionalAttr<TypeAttrOf<AnyTypeOf<[BF16, F16]>>>:$wire,
+                       OptionalAttr<DenseI64ArrayAttr>:$segments,
                        Comm_Buffer:$input, Comm_Buffer:$residual, Index:$k,
                        Comm_CommunicatorType:$communicator);
   let results = (outs Comm_RequestType:$request,
@@ -163,7 +171,8 @@ def Comm_SparseAllReduceStartOp
                       Optional<Comm_FloatTensor>:$inflight_residual);
   let assemblyFormat = [{
     $reduction $input `,` $residual `k` $k `on` $communicator
-    `select` $select `aggregate` $aggregate (`wire` $wire^)? attr-dict `:`
+    `select` $select `aggregate` $aggregate (`wire` $wire^)?
+    (`segments` $segments^)? attr-dict `:`
     custom<BufferPairType>(type($input), type($residual), type($inflight),
                            type($inflight_residual))
   }];
