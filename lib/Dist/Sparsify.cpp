@@ -36,16 +36,35 @@ struct SparsifyPass : public dist::impl::SparsifyBase<SparsifyPass> {
   void runOnOperation() override;
 
 private:
-  /// The aggregate for an exchange of ELEMENTS, or none to stay dense.
-  std::optional<comm::SparseAggregate> chooseAggregate(int64_t elements) const;
+  /// The cheapest of dense, all-gather and gTop-k for an exchange of
+  /// ELEMENTS at RANKS ranks under the model (aggregate=auto).
+  comm::SparseAggregate cheapest(int64_t elements, int64_t ranks) const;
+
+  /// aggregate=auto at run time: the cheapest at every rank count from 2
+  /// to kMaxRanks, as runs (the first rank count of each, its aggregate).
+  SmallVector<std::pair<int64_t, comm::SparseAggregate>>
+  cheapestByRanks(int64_t elements) const;
+
+  /// The aggregate value of an exchange of ELEMENTS on COMMUNICATOR for
+  /// `comm.sparse_all_reduce_start ... aggregate <auto>`, built before B's
+  /// insertion point from the rank count and RUNS.
+  Value buildChosenAggregate(
+      OpBuilder &b, Location loc, Value communicator,
+      ArrayRef<std::pair<int64_t, comm::SparseAggregate>> runs) const;
 
   /// k as an index value before B's insertion point: the warm-up stage's
   /// for STEP (null without warm-up), else the final one.
   Value buildK(OpBuilder &b, Location loc, int64_t elements, Value step) const;
 
+  /// The largest rank count aggregate=auto plans for at run time (beyond
+  /// it, its choice there).
+  static constexpr int64_t kMaxRanks = 1 << 16;
+
   comm::SelectMethod selectMethod = comm::SelectMethod::gaussian;
   std::optional<comm::SparseAggregate> fixedAggregate;
-  std::optional<SparseExchangeCost> costs;
+  /// aggregate=auto's model: the network and the selection speed.
+  Network autoNetwork;
+  double selectSpeed = 0;
 };
 
 /// The element counts of the member gradients of BUCKET in order, as
@@ -110,18 +129,20 @@ LogicalResult SparsifyPass::initialize(MLIRContext *context) {
                    << "' is not valid (accepted: bucket, tensor)";
   if (aggregate != "auto") {
     fixedAggregate = comm::symbolizeSparseAggregate(aggregate);
-    if (!fixedAggregate)
+    if (fixedAggregate != comm::SparseAggregate::allgather &&
+        fixedAggregate != comm::SparseAggregate::gtopk)
       return error() << "aggregate '" << aggregate
                      << "' is not valid (accepted: allgather, gtopk, auto)";
     return success();
   }
-  if (ranks < 2)
-    return error() << "aggregate=auto needs ranks >= 2 (got " << int64_t(ranks)
-                   << ")";
+  if (ranks == 1 || ranks < 0)
+    return error() << "aggregate=auto needs ranks >= 2, or 0 to choose at "
+                      "run time (got "
+                   << int64_t(ranks) << ")";
   if (!(elementsPerSecond > 0))
     return error() << "elements-per-second must be positive";
   std::optional<Network> net;
-  double selectSpeed = elementsPerSecond;
+  selectSpeed = elementsPerSecond;
   if (network == "profile") {
     if (profile.empty())
       return error() << "network=profile needs profile=FILE.json";
@@ -129,7 +150,7 @@ LogicalResult SparsifyPass::initialize(MLIRContext *context) {
         readProfile(profile, loc, "--dtrain-sparsify");
     if (failed(measured))
       return failure();
-    const int64_t p = measured->ranks.value_or(ranks);
+    const int64_t p = measured->ranks.value_or(ranks ? ranks : 4);
     if (p < 2 || !(measured->cost.perByte > 0))
       return error() << "profile '" << profile
                      << "' has no all-reduce cost over 2 or more ranks";
@@ -143,22 +164,52 @@ LogicalResult SparsifyPass::initialize(MLIRContext *context) {
                      << "' is not valid (accepted: 1gbe, 10gbe, 100gb-ib, "
                         "profile)";
   }
-  costs = SparseExchangeCost{*net, ranks, selectSpeed};
+  autoNetwork = *net;
   return success();
 }
 
-std::optional<comm::SparseAggregate>
-SparsifyPass::chooseAggregate(int64_t elements) const {
-  if (fixedAggregate)
-    return fixedAggregate;
+comm::SparseAggregate SparsifyPass::cheapest(int64_t elements,
+                                             int64_t ranks) const {
+  const SparseExchangeCost costs{autoNetwork, ranks, selectSpeed};
   const int64_t k = sparseK(density, elements);
-  const double dense = costs->dense(elements);
-  const double allGather = costs->allGather(elements, k);
-  const double gTopK = costs->gTopK(elements, k);
+  const double dense = costs.dense(elements);
+  const double allGather = costs.allGather(elements, k);
+  const double gTopK = costs.gTopK(elements, k);
   if (dense <= std::min(allGather, gTopK))
-    return std::nullopt;
+    return comm::SparseAggregate::dense;
   return allGather <= gTopK ? comm::SparseAggregate::allgather
                             : comm::SparseAggregate::gtopk;
+}
+
+SmallVector<std::pair<int64_t, comm::SparseAggregate>>
+SparsifyPass::cheapestByRanks(int64_t elements) const {
+  SmallVector<std::pair<int64_t, comm::SparseAggregate>> runs;
+  for (int64_t p = 2; p <= kMaxRanks; ++p) {
+    comm::SparseAggregate choice = cheapest(elements, p);
+    if (runs.empty() || runs.back().second != choice)
+      runs.push_back({p, choice});
+  }
+  return runs;
+}
+
+Value SparsifyPass::buildChosenAggregate(
+    OpBuilder &b, Location loc, Value communicator,
+    ArrayRef<std::pair<int64_t, comm::SparseAggregate>> runs) const {
+  auto constant = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+  Value ranks =
+      comm::SizeOp::create(b, loc, b.getIndexType(), communicator);
+  // Fewer than 2 ranks exchange nothing: the first run's choice.
+  Value chosen = constant(int64_t(runs.front().second));
+  for (auto [from, choice] : runs.drop_front()) {
+    Value reached = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                          ranks, constant(from));
+    chosen =
+        arith::SelectOp::create(b, loc, reached, constant(int64_t(choice)),
+                                chosen);
+  }
+  return chosen;
 }
 
 Value SparsifyPass::buildK(OpBuilder &b, Location loc, int64_t elements,
@@ -231,9 +282,22 @@ void SparsifyPass::runOnOperation() {
   unsigned sparsified = 0;
   for (auto [start, wait] : pairs) {
     auto type = cast<RankedTensorType>(start.getInput().getType());
-    std::optional<comm::SparseAggregate> aggregateKind =
-        chooseAggregate(type.getNumElements());
-    if (!aggregateKind)
+    const int64_t elements = type.getNumElements();
+    // The aggregate: fixed, chosen here for `ranks`, or chosen at run time
+    // (unless one choice holds at every rank count). Where dense costs
+    // least, the exchange stays as it is.
+    comm::SparseAggregate aggregateKind = comm::SparseAggregate::automatic;
+    SmallVector<std::pair<int64_t, comm::SparseAggregate>> runs;
+    if (fixedAggregate) {
+      aggregateKind = *fixedAggregate;
+    } else if (ranks > 0) {
+      aggregateKind = cheapest(elements, ranks);
+    } else {
+      runs = cheapestByRanks(elements);
+      if (runs.size() == 1)
+        aggregateKind = runs.front().second;
+    }
+    if (aggregateKind == comm::SparseAggregate::dense)
       continue;
     std::string name = llvm::formatv("residual.{0}", sparsified++).str();
     Location loc = start.getLoc();
@@ -244,16 +308,20 @@ void SparsifyPass::runOnOperation() {
                   func, type, train::TrainDialect::kRankStateAttrName, name))
             : Value(arith::ConstantOp::create(
                   b, loc, DenseElementsAttr::get(type, 0.0f)));
-    Value k = buildK(b, loc, type.getNumElements(), step);
+    Value k = buildK(b, loc, elements, step);
+    Value chosen =
+        aggregateKind == comm::SparseAggregate::automatic
+            ? buildChosenAggregate(b, loc, start.getCommunicator(), runs)
+            : Value();
     SmallVector<int64_t> members;
     if (granularity == "tensor")
       members = bucketMembers(start.getInput());
     auto sparse = comm::SparseAllReduceStartOp::create(
         b, loc, comm::RequestType::get(b.getContext()), type, type,
-        start.getReduction(), selectMethod, *aggregateKind, TypeAttr(),
+        start.getReduction(), selectMethod, aggregateKind, TypeAttr(),
         members.empty() ? DenseI64ArrayAttr()
                         : b.getDenseI64ArrayAttr(members),
-        start.getInput(), residual, k, start.getCommunicator());
+        start.getInput(), residual, k, start.getCommunicator(), chosen);
     b.setInsertionPoint(wait);
     auto sparseWait = comm::SparseWaitOp::create(
         b, wait.getLoc(), type, type, sparse.getRequest(), sparse.getInflight(),

@@ -214,14 +214,21 @@ static int32_t getRuntimeSelectMethod(SelectMethod method) {
   llvm_unreachable("unknown select method");
 }
 
-static int32_t getRuntimeAggregate(SparseAggregate aggregate) {
-  switch (aggregate) {
-  case SparseAggregate::allgather:
-    return DTRAIN_RT_SPARSE_ALLGATHER;
-  case SparseAggregate::gtopk:
-    return DTRAIN_RT_SPARSE_GTOPK;
-  }
-  llvm_unreachable("unknown sparse aggregate");
+// `aggregate <auto>`'s operand holds a SparseAggregate value and goes to
+// the runtime as it is.
+static_assert(int32_t(SparseAggregate::allgather) ==
+                      DTRAIN_RT_SPARSE_ALLGATHER &&
+                  int32_t(SparseAggregate::gtopk) == DTRAIN_RT_SPARSE_GTOPK &&
+                  int32_t(SparseAggregate::dense) == DTRAIN_RT_SPARSE_DENSE,
+              "comm's sparse aggregates are the runtime's codes");
+
+/// The runtime's aggregate code for OP as an i32: a constant, or its
+/// chosen aggregate operand (CHOSEN, converted) for `aggregate <auto>`.
+static Value getRuntimeAggregate(OpBuilder &b, Location loc,
+                                 SparseAllReduceStartOp op, Value chosen) {
+  if (op.getAggregate() == SparseAggregate::automatic)
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), chosen);
+  return createI32Constant(b, loc, int32_t(op.getAggregate()));
 }
 
 /// The address of a constant i64 array of VALUES: a private memref.global
@@ -286,8 +293,7 @@ struct SparseAllReduceStartLowering
          segmentArray, segmentCount,
          createI32Constant(rewriter, loc,
                            getRuntimeSelectMethod(op.getSelect())),
-         createI32Constant(rewriter, loc,
-                           getRuntimeAggregate(op.getAggregate())),
+         getRuntimeAggregate(rewriter, loc, op, adaptor.getChosenAggregate()),
          createI32Constant(rewriter, loc,
                            getRuntimeReduction(op.getReduction())),
          createI32Constant(rewriter, loc,

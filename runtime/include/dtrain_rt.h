@@ -502,6 +502,11 @@ enum {
    * entries outside the global indices go back to its own residual, so
    * nothing is lost. */
   DTRAIN_RT_SPARSE_GTOPK = 1,
+  /* Everything is sent: GRAD + RESIDUAL summed by a dense all-reduce (in
+   * VALUE_TYPE), the residual left with only the rounding to it. The
+   * choice of aggregate=auto where that costs least (small exchanges,
+   * few ranks). */
+  DTRAIN_RT_SPARSE_DENSE = 2,
 };
 
 /* Starts the sparse all-reduce of GRAD[0..COUNT) (f32) with the residual

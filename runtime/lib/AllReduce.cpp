@@ -156,6 +156,14 @@ void mpiAllReduce(const AllReduceArgs &a) {
   });
 }
 
+/// A's exchange by its algorithm.
+void exchange(const AllReduceArgs &a) {
+  if (a.algorithm == DTRAIN_RT_ALLREDUCE_RING)
+    ringAllReduce(a.comm, a.buffer, a.count, a.dtype, a.reduction);
+  else
+    mpiAllReduce(a);
+}
+
 void finish(const AllReduceArgs &a) {
   finishReduction(a.dtype, a.reduction, a.buffer, a.count, a.comm->size);
 }
@@ -174,14 +182,17 @@ struct AllReduceRequest final : dtrain_rt_request {
 
   void run() override {
     checkConsistency(args, call);
-    if (args.algorithm == DTRAIN_RT_ALLREDUCE_RING)
-      ringAllReduce(args.comm, args.buffer, args.count, args.dtype,
-                    args.reduction);
-    else
-      mpiAllReduce(args);
+    exchange(args);
     finish(args);
   }
 };
+
+void dtrain::rt::allReduceInPlace(dtrain_rt_comm_t *comm, void *buffer,
+                                  int64_t count, int32_t dtype,
+                                  int32_t reduction) {
+  exchange({comm, static_cast<char *>(buffer), count, dtype, reduction,
+            defaultAlgorithm(count * dtypeSize(dtype))});
+}
 
 int64_t dtrain::rt::maxMessageCount() {
   return maxCount.load(std::memory_order_relaxed);

@@ -161,6 +161,13 @@ DTRAIN_RT_TEST_API void setMaxMessageCountForTesting(int64_t count);
 void ringAllReduce(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
                    int32_t dtype, int32_t reduction);
 
+/// In-place all-reduce by the default algorithm for its size (MPI below
+/// 2 MiB, else the ring; DTRAIN_ALLREDUCE overrides), without MEAN's final
+/// division or the cross-rank check: for collectives that run one inside
+/// their own request (a sparse exchange that sends everything).
+void allReduceInPlace(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
+                      int32_t dtype, int32_t reduction);
+
 //===--- The communication thread (CommThread.cpp) ------------------------===//
 
 /// A collective that runs on the communication thread. The submitter owns

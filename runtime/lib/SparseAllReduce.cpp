@@ -127,6 +127,8 @@ const char *aggregateName(int64_t aggregate) {
     return "allgather";
   case DTRAIN_RT_SPARSE_GTOPK:
     return "gtopk";
+  case DTRAIN_RT_SPARSE_DENSE:
+    return "dense";
   }
   return "?";
 }
@@ -214,8 +216,14 @@ struct SparseAllReduce final : dtrain_rt_request {
                     {"aggregate", aggregate, aggregateName},
                     {"reduction", reduction, reductionName},
                     {"value type", valueType}});
-    SparseSet local = selectLocal();
     sparseElements = count;
+    if (aggregate == DTRAIN_RT_SPARSE_DENSE) {
+      sendEverything();
+      if (reduction == DTRAIN_RT_MEAN)
+        finishReduction(DTRAIN_RT_F32, DTRAIN_RT_MEAN, grad, count, comm->size);
+      return;
+    }
+    SparseSet local = selectLocal();
     selectedElements = local.size();
     if (aggregate == DTRAIN_RT_SPARSE_GTOPK)
       scatter({gatherTopK(local)});
@@ -257,6 +265,36 @@ struct SparseAllReduce final : dtrain_rt_request {
       residual[s.indices[size_t(j)]] = value - s.values[size_t(j)];
     }
     return s;
+  }
+
+  /// The dense choice: u = grad + residual, all of it summed by a dense
+  /// all-reduce in the value type; the residual keeps only what the
+  /// rounding to it drops.
+  void sendEverything() {
+    selectedElements = count;
+    const int P = comm->size;
+    if (valueType == DTRAIN_RT_F32) {
+      for (int64_t i = 0; i < count; ++i) {
+        grad[i] += residual[i];
+        residual[i] = 0;
+      }
+      allReduceInPlace(comm, grad, count, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+    } else {
+      std::vector<uint16_t> wire(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) {
+        const float u = grad[i] + residual[i], sent = roundValue(u, valueType);
+        residual[i] = u - sent;
+        wire[size_t(i)] = valueType == DTRAIN_RT_BF16 ? f32ToBF16(sent)
+                                                      : f32ToF16(sent);
+      }
+      allReduceInPlace(comm, wire.data(), count, valueType, DTRAIN_RT_SUM);
+      for (int64_t i = 0; i < count; ++i)
+        grad[i] = valueType == DTRAIN_RT_BF16 ? bf16ToF32(wire[size_t(i)])
+                                              : f16ToF32(wire[size_t(i)]);
+    }
+    // As a ring all-reduce, like every dense one.
+    const int64_t valueBytes = valueType == DTRAIN_RT_F32 ? 4 : 2;
+    sentBytes = 2 * int64_t(P - 1) * count * valueBytes / P;
   }
 
   /// Every rank's set, in rank order.
@@ -489,12 +527,12 @@ dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
           "_GAUSSIAN, _DGC, _RANDOM)",
           fn, int(method));
   if (aggregate != DTRAIN_RT_SPARSE_ALLGATHER &&
-      aggregate != DTRAIN_RT_SPARSE_GTOPK)
+      aggregate != DTRAIN_RT_SPARSE_GTOPK && aggregate != DTRAIN_RT_SPARSE_DENSE)
     fatal(comm,
           "%s: aggregate %d is not valid (accepted: %d = allgather, "
-          "%d = gtopk)",
+          "%d = gtopk, %d = dense)",
           fn, int(aggregate), DTRAIN_RT_SPARSE_ALLGATHER,
-          DTRAIN_RT_SPARSE_GTOPK);
+          DTRAIN_RT_SPARSE_GTOPK, DTRAIN_RT_SPARSE_DENSE);
   if (reduction != DTRAIN_RT_SUM && reduction != DTRAIN_RT_MEAN)
     fatal(comm, "%s: reduction %d is not valid (accepted: %d = sum, %d = mean)",
           fn, int(reduction), DTRAIN_RT_SUM, DTRAIN_RT_MEAN);

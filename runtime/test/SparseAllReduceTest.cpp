@@ -168,8 +168,9 @@ void expectSameOnEveryRank(const std::vector<float> &grad) {
 }
 
 /// sum_r (residual_r - old residual_r) + scale * grad = sum_r gradient_r,
-/// in f64, to f32 rounding.
-void expectConservation(const Exchange &run, double scale) {
+/// in f64, to f32 rounding (or to TOLERANCE per rank).
+void expectConservation(const Exchange &run, double scale,
+                        double tolerance = 1e-5) {
   const int64_t n = int64_t(run.grad.size());
   std::vector<double> change(static_cast<size_t>(n));
   const std::vector<float> old = residualOf(rank(), n);
@@ -185,7 +186,7 @@ void expectConservation(const Exchange &run, double scale) {
     worst = std::max(worst, std::fabs(change[size_t(i)] +
                                       scale * run.grad[size_t(i)] - grads));
   }
-  EXPECT_LT(worst, 1e-5 * size()) << "conservation violated";
+  EXPECT_LT(worst, tolerance * size()) << "conservation violated";
 }
 
 TEST(SparseAllGather, ExactEqualsSumOfEveryRanksTopK) {
@@ -381,6 +382,38 @@ TEST(SparseAllReduce, SixteenBitValuesConserveAndHalveTheValueBytes) {
       if (aggregate == DTRAIN_RT_SPARSE_ALLGATHER)
         EXPECT_EQ((size() - 1) * 40 * 6, stats.sparseSentBytes);
     }
+}
+
+TEST(SparseAllReduce, DenseAggregateSendsEverything) {
+  // The dense choice sums every rank's u = g + r (in f32: the residuals end
+  // at zero; in bf16: each keeps its rounding) and sends a ring
+  // all-reduce's bytes. A bf16 all-reduce also rounds its partial sums
+  // (|sum| < 5 per rank here), which no residual keeps: conservation holds
+  // to bf16's 2^-8 relative precision there.
+  const int64_t n = 1000;
+  for (int32_t valueType : {DTRAIN_RT_F32, DTRAIN_RT_BF16}) {
+    SCOPED_TRACE(valueType);
+    takeCommStats();
+    Exchange run = runSparse(n, 10, DTRAIN_RT_SELECT_EXACT,
+                             DTRAIN_RT_SPARSE_DENSE, DTRAIN_RT_SUM, valueType);
+    const CommStats stats = takeCommStats();
+    expectSameOnEveryRank(run.grad);
+    expectConservation(run, 1.0,
+                       valueType == DTRAIN_RT_F32 ? 1e-5 : 5 * 0x1p-8);
+    const std::vector<float> g = gradientOf(rank(), n),
+                             r = residualOf(rank(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float u = g[size_t(i)] + r[size_t(i)];
+      const float sent =
+          valueType == DTRAIN_RT_F32 ? u : bf16ToF32(f32ToBF16(u));
+      ASSERT_EQ(u - sent, run.residual[size_t(i)]) << "index " << i;
+    }
+    EXPECT_EQ(n, stats.sparseElements);
+    EXPECT_EQ(n, stats.selectedElements);
+    EXPECT_EQ(2 * (size() - 1) * n * (valueType == DTRAIN_RT_F32 ? 4 : 2) /
+                  size(),
+              stats.sparseSentBytes);
+  }
 }
 
 TEST(SparseAllReduce, KAtLeastCountIsDense) {

@@ -1,7 +1,8 @@
 // RUN: dtrain-opt %s --dtrain-sparsify | FileCheck %s
 // RUN: dtrain-opt %s --dtrain-sparsify="density=0.01 select=exact aggregate=gtopk residuals=false" | FileCheck %s --check-prefix=NORES
 // RUN: dtrain-opt %s --dtrain-sparsify="warmup=1,0.1 warmup-steps=100" | FileCheck %s --check-prefix=WARMUP
-// RUN: dtrain-opt %s --dtrain-sparsify="aggregate=auto" | FileCheck %s --check-prefix=AUTO4
+// RUN: dtrain-opt %s --dtrain-sparsify="aggregate=auto" | FileCheck %s --check-prefix=AUTO
+// RUN: dtrain-opt %s --dtrain-sparsify="aggregate=auto ranks=4" | FileCheck %s --check-prefix=AUTO4
 // RUN: dtrain-opt %s --dtrain-sparsify="aggregate=auto ranks=64" | FileCheck %s --check-prefix=AUTO64
 // RUN: dtrain-opt %s --dtrain-merge-gradients="strategy=threshold threshold-bytes=200" --dtrain-sparsify | FileCheck %s --check-prefix=MERGED
 // RUN: dtrain-opt %s --dtrain-merge-gradients="strategy=optimal sparse-density=0.001 report" --dtrain-sparsify --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=OMGS
@@ -101,7 +102,40 @@ func.func @train_step(%w: tensor<1024x1024xf32> {train.param = "w"},
 // WARMUP-NEXT: comm.sparse_all_reduce_start <mean> %{{.*}}, %{{.*}} k %[[K]] on %{{.*}} : tensor<1024x1024xf32>
 // WARMUP:      return %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NEXT]],
 
-// aggregate=auto, 1 GbE (50 us, 117.5 MB/s), 4 ranks: all-gather takes 3
+// aggregate=auto at run time: per exchange, the runs of the cheapest
+// aggregate over the rank counts, chosen by comm.size (allgather 0, gtopk
+// 1, dense 2). 1 GbE (50 us, 117.5 MB/s), selection at 1e9 elements/s:
+// - 32 elements (k = 1): all-gather's P-1 messages of 8 bytes cost 50.1 us
+//   at 2 ranks and 100.2 us at 3, against recursive doubling's 51.1 and
+//   102.2 us; from 4 ranks dense wins (102.2 against 150.2 us);
+// - 2048 elements (k = 2): all-gather (P-1) x 50.14 us + 2 us against
+//   doubling's ceil(log2 P) x 119.7 us: all-gather up to 10 ranks (453 us
+//   against 479), dense from 11 (503 against 479);
+// - 1M elements (k = 1048): all-gather (P-1) x 121.4 us against gTop-k's
+//   ceil(log2 P) x 292.7 us: all-gather up to 10 ranks (1092 against
+//   1171 us), gTop-k from 11 (1213 against 1171).
+// AUTO-LABEL: func.func @train_step
+// AUTO:      %[[P0:.*]] = comm.size %[[WORLD:.*]]
+// AUTO-NEXT: %[[AG0:.*]] = arith.constant 0 : index
+// AUTO-NEXT: %[[C4:.*]] = arith.constant 4 : index
+// AUTO-NEXT: %[[FROM4:.*]] = arith.cmpi sge, %[[P0]], %[[C4]] : index
+// AUTO-NEXT: %[[DENSE0:.*]] = arith.constant 2 : index
+// AUTO-NEXT: %[[CHOICE0:.*]] = arith.select %[[FROM4]], %[[DENSE0]], %[[AG0]] : index
+// AUTO-NEXT: comm.sparse_all_reduce_start <mean> %{{.*}}, %{{.*}} k %{{.*}} on %[[WORLD]] select <gaussian> aggregate <auto> %[[CHOICE0]] : tensor<32xf32>
+// AUTO:      %[[P1:.*]] = comm.size %[[WORLD]]
+// AUTO:      %[[C11:.*]] = arith.constant 11 : index
+// AUTO-NEXT: %[[FROM11:.*]] = arith.cmpi sge, %[[P1]], %[[C11]] : index
+// AUTO-NEXT: %[[DENSE1:.*]] = arith.constant 2 : index
+// AUTO-NEXT: %[[CHOICE1:.*]] = arith.select %[[FROM11]], %[[DENSE1]], %{{.*}} : index
+// AUTO-NEXT: comm.sparse_all_reduce_start {{.*}} aggregate <auto> %[[CHOICE1]] : tensor<64x32xf32>
+// AUTO:      %[[P2:.*]] = comm.size %[[WORLD]]
+// AUTO:      %[[C11B:.*]] = arith.constant 11 : index
+// AUTO-NEXT: %[[FROM11B:.*]] = arith.cmpi sge, %[[P2]], %[[C11B]] : index
+// AUTO-NEXT: %[[GTOPK:.*]] = arith.constant 1 : index
+// AUTO-NEXT: %[[CHOICE2:.*]] = arith.select %[[FROM11B]], %[[GTOPK]], %{{.*}} : index
+// AUTO-NEXT: comm.sparse_all_reduce_start {{.*}} aggregate <auto> %[[CHOICE2]] : tensor<1024x1024xf32>
+
+// aggregate=auto ranks=4: chosen here, 1 GbE (50 us, 117.5 MB/s), 4 ranks: all-gather takes 3
 // messages, gTop-k 6, so all-gather wins where sparse wins. The 32-element
 // gradient stays dense (2 messages of recursive doubling, 102 us, against
 // 150 us); 2048 elements: dense 240 us, all-gather 152 us.
@@ -157,6 +191,6 @@ func.func @train_step(%w: tensor<1024x1024xf32> {train.param = "w"},
 // AGGREGATE: error: --dtrain-sparsify: aggregate 'ring' is not valid (accepted: allgather, gtopk, auto)
 // WARMUP-STEPS: error: --dtrain-sparsify: warmup needs warmup-steps=N with N >= 1 (steps per warm-up stage)
 // WARMUP-DENSITY: error: --dtrain-sparsify: warmup density 1.5 is not in (0, 1]
-// RANKS: error: --dtrain-sparsify: aggregate=auto needs ranks >= 2 (got 1)
+// RANKS: error: --dtrain-sparsify: aggregate=auto needs ranks >= 2, or 0 to choose at run time (got 1)
 // NETWORK: error: --dtrain-sparsify: network 'token-ring' is not valid (accepted: 1gbe, 10gbe, 100gb-ib, profile)
 // PROFILE: error: --dtrain-sparsify: network=profile needs profile=FILE.json

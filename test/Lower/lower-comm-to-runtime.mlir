@@ -117,7 +117,8 @@ func.func @caller(%buf: memref<8xf32>, %n: index) {
 // A sparse all-reduce: both addresses, the element count, k as i64, the
 // segments (null and 0 without them, else the address of a constant global
 // and their count), and the codes of dtrain_rt.h: SELECT_GAUSSIAN=1,
-// SPARSE_GTOPK=1, MEAN=1, the value type F32=0 without `wire` and BF16=3
+// SPARSE_GTOPK=1 (SPARSE_DENSE=2; with `aggregate <auto>` its operand as
+// i32), MEAN=1, the value type F32=0 without `wire` and BF16=3
 // with it; the seed is 0 (the runtime varies it per call). Its wait is a
 // plain wait.
 // CHECK:     memref.global "private" constant @__dtrain_segments_0 : memref<2xi64> = dense<[16, 48]>
@@ -144,6 +145,11 @@ func.func @caller(%buf: memref<8xf32>, %n: index) {
 // CHECK:     %[[REQSEG:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[N64]], %{{.*}}, %[[SP]], %[[TWO]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[SEED]])
 // CHECK:     call @dtrain_rt_wait(%[[REQSEG]])
 // CHECK:     call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[N64]], %{{.*}}, %{{.*}}, %[[TWO]],
+// CHECK:     %[[DENSE:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[N64]], %{{.*}}, %[[NULL]], %[[SEED]], %[[C1]], %[[C2:.*]], %[[C1]], %[[C0]], %[[SEED]])
+// CHECK:     call @dtrain_rt_wait(%[[DENSE]])
+// CHECK:     %[[CHOSEN:.*]] = arith.index_cast %[[K]] : index to i32
+// CHECK:     %[[AUTO:.*]] = call @dtrain_rt_sparse_all_reduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[N64]], %{{.*}}, %[[NULL]], %[[SEED]], %[[C1]], %[[CHOSEN]], %[[C1]], %[[C0]], %[[SEED]])
+// CHECK:     call @dtrain_rt_wait(%[[AUTO]])
 // CHECK-NOT: comm.
 func.func @sparse(%g: memref<4x16xf32>, %r: memref<4x16xf32>, %k: index) {
   %world = comm.world : !comm.communicator
@@ -155,5 +161,9 @@ func.func @sparse(%g: memref<4x16xf32>, %r: memref<4x16xf32>, %k: index) {
   comm.sparse_wait %reqs, %g, %r : memref<4x16xf32>
   %reqt = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <gaussian> aggregate <gtopk> segments [16, 48] : memref<4x16xf32>
   comm.sparse_wait %reqt, %g, %r : memref<4x16xf32>
+  %reqd = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <gaussian> aggregate <dense> : memref<4x16xf32>
+  comm.sparse_wait %reqd, %g, %r : memref<4x16xf32>
+  %reqa = comm.sparse_all_reduce_start <mean> %g, %r k %k on %world select <gaussian> aggregate <auto> %k : memref<4x16xf32>
+  comm.sparse_wait %reqa, %g, %r : memref<4x16xf32>
   return
 }

@@ -231,12 +231,17 @@ def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
       messages, of 8k bytes up the tree and 4k bytes after), or
       `auto`: per exchange, the cheapest of those two and the dense
       all-reduce under the alpha-beta model of `network` (`1gbe` default,
-      `10gbe`, `100gb-ib`, or the cost measured in `profile`) at `ranks`
-      ranks (default 4); a sparse exchange also pays a pass over its
-      elements at `elements-per-second` (or the profile's measured
-      `select_elements_per_s`). The dense all-reduce costs the
-      less of a ring (2(P-1) messages, 2(P-1)/P of the bytes per link) and
-      recursive doubling (log2(P) messages of all the bytes).
+      `10gbe`, `100gb-ib`, or the cost measured in `profile`); a sparse
+      exchange also pays a pass over its elements at `elements-per-second`
+      (or the profile's measured `select_elements_per_s`). The dense
+      all-reduce costs the less of a ring (2(P-1) messages, 2(P-1)/P of the
+      bytes per link) and recursive doubling (log2(P) messages of all the
+      bytes). By default the choice is made at run time, for the job's
+      rank count: the pass finds the cheapest at every rank count from 2 to
+      65536, and the step picks from those runs by `comm.size`
+      (`aggregate <auto>`; a dense choice then sends `u` whole and clears
+      the residual). With `ranks=P` it is made here, for P ranks, and an
+      exchange that costs least dense stays dense.
     - `granularity`: what one selection covers in a merged bucket:
       `bucket` (the bucket's k largest, wherever they lie; default) or
       `tensor` (each member gradient its share of k, `segments` on the op:
@@ -282,8 +287,9 @@ def Sparsify : Pass<"dtrain-sparsify", "func::FuncOp"> {
     Option<"residuals", "residuals", "bool", "true",
            "keep what is not sent for the next steps (default); false "
            "drops it, to measure what error feedback is worth">,
-    Option<"ranks", "ranks", "int64_t", "4",
-           "aggregate=auto: the rank count to decide for (default 4)">,
+    Option<"ranks", "ranks", "int64_t", "0",
+           "aggregate=auto: the rank count to decide for here, or 0 to "
+           "decide at run time (default)">,
     Option<"network", "network", "std::string", "\"1gbe\"",
            "aggregate=auto: 1gbe (default), 10gbe, 100gb-ib, or profile">,
     Option<"elementsPerSecond", "elements-per-second", "double", "1e9",

@@ -75,6 +75,22 @@ func.func @sparse_max(%w: !comm.communicator, %g: tensor<4xf32>, %k: index) {
 
 // -----
 
+func.func @sparse_auto_without_choice(%w: !comm.communicator, %g: tensor<4xf32>, %k: index) {
+  // expected-error @+1 {{'comm.sparse_all_reduce_start' op takes a chosen aggregate operand with aggregate <auto>, and only then}}
+  %req, %a, %b = comm.sparse_all_reduce_start <mean> %g, %g k %k on %w select <exact> aggregate <auto> : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_choice_without_auto(%w: !comm.communicator, %g: tensor<4xf32>, %k: index) {
+  // expected-error @+1 {{'comm.sparse_all_reduce_start' op takes a chosen aggregate operand with aggregate <auto>, and only then}}
+  %req, %a, %b = comm.sparse_all_reduce_start <mean> %g, %g k %k on %w select <exact> aggregate <gtopk> %k : tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @sparse_segments_sum(%w: !comm.communicator, %g: tensor<2x4xf32>, %k: index) {
   // expected-error @+1 {{'comm.sparse_all_reduce_start' op segments add up to 7 elements, not the buffer's 8}}
   %req, %a, %b = comm.sparse_all_reduce_start <mean> %g, %g k %k on %w select <exact> aggregate <gtopk> segments [3, 4] : tensor<2x4xf32>

@@ -40,6 +40,8 @@ func.func @memrefs(%world: !comm.communicator, %buf: memref<1024xf16>, %dyn: mem
 // CHECK: comm.sparse_wait %[[REQ]], %[[G]], %[[R]] : tensor<64x4xf32>
 // CHECK: comm.sparse_all_reduce_start <sum> %{{.*}}, %{{.*}} k %{{.*}} on %{{.*}} select <random> aggregate <allgather> : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
 // CHECK: comm.sparse_all_reduce_start <sum> %{{.*}}, %{{.*}} k %{{.*}} on %{{.*}} select <exact> aggregate <gtopk> wire bf16 segments [3, 5] : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+// CHECK: comm.sparse_all_reduce_start <sum> %{{.*}}, %{{.*}} k %{{.*}} on %{{.*}} select <exact> aggregate <dense> : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+// CHECK: comm.sparse_all_reduce_start <sum> %{{.*}}, %{{.*}} k %[[K:.*]] on %{{.*}} select <exact> aggregate <auto> %[[K]] : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
 // CHECK: comm.sparse_wait %{{.*}}, %{{.*}}, %{{.*}} : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
 func.func @sparse(%g: tensor<64x4xf32>, %r: tensor<64x4xf32>, %k: index,
                   %b: memref<8xf32, strided<[1], offset: 8>>, %s: memref<8xf32>)
@@ -51,5 +53,9 @@ func.func @sparse(%g: tensor<64x4xf32>, %r: tensor<64x4xf32>, %k: index,
   comm.sparse_wait %req2, %b, %s : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
   %req3 = comm.sparse_all_reduce_start <sum> %b, %s k %k on %world select <exact> aggregate <gtopk> wire bf16 segments [3, 5] : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
   comm.sparse_wait %req3, %b, %s : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+  %req4 = comm.sparse_all_reduce_start <sum> %b, %s k %k on %world select <exact> aggregate <dense> : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+  comm.sparse_wait %req4, %b, %s : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+  %req5 = comm.sparse_all_reduce_start <sum> %b, %s k %k on %world select <exact> aggregate <auto> %k : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
+  comm.sparse_wait %req5, %b, %s : memref<8xf32, strided<[1], offset: 8>>, memref<8xf32>
   return %avg, %res : tensor<64x4xf32>, tensor<64x4xf32>
 }

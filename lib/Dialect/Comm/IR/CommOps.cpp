@@ -155,6 +155,10 @@ LogicalResult SparseAllReduceStartOp::verify() {
     return failure();
   if (getReduction() == ReductionKind::max)
     return emitOpError("reduces with sum or mean, not max");
+  if ((getAggregate() == SparseAggregate::automatic) !=
+      bool(getChosenAggregate()))
+    return emitOpError("takes a chosen aggregate operand with aggregate "
+                       "<auto>, and only then");
   if (std::optional<ArrayRef<int64_t>> segments = getSegments()) {
     auto type = cast<ShapedType>(getInput().getType());
     if (!type.hasStaticShape())

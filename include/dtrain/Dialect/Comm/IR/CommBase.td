@@ -83,7 +83,9 @@ def Comm_SelectMethodAttr : EnumAttr<Comm_Dialect, Comm_SelectMethod, "select"> 
 def Comm_SparseAggregate : I32EnumAttr<"SparseAggregate",
     "how the ranks' sparse selections are combined", [
       I32EnumAttrCase<"allgather", 0>,
-      I32EnumAttrCase<"gtopk", 1>]> {
+      I32EnumAttrCase<"gtopk", 1>,
+      I32EnumAttrCase<"dense", 2>,
+      I32EnumAttrCase<"automatic", 3, "auto">]> {
   let cppNamespace = "::mlir::dtrain::comm";
   let genSpecializedAttr = 0;
 }

@@ -137,6 +137,12 @@ def Comm_SparseAllReduceStartOp
       rank's selected entries outside them go back to its own residual);
     - the result is the dense `sum` or `mean` of the combined selection.
 
+    `aggregate <dense>` sends everything instead (`u` summed by a dense
+    all-reduce, the residual cleared). `aggregate <auto> %choice` takes the
+    aggregate at run time from `%choice`, an index holding one of the
+    others' values (allgather 0, gtopk 1, dense 2): the step computes it
+    from the rank count.
+
     With `wire` (bf16 or f16) the selected values travel in that type (6
     bytes an entry with the i32 index), rounded to nearest even and
     saturated; the residual keeps what the rounding drops.
@@ -165,13 +171,15 @@ def Comm_SparseAllReduceStartOp
                        OptionalAttr<TypeAttrOf<AnyTypeOf<[BF16, F16]>>>:$wire,
                        OptionalAttr<DenseI64ArrayAttr>:$segments,
                        Comm_Buffer:$input, Comm_Buffer:$residual, Index:$k,
-                       Comm_CommunicatorType:$communicator);
+                       Comm_CommunicatorType:$communicator,
+                       Optional<Index>:$chosen_aggregate);
   let results = (outs Comm_RequestType:$request,
                       Optional<Comm_FloatTensor>:$inflight,
                       Optional<Comm_FloatTensor>:$inflight_residual);
   let assemblyFormat = [{
     $reduction $input `,` $residual `k` $k `on` $communicator
-    `select` $select `aggregate` $aggregate (`wire` $wire^)?
+    `select` $select `aggregate` $aggregate ($chosen_aggregate^)?
+    (`wire` $wire^)?
     (`segments` $segments^)? attr-dict `:`
     custom<BufferPairType>(type($input), type($residual), type($inflight),
                            type($inflight_residual))
