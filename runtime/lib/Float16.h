@@ -6,7 +6,9 @@
 // sign, quieted, keeping the top bits of its payload). 16-bit -> float is
 // exact.
 //
-// Header-only and free of MPI so the unit tests can use it directly.
+// Header-only and free of MPI so the unit tests can use it directly; the
+// functions are host and device functions when compiled by nvcc, so the
+// CUDA kernels (cuda/Convert.cu) convert with the very same code.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,29 +18,43 @@
 #include <cstdint>
 #include <cstring>
 
+#ifdef __CUDACC__
+#define DTRAIN_RT_HOST_DEVICE __host__ __device__
+#else
+#define DTRAIN_RT_HOST_DEVICE
+#endif
+
 namespace dtrain::rt {
 
-inline uint32_t floatBits(float f) {
+DTRAIN_RT_HOST_DEVICE inline uint32_t floatBits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return u;
+#endif
 }
 
-inline float bitsToFloat(uint32_t u) {
+DTRAIN_RT_HOST_DEVICE inline float bitsToFloat(uint32_t u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
+#endif
 }
 
 /// Rounds \p value >> \p shift to nearest, ties to even (1 <= shift <= 31).
-inline uint32_t shiftRightRoundEven(uint32_t value, unsigned shift) {
+DTRAIN_RT_HOST_DEVICE inline uint32_t shiftRightRoundEven(uint32_t value, unsigned shift) {
   uint32_t q = value >> shift;
   uint32_t rem = value & ((1u << shift) - 1);
   uint32_t half = 1u << (shift - 1);
   return q + (rem > half || (rem == half && (q & 1)));
 }
 
-inline float f16ToF32(uint16_t h) {
+DTRAIN_RT_HOST_DEVICE inline float f16ToF32(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;
   uint32_t exp = (h >> 10) & 0x1f;
   uint32_t man = h & 0x3ff;
@@ -57,7 +73,7 @@ inline float f16ToF32(uint16_t h) {
   return bitsToFloat(sign | uint32_t(e + 127) << 23 | ((man & 0x3ff) << 13));
 }
 
-inline uint16_t f32ToF16(float f) {
+DTRAIN_RT_HOST_DEVICE inline uint16_t f32ToF16(float f) {
   uint32_t x = floatBits(f);
   uint16_t sign = uint16_t((x >> 16) & 0x8000);
   uint32_t abs = x & 0x7fffffffu;
@@ -77,15 +93,33 @@ inline uint16_t f32ToF16(float f) {
   return sign | uint16_t(shiftRightRoundEven(m, 126 - e));
 }
 
-inline float bf16ToF32(uint16_t b) { return bitsToFloat(uint32_t(b) << 16); }
+DTRAIN_RT_HOST_DEVICE inline float bf16ToF32(uint16_t b) { return bitsToFloat(uint32_t(b) << 16); }
 
-inline uint16_t f32ToBF16(float f) {
+DTRAIN_RT_HOST_DEVICE inline uint16_t f32ToBF16(float f) {
   uint32_t x = floatBits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) // NaN: quiet it, keep sign/payload top
     return uint16_t((x >> 16) | 0x0040);
   // Same exponent range as float, so subnormals and overflow to inf fall out
   // of plain round-to-nearest-even on the low 16 bits.
   return uint16_t(shiftRightRoundEven(x, 16));
+}
+
+/// F rounded to bf16 and back, saturated: a finite F that rounds to inf
+/// gives the largest finite bf16 of its sign instead.
+DTRAIN_RT_HOST_DEVICE inline float roundToBF16Saturated(float f) {
+  const uint32_t q = floatBits(bf16ToF32(f32ToBF16(f)));
+  if ((q & 0x7fffffffu) == 0x7f800000u && (floatBits(f) & 0x7fffffffu) != q)
+    return bitsToFloat((q & 0x80000000u) | 0x7f7f0000u); // 0x1.fep127
+  return bitsToFloat(q);
+}
+
+/// F rounded to f16 and back, saturated: a finite F that rounds to inf
+/// gives +-65504 instead.
+DTRAIN_RT_HOST_DEVICE inline float roundToF16Saturated(float f) {
+  const uint32_t q = floatBits(f16ToF32(f32ToF16(f)));
+  if ((q & 0x7fffffffu) == 0x7f800000u && (floatBits(f) & 0x7fffffffu) != q)
+    return bitsToFloat((q & 0x80000000u) | 0x477fe000u); // 65504
+  return bitsToFloat(q);
 }
 
 } // namespace dtrain::rt

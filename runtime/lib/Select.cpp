@@ -7,7 +7,8 @@
 //             histogram passes, the last two over the candidates only;
 //   gaussian  Gaussian-k (Shi et al., "Understanding Top-k
 //             Sparsification"): a threshold from the mean and standard
-//             deviation, corrected up to 3 times by its count;
+//             deviation, corrected up to 3 times by its count (the rule
+//             is in GaussianK.h, shared with the CUDA selection);
 //   dgc       the threshold of an exact top-k of a strided 1% sample
 //             (Deep Gradient Compression);
 //   random    k distinct indices, uniformly (Floyd's algorithm).
@@ -17,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GaussianK.h"
 #include "Internal.h"
 
 #include <algorithm>
@@ -201,34 +203,6 @@ int64_t selectAbove(const float *x, int64_t n, float threshold, int64_t count,
   return selected;
 }
 
-/// The inverse of the standard normal CDF (Acklam's rational
-/// approximation, relative error below 1.2e-9), for 0 < p < 1.
-double inverseNormalCdf(double p) {
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
-                             -2.759285104469687e+02, 1.383577518672690e+02,
-                             -3.066479806614716e+01, 2.506628277459239e+00};
-  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
-                             -1.556989798598866e+02, 6.680131188771972e+01,
-                             -1.328068155288572e+01};
-  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
-                             -2.400758277161838e+00, -2.549732539343734e+00,
-                             4.374664141464968e+00,  2.938163982698783e+00};
-  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
-                             2.445134137142996e+00, 3.754408661907416e+00};
-  const double low = 0.02425;
-  if (p < low) {
-    const double q = std::sqrt(-2 * std::log(p));
-    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q +
-            c[5]) /
-           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-  }
-  if (p > 1 - low)
-    return -inverseNormalCdf(1 - p);
-  const double q = p - 0.5, r = q * q;
-  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) *
-         q / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
-}
-
 /// Gaussian-k: thr = mean + std * PhiInv(1 - rho/2) of the signed values;
 /// then up to 3 corrections by the count of |x| > thr (below 2k/3: halve;
 /// above 4k/3: times 1.5); exact top-k when the count is still outside
@@ -248,29 +222,21 @@ int64_t selectGaussian(const float *x, int64_t n, int64_t k, int64_t capacity,
     sum += partSum;
     squares += partSquares;
   }
-  const double mean = sum / double(n);
-  const double deviation =
-      std::sqrt(std::max(0.0, squares / double(n) - mean * mean));
-  const double density = double(k) / double(n);
-  float threshold = float(mean + deviation * inverseNormalCdf(1 - density / 2));
+  float threshold = gaussianThreshold(sum, squares, n, k);
   if (!std::isfinite(threshold)) // inf or NaN among the values
     return selectExact(x, n, k, out);
-  // A negative threshold (a large mean) would pass everything.
-  threshold = std::max(threshold, 0.0f);
   int64_t count = countAbove(x, n, threshold);
-  for (int round = 0; round < 3; ++round) {
-    if (3 * count < 2 * k)
-      threshold *= 0.5f;
-    else if (3 * count > 4 * k)
-      threshold *= 1.5f;
-    else
+  for (int round = 0; round < kGaussianCorrections; ++round) {
+    const int side = compareToTarget(count, k);
+    if (side == 0)
       break;
+    threshold = correctThreshold(threshold, side);
     count = countAbove(x, n, threshold);
   }
   // Three corrections can end far off on data far from Gaussian (on a
   // bounded distribution they can end with nothing selected): exact
   // top-k then, as DGC does.
-  if (3 * count < 2 * k || 3 * count > 4 * k)
+  if (compareToTarget(count, k) != 0)
     return selectExact(x, n, k, out);
   return selectAbove(x, n, threshold, count, capacity, out);
 }
@@ -293,7 +259,7 @@ int64_t selectSampled(const float *x, int64_t n, int64_t k, int64_t capacity,
   // Above the sample's k-th magnitude, so strictly less than it passes.
   const float threshold = std::nextafter(sample[size_t(sampleK - 1)], 0.0f);
   const int64_t count = countAbove(x, n, threshold);
-  if (3 * count < 2 * k || 3 * count > 4 * k)
+  if (compareToTarget(count, k) != 0)
     return selectExact(x, n, k, out);
   return selectAbove(x, n, threshold, count, capacity, out);
 }

@@ -62,14 +62,10 @@ int64_t entryBytes(int32_t valueType) {
 /// largest finite value), as a float; F itself for f32.
 float roundValue(float f, int32_t valueType) {
   switch (valueType) {
-  case DTRAIN_RT_BF16: {
-    float q = bf16ToF32(f32ToBF16(f));
-    return std::isinf(q) && !std::isinf(f) ? std::copysign(0x1.fep127f, f) : q;
-  }
-  case DTRAIN_RT_F16: {
-    float q = f16ToF32(f32ToF16(f));
-    return std::isinf(q) && !std::isinf(f) ? std::copysign(65504.0f, f) : q;
-  }
+  case DTRAIN_RT_BF16:
+    return roundToBF16Saturated(f);
+  case DTRAIN_RT_F16:
+    return roundToF16Saturated(f);
   }
   return f;
 }

@@ -1,0 +1,166 @@
+/*===- dtrain_rt_cuda.h - dtrain runtime CUDA kernels C ABI -------*- C -*-===*
+ *
+ * The CUDA versions of the runtime's sparsification kernels
+ * (libdtrain_runtime_cuda, built when the runtime is configured with
+ * DTRAIN_ENABLE_CUDA): top-k selection, the residual (error-feedback)
+ * update fused with it, the scatter-add of sparse sets, 16-bit float
+ * conversions and an inf/NaN check. They compute what the CPU runtime
+ * (dtrain_rt.h) computes, bit for bit where that header says so, and use
+ * its codes (DTRAIN_RT_SELECT_*, DTRAIN_RT_F32/_F16/_BF16).
+ *
+ * Every buffer argument is a device pointer (or managed memory); STREAM is
+ * a cudaStream_t (NULL: the legacy default stream). The work is ordered on
+ * STREAM: a function returns once its kernels are queued, and its outputs
+ * are ready when STREAM gets there. Only the Gaussian selection waits for
+ * STREAM (to count its thresholds); see each function.
+ *
+ * Errors are returned, never printed, and nothing aborts: every function
+ * returns DTRAIN_RT_CUDA_SUCCESS (0) or one of the codes below, and then
+ * dtrain_rt_cuda_error_message() says, in one line naming the function,
+ * what went wrong, e.g.
+ *   "dtrain_rt_cuda_select_f32: capacity 10 is below the 12 entries it
+ *    selects".
+ * Arguments are checked before any work is queued. A kernel that fails
+ * while running is reported by a later CUDA call on STREAM (the CUDA
+ * runtime's sticky errors).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef DTRAIN_RT_CUDA_H
+#define DTRAIN_RT_CUDA_H
+
+#include "dtrain_rt.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes. */
+enum {
+  DTRAIN_RT_CUDA_SUCCESS = 0,
+  /* An argument is out of its documented range (a NULL buffer, a negative
+   * size, a capacity or workspace too small, an unknown type). */
+  DTRAIN_RT_CUDA_INVALID_ARGUMENT = 1,
+  /* A valid request this library does not implement (e.g. DGC selection). */
+  DTRAIN_RT_CUDA_UNSUPPORTED = 2,
+  /* A CUDA runtime call or kernel launch failed (no device, out of memory,
+   * an earlier asynchronous error on the stream); the message names the
+   * call and quotes cudaGetErrorString. */
+  DTRAIN_RT_CUDA_CUDA_ERROR = 3,
+};
+
+/* The message of this thread's last call of this library when it failed,
+ * "" when it succeeded. Valid until the thread's next call. */
+const char *dtrain_rt_cuda_error_message(void);
+
+/*===--- Top-k selection --------------------------------------------------===*
+ *
+ * dtrain_rt_select_f32 on the GPU, for DTRAIN_RT_SELECT_EXACT and
+ * DTRAIN_RT_SELECT_GAUSSIAN:
+ *   EXACT     radix select over the magnitude bits (three histogram passes
+ *             of 11, 11 and 10 bits, the bin search on the device), then an
+ *             order-keeping compaction: the k largest |x|, ties to lower
+ *             indices, inf and NaN the largest. Never waits for STREAM.
+ *   GAUSSIAN  one pass for the mean and standard deviation (in double), one
+ *             that counts |x| above every threshold the 3 corrections could
+ *             reach, the correction rule applied to those counts on the
+ *             host, then the compaction; exact top-k in the same cases as
+ *             the CPU (inf/NaN, a count still off target). Waits for STREAM
+ *             twice.
+ * The thresholds are computed by the same code as on the CPU; the sums
+ * differ from the CPU's only by the order of double additions, so the
+ * selections are identical unless a float threshold rounds differently.
+ *===----------------------------------------------------------------------===*/
+
+/* Bytes of device workspace that selecting from N elements needs on the
+ * current device (any method, any alignment); 0 for N <= 0 (and when the
+ * CUDA runtime cannot tell: the selection then reports why). A workspace
+ * may be reused by successive calls on the same stream. */
+size_t dtrain_rt_cuda_select_workspace_size(int64_t n);
+
+/* Selects entries of X[0..N) by METHOD (DTRAIN_RT_SELECT_EXACT or
+ * _GAUSSIAN) for a target count K, as dtrain_rt_select_f32 does: writes
+ * their indices to INDICES and their values to VALUES (either may be NULL,
+ * not both), in ascending index order, and their number to *COUNT (host
+ * memory). EXACT selects min(K, N); GAUSSIAN those past its threshold, and
+ * when more than CAPACITY pass, the CAPACITY largest of them. CAPACITY must
+ * be at least min(K, N). WORKSPACE holds at least
+ * dtrain_rt_cuda_select_workspace_size(N) bytes (WORKSPACE_BYTES).
+ * Returns DTRAIN_RT_CUDA_INVALID_ARGUMENT for N outside [0, 2^31),
+ * negative K or CAPACITY, CAPACITY below min(K, N), NULL buffers or a small
+ * workspace; DTRAIN_RT_CUDA_UNSUPPORTED for DGC and RANDOM; any other
+ * METHOD is invalid. */
+int dtrain_rt_cuda_select_f32(const float *x, int64_t n, int64_t k,
+                              int32_t method, int32_t *indices, float *values,
+                              int64_t capacity, int64_t *count,
+                              void *workspace, size_t workspace_bytes,
+                              void *stream);
+
+/*===--- Residuals (error feedback) ---------------------------------------===*/
+
+/* The local half of dtrain_rt_sparse_all_reduce_start, fused:
+ *   u = GRAD + RESIDUAL                 (into RESIDUAL, in the first pass
+ *                                        of the selection)
+ *   select about K entries of u by METHOD, as dtrain_rt_cuda_select_f32
+ *   VALUES = the selected u rounded to VALUE_TYPE (DTRAIN_RT_F32, or
+ *            DTRAIN_RT_BF16 / DTRAIN_RT_F16: to nearest even, saturated)
+ *   RESIDUAL = u with the selected entries zeroed, but for what the
+ *              rounding dropped (selected u - VALUES)
+ * INDICES and VALUES are both required; the other arguments and return
+ * codes are those of dtrain_rt_cuda_select_f32 (K = 0 or N = 0 still
+ * forms u). GRAD is only read. The bits equal what the CPU exchange leaves
+ * in its residual and sends (f32: u - u, so 0 but NaN for an infinite u). */
+int dtrain_rt_cuda_residual_select_f32(const float *grad, float *residual,
+                                       int64_t n, int64_t k, int32_t method,
+                                       int32_t value_type, int32_t *indices,
+                                       float *values, int64_t capacity,
+                                       int64_t *count, void *workspace,
+                                       size_t workspace_bytes, void *stream);
+
+/*===--- Sparse aggregation -----------------------------------------------===*/
+
+/* Adds SETS sparse sets into DENSE[0..N): set s is the entries
+ * OFFSETS[s] .. OFFSETS[s+1]-1 of INDICES and VALUES (device), OFFSETS a
+ * host array of SETS + 1 non-decreasing values from 0 (e.g. the
+ * displacements of an all-gatherv). Indices may repeat across sets and
+ * within one. The sets are added one after another, in order, so an entry
+ * of DENSE receives its contributions in set order: the result is
+ * deterministic and equals the CPU's scatter-add in rank order bit for bit
+ * when no set repeats an index (as selections never do); repeats within a
+ * set are summed in an unspecified order. Indices outside [0, N) are
+ * skipped (a caller's bug: nothing is written out of bounds). DENSE is not
+ * cleared first. Returns DTRAIN_RT_CUDA_INVALID_ARGUMENT for negative N or
+ * SETS, bad OFFSETS or NULL buffers. */
+int dtrain_rt_cuda_scatter_add_f32(float *dense, int64_t n,
+                                   const int32_t *indices, const float *values,
+                                   const int64_t *offsets, int32_t sets,
+                                   void *stream);
+
+/*===--- 16-bit floats and overflow checks --------------------------------===*/
+
+/* Converts N elements of SRC (type SRC_TYPE) to DST (type DST_TYPE): f32
+ * to bf16 or f16 (to nearest even, overflowing to inf, NaN kept a NaN),
+ * bf16 or f16 to f32 (exact), or the same type (a copy); the bits are
+ * those of the CPU runtime's conversions (lib/Float16.h). SRC and DST do
+ * not overlap. Returns DTRAIN_RT_CUDA_INVALID_ARGUMENT for other types,
+ * negative N or NULL buffers. */
+int dtrain_rt_cuda_convert(const void *src, int32_t src_type, void *dst,
+                           int32_t dst_type, int64_t n, void *stream);
+
+/* Sets *FLAG (a device int32) to 1 when any of the N elements of X (type
+ * DTYPE: DTRAIN_RT_F32, _F16 or _BF16) is inf or NaN; never clears it, so
+ * that one flag can gather the checks of several buffers (zero it before
+ * the first). Never waits for STREAM. Returns
+ * DTRAIN_RT_CUDA_INVALID_ARGUMENT for another DTYPE, negative N or NULL
+ * buffers. */
+int dtrain_rt_cuda_check_finite(const void *x, int32_t dtype, int64_t n,
+                                int32_t *flag, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DTRAIN_RT_CUDA_H */

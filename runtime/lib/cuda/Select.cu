@@ -1,0 +1,585 @@
+//===- Select.cu - top-k selection and residuals on the GPU ---------------===//
+//
+// dtrain_rt_cuda_select_f32 and dtrain_rt_cuda_residual_select_f32: the
+// selections of Select.cpp (exact and Gaussian-k) on the GPU, with the same
+// results:
+//   exact     a radix select on the bits of |x| in three histogram passes
+//             (11, 11 and 10 bits, each over the elements whose higher bits
+//             match the bins chosen so far); a one-block kernel chooses each
+//             bin, so the threshold never leaves the device;
+//   gaussian  one pass for the sums, one that counts |x| above all 15
+//             thresholds that 3 corrections can reach (each correction
+//             halves or multiplies by 1.5: a binary tree), so the host walks
+//             the correction rule (GaussianK.h) with two waits in all.
+// Both end in the same compaction, which keeps index order: the entries
+// with magnitude bits above a bound T, and the first TIES (in index order)
+// equal to T. It counts per tile of 4096 elements, scans the tiles'
+// counts, and writes each entry at (entries above T before it) +
+// min(TIES, entries equal to T before it).
+//
+// The residual version forms u = grad + residual in the first pass over the
+// data, whichever it is, and after the selection rounds the values to the
+// wire type and leaves the rounding in the residual.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaInternal.h"
+
+#include "Float16.h"
+#include "GaussianK.h"
+
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+using namespace dtrain::rt;
+using namespace dtrain::rt::gpu;
+
+namespace {
+
+/// Bins of a radix level (the widest level has 11 bits).
+constexpr int kBins = 2048;
+/// The levels 0, 1, 2 of the radix select: the lowest bit of each and its
+/// width.
+__device__ constexpr int levelShift(int level) {
+  return level == 0 ? 21 : (level == 1 ? 10 : 0);
+}
+__device__ constexpr int levelWidth(int level) { return level == 2 ? 10 : 11; }
+/// Threads of the bin search: two bins each.
+constexpr int kFindThreads = kBins / 2;
+
+/// The compaction's tiles: kTileThreads threads of kTileItems elements.
+constexpr int kTileThreads = 256;
+constexpr int kTileItems = 16;
+constexpr int64_t kTile = kTileThreads * kTileItems;
+
+/// Gaussian-k's thresholds after 0..3 corrections, as a binary tree in
+/// heap order: node i is corrected to 2i+1 (halved) or 2i+2 (times 1.5).
+constexpr int kTreeSize = (2 << kGaussianCorrections) - 1;
+struct ThresholdTree {
+  float value[kTreeSize];
+};
+
+/// The bound of a compaction: the entries with magnitude bits above
+/// PREFIX, and the first NEED equal to it. While the radix select runs,
+/// PREFIX holds the bins chosen so far and NEED the rank sought among the
+/// entries that match them.
+struct RadixState {
+  uint32_t prefix;
+  int64_t need;
+};
+
+/// The selection's input X; with GRAD, the first pass reads
+/// u = X + GRAD and stores it to X (the residual), so X is written only
+/// when GRAD is set.
+struct Input {
+  float *x;
+  const float *grad;
+};
+
+/// The bits of |x|: unsigned order is magnitude order (NaNs above inf).
+__device__ inline uint32_t magnitudeBits(float x) {
+  return __float_as_uint(x) & 0x7fffffffu;
+}
+
+__device__ inline float load(Input in, int64_t i) {
+  if (!in.grad)
+    return in.x[i];
+  const float u = in.x[i] + in.grad[i];
+  in.x[i] = u;
+  return u;
+}
+
+/// Sum of V over the lanes of a full warp.
+template <class T> __device__ inline T warpSum(T v) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__global__ void addKernel(float *x, const float *grad, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    x[i] += grad[i];
+}
+
+/// Starts a radix select for rank NEED (or sets a compaction's bound).
+__global__ void initStateKernel(RadixState *state,
+                                unsigned long long *histogram, uint32_t prefix,
+                                int64_t need) {
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x)
+    histogram[b] = 0;
+  if (threadIdx.x == 0)
+    *state = RadixState{prefix, need};
+}
+
+/// Adds the LEVEL bins of the entries matching the state's prefix to
+/// HISTOGRAM.
+__global__ void histogramKernel(Input in, int64_t n, const RadixState *state,
+                                unsigned long long *histogram, int level) {
+  __shared__ unsigned counts[kBins];
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x)
+    counts[b] = 0;
+  __syncthreads();
+  const int shift = levelShift(level);
+  const uint32_t mask = (1u << levelWidth(level)) - 1;
+  const int matchShift = shift + levelWidth(level); // 32 at level 0
+  const uint32_t prefix = state->prefix;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const uint32_t bits = magnitudeBits(load(in, i));
+    if (level == 0 || bits >> matchShift == prefix)
+      atomicAdd(&counts[(bits >> shift) & mask], 1u);
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x)
+    if (counts[b])
+      atomicAdd(&histogram[b], (unsigned long long)counts[b]);
+}
+
+/// One block of kFindThreads: the bin, from the top, that holds the
+/// state's NEED-th largest; appends it to the prefix, makes NEED the rank
+/// within it, and clears the histogram for the next level.
+__global__ void findBinKernel(RadixState *state,
+                              unsigned long long *histogram, int level) {
+  using Scan = cub::BlockScan<unsigned long long, kFindThreads>;
+  __shared__ typename Scan::TempStorage scanStorage;
+  // Thread t holds the bins at positions 2t and 2t+1 from the top.
+  unsigned long long counts[2], through[2];
+  int bins[2];
+  for (int j = 0; j < 2; ++j) {
+    bins[j] = kBins - 1 - (2 * int(threadIdx.x) + j);
+    counts[j] = histogram[bins[j]];
+    histogram[bins[j]] = 0;
+  }
+  const int64_t need = state->need;
+  Scan(scanStorage).InclusiveSum(counts, through);
+  __syncthreads(); // every thread has read the state
+  // Exactly one bin has through - count < need <= through.
+  for (int j = 0; j < 2; ++j) {
+    const int64_t before = int64_t(through[j] - counts[j]);
+    if (before < need && need <= int64_t(through[j])) {
+      state->prefix = state->prefix << levelWidth(level) | uint32_t(bins[j]);
+      state->need = need - before;
+    }
+  }
+}
+
+/// Per tile: how many entries are above the bound (high 32 bits) and
+/// equal to it (low 32 bits). Each count is below 2^31, so the packed
+/// sums of the tile scan never carry from one half into the other.
+__global__ void tileCountKernel(Input in, int64_t n, const RadixState *bound,
+                                unsigned long long *tileCounts) {
+  using Reduce = cub::BlockReduce<unsigned long long, kTileThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  const int64_t begin = blockIdx.x * kTile;
+  const int64_t end = min(n, begin + kTile);
+  const uint32_t threshold = bound->prefix;
+  unsigned long long packed = 0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += kTileThreads) {
+    const uint32_t bits = magnitudeBits(load(in, i));
+    packed += bits > threshold ? 1ull << 32 : (bits == threshold ? 1ull : 0);
+  }
+  const unsigned long long total = Reduce(storage).Sum(packed);
+  if (threadIdx.x == 0)
+    tileCounts[blockIdx.x] = total;
+}
+
+/// Writes the tile's selected entries at their places (see the file
+/// comment); TILEOFFSETS is the exclusive scan of the packed tile counts.
+__global__ void compactKernel(const float *x, int64_t n,
+                              const RadixState *bound,
+                              const unsigned long long *tileOffsets,
+                              int32_t *indices, float *values) {
+  using Load = cub::BlockLoad<float, kTileThreads, kTileItems,
+                              cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using Scan = cub::BlockScan<unsigned long long, kTileThreads>;
+  __shared__ union {
+    typename Load::TempStorage load;
+    typename Scan::TempStorage scan;
+  } storage;
+  const int64_t begin = blockIdx.x * kTile;
+  const int valid = int(min(kTile, n - begin));
+  float items[kTileItems];
+  Load(storage.load).Load(x + begin, items, valid, 0.0f);
+  __syncthreads(); // the scan reuses the storage
+  const uint32_t threshold = bound->prefix;
+  const uint64_t ties = uint64_t(bound->need);
+  // Thread t holds the tile's entries t * kTileItems + j, in index order.
+  const int first = int(threadIdx.x) * kTileItems;
+  unsigned long long packed = 0;
+  for (int j = 0; j < kTileItems; ++j) {
+    const uint32_t bits = magnitudeBits(items[j]);
+    if (first + j < valid)
+      packed += bits > threshold ? 1ull << 32 : (bits == threshold ? 1ull : 0);
+  }
+  unsigned long long before;
+  Scan(storage.scan).ExclusiveSum(packed, before);
+  before += tileOffsets[blockIdx.x];
+  for (int j = 0; j < kTileItems && first + j < valid; ++j) {
+    const uint32_t bits = magnitudeBits(items[j]);
+    const uint64_t aboveBefore = before >> 32, equalBefore = before & 0xffffffffu;
+    if (bits > threshold || (bits == threshold && equalBefore < ties)) {
+      const uint64_t at = aboveBefore + (equalBefore < ties ? equalBefore : ties);
+      if (indices)
+        indices[at] = int32_t(begin + first + j);
+      if (values)
+        values[at] = items[j];
+    }
+    before += bits > threshold ? 1ull << 32 : (bits == threshold ? 1ull : 0);
+  }
+}
+
+/// Per block: the sum and the sum of squares (in double, as the CPU).
+__global__ void momentsKernel(Input in, int64_t n, double2 *partials) {
+  using Reduce = cub::BlockReduce<double, kBlock>;
+  __shared__ typename Reduce::TempStorage storage;
+  double sum = 0, squares = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const double v = load(in, i);
+    sum += v;
+    squares += v * v;
+  }
+  const double blockSum = Reduce(storage).Sum(sum);
+  __syncthreads(); // the second reduction reuses the storage
+  const double blockSquares = Reduce(storage).Sum(squares);
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = make_double2(blockSum, blockSquares);
+}
+
+/// Per block: how many |x| exceed each threshold of the tree.
+__global__ void countAboveKernel(const float *x, int64_t n,
+                                 ThresholdTree tree,
+                                 unsigned long long *partials) {
+  __shared__ unsigned blockCounts[kTreeSize];
+  if (threadIdx.x < kTreeSize)
+    blockCounts[threadIdx.x] = 0;
+  __syncthreads();
+  unsigned counts[kTreeSize] = {};
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float magnitude = fabsf(x[i]);
+#pragma unroll
+    for (int t = 0; t < kTreeSize; ++t)
+      counts[t] += magnitude > tree.value[t];
+  }
+#pragma unroll
+  for (int t = 0; t < kTreeSize; ++t) {
+    const unsigned warpCount = warpSum(counts[t]);
+    if (threadIdx.x % 32 == 0)
+      atomicAdd(&blockCounts[t], warpCount);
+  }
+  __syncthreads();
+  if (threadIdx.x < kTreeSize)
+    partials[blockIdx.x * kTreeSize + threadIdx.x] = blockCounts[threadIdx.x];
+}
+
+/// VALUES rounded to the wire type, what the rounding dropped left in the
+/// residual at their indices (SparseAllReduce.cpp's selectLocal).
+__global__ void finishResidualKernel(float *residual, const int32_t *indices,
+                                     float *values, int64_t count,
+                                     int32_t valueType) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < count;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    const float value = values[j];
+    const float sent = valueType == DTRAIN_RT_BF16 ? roundToBF16Saturated(value)
+                       : valueType == DTRAIN_RT_F16 ? roundToF16Saturated(value)
+                                                    : value;
+    values[j] = sent;
+    residual[indices[j]] = value - sent;
+  }
+}
+
+int64_t tilesOf(int64_t n) { return (n + kTile - 1) / kTile; }
+
+/// The device workspace of a selection over N elements, carved from BASE
+/// (NULL: only the size is computed).
+struct Workspace {
+  unsigned long long *histogram;
+  RadixState *state;
+  unsigned long long *tileCounts, *tileOffsets;
+  double2 *moments;
+  unsigned long long *thresholdCounts;
+  void *scanStorage;
+  size_t scanBytes;
+  size_t size;
+
+  Workspace(int64_t n, void *base) {
+    const int64_t tiles = tilesOf(n);
+    checkCuda(cub::DeviceScan::ExclusiveSum(
+                  nullptr, scanBytes, (unsigned long long *)nullptr,
+                  (unsigned long long *)nullptr, tiles),
+              "cub::DeviceScan::ExclusiveSum (workspace size)");
+    // Every piece 256-byte aligned, from BASE rounded up (integers, not
+    // pointers, so that a NULL base only sizes).
+    const uintptr_t aligned =
+        (reinterpret_cast<uintptr_t>(base) + 255) & ~uintptr_t(255);
+    uintptr_t cursor = aligned;
+    auto take = [&](size_t bytes) {
+      const uintptr_t piece = cursor;
+      cursor += (bytes + 255) & ~size_t(255);
+      return reinterpret_cast<void *>(piece);
+    };
+    histogram = static_cast<unsigned long long *>(
+        take(kBins * sizeof(unsigned long long)));
+    state = static_cast<RadixState *>(take(sizeof(RadixState)));
+    tileCounts = static_cast<unsigned long long *>(
+        take(size_t(tiles) * sizeof(unsigned long long)));
+    tileOffsets = static_cast<unsigned long long *>(
+        take(size_t(tiles) * sizeof(unsigned long long)));
+    moments = static_cast<double2 *>(take(kMaxGrid * sizeof(double2)));
+    thresholdCounts = static_cast<unsigned long long *>(
+        take(kMaxGrid * kTreeSize * sizeof(unsigned long long)));
+    scanStorage = take(scanBytes);
+    size = size_t(cursor - aligned) + 255; // room to align any base
+  }
+};
+
+/// One selection on STREAM. The first pass over the data consumes the
+/// input's GRAD (forms u), the later ones read u.
+class Selector {
+public:
+  Selector(Input in, int64_t n, void *workspace, cudaStream_t stream,
+           int32_t *indices, float *values)
+      : in(in), n(n), ws(n, workspace), stream(stream), indices(indices),
+        values(values) {}
+
+  /// The min(K, N) largest |x|.
+  int64_t exact(int64_t k) {
+    if (k >= n) {
+      compact(0, n); // everything: bits above 0, and all equal to 0
+      return n;
+    }
+    DTRAIN_CUDA_LAUNCH(initStateKernel, 1, kBlock, stream, ws.state,
+                       ws.histogram, 0u, k);
+    for (int level = 0; level < 3; ++level) {
+      DTRAIN_CUDA_LAUNCH(histogramKernel, gridFor(n), kBlock, stream,
+                         firstPass(), n, ws.state, ws.histogram, level);
+      DTRAIN_CUDA_LAUNCH(findBinKernel, 1, kFindThreads, stream, ws.state,
+                         ws.histogram, level);
+    }
+    compactFromState();
+    return k;
+  }
+
+  /// Gaussian-k for K (1 <= K <= N), at most CAPACITY entries.
+  int64_t gaussian(int64_t k, int64_t capacity) {
+    const unsigned blocks = gridFor(n);
+    std::vector<double2> moments(blocks);
+    DTRAIN_CUDA_LAUNCH(momentsKernel, blocks, kBlock, stream, firstPass(), n,
+                       ws.moments);
+    DTRAIN_CUDA_CALL(cudaMemcpyAsync, moments.data(), ws.moments,
+                     blocks * sizeof(double2), cudaMemcpyDeviceToHost, stream);
+    DTRAIN_CUDA_CALL(cudaStreamSynchronize, stream);
+    double sum = 0, squares = 0;
+    for (const double2 &part : moments) {
+      sum += part.x;
+      squares += part.y;
+    }
+    ThresholdTree tree;
+    tree.value[0] = gaussianThreshold(sum, squares, n, k);
+    if (!std::isfinite(tree.value[0])) // inf or NaN among the values
+      return exact(k);
+    for (int t = 0; 2 * t + 2 < kTreeSize; ++t) {
+      tree.value[2 * t + 1] = correctThreshold(tree.value[t], -1);
+      tree.value[2 * t + 2] = correctThreshold(tree.value[t], 1);
+    }
+    std::vector<unsigned long long> partials(size_t(blocks) * kTreeSize);
+    DTRAIN_CUDA_LAUNCH(countAboveKernel, blocks, kBlock, stream, in.x, n, tree,
+                       ws.thresholdCounts);
+    DTRAIN_CUDA_CALL(cudaMemcpyAsync, partials.data(), ws.thresholdCounts,
+                     partials.size() * sizeof(unsigned long long),
+                     cudaMemcpyDeviceToHost, stream);
+    DTRAIN_CUDA_CALL(cudaStreamSynchronize, stream);
+    auto countAt = [&](int node) {
+      int64_t count = 0;
+      for (unsigned b = 0; b < blocks; ++b)
+        count += int64_t(partials[size_t(b) * kTreeSize + node]);
+      return count;
+    };
+    int node = 0;
+    for (int round = 0; round < kGaussianCorrections; ++round) {
+      const int side = compareToTarget(countAt(node), k);
+      if (side == 0)
+        break;
+      node = side < 0 ? 2 * node + 1 : 2 * node + 2;
+    }
+    const int64_t count = countAt(node);
+    if (compareToTarget(count, k) != 0)
+      return exact(k);
+    // More pass than CAPACITY holds: the CAPACITY largest of them, which
+    // are the CAPACITY largest of all (the others are at most the
+    // threshold), ties to lower indices, as the CPU selects them.
+    if (count > capacity)
+      return exact(capacity);
+    compact(floatBits(tree.value[node]) & 0x7fffffffu, 0);
+    return count;
+  }
+
+  /// Forms u when no pass did (nothing was selected).
+  void finishInput() {
+    if (in.grad && n > 0)
+      DTRAIN_CUDA_LAUNCH(addKernel, gridFor(n), kBlock, stream, in.x, in.grad,
+                         n);
+    in.grad = nullptr;
+  }
+
+private:
+  Input in;
+  int64_t n;
+  Workspace ws;
+  cudaStream_t stream;
+  int32_t *indices;
+  float *values;
+
+  /// The input of a pass: with GRAD for the first one only.
+  Input firstPass() {
+    const Input pass = in;
+    in.grad = nullptr;
+    return pass;
+  }
+
+  /// The entries with magnitude bits above THRESHOLD and the first TIES
+  /// equal to it.
+  void compact(uint32_t threshold, int64_t ties) {
+    DTRAIN_CUDA_LAUNCH(initStateKernel, 1, kBlock, stream, ws.state,
+                       ws.histogram, threshold, ties);
+    compactFromState();
+  }
+
+  void compactFromState() {
+    const int64_t tiles = tilesOf(n);
+    DTRAIN_CUDA_LAUNCH(tileCountKernel, unsigned(tiles), kTileThreads, stream,
+                       firstPass(), n, ws.state, ws.tileCounts);
+    size_t scanBytes = ws.scanBytes;
+    checkCuda(cub::DeviceScan::ExclusiveSum(ws.scanStorage, scanBytes,
+                                            ws.tileCounts, ws.tileOffsets,
+                                            tiles, stream),
+              "cub::DeviceScan::ExclusiveSum");
+    DTRAIN_CUDA_LAUNCH(compactKernel, unsigned(tiles), kTileThreads, stream,
+                       in.x, n, ws.state, ws.tileOffsets, indices, values);
+  }
+};
+
+const char *methodName(int32_t method) {
+  switch (method) {
+  case DTRAIN_RT_SELECT_EXACT:
+    return "exact";
+  case DTRAIN_RT_SELECT_GAUSSIAN:
+    return "gaussian";
+  case DTRAIN_RT_SELECT_DGC:
+    return "dgc";
+  case DTRAIN_RT_SELECT_RANDOM:
+    return "random";
+  }
+  return nullptr;
+}
+
+/// The checks and the selection shared by both entry points; GRAD is NULL
+/// for a plain selection.
+int64_t select(float *x, const float *grad, int64_t n, int64_t k,
+               int32_t method, int32_t *indices, float *values,
+               int64_t capacity, void *workspace, size_t workspaceBytes,
+               void *stream) {
+  const char *name = methodName(method);
+  if (!name)
+    fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT,
+         "method %d is not valid (accepted: DTRAIN_RT_SELECT_EXACT, "
+         "_GAUSSIAN)",
+         int(method));
+  if (method != DTRAIN_RT_SELECT_EXACT && method != DTRAIN_RT_SELECT_GAUSSIAN)
+    fail(DTRAIN_RT_CUDA_UNSUPPORTED,
+         "method %s is not implemented on CUDA (accepted: "
+         "DTRAIN_RT_SELECT_EXACT, _GAUSSIAN)",
+         name);
+  if (n < 0 || n > INT32_MAX || k < 0 || capacity < 0)
+    fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT,
+         "(%s) n = %lld, k = %lld, capacity = %lld (accepted: 0 <= n <= "
+         "2^31-1, k >= 0, capacity >= 0)",
+         name, (long long)n, (long long)k, (long long)capacity);
+  const int64_t exactCount = std::min(k, n);
+  if (capacity < exactCount)
+    fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT,
+         "(%s) capacity %lld is below the %lld entries it selects", name,
+         (long long)capacity, (long long)exactCount);
+  if (n > 0 && !x)
+    fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT, "(%s) the input is NULL", name);
+  if (capacity > 0 && !indices && !values)
+    fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT, "(%s) both outputs are NULL", name);
+  const size_t needed = dtrain_rt_cuda_select_workspace_size(n);
+  if (n > 0 && (!workspace || workspaceBytes < needed))
+    fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT,
+         "(%s) workspace of %zu bytes at %p for n = %lld (needed: %zu bytes, "
+         "dtrain_rt_cuda_select_workspace_size)",
+         name, workspaceBytes, workspace, (long long)n, needed);
+  Selector selector(Input{x, grad}, n, workspace, asStream(stream), indices,
+                    values);
+  int64_t count = 0;
+  if (exactCount > 0)
+    count = method == DTRAIN_RT_SELECT_EXACT
+                ? selector.exact(exactCount)
+                : selector.gaussian(exactCount, capacity);
+  selector.finishInput();
+  return count;
+}
+
+} // namespace
+
+size_t dtrain_rt_cuda_select_workspace_size(int64_t n) {
+  if (n <= 0)
+    return 0;
+  try {
+    return Workspace(n, nullptr).size;
+  } catch (const Failure &) { // CUB failed to size its scan
+    return 0;
+  }
+}
+
+int dtrain_rt_cuda_select_f32(const float *x, int64_t n, int64_t k,
+                              int32_t method, int32_t *indices, float *values,
+                              int64_t capacity, int64_t *count,
+                              void *workspace, size_t workspace_bytes,
+                              void *stream) {
+  return guarded("dtrain_rt_cuda_select_f32", [&] {
+    if (!count)
+      fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT, "count is NULL");
+    // Without a gradient the input is only read.
+    *count = select(const_cast<float *>(x), nullptr, n, k, method, indices,
+                    values, capacity, workspace, workspace_bytes, stream);
+  });
+}
+
+int dtrain_rt_cuda_residual_select_f32(const float *grad, float *residual,
+                                       int64_t n, int64_t k, int32_t method,
+                                       int32_t value_type, int32_t *indices,
+                                       float *values, int64_t capacity,
+                                       int64_t *count, void *workspace,
+                                       size_t workspace_bytes, void *stream) {
+  return guarded("dtrain_rt_cuda_residual_select_f32", [&] {
+    if (!count)
+      fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT, "count is NULL");
+    if (!isSupportedFloatType(value_type))
+      fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT,
+           "value type %d is not valid (accepted: DTRAIN_RT_F32, _BF16, "
+           "_F16)",
+           int(value_type));
+    if (n > 0 && !grad)
+      fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT, "grad is NULL");
+    if (std::min(k, n) > 0 && (!indices || !values))
+      fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT,
+           "indices or values is NULL (both are needed to update the "
+           "residual)");
+    *count = select(residual, grad, n, k, method, indices, values, capacity,
+                    workspace, workspace_bytes, stream);
+    if (*count > 0)
+      DTRAIN_CUDA_LAUNCH(finishResidualKernel, gridFor(*count, 1), kBlock,
+                         asStream(stream), residual, indices, values, *count,
+                         value_type);
+  });
+}

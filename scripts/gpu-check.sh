@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The checks that need a GPU, in one run (a few minutes on a machine with
+# one CUDA device): builds the runtime with CUDA in build-gpu (reused when
+# present), runs the CUDA kernel tests against the CPU runtime and the
+# selection benchmark, and times torch.topk on the same sizes when
+# Debian's python3 has torch with CUDA. Everything goes to a report,
+# gpu-report.txt (or $OUT/gpu-report.txt when OUT is set, or $1), and to
+# the terminal. Exits non-zero when a step fails, and at once when there is
+# no CUDA device.
+#
+# Later GPU steps (NCCL collectives, trainer parity) add a section below,
+# before the summary, and call `failed NAME` when they fail.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+report=${1:-${OUT:+$OUT/gpu-report.txt}}
+report=${report:-gpu-report.txt}
+build="build-gpu"
+exec > >(tee "$report") 2>&1
+
+failures=()
+failed() { failures+=("$1"); echo "gpu-check: FAILED: $1"; }
+section() { echo; echo "== $1"; }
+
+section "device"
+if ! nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
+    || [ -z "$(nvidia-smi -L 2>/dev/null)" ]; then
+  echo "gpu-check: no CUDA device (nvidia-smi finds none): run this on a GPU machine"
+  exit 1
+fi
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+"$nvcc" --version | tail -n1
+
+section "build ($build)"
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cmake "${generator[@]}" -S runtime -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DDTRAIN_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
+    || { failed "configure"; exit 1; }
+fi
+cmake --build "$build" -j "$(nproc)" --target dtrain-rt-cuda-test \
+  dtrain-rt-cuda-select-bench || { failed "build"; exit 1; }
+
+section "CUDA kernels against the CPU runtime (dtrain-rt-cuda-test)"
+timeout 300 "$build/test/dtrain-rt-cuda-test"
+case $? in
+  0) ;;
+  77) failed "dtrain-rt-cuda-test found no CUDA device" ;;
+  *) failed "dtrain-rt-cuda-test" ;;
+esac
+
+section "selection benchmark (dtrain-rt-cuda-select-bench)"
+timeout 180 "$build/dtrain-rt-cuda-select-bench" || failed "dtrain-rt-cuda-select-bench"
+
+section "torch.topk on the same data sizes"
+if /usr/bin/python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())" \
+    2>/dev/null; then
+  timeout 120 /usr/bin/python3 - <<'EOF' || failed "torch.topk timing"
+# torch.topk(|x|, k) on N(0.001, 0.02) data at density 0.001, as the
+# benchmark above: median and minimum of 11 runs after a warm-up, by CUDA
+# events (the abs included: dtrain's selection works on magnitudes too).
+import torch
+print(f"torch={torch.__version__}")
+for n in (25_000_000, 100_000_000):
+    x = torch.randn(n, device="cuda") * 0.02 + 0.001
+    k = max(1, int(0.001 * n))
+    times = []
+    for run in range(12):
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.topk(x.abs(), k, sorted=False)
+        stop.record()
+        stop.synchronize()
+        if run > 0:
+            times.append(start.elapsed_time(stop))
+    times.sort()
+    print(f"method=torch.topk n={n} k={k} median_ms={times[len(times) // 2]:.4f} "
+          f"min_ms={times[0]:.4f}")
+EOF
+else
+  echo "skipped: /usr/bin/python3 has no torch with CUDA"
+fi
+
+# (Sections of later GPU steps go here.)
+
+section "summary"
+if [ ${#failures[@]} -eq 0 ]; then
+  echo "gpu-check: all passed (report: $report)"
+  exit 0
+fi
+printf -v list '%s; ' "${failures[@]}"
+echo "gpu-check: ${#failures[@]} failed: ${list%; } (report: $report)"
+exit 1
