@@ -53,6 +53,18 @@ if subprocess.run(["/usr/bin/python3", "-c", "import sklearn"],
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("sklearn")
 
+# dtrain built with CUDA (the toolkit was found at configure time): the GPU
+# lowering and --target=cuda trainers can be compiled and linked; running
+# them needs a GPU (feature cuda-device, from nvidia-smi).
+if os.path.exists(os.path.join(config.dtrain_libs_dir,
+                               "libdtrain_runtime_cuda" + config.llvm_shlib_ext)):
+    config.available_features.add("cuda")
+    import shutil
+    if shutil.which("nvidia-smi") and subprocess.run(
+            ["nvidia-smi", "-L"], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL).returncode == 0:
+        config.available_features.add("cuda-device")
+
 # Execution tests compile generated code with clang and run it under mpirun.
 if config.clang and config.mpiexec and os.path.exists(config.mpiexec):
     config.available_features.add("mpi")

@@ -136,8 +136,14 @@ static Value viewPointerAsMemRef(OpBuilder &b, Location loc, Value pointer,
 namespace {
 struct EmitModelEntryPass
     : public lower::impl::EmitModelEntryBase<EmitModelEntryPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (target != "cpu" && target != "cuda") {
+      module.emitError("--dtrain-emit-model-entry: target '")
+          << target << "' is not valid (accepted: cpu, cuda)";
+      return signalPassFailure();
+    }
     // A model (infer), or one training step of --dtrain-build-training.
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
     if (!forward)
@@ -216,6 +222,9 @@ struct EmitModelEntryPass
         func::FuncOp::create(b, loc, kMainSymbol, b.getFunctionType({i32, ptr}, {i32}));
     Block *body = main.addEntryBlock();
     b.setInsertionPointToStart(body);
+    if (target == "cuda")
+      lower::createRuntimeCall(b, main, "dtrain_rt_cuda_init_trainer",
+                               b.getFunctionType({}, {}), {});
     Value infoAddress = LLVM::AddressOfOp::create(b, loc, infoGlobal);
     Value runAddress = func::ConstantOp::create(
         b, loc, runType, FlatSymbolRefAttr::get(ctx, kRunSymbol));

@@ -5,13 +5,17 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/ErrorHandling.h"
 
+#include <cstdlib>
+
 using namespace mlir;
 
-/// The pipeline in textual form, so that `dtrain-compile -v` and
-/// `--dtrain-lower-to-llvm` show exactly what runs.
-static constexpr llvm::StringLiteral kLowerToLLVMPipeline =
+// The pipelines in textual form, so that `dtrain-compile -v` and
+// `dtrain-opt --dtrain-lower-to-llvm` show exactly what runs.
+
+/// Both targets: the model ABI, nn lowered, buffers.
+static constexpr llvm::StringLiteral kLowerToBuffers =
     // The model ABI around @forward, then one function holding the model.
-    "dtrain-emit-model-entry,inline,symbol-dce,"
+    "dtrain-emit-model-entry{target=%s},inline,symbol-dce,"
     // nn to linalg on tensors and kernel calls; elementwise chains fused
     // into single loop nests before buffers exist. No CSE before
     // bufferization: a kernel's operand is read through the
@@ -20,30 +24,115 @@ static constexpr llvm::StringLiteral kLowerToLLVMPipeline =
     // bufferization cannot see.
     "dtrain-lower-nn,convert-elementwise-to-linalg,canonicalize,"
     "linalg-fuse-elementwise-ops,canonicalize,"
-    // Buffers: in place where possible, the rest in one static arena;
-    // whatever the arena cannot take is freed by the deallocation pipeline.
+    // Buffers: in place where possible.
     "eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
-    "canonicalize,cse,dtrain-elide-slot-copies,dtrain-plan-buffers,"
+    "canonicalize,cse,dtrain-elide-slot-copies,";
+
+/// Both targets, after the buffers are placed: deallocation, runtime calls.
+static constexpr llvm::StringLiteral kLowerBuffers =
     "buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,dtrain-lower-comm-to-runtime,"
-    "dtrain-lower-strided-copies,dtrain-flatten-elementwise,"
-    // Loops and LLVM.
+    "dtrain-lower-strided-copies,dtrain-flatten-elementwise,";
+
+/// The CPU: the buffers in one static arena where possible; loops, LLVM.
+static constexpr llvm::StringLiteral kCPUPlacement = "dtrain-plan-buffers,";
+static constexpr llvm::StringLiteral kCPULoops =
     "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
     "convert-scf-to-cf,canonicalize,cse,finalize-memref-to-llvm,"
     "convert-math-to-llvm,convert-math-to-libm,convert-to-llvm,"
     "reconcile-unrealized-casts,canonicalize,cse";
 
-void mlir::dtrain::lower::buildLowerToLLVMPipeline(OpPassManager &pm) {
-  if (failed(parsePassPipeline(kLowerToLLVMPipeline, pm)))
+/// CUDA: every loop nest a kernel (tiles of 256 threads), outlined into
+/// gpu.modules compiled to a fatbin for CHIP with FEATURES; the host's
+/// allocations through MLIR's generic allocation functions, which
+/// libdtrain_runtime_cuda defines over managed memory, and constant globals
+/// copied into such buffers, so that kernels reach every buffer. Launches
+/// are synchronous: the host code between them (kernel library calls,
+/// collectives) reads what they wrote.
+static constexpr llvm::StringLiteral kCUDALoops =
+    "func.func(dtrain-copy-constant-globals),convert-linalg-to-parallel-loops,"
+    "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=256 "
+    "no-min-max-bounds=true},gpu-map-parallel-loops),"
+    "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse,"
+    "nvvm-attach-target{chip=%s features=%s},"
+    "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+    "convert-scf-to-cf,canonicalize,cse,"
+    "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,"
+    "reconcile-unrealized-casts),"
+    "finalize-memref-to-llvm{use-generic-functions=true},"
+    "convert-math-to-llvm,convert-math-to-libm,convert-func-to-llvm,"
+    "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+    "gpu-to-llvm,gpu-module-to-binary{format=fatbin toolkit=%s},"
+    "reconcile-unrealized-casts,canonicalize,cse";
+
+static void addPipeline(OpPassManager &pm, const std::string &pipeline) {
+  if (failed(parsePassPipeline(pipeline, pm)))
     llvm::report_fatal_error("dtrain: the built-in lowering pipeline does "
                              "not parse");
 }
 
-void mlir::dtrain::lower::registerLowerToLLVMPipeline() {
+static std::string format(llvm::StringLiteral text,
+                          std::initializer_list<llvm::StringRef> values) {
+  std::string result;
+  auto value = values.begin();
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 1 < text.size() && text[i + 1] == 's') {
+      result += *value++;
+      ++i;
+    } else {
+      result += text[i];
+    }
+  }
+  return result;
+}
+
+std::string mlir::dtrain::lower::getLowerToLLVMPipeline() {
+  return format(kLowerToBuffers, {"cpu"}) + kCPUPlacement.str() +
+         kLowerBuffers.str() + kCPULoops.str();
+}
+
+/// The toolkit for ptxas: the option, else $CUDA_HOME, else the one CMake
+/// found.
+static std::string
+getCUDAToolkit(const dtrain::lower::LowerToNVVMOptions &options) {
+  if (!options.toolkit.empty())
+    return options.toolkit;
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    return home;
+#ifdef DTRAIN_CUDA_TOOLKIT_DIR
+  return DTRAIN_CUDA_TOOLKIT_DIR;
+#else
+  return "";
+#endif
+}
+
+std::string
+mlir::dtrain::lower::getLowerToNVVMPipeline(const LowerToNVVMOptions &options) {
+  return format(kLowerToBuffers, {"cuda"}) + kLowerBuffers.str() +
+         format(kCUDALoops,
+                {options.chip, options.features, getCUDAToolkit(options)});
+}
+
+void mlir::dtrain::lower::buildLowerToLLVMPipeline(OpPassManager &pm) {
+  addPipeline(pm, getLowerToLLVMPipeline());
+}
+
+void mlir::dtrain::lower::buildLowerToNVVMPipeline(
+    OpPassManager &pm, const LowerToNVVMOptions &options) {
+  addPipeline(pm, getLowerToNVVMPipeline(options));
+}
+
+void mlir::dtrain::lower::registerLowerPipelines() {
   PassPipelineRegistration<>(
       "dtrain-lower-to-llvm",
       "Lower a module with func.func @forward on tensors to the LLVM dialect, "
       "with the compiled-model ABI of dtrain_rt.h (what dtrain-compile runs)",
       buildLowerToLLVMPipeline);
+  PassPipelineRegistration<LowerToNVVMOptions>(
+      "dtrain-lower-to-nvvm",
+      "The same for --target=cuda: loop nests become GPU kernels, compiled "
+      "to a fatbin for `chip`; buffers in CUDA managed memory (what "
+      "dtrain-compile --target=cuda runs)",
+      buildLowerToNVVMPipeline);
 }

@@ -20,6 +20,6 @@ void mlir::dtrain::registerAllDialects(DialectRegistry &registry) {
 void mlir::dtrain::registerAllPasses() {
   dist::registerDistPasses();
   lower::registerLowerPasses();
-  lower::registerLowerToLLVMPipeline();
+  lower::registerLowerPipelines();
   train::registerTrainPasses();
 }

@@ -573,6 +573,15 @@ dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
  * and correct count), after a line `classes <C>` for class labels.
  *===----------------------------------------------------------------------===*/
 
+/* Where dtrain_rt_model_main and dtrain_rt_trainer_main allocate the
+ * model's buffers (parameters, state, inputs, outputs): ALLOC(bytes)
+ * returns memory aligned to 64 bytes, or NULL when it cannot, and FREE
+ * releases it. The default is the C heap. A --target=cuda trainer's main
+ * installs CUDA managed memory (dtrain_rt_cuda_init_trainer), which its
+ * kernels and the host code both reach. Call before either main. */
+void dtrain_rt_set_buffer_allocator(void *(*alloc)(size_t bytes),
+                                    void (*free)(void *pointer));
+
 /* Runs a compiled model: BUFFERS[i] given to RUN points to the dense
  * row-major data of the i-th `arg` of INFO, aligned to 64 bytes; RUN writes
  * the outputs and only reads every other buffer. In modes step and train,

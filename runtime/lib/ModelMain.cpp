@@ -655,8 +655,17 @@ void printInfo(const ModelInfo &info, const std::string &onnx) {
 
 //===--- Running ----------------------------------------------------------===//
 
-struct FreeDeleter {
-  void operator()(void *p) const { std::free(p); }
+/// The model buffers' allocator (dtrain_rt_set_buffer_allocator): the C
+/// heap unless a target installs its own.
+void *heapAllocate(size_t bytes) {
+  void *p = nullptr;
+  return ::posix_memalign(&p, 64, bytes) == 0 ? p : nullptr;
+}
+void *(*allocateBuffer)(size_t) = heapAllocate;
+void (*freeBuffer)(void *) = std::free;
+
+struct BufferDeleter {
+  void operator()(void *p) const { freeBuffer(p); }
 };
 
 /// An array filled by the runtime, freed at scope exit.
@@ -771,7 +780,7 @@ void writeOutputs(const ModelInfo &info, const std::vector<std::string> &files,
 /// over the old one (dtrain_rt.h): both share one buffer.
 struct Workspace {
   const ModelInfo &info;
-  std::vector<std::unique_ptr<void, FreeDeleter>> owned;
+  std::vector<std::unique_ptr<void, BufferDeleter>> owned;
   std::vector<void *> buffers;
 
   explicit Workspace(const ModelInfo &info)
@@ -782,10 +791,10 @@ struct Workspace {
         buffers[i] = buffers[*updated];
         continue;
       }
-      void *p = nullptr;
       // At least one cache line, so that an empty buffer is a valid pointer.
       const size_t bytes = std::max<size_t>((a.bytes + 63) / 64 * 64, 64);
-      if (::posix_memalign(&p, 64, bytes) != 0)
+      void *p = allocateBuffer(bytes);
+      if (!p)
         fail("cannot allocate %zu bytes for %s %s", a.bytes,
              roleNames[int(a.role)], quoted(a.name).c_str());
       owned.emplace_back(p);
@@ -1922,4 +1931,12 @@ extern "C" int dtrain_rt_trainer_main(int argc, char **argv, const char *info,
 extern "C" int dtrain_rt_model_main(int argc, char **argv, const char *info,
                                     void (*run)(void **buffers)) {
   return guardedMain([&] { return modelMain(argc, argv, info, run); });
+}
+
+extern "C" void dtrain_rt_set_buffer_allocator(void *(*alloc)(size_t bytes),
+                                               void (*free)(void *pointer)) {
+  if (!alloc || !free)
+    fatal(nullptr, "dtrain_rt_set_buffer_allocator: alloc or free is NULL");
+  allocateBuffer = alloc;
+  freeBuffer = free;
 }

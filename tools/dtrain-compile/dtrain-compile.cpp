@@ -23,13 +23,12 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
@@ -239,8 +238,23 @@ static cl::opt<Target>
     target("target", cl::desc("Device the model runs on (default: cpu)"),
            cl::values(clEnumValN(Target::CPU, "cpu", "the host CPU"),
                       clEnumValN(Target::CUDA, "cuda",
-                                 "NVIDIA GPUs (not available yet)")),
+                                 "NVIDIA GPUs: loop nests become CUDA "
+                                 "kernels for --gpu-arch, buffers live in "
+                                 "managed memory (needs a dtrain built "
+                                 "with CUDA; the trainer needs a GPU)")),
            cl::init(Target::CPU), cl::cat(compileCategory));
+
+static cl::opt<std::string>
+    gpuArch("gpu-arch",
+            cl::desc("--target=cuda: the GPU architecture to compile kernels "
+                     "for (default sm_90)"),
+            cl::init("sm_90"), cl::cat(compileCategory));
+
+static cl::opt<std::string> gpuFeatures(
+    "gpu-features",
+    cl::desc("--target=cuda: PTX features (default +ptx80, the least sm_90 "
+             "needs)"),
+    cl::init("+ptx80"), cl::cat(compileCategory));
 
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to write to OUT (default: exe)"),
@@ -346,6 +360,14 @@ static FailureOr<std::string> findRuntimeDir(const char *argv0) {
     return error("libdtrain_runtime.so not found in '" + dir +
                  "'; give its directory with --runtime-dir or "
                  "DTRAIN_RUNTIME_DIR");
+  SmallString<256> cudaLibrary(dir);
+  llvm::sys::path::append(cudaLibrary, "libdtrain_runtime_cuda.so");
+  if (target == Target::CUDA && !llvm::sys::fs::exists(cudaLibrary))
+    return error("--target=cuda needs libdtrain_runtime_cuda.so, which is "
+                 "not in '" +
+                 dir +
+                 "': this dtrain was built without CUDA (configure it where "
+                 "the CUDA toolkit is found, or with -DDTRAIN_ENABLE_CUDA=ON)");
   return dir;
 }
 
@@ -475,7 +497,14 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
                              "--mixed-precision-options", options)))
       return failure();
   }
-  dtrain::lower::buildLowerToLLVMPipeline(pm);
+  if (target == Target::CUDA) {
+    dtrain::lower::LowerToNVVMOptions options;
+    options.chip = gpuArch;
+    options.features = gpuFeatures;
+    dtrain::lower::buildLowerToNVVMPipeline(pm, options);
+  } else {
+    dtrain::lower::buildLowerToLLVMPipeline(pm);
+  }
   if (verbose) {
     llvm::errs() << kToolName << ": pipeline: ";
     pm.printAsTextualPipeline(llvm::errs());
@@ -548,6 +577,8 @@ static LogicalResult link(StringRef cc, StringRef object, StringRef rtDir) {
   SmallVector<StringRef> args = {
       cc,    object, "-o", outputFilename, libraryDir, "-ldtrain_runtime",
       rpath, "-lm"};
+  if (target == Target::CUDA)
+    args.push_back("-ldtrain_runtime_cuda");
   if (verbose) {
     llvm::errs() << kToolName << ": link:";
     for (StringRef arg : args) {
@@ -571,8 +602,6 @@ static LogicalResult link(StringRef cc, StringRef object, StringRef rtDir) {
 }
 
 static LogicalResult compile(const char *argv0) {
-  if (target == Target::CUDA)
-    return error("--target=cuda is not available yet; use --target=cpu");
   if (!isDataParallel() && (mergeStrategy != "none" || !mergeOptions.empty()))
     return error("--merge needs --data-parallel (a trainer's default)");
   if (!isDataParallel() && sparsifyOptions.getNumOccurrences())
@@ -606,8 +635,8 @@ static LogicalResult compile(const char *argv0) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   dtrain::registerAllDialects(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
+  // The host's translation, and the kernels' (gpu-module-to-binary).
+  registerAllGPUToLLVMIRTranslations(registry);
   MLIRContext context(registry);
   // Diagnostics are for users of models: no IR dump attached to each (for
   // an error on the module, the whole model) unless asked for.

@@ -91,7 +91,15 @@ def EmitModelEntry : Pass<"dtrain-emit-model-entry", "ModuleOp"> {
 
     Shapes must be static and element types among f32, f64, f16, bf16, i64
     and i32.
+
+    With `target=cuda`, `@main` first calls `dtrain_rt_cuda_init_trainer()`
+    (runtime/include/dtrain_rt_cuda.h), which picks the rank's GPU and has
+    the runtime allocate the model's buffers in CUDA managed memory.
   }];
+  let options = [
+    Option<"target", "target", "std::string", "\"cpu\"",
+           "cpu (default) or cuda">,
+  ];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect",
@@ -222,6 +230,24 @@ def LowerStridedCopies : Pass<"dtrain-lower-strided-copies"> {
     leaves contiguous copies alone.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def CopyConstantGlobals : Pass<"dtrain-copy-constant-globals",
+                                "func::FuncOp"> {
+  let summary = "Read constant globals through buffers the function "
+                "allocates";
+  let description = [{
+    Replaces each `memref.get_global` of a constant global by a buffer
+    allocated at the function's entry, filled from the global, and freed
+    before each return. For `--target=cuda`: every buffer a trainer
+    allocates is in CUDA managed memory (libdtrain_runtime_cuda defines
+    the allocation functions that `finalize-memref-to-llvm
+    {use-generic-functions}` calls), which GPU kernels can read, while a
+    global lives in the executable's host memory, which they cannot. A
+    global that is not constant is an error: its value could not stay in
+    one place for host and device.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
 #endif // DTRAIN_LOWER_PASSES_TD

@@ -1,25 +1,46 @@
 //===- Pipelines.h - Lower phase pass pipelines -----------------*- C++ -*-===//
+//
+// The pipelines that take a model (func.func @forward on tensors, or a
+// training step) to the LLVM dialect: for the host CPU, and for CUDA.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef DTRAIN_LOWER_PIPELINES_H
 #define DTRAIN_LOWER_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
 
 namespace mlir::dtrain::lower {
 
-/// Lowers a module with one `func.func @forward` on tensors (nn, train and
-/// comm ops, as the importer and the Train/Dist passes leave it) to the LLVM
-/// dialect: nn to linalg and runtime kernel calls, elementwise fusion,
-/// one-shot bufferization, the step's buffers planned into one static arena,
-/// then LLVM. The result defines the model ABI of dtrain_rt.h
-/// (`dtrain_model_info`, `dtrain_model_run`, `main`), ready for
-/// translation to LLVM IR. Every shape must be static. The pipeline names
-/// upstream and dtrain passes, so the tool must have registered them
-/// (mlir::registerAllPasses and dtrain::registerAllPasses).
-void buildLowerToLLVMPipeline(OpPassManager &pm);
+/// The options of --dtrain-lower-to-nvvm.
+struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("GPU architecture (default sm_90)"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features (default +ptx80, which sm_90 needs)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit whose ptxas compiles the kernels "
+                     "(default: $CUDA_HOME, else the one found when dtrain "
+                     "was configured)"),
+      llvm::cl::init("")};
+};
 
-/// Registers the pipeline as `--dtrain-lower-to-llvm`.
-void registerLowerToLLVMPipeline();
+/// The textual pipelines (for -v and for tests).
+std::string getLowerToLLVMPipeline();
+std::string getLowerToNVVMPipeline(const LowerToNVVMOptions &options);
+
+void buildLowerToLLVMPipeline(OpPassManager &pm);
+void buildLowerToNVVMPipeline(OpPassManager &pm,
+                              const LowerToNVVMOptions &options);
+
+void registerLowerPipelines();
 
 } // namespace mlir::dtrain::lower
 

@@ -1,0 +1,67 @@
+// REQUIRES: cuda
+// RUN: dtrain-opt %s --dtrain-lower-to-nvvm --mlir-print-ir-after=gpu-kernel-outlining -o /dev/null 2>&1 | FileCheck %s --check-prefix=OUTLINED
+// RUN: dtrain-opt %s --dtrain-lower-to-nvvm --mlir-print-ir-after=convert-gpu-to-nvvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=NVVM
+// RUN: dtrain-opt %s --dtrain-lower-to-nvvm | FileCheck %s
+// RUN: dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_80 features=+ptx70" | FileCheck %s --check-prefix=SM80
+
+// The model of lower-to-llvm.mlir with a sigmoid: the matmul stays a call
+// of the runtime's kernel library on the host, and the fused bias-add,
+// relu and sigmoid (2 x 3, the bias broadcast) become one kernel launched
+// from the host: the outer loop in tiles of 256 threads, the inner one
+// across blocks, each thread one element (guarded by the bounds).
+// OUTLINED-LABEL: IR Dump After GpuKernelOutliningPass
+// OUTLINED:     func.func @dtrain_model_run(
+// OUTLINED:       %[[BUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3xf32>
+// OUTLINED:       call @dtrain_rt_matmul_f32(
+// OUTLINED:       %[[C256:.*]] = arith.constant 256 : index
+// OUTLINED:       %[[TILE:.*]] = arith.muli %{{.*}}, %[[C256]] : index
+// OUTLINED:       gpu.launch_func @dtrain_model_run_kernel::@dtrain_model_run_kernel blocks in ({{.*}}) threads in ({{.*}}) args(%[[TILE]] : index, {{.*}}, %[[BUF]] : memref<2x3xf32>,
+// OUTLINED:       memref.dealloc %[[BUF]]
+// OUTLINED:     gpu.module @dtrain_model_run_kernel
+// OUTLINED:       gpu.func @dtrain_model_run_kernel({{.*}}) kernel
+// OUTLINED:         gpu.block_id x
+// OUTLINED:         gpu.thread_id x
+// OUTLINED:         arith.cmpi ult
+// OUTLINED:         scf.if
+// OUTLINED:           memref.load
+// OUTLINED:           arith.maximumf
+// OUTLINED:           math.exp
+// OUTLINED:           memref.store
+// OUTLINED:         gpu.return
+
+// The kernel in the NVVM dialect takes its indices from the PTX special
+// registers and exp from libdevice.
+// NVVM-LABEL: IR Dump After ConvertGpuOpsToNVVMOps
+// NVVM:       gpu.module @dtrain_model_run_kernel [#nvvm.target<chip = "sm_90", features = "+ptx80">]
+// NVVM:         llvm.func @dtrain_model_run_kernel({{.*}}) attributes {gpu.kernel, {{.*}}nvvm.kernel
+// NVVM-DAG:       nvvm.read.ptx.sreg.ctaid.x
+// NVVM-DAG:       nvvm.read.ptx.sreg.tid.x
+// NVVM:           llvm.call @__nv_expf
+
+// The whole pipeline: the kernel compiled into a fatbin for sm_90 (the
+// default), launched by the host; every host buffer comes from MLIR's
+// generic allocation functions (libdtrain_runtime_cuda: managed memory),
+// with no static arena; main first attaches the rank's GPU.
+// CHECK-DAG:  llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
+// CHECK-DAG:  llvm.func @_mlir_memref_to_llvm_free(!llvm.ptr)
+// CHECK-DAG:  llvm.func @dtrain_rt_cuda_init_trainer()
+// CHECK-NOT:  __dtrain_arena
+// CHECK-LABEL: llvm.func @dtrain_model_run(
+// CHECK:        %[[BUF:.*]] = llvm.call @_mlir_memref_to_llvm_alloc
+// CHECK:        llvm.call @dtrain_rt_matmul_f32(
+// CHECK:        gpu.launch_func @dtrain_model_run_kernel::@dtrain_model_run_kernel
+// CHECK:        llvm.call @_mlir_memref_to_llvm_free(%[[BUF]])
+// CHECK:      gpu.binary @dtrain_model_run_kernel [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx80">, properties = {{.*}}, "
+// CHECK-LABEL: llvm.func @main(
+// CHECK:        llvm.call @dtrain_rt_cuda_init_trainer()
+// CHECK-NEXT:   llvm.call @dtrain_rt_model_main(
+// CHECK-NOT:  gpu.module
+
+// SM80: gpu.binary @dtrain_model_run_kernel [#gpu.object<#nvvm.target<chip = "sm_80", features = "+ptx70">
+func.func @forward(%w: tensor<4x3xf32> {train.param = "w"}, %b: tensor<3xf32> {train.param = "b"}, %x: tensor<2x4xf32> {train.input = "x"}) -> (tensor<2x3xf32> {train.output = "y"}) {
+  %0 = nn.matmul %x, %w : tensor<2x4xf32>, tensor<4x3xf32> -> tensor<2x3xf32>
+  %1 = nn.add %0, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  %2 = nn.relu %1 : tensor<2x3xf32>
+  %3 = nn.sigmoid %2 : tensor<2x3xf32>
+  return %3 : tensor<2x3xf32>
+}
