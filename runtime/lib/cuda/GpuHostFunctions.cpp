@@ -14,6 +14,7 @@
 
 #include <cinttypes>
 #include <climits>
+#include <initializer_list>
 
 using namespace dtrain::rt::gpu;
 
