@@ -40,7 +40,8 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     || { failed "configure"; exit 1; }
 fi
 cmake --build "$build" -j "$(nproc)" --target dtrain-rt-cuda-test \
-  dtrain-rt-cuda-select-bench || { failed "build"; exit 1; }
+  dtrain-rt-cuda-select-bench dtrain-rt-cuda-host-test \
+  || { failed "build"; exit 1; }
 
 section "CUDA kernels against the CPU runtime (dtrain-rt-cuda-test)"
 timeout 300 "$build/test/dtrain-rt-cuda-test"
@@ -82,6 +83,20 @@ EOF
 else
   echo "skipped: /usr/bin/python3 has no torch with CUDA"
 fi
+
+section "MLIR's GPU host functions and managed memory (dtrain-rt-cuda-host-test)"
+# Once as a lone process (device 0), once as local rank 1 of an MPI job
+# (device 1 modulo the device count).
+for rank in "" 1; do
+  echo "OMPI_COMM_WORLD_LOCAL_RANK=${rank:-(unset)}"
+  env ${rank:+OMPI_COMM_WORLD_LOCAL_RANK=$rank} \
+    timeout 300 "$build/test/dtrain-rt-cuda-host-test"
+  case $? in
+    0) ;;
+    77) failed "dtrain-rt-cuda-host-test found no CUDA device" ;;
+    *) failed "dtrain-rt-cuda-host-test (local rank ${rank:-unset})" ;;
+  esac
+done
 
 # (Sections of later GPU steps go here.)
 

@@ -14,8 +14,14 @@
  * are ready when STREAM gets there. Only the Gaussian selection waits for
  * STREAM (to count its thresholds); see each function.
  *
- * Errors are returned, never printed, and nothing aborts: every function
- * returns DTRAIN_RT_CUDA_SUCCESS (0) or one of the codes below, and then
+ * The library also holds what compiled --target=cuda trainers call: the
+ * mgpu* host functions of MLIR's GPU lowering (not declared here; see
+ * lib/cuda/GpuHostFunctions.h) and the managed memory at the end of this
+ * header. Those exit on failure, because generated code has no error path.
+ *
+ * Errors of the kernels are returned, never printed, and nothing aborts:
+ * every kernel function returns DTRAIN_RT_CUDA_SUCCESS (0) or one of the
+ * codes below, and then
  * dtrain_rt_cuda_error_message() says, in one line naming the function,
  * what went wrong, e.g.
  *   "dtrain_rt_cuda_select_f32: capacity 10 is below the 12 entries it
@@ -158,6 +164,45 @@ int dtrain_rt_cuda_convert(const void *src, int32_t src_type, void *dst,
  * buffers. */
 int dtrain_rt_cuda_check_finite(const void *x, int32_t dtype, int64_t n,
                                 int32_t *flag, void *stream);
+
+/*===--- Compiled trainers: the driver and managed memory -----------------===*
+ *
+ * A compiled trainer drives one GPU per process, through the CUDA driver
+ * (libcuda.so.1), which the library loads on first use so that it links and
+ * loads on machines without one: the device of the process's local rank
+ * (OMPI_COMM_WORLD_LOCAL_RANK, else MPI_LOCALRANKID, else 0) modulo the
+ * device count, in its primary context (which the kernels above share).
+ * Without a driver or a device, the first call of a function below (or of
+ * an mgpu* function) prints one line, e.g.
+ *   "dtrain-rt: no CUDA driver (libcuda.so.1 not found): --target=cuda
+ *    trainers need an NVIDIA GPU",
+ * and exits with status 1.
+ *
+ * The trainers' buffers are managed memory (stage 1 of the GPU path:
+ * correctness first). One pointer is valid on the host and the device, so
+ * MPI, the CPU runtime's kernels and the generated kernels all work on the
+ * same buffers, without copies to get right; the driver migrates the pages
+ * to whichever side touches them. Device-resident buffers with explicit
+ * copies, and cuBLAS/cuDNN for the heavy ops, come later, where they pay.
+ *===----------------------------------------------------------------------===*/
+
+/* DTRAIN_RT_CUDA_SUCCESS when the driver is there and the process's device
+ * is open, else DTRAIN_RT_CUDA_CUDA_ERROR, and dtrain_rt_cuda_error_message()
+ * says why (what the functions below would print before exiting). Loads the
+ * driver on the first call; never exits. */
+int dtrain_rt_cuda_driver_status(void);
+
+/* BYTES of managed memory (attached globally: any stream may use it),
+ * 256-byte aligned; 0 bytes gets the smallest block. Blocks come from a
+ * pool of size classes (at most a fifth of a block unused) that keeps freed
+ * blocks for reuse; the driver is called only when no free block fits.
+ * Exits with a message when the driver cannot allocate. Thread-safe. */
+void *dtrain_rt_cuda_alloc_managed(size_t bytes);
+
+/* Returns PTR, from dtrain_rt_cuda_alloc_managed, to the pool (NULL: no-op).
+ * No queued GPU work may use it any more: synchronize the streams that did
+ * first. Exits with a message for any other pointer, or one freed twice. */
+void dtrain_rt_cuda_free(void *ptr);
 
 #ifdef __cplusplus
 }

@@ -5,9 +5,11 @@
 // C ABI declarations get default visibility while the library itself is
 // built with hidden visibility (as Internal.h does for the CPU runtime).
 //
-// Errors: the host code throws Failure, and each C ABI function runs its
-// body through guarded(), which turns the exception into a return code and
-// the thread's message (dtrain_rt_cuda_error_message).
+// Errors: the host code of the kernels throws Failure, and each of their C
+// ABI functions runs its body through guarded(), which turns the exception
+// into a return code and the thread's message
+// (dtrain_rt_cuda_error_message). What compiled trainers call (the mgpu*
+// functions, managed memory) exits instead: see CudaDriver.h.
 //
 //===----------------------------------------------------------------------===//
 

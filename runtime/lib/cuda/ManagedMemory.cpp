@@ -1,0 +1,126 @@
+//===- ManagedMemory.cpp - managed memory of compiled trainers ------------===//
+//
+// dtrain_rt_cuda_alloc_managed and dtrain_rt_cuda_free: CUDA managed memory
+// (cuMemAllocManaged, attached globally) behind a pool of free blocks in
+// size classes, so that a training step's allocations do not go to the
+// driver once the first step has made its blocks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaInternal.h"
+
+#include "cuda/CudaDriver.h"
+
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+using namespace dtrain::rt::gpu;
+
+namespace {
+
+/// The smallest block, and the alignment of every block (the driver aligns
+/// its allocations to at least 256 bytes).
+constexpr size_t kMinBlock = 256;
+
+/// More than any device has: a size beyond is a caller's bug, reported
+/// before the size-class arithmetic could overflow.
+constexpr size_t kMaxBlock = size_t(1) << 48;
+
+/// The size of the blocks that serve requests of BYTES: four classes per
+/// power of two (1.25, 1.5, 1.75 and 2 times it), so that at most a fifth
+/// of a block goes unused.
+size_t blockSize(size_t bytes) {
+  if (bytes <= kMinBlock)
+    return kMinBlock;
+  // 2^log < bytes <= 2^(log + 1), log >= 8.
+  const int log = 63 - __builtin_clzll(bytes - 1);
+  const size_t step = size_t(1) << (log - 2);
+  return (bytes + step - 1) & ~(step - 1);
+}
+
+/// Managed blocks, live or free. Blocks go back to the driver only when an
+/// allocation finds it out of memory.
+class ManagedPool {
+public:
+  void *allocate(size_t bytes) {
+    if (bytes > kMaxBlock)
+      fatal("dtrain_rt_cuda_alloc_managed: %zu bytes is more than any "
+            "device has",
+            bytes);
+    const size_t size = blockSize(bytes);
+    std::lock_guard<std::mutex> lock(mutex);
+    std::vector<void *> &blocks = freeBlocks[size];
+    void *block = nullptr;
+    if (!blocks.empty()) {
+      block = blocks.back();
+      blocks.pop_back();
+    } else {
+      block = allocateBlock(size);
+    }
+    liveBlocks.emplace(block, size);
+    return block;
+  }
+
+  void release(void *block) {
+    if (!block)
+      return;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto live = liveBlocks.find(block);
+    if (live == liveBlocks.end())
+      fatal("dtrain_rt_cuda_free: %p was not allocated by "
+            "dtrain_rt_cuda_alloc_managed, or was freed already",
+            block);
+    freeBlocks[live->second].push_back(block);
+    liveBlocks.erase(live);
+  }
+
+private:
+  /// A new block of SIZE bytes from the driver; when it is out of memory,
+  /// the free blocks go back to it first.
+  void *allocateBlock(size_t size) {
+    const Driver &driver = cuda();
+    CUdeviceptr block = 0;
+    CUresult rc = driver.cuMemAllocManaged(&block, size, CU_MEM_ATTACH_GLOBAL);
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && releaseFreeBlocks())
+      rc = driver.cuMemAllocManaged(&block, size, CU_MEM_ATTACH_GLOBAL);
+    DTRAIN_CU_CHECK(rc,
+                    "dtrain_rt_cuda_alloc_managed: cuMemAllocManaged of "
+                    "%zu bytes",
+                    size);
+    return reinterpret_cast<void *>(block);
+  }
+
+  /// Frees every free block; returns whether there was one.
+  bool releaseFreeBlocks() {
+    bool released = false;
+    for (auto &[size, blocks] : freeBlocks) {
+      for (void *block : blocks)
+        DTRAIN_CU(cuMemFree, reinterpret_cast<CUdeviceptr>(block));
+      released |= !blocks.empty();
+      blocks.clear();
+    }
+    return released;
+  }
+
+  std::mutex mutex;
+  /// The free blocks by size.
+  std::unordered_map<size_t, std::vector<void *>> freeBlocks;
+  /// The size of each live block.
+  std::unordered_map<void *, size_t> liveBlocks;
+};
+
+ManagedPool &pool() {
+  // Never destroyed: at exit the driver reclaims the memory, and it may
+  // have shut down before static destructors run.
+  static ManagedPool *const instance = new ManagedPool;
+  return *instance;
+}
+
+} // namespace
+
+void *dtrain_rt_cuda_alloc_managed(size_t bytes) {
+  return pool().allocate(bytes);
+}
+
+void dtrain_rt_cuda_free(void *ptr) { pool().release(ptr); }
