@@ -98,6 +98,18 @@ for rank in "" 1; do
   esac
 done
 
+section "--target=cuda trainer against the CPU trainer (test/Integration/cuda-trainer.test)"
+# Needs the whole dtrain built in build/ (LLVM 22 and MLIR on this machine):
+# 3 steps of the digits CNN on 1 and 2 ranks, parameters compared.
+if [ -x build/bin/dtrain-compile ]; then
+  cmake --build build --target dtrain-compile dtrain_runtime_cuda \
+    || failed "build of dtrain-compile"
+  timeout 300 /usr/lib/llvm-22/bin/lit -v build/test/Integration/cuda-trainer.test \
+    || failed "cuda-trainer.test"
+else
+  echo "skipped: no build/bin/dtrain-compile (build dtrain first: scripts/setup.sh)"
+fi
+
 # (Sections of later GPU steps go here.)
 
 section "summary"

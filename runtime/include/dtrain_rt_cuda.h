@@ -204,6 +204,28 @@ void *dtrain_rt_cuda_alloc_managed(size_t bytes);
  * first. Exits with a message for any other pointer, or one freed twice. */
 void dtrain_rt_cuda_free(void *ptr);
 
+/*===--- Compiled trainers (dtrain-compile --target=cuda) -----------------===*
+ *
+ * A --target=cuda trainer's main calls dtrain_rt_cuda_init_trainer first,
+ * and its step allocates its temporaries through MLIR's generic allocation
+ * functions (finalize-memref-to-llvm{use-generic-functions}), defined here:
+ * every buffer the step, its kernels and the runtime touch is managed
+ * memory of the rank's GPU.
+ *===----------------------------------------------------------------------===*/
+
+/* Opens the process's GPU (its local rank's; exits with a message when
+ * there is no driver or device) and has dtrain_rt_model_main and
+ * dtrain_rt_trainer_main allocate the model's buffers with
+ * dtrain_rt_cuda_alloc_managed (dtrain_rt_set_buffer_allocator). */
+void dtrain_rt_cuda_init_trainer(void);
+
+/* The generic allocation functions of MLIR's memref lowering, over
+ * dtrain_rt_cuda_alloc_managed and dtrain_rt_cuda_free. ALIGNMENT up to
+ * 256 bytes (the pool's); more exits with a message. */
+void *_mlir_memref_to_llvm_alloc(size_t bytes);
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes);
+void _mlir_memref_to_llvm_free(void *ptr);
+
 #ifdef __cplusplus
 }
 #endif
