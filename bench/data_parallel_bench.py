@@ -75,6 +75,18 @@ def emulated_cluster(ranks):
         run([CLUSTER, "down"])
 
 
+def export_for_training(model, path, size):
+    """MODEL (in training mode) as ONNX for training at 3 x SIZE x SIZE,
+    with a symbolic batch dimension."""
+    import torch
+    torch.onnx.export(model, torch.randn(2, 3, size, size), path,
+                      opset_version=13, input_names=["x"],
+                      output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+
+
 def export_torchvision(name, path, classes, size):
     """torchvision's NAME (seed 0) with CLASSES outputs, exported for
     training at 3 x SIZE x SIZE with a symbolic batch dimension."""
@@ -83,12 +95,7 @@ def export_torchvision(name, path, classes, size):
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)(num_classes=classes).train()
-    torch.onnx.export(model, torch.randn(2, 3, size, size), path,
-                      opset_version=13, input_names=["x"],
-                      output_names=["y"],
-                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+    export_for_training(model, path, size)
 
 
 def export_vgg16_cifar(path):
@@ -109,12 +116,7 @@ def export_vgg16_cifar(path):
                        nn.BatchNorm2d(width), nn.ReLU()]
             channels = width
     model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(512, 10)).train()
-    torch.onnx.export(model, torch.randn(2, 3, 32, 32), path,
-                      opset_version=13, input_names=["x"],
-                      output_names=["y"],
-                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+    export_for_training(model, path, 32)
 
 
 def export_resnet20_cifar(path):
@@ -151,12 +153,7 @@ def export_resnet20_cifar(path):
             channels = width
     model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                           nn.Linear(64, 10)).train()
-    torch.onnx.export(model, torch.randn(2, 3, 32, 32), path,
-                      opset_version=13, input_names=["x"],
-                      output_names=["y"],
-                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
+    export_for_training(model, path, 32)
 
 
 def random_images(work):

@@ -15,6 +15,12 @@
 #ifndef DTRAIN_RUNTIME_FLOAT16_H
 #define DTRAIN_RUNTIME_FLOAT16_H
 
+// The C ABI keeps default visibility in the library, which is built with
+// hidden visibility, whichever header includes it first.
+#pragma GCC visibility push(default)
+#include "dtrain_rt.h"
+#pragma GCC visibility pop
+
 #include <cstdint>
 #include <cstring>
 
@@ -120,6 +126,19 @@ DTRAIN_RT_HOST_DEVICE inline float roundToF16Saturated(float f) {
   if ((q & 0x7fffffffu) == 0x7f800000u && (floatBits(f) & 0x7fffffffu) != q)
     return bitsToFloat((q & 0x80000000u) | 0x477fe000u); // 65504
   return bitsToFloat(q);
+}
+
+/// F as a sparse exchange sends it in VALUETYPE (DTRAIN_RT_BF16 or
+/// DTRAIN_RT_F16: rounded and saturated; F itself otherwise).
+DTRAIN_RT_HOST_DEVICE inline float roundToValueType(float f,
+                                                    int32_t valueType) {
+  switch (valueType) {
+  case DTRAIN_RT_BF16:
+    return roundToBF16Saturated(f);
+  case DTRAIN_RT_F16:
+    return roundToF16Saturated(f);
+  }
+  return f;
 }
 
 } // namespace dtrain::rt

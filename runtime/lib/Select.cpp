@@ -20,6 +20,7 @@
 
 #include "GaussianK.h"
 #include "Internal.h"
+#include "SelectMethods.h"
 
 #include <algorithm>
 #include <cmath>
@@ -293,26 +294,12 @@ int64_t selectRandom(const float *x, int64_t n, int64_t k, uint64_t seed,
   return k;
 }
 
-const char *methodName(int32_t method) {
-  switch (method) {
-  case DTRAIN_RT_SELECT_EXACT:
-    return "exact";
-  case DTRAIN_RT_SELECT_GAUSSIAN:
-    return "gaussian";
-  case DTRAIN_RT_SELECT_DGC:
-    return "dgc";
-  case DTRAIN_RT_SELECT_RANDOM:
-    return "random";
-  }
-  return nullptr;
-}
-
 } // namespace
 
 int64_t dtrain_rt_select_f32(const float *x, int64_t n, int64_t k,
                              int32_t method, uint64_t seed, int32_t *indices,
                              float *values, int64_t capacity) {
-  const char *name = methodName(method);
+  const char *name = dtrain::rt::selectMethodName(method);
   if (!name)
     fatal(nullptr,
           "dtrain_rt_select_f32: method %d is not valid (accepted: "

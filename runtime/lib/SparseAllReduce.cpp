@@ -58,18 +58,6 @@ int64_t entryBytes(int32_t valueType) {
   return valueType == DTRAIN_RT_F32 ? 8 : 6;
 }
 
-/// F rounded to VALUETYPE's 16 bits (to nearest even, saturated to the
-/// largest finite value), as a float; F itself for f32.
-float roundValue(float f, int32_t valueType) {
-  switch (valueType) {
-  case DTRAIN_RT_BF16:
-    return roundToBF16Saturated(f);
-  case DTRAIN_RT_F16:
-    return roundToF16Saturated(f);
-  }
-  return f;
-}
-
 /// A sparse vector: ascending indices and their values.
 struct SparseSet {
   std::vector<int32_t> indices;
@@ -257,7 +245,7 @@ struct SparseAllReduce final : dtrain_rt_request {
     s.resize(selected);
     for (int64_t j = 0; j < s.size(); ++j) {
       const float value = s.values[size_t(j)];
-      s.values[size_t(j)] = roundValue(value, valueType);
+      s.values[size_t(j)] = roundToValueType(value, valueType);
       residual[s.indices[size_t(j)]] = value - s.values[size_t(j)];
     }
     return s;
@@ -278,7 +266,8 @@ struct SparseAllReduce final : dtrain_rt_request {
     } else {
       std::vector<uint16_t> wire(static_cast<size_t>(count));
       for (int64_t i = 0; i < count; ++i) {
-        const float u = grad[i] + residual[i], sent = roundValue(u, valueType);
+        const float u = grad[i] + residual[i];
+        const float sent = roundToValueType(u, valueType);
         residual[i] = u - sent;
         wire[size_t(i)] = valueType == DTRAIN_RT_BF16 ? f32ToBF16(sent)
                                                       : f32ToF16(sent);

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Float16.h"
+#include "GradientSamples.h"
 #include "dtrain_rt.h"
 #include "dtrain_rt_cuda.h"
 
@@ -30,6 +31,7 @@
 #include <vector>
 
 using namespace dtrain::rt;
+using namespace dtrain::rt::test;
 
 namespace {
 
@@ -118,58 +120,6 @@ Selection gpuSelect(const std::vector<float> &x, int64_t k, int32_t method,
   return {indices.read(size_t(count)), values.read(size_t(count))};
 }
 
-enum class Distribution { Gaussian, Laplace, StudentT3, Ties, NonFinite };
-
-const char *name(Distribution d) {
-  switch (d) {
-  case Distribution::Gaussian:
-    return "gaussian";
-  case Distribution::Laplace:
-    return "laplace";
-  case Distribution::StudentT3:
-    return "student-t3";
-  case Distribution::Ties:
-    return "ties";
-  case Distribution::NonFinite:
-    return "gaussian+inf/nan";
-  }
-  return "?";
-}
-
-/// Gradient-like data (as SelectTest.cpp's): Ties are small integers (a
-/// few distinct magnitudes), NonFinite Gaussian with infinities and NaNs.
-std::vector<float> sample(Distribution d, size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(0.001, 0.02);
-  std::exponential_distribution<double> exponential(50);
-  std::student_t_distribution<double> student(3);
-  std::bernoulli_distribution sign(0.5);
-  std::uniform_int_distribution<int> small(-6, 6);
-  std::vector<float> x(n);
-  for (float &v : x)
-    switch (d) {
-    case Distribution::Gaussian:
-    case Distribution::NonFinite:
-      v = float(normal(rng));
-      break;
-    case Distribution::Laplace:
-      v = float(sign(rng) ? exponential(rng) : -exponential(rng));
-      break;
-    case Distribution::StudentT3:
-      v = float(0.01 * student(rng));
-      break;
-    case Distribution::Ties:
-      v = float(small(rng));
-      break;
-    }
-  if (d == Distribution::NonFinite) {
-    const float specials[] = {INFINITY, -INFINITY, NAN, -NAN};
-    for (size_t j = 0; j < 4 && j < n; ++j)
-      x[(j * 7919 + n / 2) % n] = specials[j];
-  }
-  return x;
-}
-
 /// The target counts tried for N elements: 1 to N, and past N.
 std::vector<int64_t> targets(int64_t n) {
   std::vector<int64_t> ks = {1, 2, n / 1000, n / 100, n / 2, n - 1, n, n + 5};
@@ -252,17 +202,6 @@ TEST(CudaSelect, NothingToSelect) {
   }
 }
 
-/// F as sent in VALUETYPE (SparseAllReduce.cpp's rounding).
-float sent(float f, int32_t valueType) {
-  switch (valueType) {
-  case DTRAIN_RT_BF16:
-    return roundToBF16Saturated(f);
-  case DTRAIN_RT_F16:
-    return roundToF16Saturated(f);
-  }
-  return f;
-}
-
 // u = grad + residual, selected, rounded, and the residual zeroed but for
 // the rounding: what the CPU exchange computes (SparseAllReduce.cpp's
 // selectLocal), on data with values past f16's range (saturated) and an
@@ -289,7 +228,7 @@ TEST(CudaResidualSelect, MatchesTheCpuExchange) {
           expectedResidual = u;
           for (size_t j = 0; j < expected.indices.size(); ++j) {
             const float value = expected.values[j];
-            expected.values[j] = sent(value, valueType);
+            expected.values[j] = roundToValueType(value, valueType);
             expectedResidual[size_t(expected.indices[j])] =
                 value - expected.values[j];
           }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GradientSamples.h"
 #include "dtrain_rt.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,8 @@
 #include <random>
 #include <set>
 #include <vector>
+
+using namespace dtrain::rt::test;
 
 namespace {
 
@@ -88,34 +91,6 @@ double overlap(const std::vector<int32_t> &a, const std::vector<int32_t> &b) {
   return double(common.size()) / double(std::max<size_t>(b.size(), 1));
 }
 
-enum class Distribution { Gaussian, Laplace, StudentT3, Uniform };
-
-std::vector<float> sample(Distribution d, size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(0.001, 0.02);
-  std::exponential_distribution<double> exponential(50);
-  std::student_t_distribution<double> student(3);
-  std::bernoulli_distribution sign(0.5);
-  std::uniform_real_distribution<double> uniform(-0.05, 0.05);
-  std::vector<float> x(n);
-  for (float &v : x)
-    switch (d) {
-    case Distribution::Gaussian:
-      v = float(normal(rng));
-      break;
-    case Distribution::Laplace:
-      v = float(sign(rng) ? exponential(rng) : -exponential(rng));
-      break;
-    case Distribution::StudentT3:
-      v = float(0.01 * student(rng));
-      break;
-    case Distribution::Uniform:
-      v = float(uniform(rng));
-      break;
-    }
-  return x;
-}
-
 TEST(Select, ExactEqualsSortReference) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> small(-6, 6);
@@ -166,10 +141,9 @@ TEST(Select, NothingToSelect) {
 TEST(Select, ApproximateMethodsStayNearK) {
   const size_t n = 1 << 20;
   const int64_t k = 1049; // density 0.001
-  for (auto [d, name] : {std::pair{Distribution::Gaussian, "gaussian"},
-                         std::pair{Distribution::Laplace, "laplace"},
-                         std::pair{Distribution::StudentT3, "student-t3"},
-                         std::pair{Distribution::Uniform, "uniform"}}) {
+  for (Distribution d : {Distribution::Gaussian, Distribution::Laplace,
+                         Distribution::StudentT3, Distribution::Uniform}) {
+    const char *data = name(d);
     const std::vector<float> x = sample(d, n, 11);
     const std::vector<int32_t> exact = sortedTopK(x, k);
     for (auto [method, methodName] :
@@ -178,11 +152,11 @@ TEST(Select, ApproximateMethodsStayNearK) {
       const Selection s = select(x, k, method, 3);
       expectWellFormed(x, s);
       expectThresholdShaped(x, s);
-      EXPECT_GE(3 * int64_t(s.indices.size()), 2 * k) << name << methodName;
-      EXPECT_LE(3 * int64_t(s.indices.size()), 4 * k) << name << methodName;
+      EXPECT_GE(3 * int64_t(s.indices.size()), 2 * k) << data << methodName;
+      EXPECT_LE(3 * int64_t(s.indices.size()), 4 * k) << data << methodName;
       std::printf("%-10s on %-10s: %zu selected for k=%lld, %.3f of exact "
                   "top-k\n",
-                  methodName, name, s.indices.size(), (long long)k,
+                  methodName, data, s.indices.size(), (long long)k,
                   overlap(s.indices, exact));
     }
   }

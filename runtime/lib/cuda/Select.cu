@@ -27,6 +27,7 @@
 
 #include "Float16.h"
 #include "GaussianK.h"
+#include "SelectMethods.h"
 
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_reduce.cuh>
@@ -288,9 +289,7 @@ __global__ void finishResidualKernel(float *residual, const int32_t *indices,
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < count;
        j += int64_t(gridDim.x) * blockDim.x) {
     const float value = values[j];
-    const float sent = valueType == DTRAIN_RT_BF16 ? roundToBF16Saturated(value)
-                       : valueType == DTRAIN_RT_F16 ? roundToF16Saturated(value)
-                                                    : value;
+    const float sent = roundToValueType(value, valueType);
     values[j] = sent;
     residual[indices[j]] = value - sent;
   }
@@ -467,27 +466,13 @@ private:
   }
 };
 
-const char *methodName(int32_t method) {
-  switch (method) {
-  case DTRAIN_RT_SELECT_EXACT:
-    return "exact";
-  case DTRAIN_RT_SELECT_GAUSSIAN:
-    return "gaussian";
-  case DTRAIN_RT_SELECT_DGC:
-    return "dgc";
-  case DTRAIN_RT_SELECT_RANDOM:
-    return "random";
-  }
-  return nullptr;
-}
-
 /// The checks and the selection shared by both entry points; GRAD is NULL
 /// for a plain selection.
 int64_t select(float *x, const float *grad, int64_t n, int64_t k,
                int32_t method, int32_t *indices, float *values,
                int64_t capacity, void *workspace, size_t workspaceBytes,
                void *stream) {
-  const char *name = methodName(method);
+  const char *name = dtrain::rt::selectMethodName(method);
   if (!name)
     fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT,
          "method %d is not valid (accepted: DTRAIN_RT_SELECT_EXACT, "
