@@ -43,7 +43,8 @@ static constexpr llvm::StringLiteral kCPULoops =
     "convert-math-to-llvm,convert-math-to-libm,convert-to-llvm,"
     "reconcile-unrealized-casts,canonicalize,cse";
 
-/// CUDA: every loop nest a kernel (tiles of 256 threads), outlined into
+/// CUDA: every loop nest a kernel (256 threads along its innermost
+/// dimension), outlined into
 /// gpu.modules compiled to a fatbin for CHIP with FEATURES; the host's
 /// allocations through MLIR's generic allocation functions, which
 /// libdtrain_runtime_cuda defines over managed memory, and constant globals
@@ -52,8 +53,7 @@ static constexpr llvm::StringLiteral kCPULoops =
 /// collectives) reads what they wrote.
 static constexpr llvm::StringLiteral kCUDALoops =
     "func.func(dtrain-copy-constant-globals),convert-linalg-to-parallel-loops,"
-    "func.func(scf-parallel-loop-tiling{parallel-loop-tile-sizes=256 "
-    "no-min-max-bounds=true},gpu-map-parallel-loops),"
+    "func.func(dtrain-tile-parallel-loops-for-gpu,gpu-map-parallel-loops),"
     "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse,"
     "nvvm-attach-target{chip=%s features=%s},"
     "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"

@@ -7,15 +7,16 @@
 // The model of lower-to-llvm.mlir with a sigmoid: the matmul stays a call
 // of the runtime's kernel library on the host, and the fused bias-add,
 // relu and sigmoid (2 x 3, the bias broadcast) become one kernel launched
-// from the host: the outer loop in tiles of 256 threads, the inner one
-// across blocks, each thread one element (guarded by the bounds).
+// from the host: the innermost dimension in tiles of 256 threads
+// (--dtrain-tile-parallel-loops-for-gpu), the other across blocks, each
+// thread one element (guarded by the bounds).
 // OUTLINED-LABEL: IR Dump After GpuKernelOutliningPass
 // OUTLINED:     func.func @dtrain_model_run(
 // OUTLINED:       %[[BUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3xf32>
 // OUTLINED:       call @dtrain_rt_matmul_f32(
 // OUTLINED:       %[[C256:.*]] = arith.constant 256 : index
 // OUTLINED:       %[[TILE:.*]] = arith.muli %{{.*}}, %[[C256]] : index
-// OUTLINED:       gpu.launch_func @dtrain_model_run_kernel::@dtrain_model_run_kernel blocks in ({{.*}}) threads in ({{.*}}) args(%[[TILE]] : index, {{.*}}, %[[BUF]] : memref<2x3xf32>,
+// OUTLINED:       gpu.launch_func @dtrain_model_run_kernel::@dtrain_model_run_kernel blocks in ({{.*}}) threads in ({{.*}}) args({{.*}}%[[TILE]] : index, {{.*}}%[[BUF]] : memref<2x3xf32>,
 // OUTLINED:       memref.dealloc %[[BUF]]
 // OUTLINED:     gpu.module @dtrain_model_run_kernel
 // OUTLINED:       gpu.func @dtrain_model_run_kernel({{.*}}) kernel

@@ -250,4 +250,25 @@ def CopyConstantGlobals : Pass<"dtrain-copy-constant-globals",
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def TileParallelLoopsForGPU : Pass<"dtrain-tile-parallel-loops-for-gpu",
+                                    "func::FuncOp"> {
+  let summary = "Tile each outermost scf.parallel into blocks and threads "
+                "along its innermost dimension";
+  let description = [{
+    Tiles every `scf.parallel` that no other encloses: its innermost
+    dimension by `threads`, every other by 1, without min/max bounds (the
+    inner loop guards the last tile). `gpu-map-parallel-loops` then maps
+    the outer loop to blocks and the inner one to threads, so that the
+    threads of a warp take consecutive elements of the innermost,
+    contiguous dimension: coalesced loads and stores. Tiling the outermost
+    dimension instead (`scf-parallel-loop-tiling`) puts a warp's threads a
+    row apart, on a 2-D loop nest such as a bias broadcast over a batch.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "256",
+           "threads per block, along the innermost dimension (default 256)">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
 #endif // DTRAIN_LOWER_PASSES_TD
