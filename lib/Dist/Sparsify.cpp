@@ -150,10 +150,12 @@ LogicalResult SparsifyPass::initialize(MLIRContext *context) {
         readProfile(profile, loc, "--dtrain-sparsify");
     if (failed(measured))
       return failure();
-    const int64_t p = measured->ranks.value_or(ranks ? ranks : 4);
+    // The rank count the cost was measured at: the profile's, else ranks=.
+    const int64_t p = measured->ranks.value_or(ranks);
     if (p < 2 || !(measured->cost.perByte > 0))
       return error() << "profile '" << profile
-                     << "' has no all-reduce cost over 2 or more ranks";
+                     << "' has no all-reduce cost over 2 or more ranks (its "
+                        "\"ranks\", or ranks=P without one)";
     net = networkOfRing(measured->cost, p);
     if (measured->selectElementsPerSecond)
       selectSpeed = *measured->selectElementsPerSecond;

@@ -34,7 +34,15 @@ struct CopyConstantGlobalsPass
     SmallVector<func::ReturnOp> returns;
     function.walk([&](func::ReturnOp ret) { returns.push_back(ret); });
     Block &entry = function.getBody().front();
+    // One buffer per global, however many places read it.
+    llvm::DenseMap<StringAttr, Value> buffers;
     for (memref::GetGlobalOp read : reads) {
+      StringAttr name = read.getNameAttr().getAttr();
+      if (Value buffer = buffers.lookup(name)) {
+        read.getResult().replaceAllUsesWith(buffer);
+        read.erase();
+        continue;
+      }
       auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
           read, read.getNameAttr());
       if (!global || !global.getConstant()) {
@@ -56,6 +64,7 @@ struct CopyConstantGlobalsPass
         b.setInsertionPoint(ret);
         memref::DeallocOp::create(b, loc, buffer);
       }
+      buffers[name] = buffer;
     }
   }
 };

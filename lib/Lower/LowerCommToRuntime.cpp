@@ -231,10 +231,11 @@ static Value getRuntimeAggregate(OpBuilder &b, Location loc,
   return createI32Constant(b, loc, int32_t(op.getAggregate()));
 }
 
-/// The address of a constant i64 array of VALUES: a private memref.global
-/// of the module that encloses FROM, shared by equal arrays.
-static Value getConstantI64Array(OpBuilder &b, Operation *from,
-                                 ArrayRef<int64_t> values) {
+/// The address of the segment sizes VALUES as a constant i64 array: a
+/// private memref.global `__dtrain_segments_<n>` of the module that
+/// encloses FROM, shared by equal arrays.
+static Value getSegmentsArray(OpBuilder &b, Operation *from,
+                              ArrayRef<int64_t> values) {
   auto module = from->getParentOfType<ModuleOp>();
   auto type = MemRefType::get({int64_t(values.size())}, b.getI64Type());
   auto init = DenseElementsAttr::get(
@@ -277,7 +278,7 @@ struct SparseAllReduceStartLowering
                                          adaptor.getK());
     std::optional<ArrayRef<int64_t>> segments = op.getSegments();
     Value segmentArray =
-        segments ? getConstantI64Array(rewriter, op, *segments)
+        segments ? getSegmentsArray(rewriter, op, *segments)
                  : LLVM::ZeroOp::create(rewriter, loc,
                                         LLVM::LLVMPointerType::get(
                                             rewriter.getContext()))

@@ -69,7 +69,7 @@ struct SparseSet {
     values.resize(size_t(n));
   }
   /// The wire form: the indices, then the values in VALUETYPE (exact for
-  /// a rank's own selection, which roundValue made; a gTop-k merge's sums
+  /// a rank's own selection, which roundToValueType made; a gTop-k merge's sums
   /// are rounded, which only affects the choice of indices).
   std::vector<char> pack(int32_t valueType) const {
     std::vector<char> bytes(indices.size() * size_t(entryBytes(valueType)));
@@ -156,8 +156,9 @@ std::vector<Segment> shareK(int64_t count, int64_t k,
   std::vector<Segment> segments;
   int64_t offset = 0;
   for (int64_t n : sizes) {
-    segments.push_back(
-        {offset, n, k == 0 ? 0 : std::min(n, std::max<int64_t>(1, k * n / count))});
+    const int64_t share =
+        k == 0 ? 0 : std::min(n, std::max<int64_t>(1, k * n / count));
+    segments.push_back({offset, n, share});
     offset += n;
   }
   return segments;

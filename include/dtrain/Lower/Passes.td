@@ -237,7 +237,7 @@ def CopyConstantGlobals : Pass<"dtrain-copy-constant-globals",
   let summary = "Read constant globals through buffers the function "
                 "allocates";
   let description = [{
-    Replaces each `memref.get_global` of a constant global by a buffer
+    Replaces the `memref.get_global`s of each constant global by one buffer
     allocated at the function's entry, filled from the global, and freed
     before each return. For `--target=cuda`: every buffer a trainer
     allocates is in CUDA managed memory (libdtrain_runtime_cuda defines
