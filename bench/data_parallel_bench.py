@@ -165,16 +165,17 @@ def random_images(work):
     return data
 
 
-def make_models(work, names):
-    """{name: (onnx path, data path, per-rank batch)}: the digits CNN, or
-    vgg16_cifar or resnet20_cifar, or a torchvision model by name (10 classes, 3x32x32
-    random images, batch 8)."""
+def make_models(work, names, batch=None):
+    """{name: (onnx path, data path, per-rank batch)}: the digits CNN (batch
+    32), or vgg16_cifar or resnet20_cifar, or a torchvision model by name
+    (10 classes, 3x32x32 random images, batch 8); BATCH, when given,
+    replaces those batches."""
     models = {}
     if "digits" in names:
         run([PYTHON, os.path.join(ROOT, "test", "Examples", "digits.py"),
              work])
         models["digits"] = (os.path.join(work, "digits_cnn.onnx"),
-                            os.path.join(work, "train.npz"), 32)
+                            os.path.join(work, "train.npz"), batch or 32)
     for name in names:
         if name == "digits":
             continue
@@ -185,7 +186,7 @@ def make_models(work, names):
             export_resnet20_cifar(path)
         else:
             export_torchvision(name, path, 10, 32)
-        models[name] = (path, random_images(work), 8)
+        models[name] = (path, random_images(work), batch or 8)
     return models
 
 
@@ -228,6 +229,10 @@ def add_strategy_bench_arguments(parser, models, steps):
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--steps", type=int, default=steps)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--batch", type=int,
+                        help="per-rank batch of every model (default: 8, "
+                             "the digits CNN 32); a small one makes the "
+                             "exchanges' start-ups dominate the step")
     parser.add_argument("--cluster", dest="cluster", action="store_true",
                         default=os.geteuid() == 0)
     parser.add_argument("--no-cluster", dest="cluster", action="store_false")
@@ -245,7 +250,7 @@ def run_strategy_bench(args, prefix, header, bench_network):
                                 "dtrain-compile")
     with tempfile.TemporaryDirectory(prefix=prefix, dir="/tmp") as work:
         os.chmod(work, 0o755)
-        models = make_models(work, args.models)
+        models = make_models(work, args.models, args.batch)
         print(header)
         if args.cluster:
             with emulated_cluster(args.ranks) as cluster:

@@ -2,7 +2,7 @@
 each --merge strategy, measured on 4 ranks over shared memory and, as root,
 over the emulated 1 Gbit/s cluster (scripts/emulated-cluster.sh).
 
-usage: merge_bench.py [--models M ...] [--ranks P] [--steps N]
+usage: merge_bench.py [--models M ...] [--ranks P] [--steps N] [--batch B]
                       [--cluster | --no-cluster] [--no-shm] BUILD_DIR
 
 For each network: the unmerged trainer runs first with --profile (the
@@ -20,7 +20,8 @@ the fitted all-reduce cost, the updates estimated) with its ratio to the
 measured one. Models: resnet18 (62 gradients, 45 MB), mobilenet_v2 (158
 gradients, 9 MB) and the CIFAR ResNet-20 of MG-WFBP's own experiments
 (resnet20_cifar: 66 exchanges, 1.1 MB), 10 classes at 3x32x32, per-rank
-batch 8, random data.
+batch 8 (--batch: a small batch makes the start-ups dominate, as a fast
+accelerator does), random data.
 """
 import argparse
 import os
