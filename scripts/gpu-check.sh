@@ -8,8 +8,8 @@
 # the terminal. Exits non-zero when a step fails, and at once when there is
 # no CUDA device.
 #
-# Later GPU steps (NCCL collectives, trainer parity) add a section below,
-# before the summary, and call `failed NAME` when they fail.
+# Later GPU steps add a section below, before the summary, and call
+# `failed NAME` when they fail.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
@@ -41,6 +41,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 fi
 cmake --build "$build" -j "$(nproc)" --target dtrain-rt-cuda-test \
   dtrain-rt-cuda-select-bench dtrain-rt-cuda-host-test \
+  dtrain-rt-cuda-nccl-test \
   || { failed "build"; exit 1; }
 
 section "CUDA kernels against the CPU runtime (dtrain-rt-cuda-test)"
@@ -109,6 +110,23 @@ if [ -x build/bin/dtrain-compile ]; then
 else
   echo "skipped: no build/bin/dtrain-compile (build dtrain first: scripts/setup.sh)"
 fi
+
+section "NCCL transport (dtrain-rt-cuda-nccl-test)"
+# One rank, then two under mpirun: over NCCL where there are two devices,
+# else over MPI (the ranks share the device; the test's first line says
+# which).
+mpirun=$(command -v mpirun || command -v mpiexec || echo mpirun)
+for np in 1 2; do
+  echo "ranks: $np"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout 300 "$mpirun" --oversubscribe -np "$np" \
+    "$build/test/dtrain-rt-cuda-nccl-test" < /dev/null
+  case $? in
+    0) ;;
+    77) failed "dtrain-rt-cuda-nccl-test found no CUDA device" ;;
+    *) failed "dtrain-rt-cuda-nccl-test ($np ranks)" ;;
+  esac
+done
 
 # (Sections of later GPU steps go here.)
 

@@ -41,19 +41,23 @@ enum {
 
 /* Reduction of a collective. MEAN is SUM divided by the communicator size
  * (the division is correctly rounded). MAX with a NaN input: RING and the
- * 16-bit types give NaN; MPI with f32/f64 follows the MPI library. */
+ * 16-bit types over MPI give NaN; otherwise it follows the transport's
+ * library (MPI, NCCL). */
 enum {
   DTRAIN_RT_SUM = 0,
   DTRAIN_RT_MEAN = 1,
   DTRAIN_RT_MAX = 2,
 };
 
-/* All-reduce implementations. MPI calls MPI_Allreduce; RING is dtrain's own
- * bandwidth-optimal ring (reduce-scatter then all-gather over point-to-point
+/* All-reduce implementations. MPI calls the transport's all-reduce
+ * (MPI_Allreduce unless another transport is installed, see
+ * dtrain_rt_set_transport); RING is dtrain's own bandwidth-optimal ring
+ * (reduce-scatter then all-gather over the transport's point-to-point
  * messages). DEFAULT reads the environment variable
  * DTRAIN_ALLREDUCE=auto|mpi|ring once per process; auto (also when unset or
- * empty) takes RING from 2 MiB and MPI below, where each is faster
- * (docs/benchmarks-allreduce.md); any other value aborts. Both give
+ * empty) takes RING from the transport's RING_FROM_BYTES and MPI below (MPI
+ * transport: RING from 2 MiB, where each is faster,
+ * docs/benchmarks-allreduce.md); any other value aborts. Both give
  * identical results whenever the reduction is exact (e.g. sums of small
  * integers). */
 enum {
@@ -138,6 +142,88 @@ int32_t dtrain_rt_test(dtrain_rt_request_t *request);
  * all-reduce). */
 void dtrain_rt_broadcast(dtrain_rt_comm_t *comm, void *buffer, int64_t bytes,
                          int32_t root);
+
+/*===--- Transports -------------------------------------------------------===*
+ *
+ * The collectives (all-reduce, broadcast, the sparse all-reduce below) move
+ * their data through a transport, MPI on the communicator unless a program
+ * installs another, e.g. NCCL on the ranks' GPUs
+ * (dtrain_rt_cuda_nccl_transport, dtrain_rt_cuda.h). The runtime keeps the
+ * rest: argument checks and the cross-rank check (over MPI), the choice of
+ * algorithm and the ring, MEAN's division, and the sparse exchange's
+ * selection, packing and merges.
+ *
+ * The functions get CONTEXT first and the collective's communicator; RANK
+ * and SIZE below are dtrain_rt_comm_rank and _size of it. They are called
+ * one at a time, from the communication thread (or from the thread that
+ * issued the collective when collectives run inline, see
+ * dtrain_rt_all_reduce_start), in the same order on every rank, and return
+ * once the transfer is complete: the runtime reads and reuses the buffers
+ * right after. A buffer is either memory that the caller passed to a
+ * collective (CUDA managed memory in a --target=cuda trainer) or the
+ * runtime's own host memory (the sparse exchange's packed sets, the ring's
+ * receive space, a few values on the stack): a transport that needs device
+ * memory stages host buffers through its own. Sizes are bytes but for
+ * ALL_REDUCE; they may be 0 (the buffers may then be NULL) and stay below
+ * 2^31: the runtime splits longer all-reduces, broadcasts and ring steps,
+ * and stops a sparse exchange too large for that. A transport reports its
+ * own failures (print, then exit or abort): nothing is returned.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct dtrain_rt_transport {
+  /* Passed to every function, unread by the runtime. */
+  void *context;
+  /* DTRAIN_RT_ALLREDUCE_DEFAULT's choice (unless DTRAIN_ALLREDUCE says
+   * otherwise): all-reduces of at least RING_FROM_BYTES bytes run the ring
+   * over SEND_RECV, smaller ones ALL_REDUCE; 0: ALL_REDUCE at every size
+   * (a transport whose all-reduce is bandwidth-optimal already). */
+  int64_t ring_from_bytes;
+  /* In place: COUNT elements of DTYPE (DTRAIN_RT_F32, _F64, _F16 or _BF16)
+   * at BUFFER become their DTRAIN_RT_SUM or DTRAIN_RT_MAX (REDUCTION) over
+   * the ranks, the same bits on every rank. */
+  void (*all_reduce)(void *context, dtrain_rt_comm_t *comm, void *buffer,
+                     int64_t count, int32_t dtype, int32_t reduction);
+  /* BYTES at BUFFER on rank ROOT to BUFFER on every rank. */
+  void (*broadcast)(void *context, dtrain_rt_comm_t *comm, void *buffer,
+                    int64_t bytes, int32_t root);
+  /* Every rank's BYTES at SEND, in rank order at RECV (SIZE * BYTES bytes,
+   * not overlapping SEND). */
+  void (*all_gather)(void *context, dtrain_rt_comm_t *comm, const void *send,
+                     int64_t bytes, void *recv);
+  /* Rank r's BYTES[r] bytes at SEND, at RECV + BYTES[0] + ... + BYTES[r-1]
+   * on every rank (RECV not overlapping SEND). BYTES, SIZE values in host
+   * memory, are the same on every rank (the runtime gathers them first),
+   * their sum below 2^31. */
+  void (*all_gather_v)(void *context, dtrain_rt_comm_t *comm,
+                       const void *send, void *recv, const int64_t *bytes);
+  /* BYTES at BUFFER to rank PEER, which calls RECV for as many bytes from
+   * this rank. */
+  void (*send)(void *context, dtrain_rt_comm_t *comm, const void *buffer,
+               int64_t bytes, int32_t peer);
+  void (*recv)(void *context, dtrain_rt_comm_t *comm, void *buffer,
+               int64_t bytes, int32_t peer);
+  /* SEND_BYTES at SEND to rank DEST and, at the same time, RECV_BYTES from
+   * rank SOURCE into RECV (not overlapping SEND): one step of a ring, in
+   * which every rank calls it together. */
+  void (*send_recv)(void *context, dtrain_rt_comm_t *comm, const void *send,
+                    int64_t send_bytes, int32_t dest, void *recv,
+                    int64_t recv_bytes, int32_t source);
+} dtrain_rt_transport_t;
+
+/* Has every later collective move its data through TRANSPORT (copied;
+ * every function must be set), or through MPI again when TRANSPORT is
+ * NULL. Call it when no collective is in flight (before the first, or once
+ * every started one has been waited for), else the job aborts; from the
+ * thread that issues collectives. Initializes nothing (it may come before
+ * dtrain_rt_init): a transport sets itself up on its first call. */
+void dtrain_rt_set_transport(const dtrain_rt_transport_t *transport);
+
+/* The MPI transport, the default: MPI_Allreduce (the 16-bit types through
+ * the runtime's own MPI ops), MPI_Bcast, MPI_Allgather, MPI_Allgatherv,
+ * MPI_Send, MPI_Recv and MPI_Sendrecv on the communicator's MPI
+ * communicator, RING_FROM_BYTES 2 MiB. For transports that forward to it
+ * or bootstrap over it (exchange an NCCL id by its BROADCAST). */
+const dtrain_rt_transport_t *dtrain_rt_mpi_transport(void);
 
 /*===--- Array files: .npy and .npz ---------------------------------------===*
  *

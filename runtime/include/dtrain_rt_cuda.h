@@ -16,8 +16,9 @@
  *
  * The library also holds what compiled --target=cuda trainers call: the
  * mgpu* host functions of MLIR's GPU lowering (not declared here; see
- * lib/cuda/GpuHostFunctions.h) and the managed memory at the end of this
- * header. Those exit on failure, because generated code has no error path.
+ * lib/cuda/GpuHostFunctions.h), and the managed memory and the NCCL
+ * transport at the end of this header. Those exit on failure, because
+ * generated code has no error path.
  *
  * Errors of the kernels are returned, never printed, and nothing aborts:
  * every kernel function returns DTRAIN_RT_CUDA_SUCCESS (0) or one of the
@@ -214,10 +215,32 @@ void dtrain_rt_cuda_free(void *ptr);
  *===----------------------------------------------------------------------===*/
 
 /* Opens the process's GPU (its local rank's; exits with a message when
- * there is no driver or device) and has dtrain_rt_model_main and
+ * there is no driver or device), has dtrain_rt_model_main and
  * dtrain_rt_trainer_main allocate the model's buffers with
- * dtrain_rt_cuda_alloc_managed (dtrain_rt_set_buffer_allocator). */
+ * dtrain_rt_cuda_alloc_managed (dtrain_rt_set_buffer_allocator), and runs
+ * the collectives over NCCL (dtrain_rt_set_transport with
+ * dtrain_rt_cuda_nccl_transport()) unless the environment variable
+ * DTRAIN_NCCL is 0 (then MPI, as the CPU runtime does; 1 or unset: NCCL;
+ * any other value exits with a message). */
 void dtrain_rt_cuda_init_trainer(void);
+
+/* The runtime's transport (dtrain_rt.h, dtrain_rt_set_transport) over
+ * NCCL, one GPU per rank (the device above). Its first call loads
+ * libnccl.so.2 (or prints why it cannot and exits) and makes the NCCL
+ * communicator of the world's ranks: rank 0's ncclGetUniqueId goes to
+ * every rank by dtrain_rt_mpi_transport()'s broadcast (so MPI must be up,
+ * as it is when a collective makes that call), then ncclCommInitRank. Each
+ * call enqueues its NCCL operations on one non-blocking stream and waits
+ * for it. Buffers in device or managed memory are used as they are; host
+ * buffers (which cuPointerGetAttributes knows as neither) are copied
+ * through a device staging buffer. NCCL wants a device for each rank: when
+ * ranks share one (a node with fewer devices than ranks), the first call
+ * finds it out on every rank, rank 0 prints a note, and every call goes to
+ * the MPI transport instead. Serves one communicator,
+ * dtrain_rt_comm_world(). A failed NCCL call prints "dtrain-rt: NCCL
+ * <call> failed: <ncclGetErrorString>" and exits with status 1. MAX with a
+ * NaN input follows NCCL. */
+const dtrain_rt_transport_t *dtrain_rt_cuda_nccl_transport(void);
 
 /* The generic allocation functions of MLIR's memref lowering, over
  * dtrain_rt_cuda_alloc_managed and dtrain_rt_cuda_free. ALIGNMENT up to

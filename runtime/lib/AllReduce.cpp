@@ -1,12 +1,13 @@
 //===- AllReduce.cpp - all-reduce entry points ----------------------------===//
 //
-// Argument validation, algorithm choice, and the MPI algorithm
-// (MPI_Allreduce). Every all-reduce, blocking or started, is validated on
-// the caller's thread and then runs on the communication thread
+// Argument validation, algorithm choice, and the MPI algorithm (the
+// transport's all-reduce: MPI_Allreduce unless another transport is
+// installed). Every all-reduce, blocking or started, is validated on the
+// caller's thread and then runs on the communication thread
 // (CommThread.cpp) in three stages:
 //
 //   checkConsistency()  the ranks agree on the arguments
-//   exchange            MPI: MPI_Allreduce; RING: ringAllReduce
+//   exchange            MPI: the transport's all-reduce; RING: ringAllReduce
 //   finishReduction()   MEAN's division
 //
 // A blocking all-reduce is a started one waited for at once.
@@ -58,19 +59,15 @@ int32_t readAlgorithmEnv() {
         value);
 }
 
-/// From this size the ring beats Open MPI's MPI_Allreduce on 4 ranks over
-/// a 1 Gbit/s network (1.5x at 2-3 MB) and over shared memory
-/// (docs/benchmarks-allreduce.md); it loses by up to 1.4x on loopback TCP
-/// below 4 MB, which no cluster runs on.
-constexpr int64_t kRingFromBytes = 2 << 20;
-
-/// The environment is read once per process.
+/// The environment is read once per process; by size, the transport
+/// says from where its ring pays.
 int32_t defaultAlgorithm(int64_t bytes) {
   static const int32_t algorithm = readAlgorithmEnv();
   if (algorithm)
     return algorithm;
-  return bytes >= kRingFromBytes ? DTRAIN_RT_ALLREDUCE_RING
-                                 : DTRAIN_RT_ALLREDUCE_MPI;
+  const int64_t ringFrom = transport().ringFromBytes();
+  return ringFrom > 0 && bytes >= ringFrom ? DTRAIN_RT_ALLREDUCE_RING
+                                           : DTRAIN_RT_ALLREDUCE_MPI;
 }
 
 //===--- Validation and the consistency check -----------------------------===//
@@ -139,21 +136,17 @@ void checkConsistency(const AllReduceArgs &a, Call call) {
 
 //===--- The MPI algorithm ------------------------------------------------===//
 
-/// Calls FN(first element, element count) for consecutive pieces of at
-/// most maxMessageCount() elements (MPI counts are int).
-template <class Fn> void forEachMessage(const AllReduceArgs &a, Fn &&fn) {
+/// The transport's all-reduce on consecutive pieces of at most
+/// maxMessageCount() elements; MEAN sums (finish divides).
+void transportAllReduce(const AllReduceArgs &a) {
+  const Transport t = transport();
+  const int32_t reduction =
+      a.reduction == DTRAIN_RT_MAX ? DTRAIN_RT_MAX : DTRAIN_RT_SUM;
   const int64_t max = maxMessageCount();
   const int64_t elemSize = dtypeSize(a.dtype);
   for (int64_t first = 0; first < a.count; first += max)
-    fn(a.buffer + first * elemSize, int(std::min(max, a.count - first)));
-}
-
-void mpiAllReduce(const AllReduceArgs &a) {
-  const MPIReduction r = mpiReduction(a.dtype, a.reduction);
-  forEachMessage(a, [&](char *data, int n) {
-    DTRAIN_MPI_CALL(a.comm, MPI_Allreduce, MPI_IN_PLACE, data, n, r.type, r.op,
-                    a.comm->mpi);
-  });
+    t.allReduce(a.comm, a.buffer + first * elemSize,
+                std::min(max, a.count - first), a.dtype, reduction);
 }
 
 /// A's exchange by its algorithm.
@@ -161,7 +154,7 @@ void exchange(const AllReduceArgs &a) {
   if (a.algorithm == DTRAIN_RT_ALLREDUCE_RING)
     ringAllReduce(a.comm, a.buffer, a.count, a.dtype, a.reduction);
   else
-    mpiAllReduce(a);
+    transportAllReduce(a);
 }
 
 void finish(const AllReduceArgs &a) {

@@ -2,14 +2,14 @@
 //
 // dtrain_rt_broadcast: bytes from one rank to all, through the
 // communication thread like every collective (so it keeps its place among
-// started all-reduces), split into MPI int-sized messages.
+// started all-reduces), split into transport calls of maxMessageCount()
+// bytes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
 
 #include <algorithm>
-#include <climits>
 
 using namespace dtrain::rt;
 
@@ -26,11 +26,11 @@ struct BroadcastCollective final : Collective {
 
   void run() override {
     checkAgreement(comm, "broadcast", {{"bytes", payloadBytes}, {"root", root}});
-    const int64_t max = std::min<int64_t>(maxMessageCount(), INT_MAX);
+    const Transport t = transport();
+    const int64_t max = maxMessageCount();
     for (int64_t first = 0; first < payloadBytes; first += max)
-      DTRAIN_MPI_CALL(comm, MPI_Bcast, buffer + first,
-                      int(std::min(max, payloadBytes - first)), MPI_BYTE, root,
-                      comm->mpi);
+      t.broadcast(comm, buffer + first, std::min(max, payloadBytes - first),
+                  root);
   }
 };
 

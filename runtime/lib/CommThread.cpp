@@ -55,6 +55,8 @@ struct State {
   std::deque<Collective *> queue;
   std::thread thread;
   bool running = false, stopping = false;
+  /// Collectives submitted and not yet run.
+  int64_t inFlight = 0;
   CommStats stats;
   bool tracing = false;
   std::vector<TraceEvent> trace;
@@ -73,6 +75,7 @@ void execute(State &s, Collective *c) {
   c->run();
   c->finished = clockSeconds();
   std::lock_guard<std::mutex> lock(s.mutex);
+  s.inFlight -= 1;
   s.stats.collectives += 1;
   s.stats.payloadBytes += c->payloadBytes;
   s.stats.sentBytes += c->sentBytes;
@@ -129,6 +132,7 @@ void dtrain::rt::submitCollective(Collective *c) {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     c->sequence = s.sequence++;
+    s.inFlight += 1;
   }
   if (!useThread || !mpiThreadMultiple() || P == 1) {
     execute(s, c);
@@ -173,6 +177,12 @@ bool dtrain::rt::collectiveDone(Collective *c) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   return c->done;
+}
+
+bool dtrain::rt::collectivesInFlight() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.inFlight > 0;
 }
 
 void dtrain::rt::stopCommThread() {

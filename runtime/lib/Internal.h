@@ -149,20 +149,70 @@ void freeReductionOps();
 
 //===--- Message sizes ----------------------------------------------------===//
 
-/// The most elements one MPI call carries (MPI counts are int): longer
-/// all-reduces are split. INT_MAX unless a test lowered it.
+/// The most elements (all-reduce) or bytes (the other calls) one transport
+/// call carries, below 2^31 as the transport ABI promises (MPI counts are
+/// int): longer all-reduces, broadcasts and ring steps are split. INT_MAX
+/// unless a test lowered it.
 int64_t maxMessageCount();
 DTRAIN_RT_TEST_API void setMaxMessageCountForTesting(int64_t count);
 
+//===--- Transport (Transport.cpp) ----------------------------------------===//
+
+/// A transport's functions with its context bound.
+class Transport {
+public:
+  explicit Transport(const dtrain_rt_transport_t &t) : t(t) {}
+  int64_t ringFromBytes() const { return t.ring_from_bytes; }
+  void allReduce(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
+                 int32_t dtype, int32_t reduction) const {
+    t.all_reduce(t.context, comm, buffer, count, dtype, reduction);
+  }
+  void broadcast(dtrain_rt_comm_t *comm, void *buffer, int64_t bytes,
+                 int32_t root) const {
+    t.broadcast(t.context, comm, buffer, bytes, root);
+  }
+  void allGather(dtrain_rt_comm_t *comm, const void *send, int64_t bytes,
+                 void *recv) const {
+    t.all_gather(t.context, comm, send, bytes, recv);
+  }
+  void allGatherV(dtrain_rt_comm_t *comm, const void *send, void *recv,
+                  const int64_t *bytes) const {
+    t.all_gather_v(t.context, comm, send, recv, bytes);
+  }
+  void send(dtrain_rt_comm_t *comm, const void *buffer, int64_t bytes,
+            int32_t peer) const {
+    t.send(t.context, comm, buffer, bytes, peer);
+  }
+  void recv(dtrain_rt_comm_t *comm, void *buffer, int64_t bytes,
+            int32_t peer) const {
+    t.recv(t.context, comm, buffer, bytes, peer);
+  }
+  void sendRecv(dtrain_rt_comm_t *comm, const void *send, int64_t sendBytes,
+                int32_t dest, void *recv, int64_t recvBytes,
+                int32_t source) const {
+    t.send_recv(t.context, comm, send, sendBytes, dest, recv, recvBytes,
+                source);
+  }
+
+private:
+  const dtrain_rt_transport_t &t;
+};
+
+/// What the collectives move their data through: the transport that
+/// dtrain_rt_set_transport installed, MPI by default.
+Transport transport();
+
 //===--- Algorithms -------------------------------------------------------===//
 
-/// In-place ring all-reduce (reduce-scatter then all-gather over
-/// MPI_Sendrecv to the ring neighbours), without MEAN's final division.
+/// In-place ring all-reduce (reduce-scatter then all-gather over the
+/// transport's send_recv to the ring neighbours), without MEAN's final
+/// division.
 void ringAllReduce(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
                    int32_t dtype, int32_t reduction);
 
-/// In-place all-reduce by the default algorithm for its size (MPI below
-/// 2 MiB, else the ring; DTRAIN_ALLREDUCE overrides), without MEAN's final
+/// In-place all-reduce by the default algorithm for its size (the
+/// transport's all-reduce below its ring_from_bytes, else the ring;
+/// DTRAIN_ALLREDUCE overrides), without MEAN's final
 /// division or the cross-rank check: for collectives that run one inside
 /// their own request (a sparse exchange that sends everything).
 void allReduceInPlace(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
@@ -177,7 +227,7 @@ struct Collective {
   Collective(Kind kind, dtrain_rt_comm_t *comm, int64_t payloadBytes)
       : kind(kind), comm(comm), payloadBytes(payloadBytes) {}
   virtual ~Collective() = default;
-  /// The MPI calls; on the communication thread, in submission order.
+  /// The transfers; on the communication thread, in submission order.
   virtual void run() = 0;
   /// "all_reduce #3": the kind and the sequence number within the step.
   std::string label() const;
@@ -201,6 +251,8 @@ void submitCollective(Collective *c);
 void waitCollective(Collective *c);
 /// Whether C has run (waitCollective would not block).
 bool collectiveDone(Collective *c);
+/// Whether a collective was submitted and has not run yet.
+bool collectivesInFlight();
 /// Joins the communication thread (before MPI_Finalize); it restarts on
 /// the next submission.
 void stopCommThread();

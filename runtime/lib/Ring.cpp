@@ -1,14 +1,15 @@
 //===- - Ring.cpp - ring all-reduce ---------------------------------------===//
 //
-// Bandwidth-optimal ring all-reduce over point-to-point messages. The buffer
-// is split into P chunks (sizes differ by at most one element; some are
-// empty when count < P). In P-1 reduce-scatter steps every rank sends one
-// chunk to its right neighbour and reduces the chunk arriving from its left
-// one into place, after which rank r holds the full reduction of chunk
-// (r+1) mod P. P-1 all-gather steps then pass the reduced chunks around the
-// ring. Each rank sends and receives 2(P-1)/P of the buffer in total, and
-// every element is reduced by exactly one rank, so all ranks end up with
-// bit-identical results.
+// Bandwidth-optimal ring all-reduce over the transport's point-to-point
+// messages (send_recv to the neighbours). The buffer is split into P chunks
+// (sizes differ by at most one element; some are empty when count < P). In
+// P-1 reduce-scatter steps every rank sends one chunk to its right
+// neighbour and reduces the chunk arriving from its left one into place,
+// after which rank r holds the full reduction of chunk (r+1) mod P. P-1
+// all-gather steps then pass the reduced chunks around the ring. Each rank
+// sends and receives 2(P-1)/P of the buffer in total, and every element is
+// reduced by exactly one rank, so all ranks end up with bit-identical
+// results.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,9 +21,6 @@
 using namespace dtrain::rt;
 
 namespace {
-
-/// Tag of the ring's messages on the communicator.
-constexpr int kRingTag = 0x4454; // "DT"
 
 struct Chunks {
   int64_t base, remainder;
@@ -42,33 +40,32 @@ char *scratch(size_t bytes) {
   return buffer.data();
 }
 
-/// One ring pass over COUNT elements; every chunk fits an MPI count.
+/// One ring pass over COUNT elements; every chunk fits one transport call.
 void ringPass(dtrain_rt_comm_t *comm, char *data, int64_t count, int32_t dtype,
               int32_t reduction) {
   const int P = comm->size, r = comm->rank;
   const int right = (r + 1) % P, left = (r + P - 1) % P;
   const int64_t elem = dtypeSize(dtype);
-  const MPI_Datatype type = mpiReduction(dtype, reduction).type;
+  const Transport t = transport();
   const Chunks chunks{count / P, count % P};
   char *incoming = scratch(size_t(chunks.size(0) * elem));
 
   // Reduce-scatter: step s sends chunk r-s, receives and reduces r-s-1.
   for (int s = 0; s < P - 1; ++s) {
     const int send = (r - s + 2 * P) % P, recv = (r - s - 1 + 2 * P) % P;
-    DTRAIN_MPI_CALL(comm, MPI_Sendrecv, data + chunks.offset(send) * elem,
-                    int(chunks.size(send)), type, right, kRingTag, incoming,
-                    int(chunks.size(recv)), type, left, kRingTag, comm->mpi,
-                    MPI_STATUS_IGNORE);
+    t.sendRecv(comm, data + chunks.offset(send) * elem,
+               chunks.size(send) * elem, right, incoming,
+               chunks.size(recv) * elem, left);
     reduceLocal(dtype, reduction, data + chunks.offset(recv) * elem, incoming,
                 chunks.size(recv));
   }
   // All-gather: step s forwards the complete chunk r+1-s, receives r-s.
   for (int s = 0; s < P - 1; ++s) {
     const int send = (r + 1 - s + 2 * P) % P, recv = (r - s + 2 * P) % P;
-    DTRAIN_MPI_CALL(comm, MPI_Sendrecv, data + chunks.offset(send) * elem,
-                    int(chunks.size(send)), type, right, kRingTag,
-                    data + chunks.offset(recv) * elem, int(chunks.size(recv)),
-                    type, left, kRingTag, comm->mpi, MPI_STATUS_IGNORE);
+    t.sendRecv(comm, data + chunks.offset(send) * elem,
+               chunks.size(send) * elem, right,
+               data + chunks.offset(recv) * elem, chunks.size(recv) * elem,
+               left);
   }
 }
 
@@ -80,11 +77,11 @@ void dtrain::rt::ringAllReduce(dtrain_rt_comm_t *comm, void *buffer,
   const int P = comm->size;
   if (P == 1 || count == 0)
     return;
-  // Passes over slices of at most P * maxMessageCount() elements keep every
-  // chunk within an MPI int count.
-  const int64_t slice = P * maxMessageCount();
-  char *data = static_cast<char *>(buffer);
+  // Passes over slices of at most P chunks of maxMessageCount() bytes keep
+  // every step within one transport call.
   const int64_t elem = dtypeSize(dtype);
+  const int64_t slice = P * std::max<int64_t>(1, maxMessageCount() / elem);
+  char *data = static_cast<char *>(buffer);
   for (int64_t first = 0; first < count; first += slice)
     ringPass(comm, data + first * elem, std::min(slice, count - first), dtype,
              reduction);

@@ -11,12 +11,16 @@
 //   aggregate the ranks' (I, V)       all-gather or gTop-k
 //   grad = the dense sum (or mean) of what was aggregated
 //
-// all-gather: one MPI_Allgather of every rank's indices and values when
+// Every transfer goes through the transport (MPI unless another is
+// installed).
+//
+// all-gather: one all-gather of every rank's indices and values when
 // each selected exactly k (exact and random-k); else one of the counts
-// first (Gaussian-k and DGC do not select exactly k) and an
-// MPI_Allgatherv. Then a scatter-add in rank order (duplicate indices
-// across ranks add up; every rank adds in the same order, so all get the
-// same bits). Each collective costs latencies, so there are no others.
+// first (Gaussian-k and DGC do not select exactly k) and an all-gather of
+// blocks of those sizes. Then a scatter-add in rank order (duplicate
+// indices across ranks add up; every rank adds in the same order, so all
+// get the same bits). Each collective costs latencies, so there are no
+// others.
 //
 // With segments (a merged bucket's members), each segment is selected on
 // its own with its share of k, and gTop-k's merges keep each segment's
@@ -34,6 +38,9 @@
 // entries outside G go back to its own residual. So nothing is lost, and
 // each residual holds only its own rank's gradients:
 //   sum over ranks of the residual change + the applied sum = sum of grads.
+// The tree's messages have a size that both ends know, a count and the
+// set padded to k entries (no set holds more), since a transport need not
+// be able to probe for a message's size (NCCL cannot).
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,22 +75,26 @@ struct SparseSet {
     indices.resize(size_t(n));
     values.resize(size_t(n));
   }
-  /// The wire form: the indices, then the values in VALUETYPE (exact for
-  /// a rank's own selection, which roundToValueType made; a gTop-k merge's sums
-  /// are rounded, which only affects the choice of indices).
-  std::vector<char> pack(int32_t valueType) const {
-    std::vector<char> bytes(indices.size() * size_t(entryBytes(valueType)));
-    std::memcpy(bytes.data(), indices.data(), indices.size() * 4);
-    char *out = bytes.data() + indices.size() * 4;
+  /// The wire form, size() * entryBytes(VALUETYPE) bytes at BYTES: the
+  /// indices, then the values in VALUETYPE (exact for a rank's own
+  /// selection, which roundToValueType made; a gTop-k merge's sums are
+  /// rounded, which only affects the choice of indices).
+  void packTo(char *bytes, int32_t valueType) const {
+    std::memcpy(bytes, indices.data(), indices.size() * 4);
+    char *out = bytes + indices.size() * 4;
     if (valueType == DTRAIN_RT_F32) {
       std::memcpy(out, values.data(), values.size() * 4);
-      return bytes;
+      return;
     }
     for (size_t j = 0; j < values.size(); ++j) {
       uint16_t v = valueType == DTRAIN_RT_BF16 ? f32ToBF16(values[j])
                                                : f32ToF16(values[j]);
       std::memcpy(out + 2 * j, &v, 2);
     }
+  }
+  std::vector<char> pack(int32_t valueType) const {
+    std::vector<char> bytes(indices.size() * size_t(entryBytes(valueType)));
+    packTo(bytes.data(), valueType);
     return bytes;
   }
   static SparseSet unpack(const char *bytes, int64_t n, int32_t valueType) {
@@ -293,9 +304,8 @@ struct SparseAllReduce final : dtrain_rt_request {
             "sparse_all_reduce: %lld selected entries do not fit one MPI "
             "message (at most %lld)",
             (long long)local.size(), (long long)(INT_MAX / entry));
-    std::vector<int> counts(static_cast<size_t>(P)),
+    std::vector<int64_t> counts(static_cast<size_t>(P)),
         displs(static_cast<size_t>(P));
-    const int mine = int(bytes);
     if (method == DTRAIN_RT_SELECT_EXACT || method == DTRAIN_RT_SELECT_RANDOM) {
       // Every rank selected exactly k: one all-gather, no counts first.
       std::vector<char> all(static_cast<size_t>(P) * size_t(bytes));
@@ -304,19 +314,18 @@ struct SparseAllReduce final : dtrain_rt_request {
               "sparse_all_reduce: the ranks selected %lld bytes in all, "
               "more than one MPI all-gather carries",
               (long long)all.size());
-      DTRAIN_MPI_CALL(comm, MPI_Allgather, local.pack(valueType).data(), mine,
-                      MPI_BYTE, all.data(), mine, MPI_BYTE, comm->mpi);
+      transport().allGather(comm, local.pack(valueType).data(), bytes,
+                            all.data());
       sentBytes = (P - 1) * bytes;
       std::vector<SparseSet> sets;
       for (int r = 0; r < P; ++r)
         sets.push_back(SparseSet::unpack(all.data() + r * bytes, k, valueType));
       return sets;
     }
-    DTRAIN_MPI_CALL(comm, MPI_Allgather, &mine, 1, MPI_INT, counts.data(), 1,
-                    MPI_INT, comm->mpi);
+    transport().allGather(comm, &bytes, sizeof bytes, counts.data());
     int64_t total = 0;
     for (int r = 0; r < P; ++r) {
-      displs[size_t(r)] = int(total);
+      displs[size_t(r)] = total;
       total += counts[size_t(r)];
       if (total > INT_MAX)
         fatal(comm,
@@ -325,9 +334,8 @@ struct SparseAllReduce final : dtrain_rt_request {
               (long long)total);
     }
     std::vector<char> all(static_cast<size_t>(total));
-    DTRAIN_MPI_CALL(comm, MPI_Allgatherv, local.pack(valueType).data(), mine,
-                    MPI_BYTE, all.data(), counts.data(), displs.data(),
-                    MPI_BYTE, comm->mpi);
+    transport().allGatherV(comm, local.pack(valueType).data(), all.data(),
+                           counts.data());
     // As a ring all-gather: every block but the successor's.
     sentBytes = total - counts[size_t((comm->rank + 1) % P)];
     std::vector<SparseSet> sets;
@@ -372,29 +380,36 @@ struct SparseAllReduce final : dtrain_rt_request {
     return top;
   }
 
+  /// The bytes of a message of the tree: the set's size (8 bytes), then
+  /// the set packed, padded to k entries.
+  int64_t treeMessageBytes() const { return 8 + k * entryBytes(valueType); }
+
   void send(const SparseSet &s, int to) {
-    const std::vector<char> bytes = s.pack(valueType);
-    DTRAIN_MPI_CALL(comm, MPI_Send, bytes.data(), int(bytes.size()), MPI_BYTE,
-                    to, kTag, comm->mpi);
-    sentBytes += int64_t(bytes.size());
+    std::vector<char> message(static_cast<size_t>(treeMessageBytes()));
+    const int64_t n = s.size();
+    std::memcpy(message.data(), &n, 8);
+    s.packTo(message.data() + 8, valueType);
+    transport().send(comm, message.data(), int64_t(message.size()), to);
+    sentBytes += int64_t(message.size());
   }
 
   SparseSet receive(int from) {
-    MPI_Status status;
-    DTRAIN_MPI_CALL(comm, MPI_Probe, from, kTag, comm->mpi, &status);
-    int bytes = 0;
-    DTRAIN_MPI_CALL(comm, MPI_Get_count, &status, MPI_BYTE, &bytes);
-    std::vector<char> data(static_cast<size_t>(bytes));
-    DTRAIN_MPI_CALL(comm, MPI_Recv, data.data(), bytes, MPI_BYTE, from, kTag,
-                    comm->mpi, MPI_STATUS_IGNORE);
-    return SparseSet::unpack(data.data(), bytes / entryBytes(valueType),
-                             valueType);
+    std::vector<char> message(static_cast<size_t>(treeMessageBytes()));
+    transport().recv(comm, message.data(), int64_t(message.size()), from);
+    int64_t n = 0;
+    std::memcpy(&n, message.data(), 8);
+    return SparseSet::unpack(message.data() + 8, n, valueType);
   }
 
   /// The global top-k set on every rank (see the file comment).
   SparseSet gatherTopK(const SparseSet &local) {
     const int P = comm->size, rank = comm->rank;
     sentBytes = 0;
+    if (P > 1 && treeMessageBytes() > INT_MAX)
+      fatal(comm,
+            "sparse_all_reduce: k = %lld entries do not fit one message of "
+            "the gTop-k tree (at most %lld)",
+            (long long)k, (long long)((INT_MAX - 8) / entryBytes(valueType)));
     // Gaussian-k's and DGC's extra entries take no part in the tree.
     SparseSet set = mergeTopK(local, SparseSet());
     int m = 1;
@@ -421,18 +436,18 @@ struct SparseAllReduce final : dtrain_rt_request {
     if (P == 1) {
       global.indices = set.indices;
     } else {
-      if (k + 1 > INT_MAX)
+      if ((k + 1) * 4 > INT_MAX)
         fatal(comm,
-              "sparse_all_reduce: k = %lld entries do not fit one MPI "
+              "sparse_all_reduce: k = %lld entries do not fit one "
               "broadcast (at most %d)",
-              (long long)k, INT_MAX - 1);
+              (long long)k, INT_MAX / 4 - 1);
       std::vector<int32_t> message(static_cast<size_t>(k) + 1);
       if (rank == 0) {
         message[0] = int32_t(set.size());
         std::copy(set.indices.begin(), set.indices.end(), message.begin() + 1);
       }
-      DTRAIN_MPI_CALL(comm, MPI_Bcast, message.data(), int(message.size()),
-                      MPI_INT32_T, 0, comm->mpi);
+      transport().broadcast(comm, message.data(), int64_t(message.size()) * 4,
+                            0);
       if (rank == 0)
         sentBytes += int64_t(message.size()) * 4;
       global.indices.assign(message.begin() + 1,
@@ -452,9 +467,9 @@ struct SparseAllReduce final : dtrain_rt_request {
         residual[index] += local.values[size_t(j)];
     }
     if (P > 1) {
-      const int n = int(global.values.size());
-      DTRAIN_MPI_CALL(comm, MPI_Allreduce, MPI_IN_PLACE, global.values.data(),
-                      n, MPI_FLOAT, MPI_SUM, comm->mpi);
+      const int64_t n = int64_t(global.values.size());
+      transport().allReduce(comm, global.values.data(), n, DTRAIN_RT_F32,
+                            DTRAIN_RT_SUM);
       // As a ring all-reduce, like every dense one.
       sentBytes += 2 * int64_t(P - 1) * 4 * n / P;
     }
@@ -468,10 +483,6 @@ struct SparseAllReduce final : dtrain_rt_request {
       for (int64_t j = 0; j < s.size(); ++j)
         grad[s.indices[size_t(j)]] += s.values[size_t(j)];
   }
-
-  /// Point-to-point messages of the gTop-k tree (the communication thread
-  /// runs one collective at a time, so no other message can match).
-  static constexpr int kTag = 7311;
 };
 
 } // namespace

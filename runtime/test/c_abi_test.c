@@ -40,6 +40,15 @@ int main(int argc, char **argv) {
   dtrain_rt_broadcast(world, fromLast, (int64_t)sizeof fromLast, size - 1);
   failures += fromLast[0] != size - 1 || fromLast[1] != 1 - size;
 
+  /* A transport from C: the MPI one, copied, without its ring. */
+  dtrain_rt_transport_t transport = *dtrain_rt_mpi_transport();
+  transport.ring_from_bytes = 0;
+  dtrain_rt_set_transport(&transport);
+  dtrain_rt_broadcast(world, &rank, (int64_t)sizeof rank, 0);
+  failures += rank != 0;
+  dtrain_rt_set_transport(NULL);
+  rank = dtrain_rt_comm_rank(world);
+
   /* Array files: the C types and calls (no files written: every rank runs
    * this; NpyTest covers the formats). */
   dtrain_rt_array_t array;

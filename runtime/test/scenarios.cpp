@@ -50,7 +50,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: dtrain-rt-scenarios host-mpi | count-mismatch | "
                "abort-while-waiting | bad-dtype | int-dtype | negative-count | "
-               "bad-env | null-request | mpi-error | stalled-rank\n");
+               "bad-env | null-request | mpi-error | stalled-rank | "
+               "transport-in-flight | transport-null-function\n");
   return 2;
 }
 
@@ -102,6 +103,19 @@ int main(int argc, char **argv) {
     const int size = dtrain_rt_comm_size(world);
     DTRAIN_MPI_CALL(world, MPI_Send, data.data(), 1, MPI_FLOAT, size + 5, 0,
                     MPI_COMM_WORLD);
+  } else if (!std::strcmp(mode, "transport-in-flight")) {
+    // Rank 0's all-reduce waits for rank 1's, which comes late: a
+    // transport installed meanwhile would change it halfway.
+    if (rank == 1)
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    dtrain_rt_request_t *request = dtrain_rt_all_reduce_start(
+        world, data.data(), 64, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+    dtrain_rt_set_transport(dtrain_rt_mpi_transport());
+    dtrain_rt_wait(request);
+  } else if (!std::strcmp(mode, "transport-null-function")) {
+    dtrain_rt_transport_t transport = *dtrain_rt_mpi_transport();
+    transport.send_recv = nullptr;
+    dtrain_rt_set_transport(&transport);
   } else {
     return usage();
   }

@@ -32,6 +32,7 @@
   X(cuInit)                                                                    \
   X(cuDeviceGetCount)                                                          \
   X(cuDeviceGet)                                                               \
+  X(cuDeviceGetUuid)                                                           \
   X(cuDevicePrimaryCtxRetain)                                                  \
   X(cuCtxSetCurrent)                                                           \
   X(cuModuleLoadData)                                                          \
@@ -56,7 +57,8 @@
   X(cuMemsetD32Async)                                                          \
   X(cuMemsetD16Async)                                                          \
   X(cuMemHostRegister)                                                         \
-  X(cuMemHostUnregister)
+  X(cuMemHostUnregister)                                                       \
+  X(cuPointerGetAttributes)
 
 namespace dtrain::rt::gpu {
 

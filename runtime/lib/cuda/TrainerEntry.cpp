@@ -4,7 +4,7 @@
 // main, and the generic allocation functions of MLIR's memref lowering that
 // its step calls: the model's buffers and the step's temporaries all in the
 // rank GPU's managed memory, reachable from the kernels and from the host
-// code (the CPU kernel library, MPI) alike.
+// code (the CPU kernel library, NCCL, MPI) alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,15 +16,35 @@
 #include "dtrain_rt.h"
 #pragma GCC visibility pop
 
+#include <cstdlib>
+#include <cstring>
+
 using namespace dtrain::rt::gpu;
 
 /// The pool's alignment (dtrain_rt_cuda_alloc_managed).
 static constexpr size_t kPoolAlignment = 256;
 
+/// DTRAIN_NCCL: 1 or unset for the collectives over NCCL, 0 for MPI; the
+/// message of any other value is worded as the CPU runtime's switches.
+static bool ncclWanted() {
+  const char *value = std::getenv("DTRAIN_NCCL");
+  if (!value || !*value || !std::strcmp(value, "1"))
+    return true;
+  if (!std::strcmp(value, "0"))
+    return false;
+  fatal("DTRAIN_NCCL='%s' is not valid (accepted: 0 to run the collectives "
+        "over MPI, 1 or unset to run them over NCCL)",
+        value);
+}
+
 void dtrain_rt_cuda_init_trainer(void) {
   (void)cuda(); // opens the device, or says why not and exits
   dtrain_rt_set_buffer_allocator(dtrain_rt_cuda_alloc_managed,
                                  dtrain_rt_cuda_free);
+  // Before MPI_Init (the trainer's main initializes it later): the
+  // transport makes its NCCL communicator on the first collective.
+  if (ncclWanted())
+    dtrain_rt_set_transport(dtrain_rt_cuda_nccl_transport());
 }
 
 void *_mlir_memref_to_llvm_alloc(size_t bytes) {
