@@ -142,6 +142,7 @@ inline const PoolCase poolCases[] = {
     {kInclude, 1, 3, 8, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true}, // pad+overhang
     {kExclude, 1, 3, 8, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
     {kInclude, 1, 2, 5, 5, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, true},  // overhang
+    {kMax, 2, 3, 5, 7, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, true}, // 2x2, overhang
     {kInclude, 1, 2, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, true},  // PyTorch rule
     {kInclude, 2, 8, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, false}, // global
     {kExclude, 2, 8, 7, 7, 7, 7, 7, 7, 0, 0, 0, 0, 1, 1, false}, // global
