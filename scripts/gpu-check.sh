@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, in one run (a few minutes on a machine with
 # one CUDA device): builds the runtime with CUDA in build-gpu (reused when
-# present), runs the CUDA kernel tests against the CPU runtime and the
+# present), runs the CUDA kernel tests against the CPU runtime (the
+# sparsification kernels, and the heavy ops on cuBLAS and cuDNN) and the
 # selection benchmark, and times torch.topk on the same sizes when
 # Debian's python3 has torch with CUDA. Everything goes to a report,
 # gpu-report.txt (or $OUT/gpu-report.txt when OUT is set, or $1), and to
@@ -40,7 +41,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     || { failed "configure"; exit 1; }
 fi
 cmake --build "$build" -j "$(nproc)" --target dtrain-rt-cuda-test \
-  dtrain-rt-cuda-select-bench dtrain-rt-cuda-host-test \
+  dtrain-rt-cuda-dnn-test dtrain-rt-cuda-select-bench dtrain-rt-cuda-host-test \
   dtrain-rt-cuda-nccl-test \
   || { failed "build"; exit 1; }
 
@@ -50,6 +51,16 @@ case $? in
   0) ;;
   77) failed "dtrain-rt-cuda-test found no CUDA device" ;;
   *) failed "dtrain-rt-cuda-test" ;;
+esac
+
+section "heavy-op kernels against the CPU runtime (dtrain-rt-cuda-dnn-test)"
+# cuBLAS matmul, cuDNN convolution and batch norm, the pooling kernels,
+# each against its CPU kernel (oneDNN) over the CPU tests' geometries.
+timeout 600 "$build/test/dtrain-rt-cuda-dnn-test"
+case $? in
+  0) ;;
+  77) failed "dtrain-rt-cuda-dnn-test found no CUDA device" ;;
+  *) failed "dtrain-rt-cuda-dnn-test" ;;
 esac
 
 section "selection benchmark (dtrain-rt-cuda-select-bench)"

@@ -15,13 +15,13 @@
  * STREAM (to count its thresholds); see each function.
  *
  * The library also holds what compiled --target=cuda trainers call: the
- * mgpu* host functions of MLIR's GPU lowering (not declared here; see
- * lib/cuda/GpuHostFunctions.h), and the managed memory and the NCCL
- * transport at the end of this header. Those exit on failure, because
- * generated code has no error path.
+ * CPU runtime's heavy-op kernels on the GPU, the mgpu* host functions of
+ * MLIR's GPU lowering (not declared here; see lib/cuda/GpuHostFunctions.h),
+ * and the managed memory and the NCCL transport at the end of this header.
+ * Those exit on failure, because generated code has no error path.
  *
- * Errors of the kernels are returned, never printed, and nothing aborts:
- * every kernel function returns DTRAIN_RT_CUDA_SUCCESS (0) or one of the
+ * Errors of the sparsification kernels are returned, never printed, and
+ * nothing aborts: each returns DTRAIN_RT_CUDA_SUCCESS (0) or one of the
  * codes below, and then
  * dtrain_rt_cuda_error_message() says, in one line naming the function,
  * what went wrong, e.g.
@@ -166,7 +166,101 @@ int dtrain_rt_cuda_convert(const void *src, int32_t src_type, void *dst,
 int dtrain_rt_cuda_check_finite(const void *x, int32_t dtype, int64_t n,
                                 int32_t *flag, void *stream);
 
+/*===--- Heavy-op kernels on the GPU --------------------------------------===*
+ *
+ * The CPU kernels' ABI (the heavy-op kernels of dtrain_rt.h, f32) on
+ * device-reachable memory: every tensor argument is managed memory (as a
+ * --target=cuda trainer's buffers are) or device memory of the process's
+ * GPU, never plain host memory. Each function takes exactly the arguments
+ * of the CPU kernel of its name without "cuda_", and computes what that
+ * computes, with the same semantics (transposes and BETA, a NULL bias,
+ * groups, dilations, asymmetric padding, ceil mode, the pooling kinds, the
+ * statistics and gradients of batch norm) up to f32 rounding: their sums
+ * run in another order (but pooling's, in the CPU's). Matrix products run
+ * on cuBLAS, convolution and
+ * batch norm on cuDNN, pooling on kernels of this library; never on TF32
+ * tensor cores.
+ *
+ * They run on the process's GPU (as compiled trainers do; see below), on a
+ * stream of their own, and return once their results are ready: the
+ * caller may read them on the host or in its next kernel. Work that the
+ * caller queued on other streams must be complete. The first call creates
+ * the cuBLAS or cuDNN handle; each convolution geometry chooses its cuDNN
+ * algorithms once and keeps them; one growing buffer of device memory
+ * serves as workspace. Thread-safe (calls are serialized).
+ *
+ * Invalid arguments abort the job with the CPU kernel's message, naming
+ * the CUDA function (e.g. "dtrain-rt: rank 0: dtrain_rt_cuda_conv2d_f32:
+ * output is 6x7 but input 8x8, ... gives 6x6"), before the device is
+ * touched. Any other failure (no driver or device, out of memory, a cuBLAS
+ * or cuDNN error) prints "dtrain-rt: <function>: <what failed>" (or the
+ * driver's line below) and exits with status 1.
+ *===----------------------------------------------------------------------===*/
+
+void dtrain_rt_cuda_matmul_f32(const float *a, const float *b, float *c,
+                               int64_t m, int64_t n, int64_t k,
+                               int32_t transpose_a, int32_t transpose_b,
+                               float beta);
+
+void dtrain_rt_cuda_conv2d_f32(const float *x, const float *w,
+                               const float *bias, float *y, int64_t n,
+                               int64_t c, int64_t h, int64_t w_, int64_t oc,
+                               int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+                               int64_t stride_h, int64_t stride_w,
+                               int64_t pad_top, int64_t pad_left,
+                               int64_t pad_bottom, int64_t pad_right,
+                               int64_t dilation_h, int64_t dilation_w,
+                               int64_t groups);
+
+void dtrain_rt_cuda_conv2d_backward_data_f32(
+    const float *dy, const float *w, float *dx, int64_t n, int64_t c, int64_t h,
+    int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+    int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
+    int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+
+void dtrain_rt_cuda_conv2d_backward_weights_f32(
+    const float *x, const float *dy, float *dw, float *db, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+
+/* Max pooling takes a NaN in a window as its maximum (the first one, for
+ * the gradient), as dtrain_rt_pool2d_backward_f32 says. */
+void dtrain_rt_cuda_pool2d_f32(const float *x, float *y, int32_t kind,
+                               int64_t n, int64_t c, int64_t h, int64_t w,
+                               int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                               int64_t stride_h, int64_t stride_w,
+                               int64_t pad_top, int64_t pad_left,
+                               int64_t pad_bottom, int64_t pad_right,
+                               int64_t dilation_h, int64_t dilation_w);
+
+void dtrain_rt_cuda_pool2d_backward_f32(
+    const float *x, const float *dy, float *dx, int32_t kind, int64_t n,
+    int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
+    int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w);
+
+void dtrain_rt_cuda_batch_norm_f32(const float *x, const float *scale,
+                                   const float *bias, const float *mean,
+                                   const float *var, float *y, int64_t n,
+                                   int64_t c, int64_t spatial, float epsilon);
+
+void dtrain_rt_cuda_batch_norm_train_f32(const float *x, const float *scale,
+                                         const float *bias, float *y,
+                                         float *batch_mean, float *batch_var,
+                                         int64_t n, int64_t c, int64_t spatial,
+                                         float epsilon);
+
+void dtrain_rt_cuda_batch_norm_backward_f32(
+    const float *x, const float *dy, const float *scale,
+    const float *batch_mean, const float *batch_var, float *dx, float *dscale,
+    float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon);
+
 /*===--- Compiled trainers: the driver and managed memory -----------------===*
+
  *
  * A compiled trainer drives one GPU per process, through the CUDA driver
  * (libcuda.so.1), which the library loads on first use so that it links and
@@ -181,10 +275,10 @@ int dtrain_rt_cuda_check_finite(const void *x, int32_t dtype, int64_t n,
  *
  * The trainers' buffers are managed memory (stage 1 of the GPU path:
  * correctness first). One pointer is valid on the host and the device, so
- * MPI, the CPU runtime's kernels and the generated kernels all work on the
+ * MPI, the heavy-op kernels and the generated kernels all work on the
  * same buffers, without copies to get right; the driver migrates the pages
  * to whichever side touches them. Device-resident buffers with explicit
- * copies, and cuBLAS/cuDNN for the heavy ops, come later, where they pay.
+ * copies come later, where they pay.
  *===----------------------------------------------------------------------===*/
 
 /* DTRAIN_RT_CUDA_SUCCESS when the driver is there and the process's device

@@ -24,6 +24,12 @@
 /// Marks the few internal functions that the runtime's own tests call.
 #define DTRAIN_RT_TEST_API __attribute__((visibility("default")))
 
+/// Marks the internal functions that libdtrain_runtime_cuda, built from
+/// the same tree, calls too: the heavy-op kernels' argument checks
+/// (Kernels.h) and what they report failures with, so that its kernels
+/// accept the same calls and reject the others with the same messages.
+#define DTRAIN_RT_CUDA_SHARED_API __attribute__((visibility("default")))
+
 struct dtrain_rt_comm {
   MPI_Comm mpi;
   int rank;
@@ -45,7 +51,8 @@ bool mpiThreadMultiple();
 
 /// Prints "dtrain-rt: rank R: <formatted message>" and aborts every rank of
 /// COMM (the world when COMM is null).
-[[noreturn]] void fatal(dtrain_rt_comm_t *comm, const char *format, ...)
+[[noreturn]] DTRAIN_RT_CUDA_SHARED_API void fatal(dtrain_rt_comm_t *comm,
+                                                  const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
 /// Reports a failed MPI call ("<call> failed: <MPI_Error_string>") and aborts.

@@ -5,7 +5,9 @@
 // (Kernels.cpp), so that its f32 and f64 variants accept the same calls and
 // reject the others with the same messages; the window geometry; the
 // pooling loops, which also serve the f32 kernels where oneDNN cannot; and
-// the test hook of the primitive cache.
+// the test hook of the primitive cache. The checks are also those of the
+// CUDA kernels (libdtrain_runtime_cuda, lib/cuda/), which call them from
+// this library (DTRAIN_RT_CUDA_SHARED_API).
 //
 //===----------------------------------------------------------------------===//
 
@@ -132,25 +134,24 @@ struct ConvGeometry {
   int64_t oh, ow;
 };
 
-ConvGeometry convGeometry(const ConvKey &key);
+DTRAIN_RT_CUDA_SHARED_API ConvGeometry convGeometry(const ConvKey &key);
 
 /// The checks of dtrain_rt_conv2d_* (BIAS may be NULL) and of its two
 /// backward kernels (DB may be NULL); they return the geometry's key. All
 /// three check the forward kernel's geometry.
-ConvKey checkConv2d(const char *kernel, const void *x, const void *w,
-                    const void *bias, const void *y, int64_t n, int64_t c,
-                    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,
-                    int64_t oh, int64_t ow, int64_t strideH, int64_t strideW,
-                    int64_t padTop, int64_t padLeft, int64_t padBottom,
-                    int64_t padRight, int64_t dilationH, int64_t dilationW,
-                    int64_t groups);
-ConvKey checkConv2dBackwardData(
+DTRAIN_RT_CUDA_SHARED_API ConvKey checkConv2d(
+    const char *kernel, const void *x, const void *w, const void *bias,
+    const void *y, int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc,
+    int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t strideH,
+    int64_t strideW, int64_t padTop, int64_t padLeft, int64_t padBottom,
+    int64_t padRight, int64_t dilationH, int64_t dilationW, int64_t groups);
+DTRAIN_RT_CUDA_SHARED_API ConvKey checkConv2dBackwardData(
     const char *kernel, const void *dy, const void *w, const void *dx,
     int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
     int64_t kw, int64_t oh, int64_t ow, int64_t strideH, int64_t strideW,
     int64_t padTop, int64_t padLeft, int64_t padBottom, int64_t padRight,
     int64_t dilationH, int64_t dilationW, int64_t groups);
-ConvKey checkConv2dBackwardWeights(
+DTRAIN_RT_CUDA_SHARED_API ConvKey checkConv2dBackwardWeights(
     const char *kernel, const void *x, const void *dy, const void *dw,
     const void *db, int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc,
     int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t strideH,
@@ -171,33 +172,32 @@ struct PoolGeometry {
   int64_t oh, ow;
 };
 
-PoolGeometry poolGeometry(const PoolKey &key);
+DTRAIN_RT_CUDA_SHARED_API PoolGeometry poolGeometry(const PoolKey &key);
 
 /// The checks of dtrain_rt_pool2d_* (the kind, the geometry, ceil mode
 /// included, and the tensors) but for the windows without input element,
 /// which are checkPoolWindows's; returns the geometry's key.
-PoolKey checkPool2d(const char *kernel, const void *x, const void *y,
-                    int32_t kind, int64_t n, int64_t c, int64_t h, int64_t w,
-                    int64_t oh, int64_t ow, int64_t kh, int64_t kw,
-                    int64_t strideH, int64_t strideW, int64_t padTop,
-                    int64_t padLeft, int64_t padBottom, int64_t padRight,
-                    int64_t dilationH, int64_t dilationW);
+DTRAIN_RT_CUDA_SHARED_API PoolKey
+checkPool2d(const char *kernel, const void *x, const void *y, int32_t kind,
+            int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,
+            int64_t kh, int64_t kw, int64_t strideH, int64_t strideW,
+            int64_t padTop, int64_t padLeft, int64_t padBottom,
+            int64_t padRight, int64_t dilationH, int64_t dilationW);
 
 /// A window with no input element has no maximum and no average over the
 /// input: an error for MAX and AVG_EXCLUDE_PAD (AVG_INCLUDE_PAD averages
 /// padding to 0).
-void checkPoolWindows(const char *kernel, const PoolGeometry &g);
+DTRAIN_RT_CUDA_SHARED_API void checkPoolWindows(const char *kernel,
+                                                const PoolGeometry &g);
 
 /// All the checks of dtrain_rt_pool2d_backward_* (X may be NULL unless
 /// KIND is MAX), windows included; returns the geometry.
-PoolGeometry checkPool2dBackward(const char *kernel, const void *x,
-                                 const void *dy, const void *dx, int32_t kind,
-                                 int64_t n, int64_t c, int64_t h, int64_t w,
-                                 int64_t oh, int64_t ow, int64_t kh, int64_t kw,
-                                 int64_t strideH, int64_t strideW,
-                                 int64_t padTop, int64_t padLeft,
-                                 int64_t padBottom, int64_t padRight,
-                                 int64_t dilationH, int64_t dilationW);
+DTRAIN_RT_CUDA_SHARED_API PoolGeometry checkPool2dBackward(
+    const char *kernel, const void *x, const void *dy, const void *dx,
+    int32_t kind, int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh,
+    int64_t ow, int64_t kh, int64_t kw, int64_t strideH, int64_t strideW,
+    int64_t padTop, int64_t padLeft, int64_t padBottom, int64_t padRight,
+    int64_t dilationH, int64_t dilationW);
 
 /// Pooling and its gradient straight from the definition
 /// (ReferenceKernels.cpp; T is float or double), on a checked geometry.
@@ -209,19 +209,22 @@ void poolBackwardLoop(const PoolGeometry &g, const T *x, const T *dy, T *dx);
 
 /// The checks of dtrain_rt_batch_norm_*, dtrain_rt_batch_norm_train_* and
 /// dtrain_rt_batch_norm_backward_* (EPSILON is the kernel's, widened).
-void checkBatchNorm(const char *kernel, const void *x, const void *scale,
-                    const void *bias, const void *mean, const void *var,
-                    const void *y, int64_t n, int64_t c, int64_t spatial,
+DTRAIN_RT_CUDA_SHARED_API void
+checkBatchNorm(const char *kernel, const void *x, const void *scale,
+               const void *bias, const void *mean, const void *var,
+               const void *y, int64_t n, int64_t c, int64_t spatial,
+               double epsilon);
+DTRAIN_RT_CUDA_SHARED_API void
+checkBatchNormTrain(const char *kernel, const void *x, const void *scale,
+                    const void *bias, const void *y, const void *batchMean,
+                    const void *batchVar, int64_t n, int64_t c, int64_t spatial,
                     double epsilon);
-void checkBatchNormTrain(const char *kernel, const void *x, const void *scale,
-                         const void *bias, const void *y, const void *batchMean,
-                         const void *batchVar, int64_t n, int64_t c,
-                         int64_t spatial, double epsilon);
-void checkBatchNormBackward(const char *kernel, const void *x, const void *dy,
-                            const void *scale, const void *batchMean,
-                            const void *batchVar, const void *dx,
-                            const void *dscale, const void *dbias, int64_t n,
-                            int64_t c, int64_t spatial, double epsilon);
+DTRAIN_RT_CUDA_SHARED_API void
+checkBatchNormBackward(const char *kernel, const void *x, const void *dy,
+                       const void *scale, const void *batchMean,
+                       const void *batchVar, const void *dx, const void *dscale,
+                       const void *dbias, int64_t n, int64_t c, int64_t spatial,
+                       double epsilon);
 
 /// The number of kernel geometries (oneDNN primitives with their reorders
 /// and buffers) created so far, all kernels together: a call with a

@@ -270,8 +270,10 @@ template <typename T>
 void dtrain::rt::poolBackwardLoop(const PoolGeometry &g, const T *x,
                                   const T *dy, T *dx) {
   const int64_t size = g.n * g.c * g.h.in * g.w.in;
+  // (Ceil mode's last window may hang over the input's end: not whole.)
   if (g.kind == DTRAIN_RT_POOL_MAX && isTiled(g.h) && isTiled(g.w) &&
-      g.h.kernel == 2 && g.w.kernel == 2) {
+      g.h.kernel == 2 && g.w.kernel == 2 && !g.h.overhang(g.oh) &&
+      !g.w.overhang(g.ow)) {
     // The usual 2x2 max pooling: disjoint whole windows, two input rows per
     // output row, which write all of DX but a last odd row or column.
     const int64_t width = g.w.in;

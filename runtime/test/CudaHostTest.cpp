@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaTestSupport.h"
 #include "cuda/GpuHostFunctions.h"
 #include "dtrain_rt_cuda.h"
 
@@ -35,45 +36,15 @@
 #include <string>
 #include <vector>
 
-namespace {
+using namespace dtrain::rt::test;
 
-/// What a fatal error of the runtime ends with when there is no GPU.
-constexpr const char *kNeedGpu = ": --target=cuda trainers need an NVIDIA GPU";
+namespace {
 
 std::string readFile(const char *path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw std::runtime_error(std::string("cannot read ") + path);
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-/// TEXT as a POSIX extended regular expression matching it literally.
-std::string literal(const std::string &text) {
-  std::string result;
-  for (char c : text) {
-    if (std::strchr("\\.[](){}*+?|^$", c))
-      result += '\\';
-    result += c;
-  }
-  return result;
-}
-
-/// The line that the runtime prints before exiting, as a death test
-/// pattern: WHAT, alone on stderr.
-std::string fatalLine(const std::string &what) {
-  return "^dtrain-rt: " + literal(what) + "\n$";
-}
-
-/// Why there is no GPU, as dtrain_rt_cuda_driver_status says it ("" when
-/// there is one).
-std::string whyNoGpu() {
-  if (dtrain_rt_cuda_driver_status() == DTRAIN_RT_CUDA_SUCCESS)
-    return "";
-  const std::string prefix = "dtrain_rt_cuda_driver_status: ";
-  const std::string message = dtrain_rt_cuda_error_message();
-  return message.compare(0, prefix.size(), prefix) == 0
-             ? message.substr(prefix.size())
-             : message;
 }
 
 //===--- Without a device -------------------------------------------------===//
@@ -414,47 +385,10 @@ TEST(ManagedPool, FreeingTwiceIsFatal) {
               "by dtrain_rt_cuda_alloc_managed, or was freed already\n$");
 }
 
-/// Adds PATTERN to the negative patterns of --gtest_filter.
-void excludeTests(const std::string &pattern) {
-  std::string filter = GTEST_FLAG_GET(filter);
-  filter += filter.find('-') == std::string::npos ? "-" : ":";
-  GTEST_FLAG_SET(filter, filter + pattern);
-}
-
-/// The number of tests in suites other than WithoutDevice.
-int deviceTestCount() {
-  const ::testing::UnitTest &unit = *::testing::UnitTest::GetInstance();
-  int count = 0;
-  for (int i = 0; i < unit.total_test_suite_count(); ++i)
-    if (std::strcmp(unit.GetTestSuite(i)->name(), "WithoutDevice") != 0)
-      count += unit.GetTestSuite(i)->total_test_count();
-  return count;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  // The death tests run in a fresh process: a CUDA context does not
-  // survive fork().
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const bool withoutDevice =
-      argc > 1 && std::strcmp(argv[1], "--without-device") == 0;
-  const std::string why = whyNoGpu();
-  if (withoutDevice) {
-    if (why.empty()) {
-      std::printf("a CUDA device is present: skipped (the checks without "
-                  "one need a machine without one)\n");
-      return 77;
-    }
-    excludeTests("GpuHost.*:ManagedPool.*");
-    return RUN_ALL_TESTS();
-  }
-  if (!why.empty()) {
-    std::printf("no CUDA device: skipped (%d checks need a GPU)\n(%s)\n",
-                deviceTestCount(), why.c_str());
-    return 77;
-  }
-  excludeTests("WithoutDevice.*");
-  return RUN_ALL_TESTS();
+  return runCudaTests(argc > 1 &&
+                      std::strcmp(argv[1], "--without-device") == 0);
 }

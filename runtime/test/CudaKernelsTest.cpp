@@ -1,18 +1,20 @@
 //===- CudaKernelsTest.cpp - CUDA kernels against the CPU runtime ---------===//
 //
-// Each kernel of dtrain_rt_cuda.h against its CPU reference, compared bit
-// for bit: the selections against dtrain_rt_select_f32 (exact and
-// Gaussian-k on Gaussian, Laplace, Student-t, tied and inf/NaN data, n from
-// 1 to 3M, k from 1 to n), the fused residual update against the CPU
-// exchange's (SparseAllReduce.cpp), the scatter-add against adding in set
-// order, the conversions and the inf/NaN check against Float16.h; then the
-// errors of invalid calls.
+// Each sparsification kernel of dtrain_rt_cuda.h (the heavy ops are
+// CudaDnnTest.cpp's) against its CPU reference, compared bit for bit: the
+// selections against dtrain_rt_select_f32 (exact and Gaussian-k on
+// Gaussian, Laplace, Student-t, tied and inf/NaN data, n from 1 to 3M, k
+// from 1 to n), the fused residual update against the CPU exchange's
+// (SparseAllReduce.cpp), the scatter-add against adding in set order, the
+// conversions and the inf/NaN check against Float16.h; then the errors of
+// invalid calls.
 //
 // Without a CUDA device it runs nothing: it prints one line saying so and
 // exits 77, which ctest reports as skipped.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaTestSupport.h"
 #include "Float16.h"
 #include "GradientSamples.h"
 #include "dtrain_rt.h"
@@ -23,10 +25,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <random>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,43 +34,6 @@ using namespace dtrain::rt;
 using namespace dtrain::rt::test;
 
 namespace {
-
-/// Throws (a test failure) naming CALL when a CUDA call failed.
-void check(cudaError_t rc, const char *call) {
-  if (rc != cudaSuccess)
-    throw std::runtime_error(std::string(call) +
-                             " failed: " + cudaGetErrorString(rc));
-}
-
-/// N elements of T on the device.
-template <class T> class DeviceBuffer {
-public:
-  explicit DeviceBuffer(size_t n) : n(n) {
-    check(cudaMalloc(&data, std::max<size_t>(n, 1) * sizeof(T)), "cudaMalloc");
-  }
-  explicit DeviceBuffer(const std::vector<T> &host) : DeviceBuffer(host.size()) {
-    check(cudaMemcpy(data, host.data(), n * sizeof(T), cudaMemcpyHostToDevice),
-          "cudaMemcpy to the device");
-  }
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-  ~DeviceBuffer() { cudaFree(data); }
-
-  T *get() const { return data; }
-  /// The first COUNT elements (all by default), once the device is idle.
-  std::vector<T> read(size_t count = size_t(-1)) const {
-    std::vector<T> host(std::min(count, n));
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    check(cudaMemcpy(host.data(), data, host.size() * sizeof(T),
-                     cudaMemcpyDeviceToHost),
-          "cudaMemcpy to the host");
-    return host;
-  }
-
-private:
-  T *data = nullptr;
-  size_t n;
-};
 
 /// The bits of floats, so that -0 differs from 0 and NaNs compare equal;
 /// a NaN's sign and payload are not compared: the NaN that an operation
@@ -482,11 +445,5 @@ TEST(CudaErrors, InvalidCallsReturnCodesAndMessages) {
 
 int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA device: skipped (%d checks need a GPU)\n",
-                ::testing::UnitTest::GetInstance()->total_test_count());
-    return 77;
-  }
-  return RUN_ALL_TESTS();
+  return runCudaTests(false);
 }

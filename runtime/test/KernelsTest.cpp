@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelCases.h"
 #include "Kernels.h"
 
 #include <gtest/gtest.h>
@@ -30,18 +31,9 @@
 #include <vector>
 
 using namespace dtrain::rt;
+using namespace dtrain::rt::test;
 
 namespace {
-
-std::vector<float> randomVector(size_t count, uint32_t seed, float lo = -1.0f,
-                                float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(count);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
 
 /// The f32 or the f64 variant of a kernel, by element type: the runners
 /// below serve both.
@@ -79,10 +71,6 @@ template <typename T>
 
 //===--- Matmul -----------------------------------------------------------===//
 
-struct MatmulCase {
-  int64_t m, n, k;
-};
-
 std::vector<double> referenceMatmul(const std::vector<float> &a,
                                     const std::vector<float> &b,
                                     const std::vector<float> &c, int64_t m,
@@ -101,10 +89,6 @@ std::vector<double> referenceMatmul(const std::vector<float> &a,
     }
   return out;
 }
-
-const MatmulCase matmulCases[] = {{1, 1, 1},      {7, 5, 3},    {64, 33, 17},
-                                  {128, 96, 200}, {1, 300, 40}, {50, 1, 9},
-                                  {3, 4, 0},      {0, 5, 3},    {5, 0, 3}};
 
 TEST(Matmul, MatchesReference) {
   uint32_t seed = 1;
@@ -153,22 +137,6 @@ TEST(Matmul, EmptyOperandsMayBeNull) {
 
 //===--- Convolution ------------------------------------------------------===//
 
-struct ConvCase {
-  int64_t n, c, h, w, oc, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups;
-  bool bias;
-
-  int64_t oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
-  int64_t ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
-};
-
-std::ostream &operator<<(std::ostream &os, const ConvCase &k) {
-  return os << k.n << "x" << k.c << "x" << k.h << "x" << k.w << " -> " << k.oc
-            << " kernel " << k.kh << "x" << k.kw << " stride " << k.sh << "x"
-            << k.sw << " pads " << k.pt << "," << k.pl << "," << k.pb << ","
-            << k.pr << " dilation " << k.dh << "x" << k.dw << " groups "
-            << k.groups << (k.bias ? " bias" : "");
-}
-
 /// ONNX Conv: y[n,o,i,j] = b[o] + sum over the group's channels and the
 /// kernel of x[n, g*C/G + c, i*sh - pt + p*dh, j*sw - pl + q*dw] * w[o,c,p,q].
 std::vector<double> referenceConv(const ConvCase &k,
@@ -210,33 +178,6 @@ std::vector<T> runConv(const ConvCase &k, const std::vector<T> &x,
       k.pr, k.dh, k.dw, k.groups);
   return y;
 }
-
-struct ConvData {
-  std::vector<float> x, w, bias;
-  ConvData(const ConvCase &k, uint32_t seed)
-      : x(randomVector(size_t(k.n * k.c * k.h * k.w), seed)),
-        w(randomVector(size_t(k.oc * (k.c / k.groups) * k.kh * k.kw),
-                       seed + 1)),
-        bias(randomVector(size_t(k.oc), seed + 2)) {}
-};
-
-const ConvCase convCases[] = {
-    // n c  h  w oc kh kw sh sw pt pl pb pr dh dw g bias
-    {1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true},
-    {2, 4, 9, 7, 6, 3, 3, 2, 2, 0, 1, 2, 1, 1, 1, 1, false},  // asymmetric pads
-    {1, 2, 10, 10, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, true}, // dilation
-    {2, 4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, false},  // 2 groups
-    {1, 8, 7, 7, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8, true},   // depthwise
-    {2, 4, 6, 6, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, false},  // depthwise x2
-    {2, 16, 5, 5, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true},  // 1x1
-    {1, 3, 11, 11, 5, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 1, true}, // kernel > stride
-    {3, 5, 6, 9, 7, 2, 4, 1, 2, 1, 0, 0, 2, 2, 1, 1, false},  // all mixed
-    {2, 6, 12, 12, 12, 3, 3, 2, 2, 1, 1, 1, 1, 1, 2, 3, true},
-    {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, false},    // one element
-    {2, 32, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true}, // blocked
-    {2, 64, 9, 9, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 64, false}, // blocked dw
-    {1, 3, 32, 32, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, false}, // stem
-};
 
 TEST(Conv2D, MatchesReference) {
   uint32_t seed = 100;
@@ -475,35 +416,6 @@ TEST(Conv2DBackward, CachedGeometryGivesTheSameResult) {
 
 //===--- Pooling ----------------------------------------------------------===//
 
-struct PoolCase {
-  int32_t kind;
-  int64_t n, c, h, w, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
-  bool ceil;
-
-  /// PyTorch's output size: floor or ceil of (padded - span) / stride, plus
-  /// one; in ceil mode the last window must start inside the input or the
-  /// leading padding.
-  static int64_t size(int64_t in, int64_t k, int64_t s, int64_t pBegin,
-                      int64_t pEnd, int64_t d, bool ceil) {
-    int64_t room = in + pBegin + pEnd - d * (k - 1) - 1;
-    int64_t out = (ceil ? (room + s - 1) / s : room / s) + 1;
-    if (ceil && (out - 1) * s >= in + pBegin)
-      --out;
-    return out;
-  }
-  int64_t oh() const { return size(h, kh, sh, pt, pb, dh, ceil); }
-  int64_t ow() const { return size(w, kw, sw, pl, pr, dw, ceil); }
-};
-
-std::ostream &operator<<(std::ostream &os, const PoolCase &k) {
-  static const char *kinds[] = {"max", "avg-include-pad", "avg-exclude-pad"};
-  return os << kinds[k.kind] << " " << k.n << "x" << k.c << "x" << k.h << "x"
-            << k.w << " -> " << k.oh() << "x" << k.ow() << " kernel " << k.kh
-            << "x" << k.kw << " stride " << k.sh << "x" << k.sw << " pads "
-            << k.pt << "," << k.pl << "," << k.pb << "," << k.pr << " dilation "
-            << k.dh << "x" << k.dw << (k.ceil ? " ceil" : "");
-}
-
 /// Every tap of every window: max over the taps inside the input; averages
 /// divide by the taps inside the input, or (include-pad) inside the input
 /// extended by the declared padding.
@@ -548,39 +460,6 @@ std::vector<T> runPool(const PoolCase &k, const std::vector<T> &x) {
       k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
   return y;
 }
-
-constexpr int32_t kMax = DTRAIN_RT_POOL_MAX;
-constexpr int32_t kInclude = DTRAIN_RT_POOL_AVG_INCLUDE_PAD;
-constexpr int32_t kExclude = DTRAIN_RT_POOL_AVG_EXCLUDE_PAD;
-
-const PoolCase poolCases[] = {
-    // kind n c h w kh kw sh sw pt pl pb pr dh dw ceil
-    {kMax, 1, 2, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false},
-    {kMax, 2, 3, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false},   // ResNet stem
-    {kMax, 2, 3, 7, 9, 3, 2, 2, 1, 0, 1, 2, 1, 1, 1, false},   // asymmetric
-    {kMax, 1, 2, 10, 10, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false}, // dilation
-    {kMax, 1, 2, 9, 8, 2, 3, 1, 2, 0, 1, 1, 0, 3, 2, false},   // dilation
-    {kMax, 1, 2, 8, 8, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true},    // overhang
-    {kMax, 2, 32, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true}, // GoogLeNet
-    {kMax, 1, 2, 10, 9, 3, 3, 2, 2, 0, 0, 0, 0, 2, 1, true},   // dil + ceil
-    {kMax, 2, 8, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, false},   // global
-    {kInclude, 1, 2, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
-    {kExclude, 1, 2, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
-    {kInclude, 2, 3, 7, 9, 3, 2, 2, 2, 0, 1, 2, 1, 1, 1, false}, // asymmetric
-    {kExclude, 2, 3, 7, 9, 3, 2, 2, 2, 0, 1, 2, 1, 1, 1, false},
-    {kInclude, 1, 2, 8, 8, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true}, // overhang
-    {kExclude, 1, 2, 8, 8, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true},
-    {kInclude, 1, 3, 8, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true}, // pad+overhang
-    {kExclude, 1, 3, 8, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
-    {kInclude, 1, 2, 5, 5, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, true},  // overhang
-    {kInclude, 1, 2, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, true},  // PyTorch rule
-    {kInclude, 2, 8, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, false}, // global
-    {kExclude, 2, 8, 7, 7, 7, 7, 7, 7, 0, 0, 0, 0, 1, 1, false}, // global
-    {kInclude, 1, 2, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, false}, // all-pad
-    {kExclude, 1, 2, 10, 10, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false}, // dilated
-    {kInclude, 1, 2, 10, 10, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false}, // dilated
-    {kExclude, 2, 32, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
-};
 
 TEST(Pool2D, MatchesReference) {
   uint32_t seed = 500;
@@ -743,30 +622,6 @@ TEST(Pool2DBackward, AverageIsAdjointOfForward) {
 }
 
 //===--- Batch normalization ----------------------------------------------===//
-
-struct BatchNormCase {
-  int64_t n, c, spatial;
-  float epsilon;
-};
-
-const BatchNormCase batchNormCases[] = {
-    {4, 3, 1, 1e-5f},  // rank 2
-    {8, 32, 1, 1e-3f}, // rank 2, blocked channels
-    {2, 5, 49, 1e-5f}, // rank 4, 7x7
-    {1, 16, 9, 1e-5f},  {3, 20, 30, 0.1f},
-    {4, 64, 49, 1e-5f}, // blocked channels, 7x7
-};
-
-struct BatchNormData {
-  std::vector<float> x, scale, bias, mean, var;
-  BatchNormData(const BatchNormCase &k, uint32_t seed)
-      // An offset mean, so that a one-pass variance would lose precision.
-      : x(randomVector(size_t(k.n * k.c * k.spatial), seed, -1.0f, 3.0f)),
-        scale(randomVector(size_t(k.c), seed + 1, 0.5f, 1.5f)),
-        bias(randomVector(size_t(k.c), seed + 2)),
-        mean(randomVector(size_t(k.c), seed + 3)),
-        var(randomVector(size_t(k.c), seed + 4, 0.1f, 2.0f)) {}
-};
 
 /// y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c].
 std::vector<double> referenceNormalize(const BatchNormCase &k,

@@ -1,0 +1,505 @@
+//===- Dnn.cpp - convolution, pooling and batch norm on the GPU -----------===//
+//
+// dtrain_rt_conv2d_f32, its two gradients, the two batch norms and the
+// batch-norm gradient on cuDNN 9's legacy API, with the CPU kernels'
+// semantics; pooling and its gradient on kernels of our own
+// (DnnKernels.cu, which says why not cuDNN's).
+//
+// Convolution: cuDNN pads symmetrically. An asymmetric padding runs with the
+// smaller padding of each dimension in cuDNN and the excess materialized: a
+// zero-padded copy of X (forward, weight gradient), or the gradient of the
+// padded X, of which DX is the inner part (data gradient). Exact: the copy
+// adds zeros where the CPU kernels skip the padding. Each geometry and
+// direction gets its descriptors and algorithm once (cudnnGet*_v7's
+// heuristics, the first deterministic algorithm whose workspace fits under
+// kMaxWorkspace, else the first that fits, else the smallest), kept for the
+// life of the process: a training step calls the same shapes every step.
+// The algorithms run in CUDNN_FMA_MATH, plain f32: cuDNN's default math
+// would allow TF32 tensor cores, whose 10-bit mantissa errs by about 1e-3
+// relative: far from the CPU results, which f32 sums match to rounding.
+//
+// Batch norm: cuDNN's spatial mode over X viewed as N x C x SPATIAL x 1.
+// cuDNN's training pass returns the unbiased variance in its running
+// statistics (which, zeroed and with an average factor of 1, are the
+// batch's); the biased variance that the ABI returns is that times
+// (M - 1) / M, M = N SPATIAL. With M = 1 (which cuDNN's unbiased variance
+// cannot take), the batch mean is X and the variance 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaInternal.h"
+
+#include "Kernels.h"
+#include "cuda/HeavyOps.h"
+
+#include <cudnn.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <memory>
+#include <utility>
+
+using namespace dtrain::rt;
+using namespace dtrain::rt::gpu;
+
+namespace {
+
+/// The largest cuDNN workspace an algorithm may ask for when a smaller
+/// one is available.
+constexpr size_t kMaxWorkspace = size_t(1) << 30;
+
+/// Offsets in scratch memory are rounded up to this.
+constexpr size_t kScratchAlignment = 256;
+
+size_t alignScratch(size_t bytes) {
+  return (bytes + kScratchAlignment - 1) / kScratchAlignment *
+         kScratchAlignment;
+}
+
+const float kOne = 1.0f, kZero = 0.0f;
+
+/// VALUE as a cuDNN int (every checked geometry scalar fits; a padded size
+/// may not).
+int toInt(const KernelCall &call, const char *name, int64_t value) {
+  if (value > INT_MAX)
+    call.fail("%s %lld is more than cuDNN's int takes", name, (long long)value);
+  return int(value);
+}
+
+//===--- Convolution ------------------------------------------------------===//
+
+enum class ConvDirection { Forward, BackwardData, BackwardWeights };
+
+/// cuDNN's view of one convolution geometry in one direction.
+struct ConvPlan {
+  /// The input planes (N x C) padded by the excess of the larger padding;
+  /// NEEDSPADDING when there is one.
+  PaddedPlanes padded;
+  bool needsPadding = false;
+  /// X (padded), Y, the bias (1 x OC x 1 x 1), W, the convolution.
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  /// The direction's algorithm (a cudnnConvolution*Algo_t) and workspace.
+  int algorithm = -1;
+  size_t workspaceBytes = 0;
+
+  size_t paddedBytes() const {
+    return needsPadding
+               ? alignScratch(size_t(padded.planes * padded.ph * padded.pw) *
+                              sizeof(float))
+               : 0;
+  }
+  /// The scratch memory a call needs: the padded copy, then the workspace.
+  size_t scratchBytes() const { return paddedBytes() + workspaceBytes; }
+};
+
+/// From cudnnGet*Algorithm_v7's results in heuristic order (PERF, COUNT),
+/// the algorithm to run, as the file's comment says; WORKSPACESIZE(algo,
+/// &bytes) asks cuDNN the exact workspace (and whether the algorithm takes
+/// this geometry at all).
+template <class Perf, class WorkspaceSize>
+void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
+                     int count, WorkspaceSize workspaceSize,
+                     const char *direction) {
+  int fitting = -1, deterministic = -1, smallest = -1;
+  size_t fittingBytes = 0, deterministicBytes = 0, smallestBytes = 0;
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      continue;
+    size_t bytes = 0;
+    if (workspaceSize(perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
+      continue;
+    const int algo = int(perf[i].algo);
+    if (smallest < 0 || bytes < smallestBytes) {
+      smallest = algo;
+      smallestBytes = bytes;
+    }
+    if (bytes > kMaxWorkspace)
+      continue;
+    if (fitting < 0) {
+      fitting = algo;
+      fittingBytes = bytes;
+    }
+    if (deterministic < 0 && perf[i].determinism == CUDNN_DETERMINISTIC) {
+      deterministic = algo;
+      deterministicBytes = bytes;
+    }
+  }
+  if (deterministic >= 0) {
+    plan.algorithm = deterministic;
+    plan.workspaceBytes = deterministicBytes;
+  } else if (fitting >= 0) {
+    plan.algorithm = fitting;
+    plan.workspaceBytes = fittingBytes;
+  } else if (smallest >= 0) {
+    plan.algorithm = smallest;
+    plan.workspaceBytes = smallestBytes;
+  } else {
+    call.fail("cuDNN offers no f32 %s algorithm for this convolution (of %d "
+              "it rated)",
+              direction, count);
+  }
+}
+
+/// Creates the descriptors of PLAN for geometry G.
+void describeConv(KernelCall &call, ConvPlan &plan, const ConvGeometry &g) {
+  // cuDNN's symmetric padding, and the excess on one side.
+  const int64_t padH = std::min(g.h.padBegin, g.h.padEnd);
+  const int64_t padW = std::min(g.w.padBegin, g.w.padEnd);
+  const int64_t top = g.h.padBegin - padH, bottom = g.h.padEnd - padH;
+  const int64_t left = g.w.padBegin - padW, right = g.w.padEnd - padW;
+  plan.padded = {
+      g.n * g.c, g.h.in, g.w.in, g.h.in + top + bottom, g.w.in + left + right,
+      top,       left};
+  plan.needsPadding = top || bottom || left || right;
+
+  DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan.x);
+  DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan.y);
+  DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan.bias);
+  DTRAIN_HEAVY_DNN(call, cudnnCreateFilterDescriptor, &plan.w);
+  DTRAIN_HEAVY_DNN(call, cudnnCreateConvolutionDescriptor, &plan.conv);
+  const int n = int(g.n), c = int(g.c), oc = int(g.oc);
+  DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan.x, CUDNN_TENSOR_NCHW,
+                   CUDNN_DATA_FLOAT, n, c,
+                   toInt(call, "padded height", plan.padded.ph),
+                   toInt(call, "padded width", plan.padded.pw));
+  DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan.y, CUDNN_TENSOR_NCHW,
+                   CUDNN_DATA_FLOAT, n, oc, int(g.oh), int(g.ow));
+  DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan.bias,
+                   CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, oc, 1, 1);
+  DTRAIN_HEAVY_DNN(call, cudnnSetFilter4dDescriptor, plan.w, CUDNN_DATA_FLOAT,
+                   CUDNN_TENSOR_NCHW, oc, int(g.c / g.groups), int(g.h.kernel),
+                   int(g.w.kernel));
+  DTRAIN_HEAVY_DNN(call, cudnnSetConvolution2dDescriptor, plan.conv, int(padH),
+                   int(padW), int(g.h.stride), int(g.w.stride),
+                   int(g.h.dilation), int(g.w.dilation),
+                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+  DTRAIN_HEAVY_DNN(call, cudnnSetConvolutionGroupCount, plan.conv,
+                   int(g.groups));
+  DTRAIN_HEAVY_DNN(call, cudnnSetConvolutionMathType, plan.conv,
+                   CUDNN_FMA_MATH);
+
+  // cuDNN's output size is the floor formula's on the padded sizes, which
+  // the checks matched against OH and OW: a mismatch is a bug here.
+  int dims[4];
+  DTRAIN_HEAVY_DNN(call, cudnnGetConvolution2dForwardOutputDim, plan.conv,
+                   plan.x, plan.w, &dims[0], &dims[1], &dims[2], &dims[3]);
+  if (dims[0] != n || dims[1] != oc || dims[2] != g.oh || dims[3] != g.ow)
+    call.fail("cuDNN's output would be %dx%dx%dx%d, not %dx%dx%lldx%lld",
+              dims[0], dims[1], dims[2], dims[3], n, oc, (long long)g.oh,
+              (long long)g.ow);
+}
+
+/// The plan of KEY's geometry in DIRECTION, made on first use.
+const ConvPlan &convPlan(KernelCall &call, ConvDirection direction,
+                         const ConvKey &key) {
+  // Under the KernelCall's lock, as everything here. Never destroyed.
+  static auto *plans = new std::map<std::pair<ConvDirection, ConvKey>,
+                                    std::unique_ptr<ConvPlan>>;
+  std::unique_ptr<ConvPlan> &entry = (*plans)[{direction, key}];
+  if (entry)
+    return *entry;
+  auto plan = std::make_unique<ConvPlan>();
+  describeConv(call, *plan, convGeometry(key));
+  cudnnHandle_t dnn = call.dnn();
+  ConvPlan &p = *plan;
+  int count = 0;
+  switch (direction) {
+  case ConvDirection::Forward: {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    DTRAIN_HEAVY_DNN(call, cudnnGetConvolutionForwardAlgorithm_v7, dnn, p.x,
+                     p.w, p.conv, p.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
+                     perf);
+    chooseAlgorithm(
+        call, p, perf, count,
+        [&](cudnnConvolutionFwdAlgo_t algo, size_t *bytes) {
+          return cudnnGetConvolutionForwardWorkspaceSize(dnn, p.x, p.w, p.conv,
+                                                         p.y, algo, bytes);
+        },
+        "forward");
+    break;
+  }
+  case ConvDirection::BackwardData: {
+    cudnnConvolutionBwdDataAlgoPerf_t
+        perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    DTRAIN_HEAVY_DNN(call, cudnnGetConvolutionBackwardDataAlgorithm_v7, dnn,
+                     p.w, p.y, p.conv, p.x,
+                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf);
+    chooseAlgorithm(
+        call, p, perf, count,
+        [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(
+              dnn, p.w, p.y, p.conv, p.x, algo, bytes);
+        },
+        "data gradient");
+    break;
+  }
+  case ConvDirection::BackwardWeights: {
+    cudnnConvolutionBwdFilterAlgoPerf_t
+        perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    DTRAIN_HEAVY_DNN(call, cudnnGetConvolutionBackwardFilterAlgorithm_v7, dnn,
+                     p.x, p.y, p.conv, p.w,
+                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf);
+    chooseAlgorithm(
+        call, p, perf, count,
+        [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes) {
+          return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+              dnn, p.x, p.y, p.conv, p.w, algo, bytes);
+        },
+        "weight gradient");
+    break;
+  }
+  }
+  entry = std::move(plan);
+  return *entry;
+}
+
+/// The scratch memory of one call of PLAN: the padded image (or nullptr)
+/// and the workspace (or nullptr).
+struct ConvScratch {
+  float *padded = nullptr;
+  void *workspace = nullptr;
+};
+
+ConvScratch convScratch(KernelCall &call, const ConvPlan &plan) {
+  ConvScratch s;
+  if (plan.scratchBytes() == 0)
+    return s;
+  char *base = static_cast<char *>(call.scratch(plan.scratchBytes()));
+  if (plan.needsPadding)
+    s.padded = reinterpret_cast<float *>(base);
+  if (plan.workspaceBytes)
+    s.workspace = base + plan.paddedBytes();
+  return s;
+}
+
+//===--- Pooling ----------------------------------------------------------===//
+
+PoolShape poolShape(const PoolGeometry &g) {
+  return {
+      g.kind,
+      g.n * g.c,
+      {g.h.in, g.h.kernel, g.h.stride, g.h.padBegin, g.h.padEnd, g.h.dilation},
+      {g.w.in, g.w.kernel, g.w.stride, g.w.padBegin, g.w.padEnd, g.w.dilation},
+      g.oh,
+      g.ow};
+}
+
+//===--- Batch normalization ----------------------------------------------===//
+
+/// X as N x C x SPATIAL x 1, and the per-channel tensors (1 x C x 1 x 1).
+struct NormPlan {
+  cudnnTensorDescriptor_t x = nullptr, channels = nullptr;
+};
+
+const NormPlan &normPlan(KernelCall &call, int64_t n, int64_t c,
+                         int64_t spatial) {
+  static auto *plans =
+      new std::map<std::array<int64_t, 3>, std::unique_ptr<NormPlan>>;
+  std::unique_ptr<NormPlan> &entry = (*plans)[{n, c, spatial}];
+  if (entry)
+    return *entry;
+  auto plan = std::make_unique<NormPlan>();
+  call.dnn(); // cuDNN loaded before its first descriptor
+  DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan->x);
+  DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan->channels);
+  DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan->x, CUDNN_TENSOR_NCHW,
+                   CUDNN_DATA_FLOAT, int(n), int(c), int(spatial), 1);
+  DTRAIN_HEAVY_DNN(call, cudnnDeriveBNTensorDescriptor, plan->channels, plan->x,
+                   CUDNN_BATCHNORM_SPATIAL);
+  entry = std::move(plan);
+  return *entry;
+}
+
+/// Y = (X - MEAN) / sqrt(VAR + EPSILON) * SCALE + BIAS.
+void normalizeInference(KernelCall &call, const NormPlan &plan, const float *x,
+                        const float *scale, const float *bias,
+                        const float *mean, const float *var, float *y,
+                        float epsilon) {
+  DTRAIN_HEAVY_DNN(call, cudnnBatchNormalizationForwardInference, call.dnn(),
+                   CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, plan.x, x, plan.x, y,
+                   plan.channels, scale, bias, mean, var, double(epsilon));
+}
+
+} // namespace
+
+//===--- C ABI ------------------------------------------------------------===//
+
+void dtrain_rt_cuda_conv2d_f32(
+    const float *x, const float *w, const float *bias, float *y, int64_t n,
+    int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,
+    int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  const char *kernel = "dtrain_rt_cuda_conv2d_f32";
+  const ConvKey key =
+      checkConv2d(kernel, x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow,
+                  stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
+                  dilation_h, dilation_w, groups);
+  KernelCall call(kernel);
+  const ConvPlan &plan = convPlan(call, ConvDirection::Forward, key);
+  const ConvScratch scratch = convScratch(call, plan);
+  const float *input = x;
+  if (plan.needsPadding) {
+    launchPadPlanes(call, plan.padded, x, scratch.padded);
+    input = scratch.padded;
+  }
+  DTRAIN_HEAVY_DNN(call, cudnnConvolutionForward, call.dnn(), &kOne, plan.x,
+                   input, plan.w, w, plan.conv,
+                   cudnnConvolutionFwdAlgo_t(plan.algorithm), scratch.workspace,
+                   plan.workspaceBytes, &kZero, plan.y, y);
+  if (bias)
+    DTRAIN_HEAVY_DNN(call, cudnnAddTensor, call.dnn(), &kOne, plan.bias, bias,
+                     &kOne, plan.y, y);
+}
+
+void dtrain_rt_cuda_conv2d_backward_data_f32(
+    const float *dy, const float *w, float *dx, int64_t n, int64_t c, int64_t h,
+    int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+    int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
+    int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  const char *kernel = "dtrain_rt_cuda_conv2d_backward_data_f32";
+  const ConvKey key = checkConv2dBackwardData(
+      kernel, dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w,
+      pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups);
+  KernelCall call(kernel);
+  const ConvPlan &plan = convPlan(call, ConvDirection::BackwardData, key);
+  const ConvScratch scratch = convScratch(call, plan);
+  // With an asymmetric padding, the gradient of the padded image first.
+  float *output = plan.needsPadding ? scratch.padded : dx;
+  DTRAIN_HEAVY_DNN(
+      call, cudnnConvolutionBackwardData, call.dnn(), &kOne, plan.w, w, plan.y,
+      dy, plan.conv, cudnnConvolutionBwdDataAlgo_t(plan.algorithm),
+      scratch.workspace, plan.workspaceBytes, &kZero, plan.x, output);
+  if (plan.needsPadding)
+    launchCropPlanes(call, plan.padded, scratch.padded, dx);
+}
+
+void dtrain_rt_cuda_conv2d_backward_weights_f32(
+    const float *x, const float *dy, float *dw, float *db, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  const char *kernel = "dtrain_rt_cuda_conv2d_backward_weights_f32";
+  const ConvKey key = checkConv2dBackwardWeights(
+      kernel, x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
+      stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
+      dilation_w, groups);
+  KernelCall call(kernel);
+  const ConvPlan &plan = convPlan(call, ConvDirection::BackwardWeights, key);
+  const ConvScratch scratch = convScratch(call, plan);
+  const float *input = x;
+  if (plan.needsPadding) {
+    launchPadPlanes(call, plan.padded, x, scratch.padded);
+    input = scratch.padded;
+  }
+  DTRAIN_HEAVY_DNN(call, cudnnConvolutionBackwardFilter, call.dnn(), &kOne,
+                   plan.x, input, plan.y, dy, plan.conv,
+                   cudnnConvolutionBwdFilterAlgo_t(plan.algorithm),
+                   scratch.workspace, plan.workspaceBytes, &kZero, plan.w, dw);
+  if (db)
+    DTRAIN_HEAVY_DNN(call, cudnnConvolutionBackwardBias, call.dnn(), &kOne,
+                     plan.y, dy, &kZero, plan.bias, db);
+}
+
+void dtrain_rt_cuda_pool2d_f32(const float *x, float *y, int32_t kind,
+                               int64_t n, int64_t c, int64_t h, int64_t w,
+                               int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                               int64_t stride_h, int64_t stride_w,
+                               int64_t pad_top, int64_t pad_left,
+                               int64_t pad_bottom, int64_t pad_right,
+                               int64_t dilation_h, int64_t dilation_w) {
+  const char *kernel = "dtrain_rt_cuda_pool2d_f32";
+  const PoolKey key = checkPool2d(
+      kernel, x, y, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,
+      pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w);
+  const PoolGeometry g = poolGeometry(key);
+  checkPoolWindows(kernel, g);
+  KernelCall call(kernel);
+  launchPool(call, poolShape(g), x, y);
+}
+
+void dtrain_rt_cuda_pool2d_backward_f32(
+    const float *x, const float *dy, float *dx, int32_t kind, int64_t n,
+    int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
+    int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w) {
+  const char *kernel = "dtrain_rt_cuda_pool2d_backward_f32";
+  const PoolGeometry g = checkPool2dBackward(
+      kernel, x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,
+      pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w);
+  KernelCall call(kernel);
+  launchPoolBackward(call, poolShape(g), x, dy, dx);
+}
+
+void dtrain_rt_cuda_batch_norm_f32(const float *x, const float *scale,
+                                   const float *bias, const float *mean,
+                                   const float *var, float *y, int64_t n,
+                                   int64_t c, int64_t spatial, float epsilon) {
+  const char *kernel = "dtrain_rt_cuda_batch_norm_f32";
+  checkBatchNorm(kernel, x, scale, bias, mean, var, y, n, c, spatial, epsilon);
+  KernelCall call(kernel);
+  normalizeInference(call, normPlan(call, n, c, spatial), x, scale, bias, mean,
+                     var, y, epsilon);
+}
+
+void dtrain_rt_cuda_batch_norm_train_f32(const float *x, const float *scale,
+                                         const float *bias, float *y,
+                                         float *batch_mean, float *batch_var,
+                                         int64_t n, int64_t c, int64_t spatial,
+                                         float epsilon) {
+  const char *kernel = "dtrain_rt_cuda_batch_norm_train_f32";
+  checkBatchNormTrain(kernel, x, scale, bias, y, batch_mean, batch_var, n, c,
+                      spatial, epsilon);
+  KernelCall call(kernel);
+  const NormPlan &plan = normPlan(call, n, c, spatial);
+  const size_t channelBytes = size_t(c) * sizeof(float);
+  const int64_t count = n * spatial;
+  if (count == 1) {
+    // One value per channel: its mean, a variance of 0.
+    DTRAIN_HEAVY_CUDA(call, cudaMemcpyAsync, batch_mean, x, channelBytes,
+                      cudaMemcpyDefault, call.stream());
+    DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, batch_var, 0, channelBytes,
+                      call.stream());
+    normalizeInference(call, plan, x, scale, bias, batch_mean, batch_var, y,
+                       epsilon);
+    return;
+  }
+  // The running statistics, from 0 with a factor of 1, are the batch's
+  // (running = factor new + (1 - factor) running: 0 times a NaN left in the
+  // output would not be 0).
+  DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, batch_mean, 0, channelBytes,
+                    call.stream());
+  DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, batch_var, 0, channelBytes,
+                    call.stream());
+  DTRAIN_HEAVY_DNN(call, cudnnBatchNormalizationForwardTraining, call.dnn(),
+                   CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, plan.x, x, plan.x, y,
+                   plan.channels, scale, bias, 1.0, batch_mean, batch_var,
+                   double(epsilon), nullptr, nullptr);
+  launchBiasVariance(call, batch_var, count, c);
+}
+
+void dtrain_rt_cuda_batch_norm_backward_f32(
+    const float *x, const float *dy, const float *scale,
+    const float *batch_mean, const float *batch_var, float *dx, float *dscale,
+    float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon) {
+  const char *kernel = "dtrain_rt_cuda_batch_norm_backward_f32";
+  checkBatchNormBackward(kernel, x, dy, scale, batch_mean, batch_var, dx,
+                         dscale, dbias, n, c, spatial, epsilon);
+  KernelCall call(kernel);
+  const NormPlan &plan = normPlan(call, n, c, spatial);
+  // cuDNN takes the saved statistics as the mean and 1 / sqrt(var + eps).
+  float *invStd = static_cast<float *>(call.scratch(size_t(c) * sizeof(float)));
+  launchInverseStd(call, batch_var, epsilon, invStd, c);
+  DTRAIN_HEAVY_DNN(call, cudnnBatchNormalizationBackward, call.dnn(),
+                   CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kZero,
+                   plan.x, x, plan.x, dy, plan.x, dx, plan.channels, scale,
+                   dscale, dbias, double(epsilon), batch_mean, invStd);
+}

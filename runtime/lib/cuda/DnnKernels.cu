@@ -1,0 +1,254 @@
+//===- DnnKernels.cu - pooling, and the small kernels around cuDNN's ------===//
+//
+// Pooling, forward and backward, on kernels of our own rather than cuDNN's:
+// cuDNN pools with symmetric padding only, without dilation or ceil mode's
+// clipped windows, and leaves open which of tied maxima gets the gradient,
+// while the CPU kernels' contract (dtrain_rt.h) fixes all of these. Pooling
+// is memory-bound; one thread per output (forward) or per input element
+// (backward, gathering the windows that read it) is what cuDNN does too.
+//
+// And what Dnn.cpp needs besides cuDNN: padded copies of images and their
+// inverse (cuDNN pads symmetrically; an asymmetric padding's excess is
+// materialized), the inverse standard deviations that cuDNN's batch-norm
+// gradient takes, and the biased variance from cuDNN's unbiased one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaInternal.h"
+
+#include "cuda/HeavyOps.h"
+
+using namespace dtrain::rt::gpu;
+
+namespace {
+
+/// Grid-stride loop over [0, N) with 64-bit indices.
+#define DTRAIN_GRID_LOOP(i, n)                                                 \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);    \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+/// Exits naming the launch of KERNEL when it failed.
+void checkLaunched(const KernelCall &call, const char *kernel) {
+  call.check(cudaGetLastError(), kernel);
+}
+
+//===--- Pooling ----------------------------------------------------------===//
+
+/// The taps of one window along one dimension: PADDED of them inside the
+/// padded input (ceil mode clips the rest), FIRST to LAST-1 inside the
+/// input proper (Kernels.h's TapRange and taps()).
+struct Taps {
+  int64_t padded, first, last;
+  __device__ int64_t inside() const { return last > first ? last - first : 0; }
+};
+
+__device__ Taps tapsOf(const PoolDim &d, int64_t o) {
+  const int64_t start = o * d.stride - d.padBegin;
+  Taps range{0, d.kernel, 0};
+  for (int64_t i = 0; i < d.kernel; ++i) {
+    const int64_t at = start + i * d.dilation;
+    if (at >= d.in + d.padEnd)
+      break;
+    ++range.padded;
+    if (at >= 0 && at < d.in) {
+      range.first = range.first < i ? range.first : i;
+      range.last = i + 1;
+    }
+  }
+  return range;
+}
+
+/// Whether V replaces BEST as a window's maximum: larger, or the first NaN
+/// (a NaN is the maximum), as the CPU's gradient decides.
+__device__ bool beats(float v, float best) {
+  return v > best || (isnan(v) && !isnan(best));
+}
+
+/// One output per thread, summed in the CPU loop's order (row-major over
+/// the window).
+__global__ void poolForward(PoolShape g, const float *__restrict__ x,
+                            float *__restrict__ y) {
+  DTRAIN_GRID_LOOP(o, g.planes * g.oh * g.ow) {
+    const int64_t ox = o % g.ow, oy = o / g.ow % g.oh, plane = o / g.ow / g.oh;
+    const Taps rows = tapsOf(g.h, oy), cols = tapsOf(g.w, ox);
+    const int64_t y0 = oy * g.h.stride - g.h.padBegin;
+    const int64_t x0 = ox * g.w.stride - g.w.padBegin;
+    const float *in = x + plane * g.h.in * g.w.in;
+    float max = -INFINITY, sum = 0.0f;
+    for (int64_t i = rows.first; i < rows.last; ++i) {
+      const float *row = in + (y0 + i * g.h.dilation) * g.w.in;
+      for (int64_t j = cols.first; j < cols.last; ++j) {
+        const float v = row[x0 + j * g.w.dilation];
+        if (beats(v, max))
+          max = v;
+        sum += v;
+      }
+    }
+    if (g.kind == DTRAIN_RT_POOL_MAX)
+      y[o] = max;
+    else if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
+      y[o] = sum / float(rows.padded * cols.padded);
+    else
+      y[o] = sum / float(rows.inside() * cols.inside());
+  }
+}
+
+/// ARGMAX[o] = the offset in its plane of window o's first maximum in
+/// row-major window order (every window has an input element: checked).
+__global__ void poolArgmax(PoolShape g, const float *__restrict__ x,
+                           int64_t *__restrict__ argmax) {
+  DTRAIN_GRID_LOOP(o, g.planes * g.oh * g.ow) {
+    const int64_t ox = o % g.ow, oy = o / g.ow % g.oh, plane = o / g.ow / g.oh;
+    const Taps rows = tapsOf(g.h, oy), cols = tapsOf(g.w, ox);
+    const int64_t y0 = oy * g.h.stride - g.h.padBegin;
+    const int64_t x0 = ox * g.w.stride - g.w.padBegin;
+    const float *in = x + plane * g.h.in * g.w.in;
+    int64_t best = (y0 + rows.first * g.h.dilation) * g.w.in + x0 +
+                   cols.first * g.w.dilation;
+    for (int64_t i = rows.first; i < rows.last; ++i)
+      for (int64_t j = cols.first; j < cols.last; ++j) {
+        const int64_t at =
+            (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
+        if (beats(in[at], in[best]))
+          best = at;
+      }
+    argmax[o] = best;
+  }
+}
+
+/// One input element per thread: the sum of what the windows that read it
+/// send it, taken in the CPU loop's order (windows in row-major order). Tap
+/// I of window OY reads row OY * STRIDE - PAD + I * DILATION; going down
+/// the taps goes up the windows. ARGMAX is MAX's, else NULL.
+__global__ void poolBackward(PoolShape g, const int64_t *__restrict__ argmax,
+                             const float *__restrict__ dy,
+                             float *__restrict__ dx) {
+  DTRAIN_GRID_LOOP(e, g.planes * g.h.in * g.w.in) {
+    const int64_t ix = e % g.w.in, iy = e / g.w.in % g.h.in;
+    const int64_t plane = e / g.w.in / g.h.in;
+    const int64_t offset = iy * g.w.in + ix;
+    const int64_t outPlane = plane * g.oh * g.ow;
+    float grad = 0.0f;
+    for (int64_t i = g.h.kernel - 1; i >= 0; --i) {
+      const int64_t t = iy + g.h.padBegin - i * g.h.dilation;
+      if (t < 0 || t % g.h.stride)
+        continue;
+      const int64_t oy = t / g.h.stride;
+      if (oy >= g.oh)
+        continue;
+      const Taps rows = tapsOf(g.h, oy);
+      for (int64_t j = g.w.kernel - 1; j >= 0; --j) {
+        const int64_t u = ix + g.w.padBegin - j * g.w.dilation;
+        if (u < 0 || u % g.w.stride)
+          continue;
+        const int64_t ox = u / g.w.stride;
+        if (ox >= g.ow)
+          continue;
+        const int64_t o = outPlane + oy * g.ow + ox;
+        if (g.kind == DTRAIN_RT_POOL_MAX) {
+          if (argmax[o] == offset)
+            grad += dy[o];
+          continue;
+        }
+        const Taps cols = tapsOf(g.w, ox);
+        const int64_t divisor = g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
+                                    ? rows.padded * cols.padded
+                                    : rows.inside() * cols.inside();
+        grad += dy[o] / float(divisor);
+      }
+    }
+    dx[e] = grad;
+  }
+}
+
+//===--- Around cuDNN -----------------------------------------------------===//
+
+/// Every element of the padded planes: the source element, or 0 outside.
+__global__ void padPlanes(PaddedPlanes p, const float *__restrict__ src,
+                          float *__restrict__ dst) {
+  DTRAIN_GRID_LOOP(i, p.planes * p.ph * p.pw) {
+    const int64_t x = i % p.pw - p.left;
+    const int64_t y = i / p.pw % p.ph - p.top;
+    const int64_t plane = i / p.pw / p.ph;
+    dst[i] = y >= 0 && y < p.h && x >= 0 && x < p.w
+                 ? src[(plane * p.h + y) * p.w + x]
+                 : 0.0f;
+  }
+}
+
+/// Every element of the unpadded planes, from the padded ones.
+__global__ void cropPlanes(PaddedPlanes p, const float *__restrict__ src,
+                           float *__restrict__ dst) {
+  DTRAIN_GRID_LOOP(i, p.planes * p.h * p.w) {
+    const int64_t x = i % p.w;
+    const int64_t y = i / p.w % p.h;
+    const int64_t plane = i / p.w / p.h;
+    dst[i] = src[(plane * p.ph + y + p.top) * p.pw + x + p.left];
+  }
+}
+
+__global__ void inverseStd(const float *__restrict__ var, float epsilon,
+                           float *__restrict__ invStd, int64_t c) {
+  // sqrtf and the division are IEEE-rounded (no --use_fast_math), as the
+  // CPU's 1 / std::sqrt(var + epsilon).
+  DTRAIN_GRID_LOOP(i, c) { invStd[i] = 1.0f / sqrtf(var[i] + epsilon); }
+}
+
+__global__ void biasVariance(float *var, double factor, int64_t c) {
+  DTRAIN_GRID_LOOP(i, c) { var[i] = float(double(var[i]) * factor); }
+}
+
+} // namespace
+
+void dtrain::rt::gpu::launchPool(const KernelCall &call, const PoolShape &g,
+                                 const float *x, float *y) {
+  poolForward<<<gridFor(g.planes * g.oh * g.ow, 1), kBlock, 0, call.stream()>>>(
+      g, x, y);
+  checkLaunched(call, "poolForward launch");
+}
+
+void dtrain::rt::gpu::launchPoolBackward(KernelCall &call, const PoolShape &g,
+                                         const float *x, const float *dy,
+                                         float *dx) {
+  int64_t *argmax = nullptr;
+  if (g.kind == DTRAIN_RT_POOL_MAX) {
+    const int64_t outputs = g.planes * g.oh * g.ow;
+    argmax =
+        static_cast<int64_t *>(call.scratch(size_t(outputs) * sizeof(int64_t)));
+    poolArgmax<<<gridFor(outputs, 1), kBlock, 0, call.stream()>>>(g, x, argmax);
+    checkLaunched(call, "poolArgmax launch");
+  }
+  poolBackward<<<gridFor(g.planes * g.h.in * g.w.in, 1), kBlock, 0,
+                 call.stream()>>>(g, argmax, dy, dx);
+  checkLaunched(call, "poolBackward launch");
+}
+
+void dtrain::rt::gpu::launchPadPlanes(const KernelCall &call,
+                                      const PaddedPlanes &p, const float *src,
+                                      float *dst) {
+  padPlanes<<<gridFor(p.planes * p.ph * p.pw), kBlock, 0, call.stream()>>>(
+      p, src, dst);
+  checkLaunched(call, "padPlanes launch");
+}
+
+void dtrain::rt::gpu::launchCropPlanes(const KernelCall &call,
+                                       const PaddedPlanes &p, const float *src,
+                                       float *dst) {
+  cropPlanes<<<gridFor(p.planes * p.h * p.w), kBlock, 0, call.stream()>>>(
+      p, src, dst);
+  checkLaunched(call, "cropPlanes launch");
+}
+
+void dtrain::rt::gpu::launchInverseStd(const KernelCall &call, const float *var,
+                                       float epsilon, float *invStd,
+                                       int64_t c) {
+  inverseStd<<<gridFor(c), kBlock, 0, call.stream()>>>(var, epsilon, invStd, c);
+  checkLaunched(call, "inverseStd launch");
+}
+
+void dtrain::rt::gpu::launchBiasVariance(const KernelCall &call, float *var,
+                                         int64_t count, int64_t c) {
+  biasVariance<<<gridFor(c), kBlock, 0, call.stream()>>>(
+      var, double(count - 1) / double(count), c);
+  checkLaunched(call, "biasVariance launch");
+}

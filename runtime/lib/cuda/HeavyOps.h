@@ -1,0 +1,135 @@
+//===- HeavyOps.h - what the CUDA heavy-op kernels share --------*- C++ -*-===//
+//
+// The CPU heavy-op kernels' C ABI on the GPU (dtrain_rt_cuda_matmul_f32,
+// _conv2d_*, _pool2d_*, _batch_norm_*): matrix products on cuBLAS
+// (Blas.cpp), convolution and batch norm on cuDNN (Dnn.cpp), pooling on
+// kernels of their own, which also hold the few helper kernels that cuDNN
+// needs around it (DnnKernels.cu).
+//
+// They share one stream, the cuBLAS and cuDNN handles (created on first
+// use, on the process's device as cuda() opens it) and one growing device
+// buffer of scratch memory, behind a lock: a KernelCall holds them for the
+// length of one call, which synchronizes the stream before it returns
+// (generated code reads the results on the host or in its next kernel).
+//
+// Failures are fatal, as those of the mgpu* functions, since generated code
+// has no error path: "dtrain-rt: <kernel>: <call> failed: <why>", exit
+// status 1. Invalid arguments are rejected before anything touches the
+// device, by the CPU kernels' checks (Kernels.h, in libdtrain_runtime), with
+// the CPU kernels' messages naming the CUDA kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DTRAIN_RUNTIME_CUDA_HEAVYOPS_H
+#define DTRAIN_RUNTIME_CUDA_HEAVYOPS_H
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+struct cublasContext; // cublasHandle_t
+struct cudnnContext;  // cudnnHandle_t
+
+namespace dtrain::rt::gpu {
+
+/// One call of a heavy-op kernel: holds the shared state (stream, handles,
+/// scratch memory) from construction to destruction; opens the device on
+/// the first call of the process.
+class KernelCall {
+public:
+  /// KERNEL names the C ABI function in messages (a string literal).
+  explicit KernelCall(const char *kernel);
+  KernelCall(const KernelCall &) = delete;
+  KernelCall &operator=(const KernelCall &) = delete;
+  /// Waits for the stream (the call's results are then ready) and exits
+  /// with a message when any of its work failed.
+  ~KernelCall();
+
+  const char *kernel() const { return name; }
+  cudaStream_t stream() const;
+  /// The handles, on stream(), created on first use.
+  cublasContext *blas();
+  cudnnContext *dnn();
+
+  /// BYTES (> 0) of device memory, 256-byte aligned, valid until this call
+  /// ends; at most one scratch buffer per call (a second request may move
+  /// the first).
+  void *scratch(size_t bytes);
+
+  /// Exits naming CALL when RC reports a failure.
+  void check(cudaError_t rc, const char *call) const;
+  void checkBlas(int status, const char *call) const; // cublasStatus_t
+  void checkDnn(int status, const char *call) const;  // cudnnStatus_t
+
+  /// Exits with "dtrain-rt: <kernel>: <the printf-formatted message>".
+  [[noreturn]] void fail(const char *format, ...) const
+      __attribute__((format(printf, 2, 3)));
+
+private:
+  const char *name;
+  std::unique_lock<std::mutex> lock;
+};
+
+/// Calls FN (a CUDA runtime, cuBLAS or cuDNN function) with the remaining
+/// arguments and exits naming it and CALL's kernel when it fails.
+#define DTRAIN_HEAVY_CUDA(call, fn, ...) (call).check(fn(__VA_ARGS__), #fn)
+#define DTRAIN_HEAVY_BLAS(call, fn, ...)                                       \
+  (call).checkBlas(int(fn(__VA_ARGS__)), #fn)
+#define DTRAIN_HEAVY_DNN(call, fn, ...)                                        \
+  (call).checkDnn(int(fn(__VA_ARGS__)), #fn)
+
+//===--- Kernels of our own (DnnKernels.cu) -------------------------------===//
+
+/// One spatial dimension of a pooling window (as WindowDim in Kernels.h).
+struct PoolDim {
+  int64_t in, kernel, stride, padBegin, padEnd, dilation;
+};
+
+/// A checked pooling geometry (Kernels.h's checkPool2d, checkPoolWindows):
+/// KIND (DTRAIN_RT_POOL_*) over PLANES = N x C planes.
+struct PoolShape {
+  int32_t kind;
+  int64_t planes;
+  PoolDim h, w;
+  int64_t oh, ow;
+};
+
+/// Y = pooling of X, every output from its window as the CPU's loop
+/// (ReferenceKernels.cpp's poolLoop) computes it.
+void launchPool(const KernelCall &call, const PoolShape &g, const float *x,
+                float *y);
+/// DX = the gradient of pooling (dtrain_rt_pool2d_backward_f32), one thread
+/// per input element gathering the windows that read it (no atomics: the
+/// sums are deterministic, in the CPU's order); MAX finds each window's
+/// maximum first, in scratch memory.
+void launchPoolBackward(KernelCall &call, const PoolShape &g, const float *x,
+                        const float *dy, float *dx);
+
+/// The extent of a padded copy of NCHW planes: PLANES planes of H x W
+/// inside planes of PH x PW, at row TOP and column LEFT.
+struct PaddedPlanes {
+  int64_t planes, h, w, ph, pw, top, left;
+};
+
+/// DST (P.planes x P.ph x P.pw) = SRC (P.planes x P.h x P.w) surrounded by
+/// zeros.
+void launchPadPlanes(const KernelCall &call, const PaddedPlanes &p,
+                     const float *src, float *dst);
+/// DST (P.planes x P.h x P.w) = the inner part of SRC (P.planes x P.ph x
+/// P.pw).
+void launchCropPlanes(const KernelCall &call, const PaddedPlanes &p,
+                      const float *src, float *dst);
+/// INV_STD[c] = 1 / sqrt(VAR[c] + EPSILON), for C channels, in float as the
+/// CPU computes it.
+void launchInverseStd(const KernelCall &call, const float *var, float epsilon,
+                      float *invStd, int64_t c);
+/// VAR[c] *= (COUNT - 1) / COUNT, for C channels: the biased variance from
+/// the unbiased one (COUNT >= 2).
+void launchBiasVariance(const KernelCall &call, float *var, int64_t count,
+                        int64_t c);
+
+} // namespace dtrain::rt::gpu
+
+#endif // DTRAIN_RUNTIME_CUDA_HEAVYOPS_H

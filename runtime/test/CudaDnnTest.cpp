@@ -1,0 +1,653 @@
+//===- CudaDnnTest.cpp - the GPU heavy-op kernels against the CPU ones ----===//
+//
+// Every heavy-op kernel of dtrain_rt_cuda.h (cuBLAS, cuDNN and our pooling)
+// against its CPU kernel in libdtrain_runtime, on random data, over the
+// geometries of the CPU kernels' own test (KernelCases.h: transposes and
+// BETA 0, 1 and 0.5; strides 1 and 2, asymmetric padding, dilation 2,
+// 2 groups and depthwise, with and without bias; max and average pooling
+// with and without the padding, ceil mode, all-padding windows; batch norm
+// of rank 2 and 4) and larger ones, where cuDNN picks other algorithms.
+// Each result must match the CPU's to 1e-4 relative to the element and the
+// tensor's RMS (sums run in another order); the outputs start as NaN, so
+// that an element a kernel does not write fails. Where the arithmetic is
+// the same (max pooling's choice among tied maxima, pooling gradients,
+// products without a K dimension) the results must be equal.
+//
+//   dtrain-rt-cuda-dnn-test [gtest flags]     on a device; without one it
+//                                             prints one line and exits 77
+//   dtrain-rt-cuda-dnn-test --without-device  what a machine without one
+//                                             does: the first call prints
+//                                             why and exits (77 with one)
+//   dtrain-rt-cuda-dnn-test --invalid=CASE    one invalid call, which must
+//                                             abort (ctest checks stderr);
+//                                             checked before any device
+//                                             work, so it runs anywhere
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestSupport.h"
+#include "KernelCases.h"
+#include "dtrain_rt.h"
+#include "dtrain_rt_cuda.h"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace dtrain::rt::test;
+
+namespace {
+
+using Buffer = DeviceBuffer<float>;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+/// The relative tolerance against the CPU kernels.
+constexpr double kTolerance = 1e-4;
+
+double rms(const std::vector<float> &v) {
+  double sum = 0;
+  for (float x : v)
+    sum += double(x) * x;
+  return v.empty() ? 0.0 : std::sqrt(sum / double(v.size()));
+}
+
+/// |GPU - CPU| <= kTolerance (|CPU| + SCALE) elementwise, SCALE the RMS of
+/// CPU unless given (the magnitude of the terms a result sums, where they
+/// cancel): 0 for an all-zero CPU result, which GPU must then equal.
+::testing::AssertionResult matchesCpu(const std::vector<float> &gpu,
+                                      const std::vector<float> &cpu,
+                                      double scale = -1) {
+  if (gpu.size() != cpu.size())
+    return ::testing::AssertionFailure()
+           << "size " << gpu.size() << " != " << cpu.size();
+  if (scale < 0)
+    scale = rms(cpu);
+  size_t bad = 0, first = 0;
+  double worst = 0;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    const double error = std::fabs(double(gpu[i]) - double(cpu[i]));
+    const double tolerance = kTolerance * (std::fabs(double(cpu[i])) + scale);
+    if (!(error <= tolerance)) { // NaN fails
+      if (bad++ == 0)
+        first = i;
+    } else if (tolerance > 0) {
+      worst = std::max(worst, error / tolerance);
+    }
+  }
+  if (!bad)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << bad << " of " << gpu.size() << " elements differ; first at "
+         << first << ": " << gpu[first] << " on the GPU, " << cpu[first]
+         << " on the CPU (scale " << scale << ")";
+}
+
+/// A device buffer of N floats, all NaN.
+struct Output : Buffer {
+  explicit Output(size_t n) : Buffer(n) { fill(0xff); }
+};
+
+//===--- Matmul -----------------------------------------------------------===//
+
+const MatmulCase gpuMatmulCases[] = {
+    {300, 257, 513}, {1024, 96, 64}, {33, 1000, 2000}};
+
+TEST(CudaMatmul, MatchesCpu) {
+  uint32_t seed = 1;
+  std::vector<MatmulCase> cases(std::begin(matmulCases), std::end(matmulCases));
+  cases.insert(cases.end(), std::begin(gpuMatmulCases),
+               std::end(gpuMatmulCases));
+  for (const MatmulCase &mc : cases)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (float beta : {0.0f, 1.0f, 0.5f}) {
+          SCOPED_TRACE(testing::Message()
+                       << "m=" << mc.m << " n=" << mc.n << " k=" << mc.k
+                       << " ta=" << ta << " tb=" << tb << " beta=" << beta);
+          const auto a = randomVector(size_t(mc.m * mc.k), seed++);
+          const auto b = randomVector(size_t(mc.k * mc.n), seed++);
+          auto c = randomVector(size_t(mc.m * mc.n), seed++);
+          if (beta == 0) // must be ignored, NaN included
+            std::fill(c.begin(), c.end(), kNaN);
+          std::vector<float> cpu = c;
+          dtrain_rt_matmul_f32(a.data(), b.data(), cpu.data(), mc.m, mc.n, mc.k,
+                               ta, tb, beta);
+          Buffer gpuA(a), gpuB(b), gpuC(c);
+          dtrain_rt_cuda_matmul_f32(gpuA.get(), gpuB.get(), gpuC.get(), mc.m,
+                                    mc.n, mc.k, ta, tb, beta);
+          if (mc.k == 0) // BETA C, as on the CPU: one product each
+            EXPECT_EQ(gpuC.read(), cpu);
+          else
+            EXPECT_TRUE(matchesCpu(gpuC.read(), cpu));
+        }
+}
+
+TEST(CudaMatmul, EmptyOperandsMayBeNull) {
+  Buffer c(std::vector<float>{3, 4});
+  dtrain_rt_cuda_matmul_f32(nullptr, nullptr, c.get(), 1, 2, 0, 0, 0, 2.0f);
+  EXPECT_EQ(c.read(), (std::vector<float>{6, 8}));
+  c.fill(0xff);
+  dtrain_rt_cuda_matmul_f32(nullptr, nullptr, c.get(), 2, 1, 0, 1, 1, 0.0f);
+  EXPECT_EQ(c.read(), (std::vector<float>{0, 0}));
+  dtrain_rt_cuda_matmul_f32(nullptr, nullptr, nullptr, 0, 0, 5, 0, 0, 1.0f);
+}
+
+//===--- Convolution ------------------------------------------------------===//
+
+const ConvCase gpuConvCases[] = {
+    // n c  h  w oc kh kw sh sw pt pl pb pr dh dw g bias
+    {8, 32, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true},
+    {4, 64, 14, 14, 128, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1, false}, // "SAME"
+    {4, 16, 32, 32, 16, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1, true},   // 5x5
+    {2, 32, 17, 17, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, false}, // depthwise
+    {2, 8, 16, 16, 16, 3, 3, 1, 2, 3, 0, 1, 2, 2, 2, 2, true},    // all mixed
+    {4, 3, 64, 64, 32, 7, 7, 2, 2, 3, 2, 3, 4, 1, 1, 1, false},   // stem
+};
+
+std::vector<ConvCase> allConvCases() {
+  std::vector<ConvCase> cases(std::begin(convCases), std::end(convCases));
+  cases.insert(cases.end(), std::begin(gpuConvCases), std::end(gpuConvCases));
+  return cases;
+}
+
+size_t outputSize(const ConvCase &k) {
+  return size_t(k.n * k.oc * k.oh() * k.ow());
+}
+
+/// Runs the forward kernel (CUDA: on device copies) and returns Y.
+std::vector<float> convForward(const ConvCase &k, const ConvData &d,
+                               bool onGpu) {
+  if (!onGpu) {
+    std::vector<float> y(outputSize(k), kNaN);
+    dtrain_rt_conv2d_f32(d.x.data(), d.w.data(),
+                         k.bias ? d.bias.data() : nullptr, y.data(), k.n, k.c,
+                         k.h, k.w, k.oc, k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw,
+                         k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+    return y;
+  }
+  Buffer x(d.x), w(d.w), bias(d.bias);
+  Output y(outputSize(k));
+  dtrain_rt_cuda_conv2d_f32(x.get(), w.get(), k.bias ? bias.get() : nullptr,
+                            y.get(), k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw,
+                            k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb, k.pr,
+                            k.dh, k.dw, k.groups);
+  return y.read();
+}
+
+TEST(CudaConv, ForwardMatchesCpu) {
+  uint32_t seed = 100;
+  for (const ConvCase &k : allConvCases()) {
+    SCOPED_TRACE(testing::Message() << k);
+    const ConvData d(k, seed += 3);
+    EXPECT_TRUE(matchesCpu(convForward(k, d, true), convForward(k, d, false)));
+  }
+}
+
+TEST(CudaConv, DataGradientMatchesCpu) {
+  uint32_t seed = 300;
+  for (const ConvCase &k : allConvCases()) {
+    SCOPED_TRACE(testing::Message() << k);
+    const ConvData d(k, seed += 3);
+    const auto dy = randomVector(outputSize(k), seed + 1000);
+    std::vector<float> cpu(d.x.size(), kNaN);
+    dtrain_rt_conv2d_backward_data_f32(dy.data(), d.w.data(), cpu.data(), k.n,
+                                       k.c, k.h, k.w, k.oc, k.kh, k.kw, k.oh(),
+                                       k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb,
+                                       k.pr, k.dh, k.dw, k.groups);
+    Buffer gpuDy(dy), w(d.w);
+    Output dx(d.x.size());
+    dtrain_rt_cuda_conv2d_backward_data_f32(
+        gpuDy.get(), w.get(), dx.get(), k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw,
+        k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
+        k.groups);
+    EXPECT_TRUE(matchesCpu(dx.read(), cpu));
+  }
+}
+
+// The bias gradient where the case has a bias, none (DB NULL) where not.
+TEST(CudaConv, WeightGradientMatchesCpu) {
+  uint32_t seed = 500;
+  for (const ConvCase &k : allConvCases()) {
+    SCOPED_TRACE(testing::Message() << k);
+    const ConvData d(k, seed += 3);
+    const auto dy = randomVector(outputSize(k), seed + 1000);
+    std::vector<float> cpuDw(d.w.size(), kNaN), cpuDb(size_t(k.oc), kNaN);
+    dtrain_rt_conv2d_backward_weights_f32(
+        d.x.data(), dy.data(), cpuDw.data(), k.bias ? cpuDb.data() : nullptr,
+        k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw, k.pt,
+        k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+    Buffer x(d.x), gpuDy(dy);
+    Output dw(d.w.size()), db(size_t(k.oc));
+    dtrain_rt_cuda_conv2d_backward_weights_f32(
+        x.get(), gpuDy.get(), dw.get(), k.bias ? db.get() : nullptr, k.n, k.c,
+        k.h, k.w, k.oc, k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl,
+        k.pb, k.pr, k.dh, k.dw, k.groups);
+    EXPECT_TRUE(matchesCpu(dw.read(), cpuDw));
+    if (k.bias) {
+      EXPECT_TRUE(matchesCpu(db.read(), cpuDb));
+    }
+  }
+}
+
+// A geometry seen before runs its kept algorithm again: the same bits
+// (cuDNN's forward algorithms are deterministic), interleaved with other
+// geometries and directions.
+TEST(CudaConv, RepeatedGeometryGivesTheSameResult) {
+  const ConvCase a = gpuConvCases[4], b = gpuConvCases[0];
+  const ConvData da(a, 7), db(b, 8);
+  const std::vector<float> first = convForward(a, da, true);
+  convForward(b, db, true);
+  const std::vector<float> second = convForward(a, da, true);
+  ASSERT_EQ(first.size(), second.size());
+  EXPECT_EQ(
+      std::memcmp(first.data(), second.data(), first.size() * sizeof(float)),
+      0);
+  EXPECT_TRUE(matchesCpu(second, convForward(a, da, false)));
+}
+
+//===--- Pooling ----------------------------------------------------------===//
+
+const PoolCase gpuPoolCases[] = {
+    // kind n c h w kh kw sh sw pt pl pb pr dh dw ceil
+    {kMax, 8, 64, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false}, // ResNet
+    {kExclude, 4, 32, 27, 27, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1, true},
+    {kInclude, 4, 16, 15, 15, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1, true},
+    {kMax, 2, 16, 20, 18, 3, 2, 3, 2, 2, 0, 1, 1, 2, 3, true},
+};
+
+/// Whether every window of K along one dimension has an input element
+/// (else only AVG_INCLUDE_PAD takes the geometry).
+bool windowsHaveInput(int64_t in, int64_t out, int64_t kernel, int64_t stride,
+                      int64_t pad, int64_t dilation) {
+  for (int64_t o = 0; o < out; ++o) {
+    bool inside = false;
+    for (int64_t i = 0; i < kernel; ++i) {
+      const int64_t at = o * stride - pad + i * dilation;
+      inside |= at >= 0 && at < in;
+    }
+    if (!inside)
+      return false;
+  }
+  return true;
+}
+
+/// The cases of KernelCases.h and the larger ones, each with every kind
+/// that takes its geometry.
+std::vector<PoolCase> allPoolCases() {
+  std::vector<PoolCase> cases;
+  auto add = [&](PoolCase k) {
+    for (int32_t kind : {kMax, kInclude, kExclude}) {
+      k.kind = kind;
+      if (kind == kInclude ||
+          (windowsHaveInput(k.h, k.oh(), k.kh, k.sh, k.pt, k.dh) &&
+           windowsHaveInput(k.w, k.ow(), k.kw, k.sw, k.pl, k.dw)))
+        cases.push_back(k);
+    }
+  };
+  for (const PoolCase &k : poolCases)
+    add(k);
+  for (const PoolCase &k : gpuPoolCases)
+    add(k);
+  return cases;
+}
+
+size_t inputSize(const PoolCase &k) { return size_t(k.n * k.c * k.h * k.w); }
+size_t outputSize(const PoolCase &k) {
+  return size_t(k.n * k.c * k.oh() * k.ow());
+}
+
+std::vector<float> poolForward(const PoolCase &k, const std::vector<float> &x,
+                               bool onGpu) {
+  if (!onGpu) {
+    std::vector<float> y(outputSize(k), kNaN);
+    dtrain_rt_pool2d_f32(x.data(), y.data(), k.kind, k.n, k.c, k.h, k.w, k.oh(),
+                         k.ow(), k.kh, k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr,
+                         k.dh, k.dw);
+    return y;
+  }
+  Buffer gpuX(x);
+  Output y(outputSize(k));
+  dtrain_rt_cuda_pool2d_f32(gpuX.get(), y.get(), k.kind, k.n, k.c, k.h, k.w,
+                            k.oh(), k.ow(), k.kh, k.kw, k.sh, k.sw, k.pt, k.pl,
+                            k.pb, k.pr, k.dh, k.dw);
+  return y.read();
+}
+
+/// The gradient; on the GPU, the average kinds get no X (they must not
+/// read it).
+std::vector<float> poolBackward(const PoolCase &k, const std::vector<float> &x,
+                                const std::vector<float> &dy, bool onGpu) {
+  if (!onGpu) {
+    std::vector<float> dx(inputSize(k), kNaN);
+    dtrain_rt_pool2d_backward_f32(
+        x.data(), dy.data(), dx.data(), k.kind, k.n, k.c, k.h, k.w, k.oh(),
+        k.ow(), k.kh, k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
+    return dx;
+  }
+  Buffer gpuX(x), gpuDy(dy);
+  Output dx(inputSize(k));
+  dtrain_rt_cuda_pool2d_backward_f32(k.kind == kMax ? gpuX.get() : nullptr,
+                                     gpuDy.get(), dx.get(), k.kind, k.n, k.c,
+                                     k.h, k.w, k.oh(), k.ow(), k.kh, k.kw, k.sh,
+                                     k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
+  return dx.read();
+}
+
+TEST(CudaPool, ForwardMatchesCpu) {
+  uint32_t seed = 700;
+  for (const PoolCase &k : allPoolCases()) {
+    SCOPED_TRACE(testing::Message() << k);
+    const auto x = randomVector(inputSize(k), ++seed);
+    EXPECT_TRUE(matchesCpu(poolForward(k, x, true), poolForward(k, x, false)));
+  }
+}
+
+TEST(CudaPool, GradientMatchesCpu) {
+  uint32_t seed = 900;
+  for (const PoolCase &k : allPoolCases()) {
+    SCOPED_TRACE(testing::Message() << k);
+    const auto x = randomVector(inputSize(k), ++seed);
+    const auto dy = randomVector(outputSize(k), seed + 5000);
+    EXPECT_TRUE(matchesCpu(poolBackward(k, x, dy, true),
+                           poolBackward(k, x, dy, false)));
+  }
+}
+
+// Inputs of three values (as after a ReLU: windows of equal maxima): the
+// maximum, and which of the tied elements gets the gradient (the first in
+// row-major window order), equal to the CPU's.
+TEST(CudaPool, TiedMaximaAsOnTheCpu) {
+  uint32_t seed = 1100;
+  for (const PoolCase &k : allPoolCases()) {
+    if (k.kind != kMax)
+      continue;
+    SCOPED_TRACE(testing::Message() << k);
+    auto x = randomVector(inputSize(k), ++seed, 0.0f, 3.0f);
+    for (float &v : x)
+      v = std::floor(v);
+    const auto dy = randomVector(outputSize(k), seed + 5000);
+    EXPECT_EQ(poolForward(k, x, true), poolForward(k, x, false));
+    EXPECT_EQ(poolBackward(k, x, dy, true), poolBackward(k, x, dy, false));
+  }
+}
+
+// A NaN is a window's maximum: its window's output is NaN, and the
+// gradient goes to it (the first NaN), as on the CPU.
+TEST(CudaPool, NaNIsTheMaximum) {
+  const PoolCase k{kMax, 1, 2, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false};
+  auto x = randomVector(inputSize(k), 3);
+  x[0] = kNaN;          // plane 0, window (0, 0)
+  x[3 * 8 + 5] = kNaN;  // plane 0, window (1, 2)
+  x[3 * 8 + 4] = kNaN;  // the same window's first NaN
+  x[64 + 7] = INFINITY; // plane 1, window (0, 3)
+  const std::vector<float> y = poolForward(k, x, true);
+  for (size_t o = 0; o < y.size(); ++o)
+    EXPECT_EQ(std::isnan(y[o]), o == 0 || o == 6) << "output " << o;
+  EXPECT_EQ(y[16 + 3], INFINITY);
+  const auto dy = randomVector(outputSize(k), 4);
+  const std::vector<float> dx = poolBackward(k, x, dy, true);
+  EXPECT_EQ(dx, poolBackward(k, x, dy, false));
+  EXPECT_EQ(dx[3 * 8 + 4], dy[6]);
+  EXPECT_EQ(dx[3 * 8 + 5], 0.0f);
+}
+
+//===--- Batch normalization ----------------------------------------------===//
+
+const BatchNormCase gpuBatchNormCases[] = {
+    {1, 3, 1, 1e-5f},     // one value per channel
+    {2, 3, 1, 1e-5f},     // two
+    {32, 64, 196, 1e-5f}, // 14x14
+    {128, 256, 1, 1e-3f}, // rank 2, wide
+    {2, 8, 3136, 0.0f},   // 56x56, no epsilon
+};
+
+std::vector<BatchNormCase> allBatchNormCases() {
+  std::vector<BatchNormCase> cases(std::begin(batchNormCases),
+                                   std::end(batchNormCases));
+  cases.insert(cases.end(), std::begin(gpuBatchNormCases),
+               std::end(gpuBatchNormCases));
+  return cases;
+}
+
+TEST(CudaBatchNorm, InferenceMatchesCpu) {
+  uint32_t seed = 1300;
+  for (const BatchNormCase &k : allBatchNormCases()) {
+    SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.spatial
+                                    << " epsilon " << k.epsilon);
+    const BatchNormData d(k, seed += 5);
+    std::vector<float> cpu(d.x.size(), kNaN);
+    dtrain_rt_batch_norm_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                             d.mean.data(), d.var.data(), cpu.data(), k.n, k.c,
+                             k.spatial, k.epsilon);
+    Buffer x(d.x), scale(d.scale), bias(d.bias), mean(d.mean), var(d.var);
+    Output y(d.x.size());
+    dtrain_rt_cuda_batch_norm_f32(x.get(), scale.get(), bias.get(), mean.get(),
+                                  var.get(), y.get(), k.n, k.c, k.spatial,
+                                  k.epsilon);
+    EXPECT_TRUE(matchesCpu(y.read(), cpu));
+  }
+}
+
+/// The training kernels' results: Y, the batch statistics, and from them
+/// the gradients for DY.
+struct BatchNormRun {
+  std::vector<float> y, mean, var, dx, dscale, dbias;
+};
+
+BatchNormRun cpuBatchNorm(const BatchNormCase &k, const BatchNormData &d,
+                          const std::vector<float> &dy) {
+  const size_t c = size_t(k.c);
+  BatchNormRun r{std::vector<float>(d.x.size(), kNaN),
+                 std::vector<float>(c, kNaN),
+                 std::vector<float>(c, kNaN),
+                 std::vector<float>(d.x.size(), kNaN),
+                 std::vector<float>(c, kNaN),
+                 std::vector<float>(c, kNaN)};
+  dtrain_rt_batch_norm_train_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                                 r.y.data(), r.mean.data(), r.var.data(), k.n,
+                                 k.c, k.spatial, k.epsilon);
+  dtrain_rt_batch_norm_backward_f32(d.x.data(), dy.data(), d.scale.data(),
+                                    r.mean.data(), r.var.data(), r.dx.data(),
+                                    r.dscale.data(), r.dbias.data(), k.n, k.c,
+                                    k.spatial, k.epsilon);
+  return r;
+}
+
+TEST(CudaBatchNorm, TrainingMatchesCpu) {
+  uint32_t seed = 1500;
+  for (const BatchNormCase &k : allBatchNormCases()) {
+    SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.spatial
+                                    << " epsilon " << k.epsilon);
+    const BatchNormData d(k, seed += 5);
+    const auto dy = randomVector(d.x.size(), seed + 1000);
+    const BatchNormRun cpu = cpuBatchNorm(k, d, dy);
+    Buffer x(d.x), scale(d.scale), bias(d.bias);
+    Output y(d.x.size()), mean(size_t(k.c)), var(size_t(k.c));
+    dtrain_rt_cuda_batch_norm_train_f32(x.get(), scale.get(), bias.get(),
+                                        y.get(), mean.get(), var.get(), k.n,
+                                        k.c, k.spatial, k.epsilon);
+    EXPECT_TRUE(matchesCpu(y.read(), cpu.y)) << "y";
+    EXPECT_TRUE(matchesCpu(mean.read(), cpu.mean)) << "batch mean";
+    EXPECT_TRUE(matchesCpu(var.read(), cpu.var)) << "batch variance";
+  }
+}
+
+// From the CPU's statistics, on both.
+TEST(CudaBatchNorm, GradientMatchesCpu) {
+  uint32_t seed = 1700;
+  for (const BatchNormCase &k : allBatchNormCases()) {
+    SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.spatial
+                                    << " epsilon " << k.epsilon);
+    const BatchNormData d(k, seed += 5);
+    const auto dy = randomVector(d.x.size(), seed + 1000);
+    const BatchNormRun cpu = cpuBatchNorm(k, d, dy);
+    Buffer x(d.x), gpuDy(dy), scale(d.scale), mean(cpu.mean), var(cpu.var);
+    Output dx(d.x.size()), dscale(size_t(k.c)), dbias(size_t(k.c));
+    dtrain_rt_cuda_batch_norm_backward_f32(
+        x.get(), gpuDy.get(), scale.get(), mean.get(), var.get(), dx.get(),
+        dscale.get(), dbias.get(), k.n, k.c, k.spatial, k.epsilon);
+    // DX = SCALE / std (DY - mean(DY) - XHAT mean(DY XHAT)) cancels: the
+    // error is relative to the terms' size, SCALE / std |DY|.
+    double terms = 0;
+    for (int64_t c = 0; c < k.c; ++c)
+      terms = std::max(
+          terms, std::fabs(double(d.scale[size_t(c)])) /
+                     std::sqrt(double(cpu.var[size_t(c)]) + double(k.epsilon)));
+    EXPECT_TRUE(matchesCpu(dx.read(), cpu.dx, terms * rms(dy))) << "dx";
+    EXPECT_TRUE(matchesCpu(dscale.read(), cpu.dscale,
+                           rms(dy) * std::sqrt(double(k.n * k.spatial))))
+        << "dscale";
+    EXPECT_TRUE(matchesCpu(dbias.read(), cpu.dbias)) << "dbias";
+  }
+}
+
+//===--- Managed memory ---------------------------------------------------===//
+
+/// COUNT floats of managed memory holding VALUES (or NaN), as a
+/// --target=cuda trainer's buffers are.
+struct Managed {
+  explicit Managed(size_t count, const std::vector<float> &values = {})
+      : data(static_cast<float *>(
+            dtrain_rt_cuda_alloc_managed(count * sizeof(float)))),
+        count(count) {
+    for (size_t i = 0; i < count; ++i)
+      data[i] = i < values.size() ? values[i] : kNaN;
+  }
+  Managed(const Managed &) = delete;
+  Managed &operator=(const Managed &) = delete;
+  ~Managed() { dtrain_rt_cuda_free(data); }
+  /// The content, read on the host at once (no synchronization: the
+  /// kernels return with their results ready).
+  std::vector<float> values() const { return {data, data + count}; }
+
+  float *data;
+  size_t count;
+};
+
+// The trainer's case: managed buffers written and read on the host around
+// the calls, with no synchronization of the caller's.
+TEST(CudaManagedMemory, ResultsAreReadyOnReturn) {
+  const ConvCase k = gpuConvCases[0];
+  const ConvData d(k, 11);
+  Managed x(d.x.size(), d.x), w(d.w.size(), d.w), bias(d.bias.size(), d.bias),
+      y(outputSize(k));
+  dtrain_rt_cuda_conv2d_f32(x.data, w.data, bias.data, y.data, k.n, k.c, k.h,
+                            k.w, k.oc, k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw,
+                            k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+  EXPECT_TRUE(matchesCpu(y.values(), convForward(k, d, false)));
+
+  const int64_t m = 512, n = 384, kk = 640;
+  const auto a = randomVector(size_t(m * kk), 12);
+  const auto b = randomVector(size_t(kk * n), 13);
+  Managed ma(a.size(), a), mb(b.size(), b), mc(size_t(m * n));
+  std::vector<float> cpu(size_t(m * n));
+  dtrain_rt_matmul_f32(a.data(), b.data(), cpu.data(), m, n, kk, 0, 0, 0.0f);
+  dtrain_rt_cuda_matmul_f32(ma.data, mb.data, mc.data, m, n, kk, 0, 0, 0.0f);
+  EXPECT_TRUE(matchesCpu(mc.values(), cpu));
+  // And the next call reads what the host wrote in between.
+  std::fill(mb.data, mb.data + b.size(), 0.0f);
+  dtrain_rt_cuda_matmul_f32(ma.data, mb.data, mc.data, m, n, kk, 0, 0, 1.0f);
+  EXPECT_TRUE(matchesCpu(mc.values(), cpu));
+}
+
+//===--- Without a device -------------------------------------------------===//
+
+TEST(WithoutDevice, FirstCallPrintsWhyAndExits) {
+  const std::string line = fatalLine(whyNoGpu());
+  std::vector<float> a(64, 1.0f), b(64, 1.0f), c(64, 1.0f);
+  EXPECT_EXIT(dtrain_rt_cuda_matmul_f32(a.data(), b.data(), c.data(), 4, 4, 4,
+                                        0, 0, 0.0f),
+              ::testing::ExitedWithCode(1), line);
+  EXPECT_EXIT(dtrain_rt_cuda_conv2d_f32(a.data(), b.data(), nullptr, c.data(),
+                                        1, 1, 4, 4, 1, 3, 3, 4, 4, 1, 1, 1, 1,
+                                        1, 1, 1, 1, 1),
+              ::testing::ExitedWithCode(1), line);
+  EXPECT_EXIT(dtrain_rt_cuda_pool2d_f32(a.data(), c.data(), DTRAIN_RT_POOL_MAX,
+                                        1, 1, 4, 4, 2, 2, 2, 2, 2, 2, 0, 0, 0,
+                                        0, 1, 1),
+              ::testing::ExitedWithCode(1), line);
+  EXPECT_EXIT(dtrain_rt_cuda_batch_norm_train_f32(
+                  a.data(), b.data(), b.data(), c.data(), b.data() + 8,
+                  b.data() + 16, 2, 4, 4, 1e-5f),
+              ::testing::ExitedWithCode(1), line);
+}
+
+// Products with nothing to compute return without the device.
+TEST(WithoutDevice, NothingToComputeNeedsNoDevice) {
+  float c[2] = {3, 4};
+  dtrain_rt_cuda_matmul_f32(nullptr, nullptr, c, 1, 2, 0, 0, 0, 1.0f);
+  dtrain_rt_cuda_matmul_f32(nullptr, nullptr, nullptr, 0, 2, 5, 0, 0, 0.0f);
+  dtrain_rt_cuda_matmul_f32(nullptr, nullptr, nullptr, 3, 0, 5, 0, 0, 0.0f);
+  EXPECT_EQ(c[0], 3.0f);
+  EXPECT_EQ(c[1], 4.0f);
+}
+
+//===--- Invalid calls (run as separate processes by ctest) ---------------===//
+
+/// Makes the invalid call NAME, which must abort; returns 2 when it does not
+/// or NAME is unknown. Host pointers: the checks come before any device work.
+int invalidCall(const std::string &name) {
+  std::vector<float> x(64 * 64), y(64 * 64), w(64 * 64);
+  if (name == "conv-output") // 8x8, 3x3, stride 1, no padding gives 6x6
+    dtrain_rt_cuda_conv2d_f32(x.data(), w.data(), nullptr, y.data(), 1, 2, 8, 8,
+                              2, 3, 3, 6, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1);
+  else if (name == "conv-backward-data-output")
+    dtrain_rt_cuda_conv2d_backward_data_f32(y.data(), w.data(), x.data(), 1, 2,
+                                            8, 8, 2, 3, 3, 7, 6, 1, 1, 0, 0, 0,
+                                            0, 1, 1, 1);
+  else if (name == "conv-backward-weights-groups")
+    dtrain_rt_cuda_conv2d_backward_weights_f32(x.data(), y.data(), w.data(),
+                                               nullptr, 1, 6, 8, 8, 4, 3, 3, 6,
+                                               6, 1, 1, 0, 0, 0, 0, 1, 1, 4);
+  else if (name == "pool-ceil-rule") // ceil's last window would start past
+    dtrain_rt_cuda_pool2d_f32(x.data(), y.data(), DTRAIN_RT_POOL_MAX, 1, 1, 3,
+                              3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1);
+  else if (name == "pool-empty-window") // the first window is all padding
+    dtrain_rt_cuda_pool2d_f32(x.data(), y.data(),
+                              DTRAIN_RT_POOL_AVG_EXCLUDE_PAD, 1, 1, 4, 4, 4, 4,
+                              2, 2, 2, 2, 2, 2, 2, 2, 1, 1);
+  else if (name == "pool-backward-max-null-x") // max needs X
+    dtrain_rt_cuda_pool2d_backward_f32(nullptr, y.data(), x.data(),
+                                       DTRAIN_RT_POOL_MAX, 1, 1, 8, 8, 4, 4, 2,
+                                       2, 2, 2, 0, 0, 0, 0, 1, 1);
+  else if (name == "batch-norm-epsilon")
+    dtrain_rt_cuda_batch_norm_f32(x.data(), w.data(), w.data(), w.data(),
+                                  w.data(), y.data(), 2, 3, 4, -1e-5f);
+  else if (name == "batch-norm-train-null-mean")
+    dtrain_rt_cuda_batch_norm_train_f32(x.data(), w.data(), w.data(), y.data(),
+                                        nullptr, w.data(), 2, 3, 4, 1e-5f);
+  else if (name == "batch-norm-backward-null-dscale")
+    dtrain_rt_cuda_batch_norm_backward_f32(x.data(), y.data(), w.data(),
+                                           w.data(), w.data(), x.data(),
+                                           nullptr, w.data(), 2, 3, 4, 1e-5f);
+  else if (name == "matmul-size")
+    dtrain_rt_cuda_matmul_f32(x.data(), w.data(), y.data(), 4, -1, 4, 0, 0,
+                              0.0f);
+  else if (name == "matmul-null-b")
+    dtrain_rt_cuda_matmul_f32(x.data(), nullptr, y.data(), 4, 4, 4, 0, 0, 0.0f);
+  else {
+    std::fprintf(stderr, "unknown invalid call '%s'\n", name.c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "invalid call '%s' did not abort\n", name.c_str());
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const char *prefix = "--invalid=";
+  if (argc == 2 && !std::strncmp(argv[1], prefix, std::strlen(prefix)))
+    return invalidCall(argv[1] + std::strlen(prefix));
+  ::testing::InitGoogleTest(&argc, argv);
+  return runCudaTests(argc > 1 &&
+                      std::strcmp(argv[1], "--without-device") == 0);
+}
