@@ -370,9 +370,16 @@ static FloatType getKernelElementType(Operation *op) {
   return cast<FloatType>(Float32Type::get(op->getContext()));
 }
 
-/// The runtime's name of KERNEL for ELEMENT: dtrain_rt_<kernel>_f32|f64.
-static std::string getKernelName(StringRef kernel, FloatType element) {
-  return ("dtrain_rt_" + kernel + (element.isF64() ? "_f64" : "_f32")).str();
+/// The runtime's name of KERNEL for ELEMENT: dtrain_rt_<kernel>_f32|f64,
+/// or for TARGET cuda dtrain_rt_cuda_<kernel>_f32 (cuBLAS, cuDNN; the f64
+/// reference loops run on the host for both targets).
+static std::string getKernelName(StringRef kernel, FloatType element,
+                                 StringRef target) {
+  if (element.isF64())
+    return ("dtrain_rt_" + kernel + "_f64").str();
+  return ((target == "cuda" ? "dtrain_rt_cuda_" : "dtrain_rt_") + kernel +
+          "_f32")
+      .str();
 }
 
 /// The learning rate LR of an optimizer update in element type TYPE, times
@@ -400,7 +407,7 @@ namespace {
 /// values that replace the op's results, or fails after reporting an error.
 class NNLowering {
 public:
-  explicit NNLowering(OpBuilder &b) : b(b) {}
+  NNLowering(OpBuilder &b, StringRef target) : b(b), target(target) {}
 
   FailureOr<SmallVector<Value>> lower(Operation *op);
 
@@ -448,6 +455,8 @@ private:
   SmallVector<Value> larsUpdate(train::LarsUpdateOp op);
 
   OpBuilder &b;
+  /// The kernels' target: cpu or cuda (see getKernelName).
+  StringRef target;
 };
 } // namespace
 
@@ -765,7 +774,7 @@ FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
   scalars.push_back(createI32(b, loc, op.getTransposeRhs()));
   scalars.push_back(createFloat(b, loc, element, 0.0));
   return buildKernelCall(b, op,
-                         {getKernelName("matmul", element),
+                         {getKernelName("matmul", element, target),
                           {op.getLhs(), op.getRhs()},
                           {resultType},
                           scalars})
@@ -796,7 +805,7 @@ FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(
              b, op,
-             {getKernelName("conv2d", element),
+             {getKernelName("conv2d", element, target),
               {op.getInput(), op.getWeight(), op.getBias()},
               {resultType},
               createConvGeometry(b, op, getTensorType(op.getInput()),
@@ -809,7 +818,7 @@ FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(
              b, op,
-             {getKernelName("conv2d_backward_data", element),
+             {getKernelName("conv2d_backward_data", element, target),
               {op.getGrad(), op.getWeight()},
               {resultType},
               createConvGeometry(b, op, resultType,
@@ -831,7 +840,7 @@ NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
                                         resultType,
                                         getTensorType(op.getGrad())));
   return buildKernelCall(b, op,
-                         {getKernelName("conv2d_backward_weights", element),
+                         {getKernelName("conv2d_backward_weights", element, target),
                           {op.getInput(), op.getGrad()},
                           {resultType},
                           scalars})
@@ -865,7 +874,7 @@ FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
   FloatType element = getKernelElementType(op);
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(b, op,
-                         {getKernelName("pool2d", element),
+                         {getKernelName("pool2d", element, target),
                           {op.getInput()},
                           {resultType},
                           createPoolGeometry(b, op, kind,
@@ -881,7 +890,7 @@ FailureOr<Value> NNLowering::pool2dBackward(PoolGradOp op, int32_t kind,
   FloatType element = getKernelElementType(op);
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(b, op,
-                         {getKernelName("pool2d_backward", element),
+                         {getKernelName("pool2d_backward", element, target),
                           {input, op.getGrad()},
                           {resultType},
                           createPoolGeometry(b, op, kind, resultType,
@@ -907,7 +916,7 @@ FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
   scalars.push_back(createFloat(b, loc, element,
                                 op.getEpsilon().convertToDouble()));
   return buildKernelCall(b, op,
-                         {getKernelName("batch_norm", element),
+                         {getKernelName("batch_norm", element, target),
                           {op.getInput(), op.getScale(), op.getBias(),
                            op.getMean(), op.getVar()},
                           {type},
@@ -926,7 +935,7 @@ NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
                                 op.getEpsilon().convertToDouble()));
   return buildKernelCall(
       b, op,
-      {getKernelName("batch_norm_train", element),
+      {getKernelName("batch_norm_train", element, target),
        {op.getInput(), op.getScale(), op.getBias()},
        {type, getTensorType(op.getBatchMean()), getTensorType(op.getBatchVar())},
        scalars});
@@ -1121,7 +1130,7 @@ NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
                                 op.getEpsilon().convertToDouble()));
   return buildKernelCall(
       b, op,
-      {getKernelName("batch_norm_backward", element),
+      {getKernelName("batch_norm_backward", element, target),
        {op.getInput(), op.getGrad(), op.getScale(), op.getBatchMean(),
         op.getBatchVar()},
        {type, getTensorType(op.getScaleGrad()), getTensorType(op.getBiasGrad())},
@@ -1375,14 +1384,20 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
 namespace {
 struct LowerNNPass
     : public lower::impl::LowerNNBase<LowerNNPass> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
       if (isa<nn::NNDialect, train::TrainDialect>(op->getDialect()))
         ops.push_back(op);
     });
+    if (target != "cpu" && target != "cuda") {
+      getOperation().emitError("--dtrain-lower-nn: target '")
+          << target << "' is not valid (accepted: cpu, cuda)";
+      return signalPassFailure();
+    }
     IRRewriter rewriter(&getContext());
-    NNLowering lowering(rewriter);
+    NNLowering lowering(rewriter, target);
     bool failed = false;
     for (Operation *op : ops) {
       for (Type type : op->getResultTypes()) {

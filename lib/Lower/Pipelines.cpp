@@ -22,7 +22,7 @@ static constexpr llvm::StringLiteral kLowerToBuffers =
     // `bufferization.to_buffer` just before its call, and merging two of
     // them would move the second call's read past in-place writes that
     // bufferization cannot see.
-    "dtrain-lower-nn,convert-elementwise-to-linalg,canonicalize,"
+    "dtrain-lower-nn{target=%s},convert-elementwise-to-linalg,canonicalize,"
     "linalg-fuse-elementwise-ops,canonicalize,"
     // Buffers: in place where possible.
     "eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries "
@@ -88,7 +88,7 @@ static std::string format(llvm::StringLiteral text,
 }
 
 std::string mlir::dtrain::lower::getLowerToLLVMPipeline() {
-  return format(kLowerToBuffers, {"cpu"}) + kCPUPlacement.str() +
+  return format(kLowerToBuffers, {"cpu", "cpu"}) + kCPUPlacement.str() +
          kLowerBuffers.str() + kCPULoops.str();
 }
 
@@ -109,7 +109,7 @@ getCUDAToolkit(const dtrain::lower::LowerToNVVMOptions &options) {
 
 std::string
 mlir::dtrain::lower::getLowerToNVVMPipeline(const LowerToNVVMOptions &options) {
-  return format(kLowerToBuffers, {"cuda"}) + kLowerBuffers.str() +
+  return format(kLowerToBuffers, {"cuda", "cuda"}) + kLowerBuffers.str() +
          format(kCUDALoops,
                 {options.chip, options.features, getCUDAToolkit(options)});
 }

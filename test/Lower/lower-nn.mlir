@@ -1,4 +1,5 @@
 // RUN: dtrain-opt %s --dtrain-lower-nn --canonicalize --split-input-file | FileCheck %s
+// RUN: dtrain-opt %s --dtrain-lower-nn=target=cuda --canonicalize --split-input-file | FileCheck %s --check-prefix=CUDA
 
 // Elementwise ops are parallel linalg.generic ops on tensors; a broadcast
 // operand is read through a map that drops (or pins to 0) its missing dims.
@@ -128,6 +129,15 @@ func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<4x3xf32>) -> tensor<6x11xf32
 // CHECK-DAG: func.func private @dtrain_rt_pool2d_f32(!llvm.ptr, !llvm.ptr, i32, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)
 // CHECK-DAG: func.func private @dtrain_rt_batch_norm_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f32)
 // CHECK-DAG: func.func private @dtrain_rt_batch_norm_train_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f32)
+// With target=cuda the same calls go to the GPU's kernels, with the same
+// arguments.
+// CUDA-DAG: func.func private @dtrain_rt_cuda_matmul_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i32, f32)
+// CUDA-DAG: func.func private @dtrain_rt_cuda_conv2d_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)
+// CUDA-DAG: func.func private @dtrain_rt_cuda_pool2d_f32(
+// CUDA-DAG: func.func private @dtrain_rt_cuda_batch_norm_f32(
+// CUDA-DAG: func.func private @dtrain_rt_cuda_batch_norm_train_f32(
+// CUDA-LABEL: func.func @matmul
+// CUDA: call @dtrain_rt_cuda_matmul_f32(
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>, %[[W:.*]]: tensor<3x4xf32>)
 // CHECK-DAG: %[[XB:.*]] = bufferization.to_buffer %[[X]] read_only : tensor<2x4xf32> to memref<2x4xf32>
@@ -262,6 +272,12 @@ func.func @loss_scaling(%skip: tensor<i1>, %w: tensor<4x3xf32>, %w1: tensor<4x3x
 // The gradients of the window ops and of batch norm are kernel calls; the
 // weight gradient passes no bias gradient, and the average-pooling gradient
 // no input (NULL).
+// CUDA-LABEL: func.func @backward_kernels
+// CUDA: call @dtrain_rt_cuda_conv2d_backward_data_f32(
+// CUDA: call @dtrain_rt_cuda_conv2d_backward_weights_f32(
+// CUDA: call @dtrain_rt_cuda_pool2d_backward_f32(
+// CUDA: call @dtrain_rt_cuda_pool2d_backward_f32(
+// CUDA: call @dtrain_rt_cuda_batch_norm_backward_f32(
 // CHECK-LABEL: func.func @backward_kernels
 // CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: call @dtrain_rt_conv2d_backward_data_f32(
@@ -381,6 +397,10 @@ func.func @dropout_mask(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<2x3xf3
 // their floating-point scalars f64 too.
 // CHECK-DAG: func.func private @dtrain_rt_matmul_f64(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i32, f64)
 // CHECK-DAG: func.func private @dtrain_rt_batch_norm_train_f64(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
+// The f64 reference loops stay on the host for target=cuda too.
+// CUDA-LABEL: func.func @kernels_f64
+// CUDA: call @dtrain_rt_matmul_f64(
+// CUDA: call @dtrain_rt_batch_norm_train_f64(
 // CHECK-LABEL: func.func @kernels_f64
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x3xf64>
 // CHECK: call @dtrain_rt_matmul_f64(

@@ -4,8 +4,9 @@
 // RUN: dtrain-opt %s --dtrain-lower-to-nvvm | FileCheck %s
 // RUN: dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_80 features=+ptx70" | FileCheck %s --check-prefix=SM80
 
-// The model of lower-to-llvm.mlir with a sigmoid: the matmul stays a call
-// of the runtime's kernel library on the host, and the fused bias-add,
+// The model of lower-to-llvm.mlir with a sigmoid: the matmul is a call of
+// the CUDA runtime's cuBLAS kernel (same arguments as the CPU's), and the
+// fused bias-add,
 // relu and sigmoid (2 x 3, the bias broadcast) become one kernel launched
 // from the host: the innermost dimension in tiles of 256 threads
 // (--dtrain-tile-parallel-loops-for-gpu), the other across blocks, each
@@ -13,7 +14,7 @@
 // OUTLINED-LABEL: IR Dump After GpuKernelOutliningPass
 // OUTLINED:     func.func @dtrain_model_run(
 // OUTLINED:       %[[BUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3xf32>
-// OUTLINED:       call @dtrain_rt_matmul_f32(
+// OUTLINED:       call @dtrain_rt_cuda_matmul_f32(
 // OUTLINED:       %[[C256:.*]] = arith.constant 256 : index
 // OUTLINED:       %[[TILE:.*]] = arith.muli %{{.*}}, %[[C256]] : index
 // OUTLINED:       gpu.launch_func @dtrain_model_run_kernel::@dtrain_model_run_kernel blocks in ({{.*}}) threads in ({{.*}}) args({{.*}}%[[TILE]] : index, {{.*}}%[[BUF]] : memref<2x3xf32>,
@@ -49,7 +50,7 @@
 // CHECK-NOT:  __dtrain_arena
 // CHECK-LABEL: llvm.func @dtrain_model_run(
 // CHECK:        %[[BUF:.*]] = llvm.call @_mlir_memref_to_llvm_alloc
-// CHECK:        llvm.call @dtrain_rt_matmul_f32(
+// CHECK:        llvm.call @dtrain_rt_cuda_matmul_f32(
 // CHECK:        gpu.launch_func @dtrain_model_run_kernel::@dtrain_model_run_kernel
 // CHECK:        llvm.call @_mlir_memref_to_llvm_free(%[[BUF]])
 // CHECK:      gpu.binary @dtrain_model_run_kernel [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx80">, properties = {{.*}}, "

@@ -130,7 +130,18 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     afterwards. The kernels take f32 (oneDNN) or f64 (`..._f64`, plain
     reference loops, for gradient checks): another element type is an
     error on the op.
+
+    With `target=cuda` the f32 kernels are the GPU's, with the same
+    arguments: `dtrain_rt_cuda_matmul_f32` (cuBLAS), `dtrain_rt_cuda_conv2d_f32`
+    and the other convolution and batch-norm kernels (cuDNN), and
+    `dtrain_rt_cuda_pool2d_f32` (CUDA kernels), declared in
+    runtime/include/dtrain_rt_cuda.h. The f64 reference loops stay on the
+    host.
   }];
+  let options = [
+    Option<"target", "target", "std::string", "\"cpu\"",
+           "cpu (default: oneDNN kernels) or cuda (cuBLAS/cuDNN kernels)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
