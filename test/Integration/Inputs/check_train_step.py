@@ -2,7 +2,8 @@
 (--dtrain-build-training: loss, reverse-mode gradients, optimizer update)
 against PyTorch's on the same model, weights and batch.
 
-usage: check_train_step.py [--torchvision] COMPILE WORKDIR
+usage: check_train_step.py [--torchvision] [--target cuda]
+                           [--torch-device cuda] COMPILE WORKDIR
 
 For each case below: builds the PyTorch model (seeded), exports it to ONNX
 (TRAINING mode, fixed batch), compiles it with `COMPILE model.onnx
@@ -15,7 +16,9 @@ PyTorch's (torch.optim, weight decay on parameters of more than one
 dimension only, as dtrain does by default) at rtol 1e-4 and atol 1e-5 for
 float32 models, 1e-6 and 1e-7 for float64 ones (model, batch and outputs
 all float64). Prints one line per case with the largest differences, and
-exits non-zero on any mismatch or failure.
+exits non-zero on any mismatch or failure. --target is dtrain-compile's
+(cuda: the step on the GPU); --torch-device runs PyTorch's steps there (auto: on CUDA where this
+torch has it).
 """
 import argparse
 import copy
@@ -124,7 +127,7 @@ def use_dtrain_dropout(model):
     for stream, module in enumerate(dropouts):
         module.forward = (lambda x, stream=stream, p=module.p:
                           x * dropout_mask(0, step[0], stream, x.shape, p,
-                                           x.dtype))
+                                           x.dtype).to(x.device))
 
 
 def relu_mlp():
@@ -292,8 +295,8 @@ def train(model, x, target, loss_name, optimizer_name, lr, decay, steps,
             schedule.step()
     correct = None
     if loss_name == "softmax-xent":
-        correct = (output.argmax(1) == target).sum().numpy()
-    return loss.detach().numpy(), correct
+        correct = (output.argmax(1) == target).sum().cpu().numpy()
+    return loss.detach().cpu().numpy(), correct
 
 
 def state(model, loss, correct):
@@ -301,16 +304,17 @@ def state(model, loss, correct):
     values = {"loss": loss}
     if correct is not None:
         values["correct"] = correct
-    values.update((n, p.detach().numpy()) for n, p in model.named_parameters())
+    values.update((n, p.detach().cpu().numpy())
+                  for n, p in model.named_parameters())
     # Batch-norm running means (PyTorch's buffers). Not the running
     # variances: ONNX's BatchNormalization, which dtrain implements, mixes
     # in the biased batch variance, PyTorch's training the unbiased one.
-    values.update((n, b.numpy()) for n, b in model.named_buffers()
+    values.update((n, b.cpu().numpy()) for n, b in model.named_buffers()
                   if n.endswith("running_mean"))
     return values
 
 
-def check(compile_tool, work, name, model, loss_name,
+def check(options, work, name, model, loss_name,
           optimizer_name, lr, decay, steps, x, target, schedule=((), None),
           wire=None):
     """SCHEDULE: dtrain-compile's schedule flags and the PyTorch scheduler
@@ -319,6 +323,8 @@ def check(compile_tool, work, name, model, loss_name,
     travel in it; PyTorch's must then differ from the steps without
     rounding by more than the tolerance, or the case could not fail."""
     flags, scheduler = schedule
+    if options.target:
+        flags = tuple(flags) + ("--target", options.target)
     rtol, atol = TOLERANCES[x.dtype]
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, "model.onnx")
@@ -330,14 +336,19 @@ def check(compile_tool, work, name, model, loss_name,
                           do_constant_folding=False)
     use_dtrain_dropout(model)
     names = [n for n, _ in model.named_parameters()]
-    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    before = {n: p.detach().cpu().numpy().copy()
+              for n, p in model.named_parameters()}
+    # PyTorch's steps on --torch-device; the batch files stay on the host.
+    device = torch.device(options.torch_device)
+    model.to(device)
+    x_on, target_on = x.to(device), target.to(device)
     if wire is not None:
         unrounded = copy.deepcopy(model)
-        plain = state(unrounded, *train(unrounded, x, target, loss_name,
+        plain = state(unrounded, *train(unrounded, x_on, target_on, loss_name,
                                         optimizer_name, lr, decay, steps,
                                         scheduler))
         flags = tuple(flags) + ("--data-parallel", "--wire", wire)
-    want = state(model, *train(model, x, target, loss_name, optimizer_name,
+    want = state(model, *train(model, x_on, target_on, loss_name, optimizer_name,
                                lr, decay, steps, scheduler,
                                WIRE_TYPES.get(wire)))
     if wire is not None and all(
@@ -349,7 +360,7 @@ def check(compile_tool, work, name, model, loss_name,
 
     # dtrain's steps.
     result = subprocess.run(
-        [compile_tool, onnx_path, "--mode=step", "--loss", loss_name,
+        [options.compile, onnx_path, "--mode=step", "--loss", loss_name,
          "--optimizer", optimizer_name, "--lr", repr(lr), "--weight-decay",
          repr(decay), "-o", exe] + list(flags),
         capture_output=True, text=True)
@@ -395,7 +406,7 @@ def check(compile_tool, work, name, model, loss_name,
     # The step must have moved every parameter (a zero gradient would pass
     # a comparison of parameters that hardly change).
     for n in names:
-        if np.array_equal(got[n], before[n].numpy()):
+        if np.array_equal(got[n], before[n]):
             print("%s: MISMATCH: %s did not change" % (name, n))
             ok = False
     if ok:
@@ -417,13 +428,21 @@ def main():
     parser.add_argument("--torchvision", action="store_true",
                         help="torchvision's resnet18 and mobilenet_v2 "
                         "instead of the small models")
+    parser.add_argument("--target", help="dtrain-compile's --target")
+    parser.add_argument("--torch-device", default="cpu",
+                        help="where PyTorch's steps run: cpu, cuda, or auto "
+                        "(cuda when this torch has it, else cpu)")
     args = parser.parse_args()
+    if args.torch_device == "auto":
+        args.torch_device = "cuda" if torch.cuda.is_available() else "cpu"
+    print("PyTorch on %s, dtrain --target=%s" % (args.torch_device,
+                                                 args.target or "cpu"))
     warnings.filterwarnings("ignore")
     torch.set_num_threads(2)
     ok = True
     chosen = torchvision_cases() if args.torchvision else cases()
     for i, case in enumerate(chosen):
-        ok &= check(args.compile, os.path.join(args.workdir, str(i)), *case)
+        ok &= check(args, os.path.join(args.workdir, str(i)), *case)
     return 0 if ok else 1
 
 
