@@ -2,7 +2,9 @@
 against PyTorch's eager training steps on the same model, weights, batch and
 optimizer, same thread count, and the peak memory of each.
 
-usage: train_bench.py [--threads T] [--seconds S] [--models M ...] BUILD_DIR
+usage: train_bench.py [--threads T] [--seconds S] [--models M ...]
+                      [--batch B] [--target cuda] [--precision bf16]
+                      BUILD_DIR
 
 Models and batches as in bench/forward_bench.py (mlp 64 x 784, lenet 64 x
 1x28x28, resnet18 and mobilenet_v2 8 x 3x224x224), exported in TRAINING
@@ -16,6 +18,13 @@ resident memory (the child's ru_maxrss: the executable, and the Python
 process with PyTorch loaded). Prints a table:
 
   model batch dtrain_ms torch_ms ratio dtrain_MB torch_MB compile_s
+
+--target cuda compiles the steps for the GPU (dtrain-compile --target=cuda)
+and runs PyTorch's on CUDA (synchronized before each time is taken; its
+column is left out when this torch has no CUDA); --precision bf16 compiles
+with --precision bf16 and runs PyTorch under torch.autocast(bfloat16).
+--batch replaces the models' batches (8 for the networks: a GPU wants
+more).
 """
 import argparse
 import os
@@ -37,15 +46,15 @@ import forward_bench  # noqa: E402
 LR, MOMENTUM, DECAY = 0.01, 0.9, 5e-4
 
 
-def make_step_model(name, work):
+def make_step_model(name, work, batch):
     """The model NAME (forward_bench's, seed 0) in training mode without
-    dropout, exported for training to WORK/NAME-train.onnx."""
+    dropout, exported for training at BATCH to WORK/NAME-train.onnx."""
     model, _ = forward_bench.make_model(name, work)
     for module in model.modules():
         if isinstance(module, nn.Dropout):
             module.p = 0.0
     model.train()
-    batch, shape = forward_bench.MODELS[name]
+    shape = forward_bench.MODELS[name][1]
     path = os.path.join(work, name + "-train.onnx")
     with torch.no_grad():
         torch.onnx.export(model, torch.randn(batch, *shape), path,
@@ -65,27 +74,35 @@ def optimizer_for(model):
           "weight_decay": 0.0}], lr=LR, momentum=MOMENTUM)
 
 
-def torch_child(name, work, seconds, threads):
+def torch_child(name, work, args):
     """Runs in a child process: times PyTorch's steps, prints the result."""
     warnings.filterwarnings("ignore")
-    torch.set_num_threads(threads)
-    model, _ = make_step_model(name, work)
+    torch.set_num_threads(args.threads)
     x = torch.from_numpy(np.load(os.path.join(work, name + "-x.npy")))
     y = torch.from_numpy(np.load(os.path.join(work, name + "-labels.npy")))
+    model, _ = make_step_model(name, work, x.shape[0])
+    device = torch.device("cuda" if args.target == "cuda" else "cpu")
+    model.to(device)
+    x, y = x.to(device), y.to(device)
     optimizer = optimizer_for(model)
     criterion = nn.CrossEntropyLoss()
 
     def step():
         optimizer.zero_grad()
-        criterion(model(x), y).backward()
+        with torch.autocast(device.type, dtype=torch.bfloat16,
+                            enabled=args.precision == "bf16"):
+            loss = criterion(model(x), y)
+        loss.backward()
         optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
     for _ in range(2):
         step()
     start = time.perf_counter()
     step()
     probe = (time.perf_counter() - start) * 1000.0
     times = []
-    for _ in range(forward_bench.runs_for(probe, seconds)):
+    for _ in range(forward_bench.runs_for(probe, args.seconds)):
         start = time.perf_counter()
         step()
         times.append((time.perf_counter() - start) * 1000.0)
@@ -114,19 +131,32 @@ def main():
                         metavar="MODEL")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--batch", type=int,
+                        help="every model's batch (default: forward_bench's)")
+    parser.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--precision", choices=["f32", "bf16"],
+                        default="f32")
     parser.add_argument("--torch-child", nargs=2, metavar=("MODEL", "WORK"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     if args.torch_child:
-        torch_child(*args.torch_child, args.seconds, args.threads)
+        torch_child(*args.torch_child, args)
         return 0
+    torch_runs = args.target == "cpu" or torch.cuda.is_available()
+    if not torch_runs:
+        print("torch %s has no CUDA: PyTorch's column is left out"
+              % torch.__version__)
+    flags = ["--target", args.target]
+    if args.precision == "bf16":
+        flags += ["--precision", "bf16"]
 
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for name in args.models:
             batch, shape = forward_bench.MODELS[name]
-            _, onnx_path = make_step_model(name, work)
+            batch = args.batch or batch
+            _, onnx_path = make_step_model(name, work, batch)
             torch.manual_seed(1)
             x_path = os.path.join(work, name + "-x.npy")
             labels_path = os.path.join(work, name + "-labels.npy")
@@ -139,7 +169,7 @@ def main():
                 [os.path.join(args.build, "bin", "dtrain-compile"),
                  onnx_path, "--mode=step", "--optimizer", "momentum",
                  "--lr", str(LR), "--momentum", str(MOMENTUM),
-                 "--weight-decay", str(DECAY), "-o", exe],
+                 "--weight-decay", str(DECAY), "-o", exe] + flags,
                 capture_output=True, text=True)
             compile_s = time.perf_counter() - start
             if result.returncode != 0:
@@ -153,11 +183,16 @@ def main():
             out, d_mb = peak_mb([exe] + inputs + ["--repeat", str(runs),
                                                   "--warmup", "2"])
             d_min = float(re.search(r"min_ms=([0-9.]+)", out).group(1))
-            out, t_mb = peak_mb([sys.executable, os.path.abspath(__file__),
-                                 args.build, "--threads", str(args.threads),
-                                 "--seconds", str(args.seconds),
-                                 "--torch-child", name, work])
-            t_min = float(re.search(r"torch_min_ms=([0-9.]+)", out).group(1))
+            t_min = t_mb = float("nan")
+            if torch_runs:
+                out, t_mb = peak_mb([sys.executable, os.path.abspath(__file__),
+                                     args.build, "--threads", str(args.threads),
+                                     "--seconds", str(args.seconds),
+                                     "--target", args.target,
+                                     "--precision", args.precision,
+                                     "--torch-child", name, work])
+                t_min = float(re.search(r"torch_min_ms=([0-9.]+)",
+                                        out).group(1))
             rows.append((name, batch, d_min, t_min, d_mb, t_mb, compile_s))
             print("%s: dtrain %.3f ms (%d runs, %.0f MB); torch %.3f ms "
                   "(%.0f MB); compile %.2f s" % (name, d_min, runs, d_mb,
@@ -165,7 +200,8 @@ def main():
                   flush=True)
     print()
     print("training step (forward, backward, momentum SGD), min over N runs, "
-          "%d threads; ratio = dtrain / torch" % args.threads)
+          "%s, %s, %d threads; ratio = dtrain / torch" % (
+              args.target, args.precision, args.threads))
     print("%-13s %5s %10s %10s %6s %10s %9s %9s" % (
         "model", "batch", "dtrain_ms", "torch_ms", "ratio", "dtrain_MB",
         "torch_MB", "compile_s"))

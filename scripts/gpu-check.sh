@@ -139,6 +139,20 @@ for np in 1 2; do
   esac
 done
 
+section "training steps against PyTorch (bench/train_bench.py --target cuda)"
+# resnet18 and resnet50 at batch 32 (3x224x224), f32 and bf16: dtrain's
+# --target=cuda steps, and PyTorch's eager steps on CUDA when this torch
+# has CUDA (Debian's has none: then dtrain's column alone).
+if [ -x build/bin/dtrain-compile ]; then
+  for precision in f32 bf16; do
+    timeout 400 /usr/bin/python3 bench/train_bench.py build --target cuda \
+      --precision "$precision" --models resnet18 resnet50 --batch 32 \
+      --seconds 3 || failed "train_bench.py --target cuda --precision $precision"
+  done
+else
+  echo "skipped: no build/bin/dtrain-compile (build dtrain first: scripts/setup.sh)"
+fi
+
 # (Sections of later GPU steps go here.)
 
 section "summary"
