@@ -208,6 +208,13 @@ typedef struct dtrain_rt_transport {
   void (*send_recv)(void *context, dtrain_rt_comm_t *comm, const void *send,
                     int64_t send_bytes, int32_t dest, void *recv,
                     int64_t recv_bytes, int32_t source);
+  /* Nonzero: ALL_REDUCE also takes DTRAIN_RT_MEAN (the sum divided by the
+   * rank count, as the transport rounds it) for the all-reduces that ask
+   * for it, so that the runtime does not divide on the host (where device
+   * buffers would have to come). 0 (the MPI transport's): MEAN arrives as
+   * SUM and the runtime divides. Last, so that initializers that end
+   * before it leave it 0. */
+  int32_t reduces_mean;
 } dtrain_rt_transport_t;
 
 /* Has every later collective move its data through TRANSPORT (copied;
@@ -219,7 +226,8 @@ typedef struct dtrain_rt_transport {
 void dtrain_rt_set_transport(const dtrain_rt_transport_t *transport);
 
 /* The MPI transport, the default: MPI_Allreduce (the 16-bit types through
- * the runtime's own MPI ops), MPI_Bcast, MPI_Allgather, MPI_Allgatherv,
+ * the runtime's own MPI ops; it takes DTRAIN_RT_MEAN too, though with
+ * REDUCES_MEAN 0 the runtime passes it none), MPI_Bcast, MPI_Allgather, MPI_Allgatherv,
  * MPI_Send, MPI_Recv and MPI_Sendrecv on the communicator's MPI
  * communicator, RING_FROM_BYTES 2 MiB. For transports that forward to it
  * or bootstrap over it (exchange an NCCL id by its BROADCAST). */

@@ -8,7 +8,8 @@
 //
 //   checkConsistency()  the ranks agree on the arguments
 //   exchange            MPI: the transport's all-reduce; RING: ringAllReduce
-//   finishReduction()   MEAN's division
+//   finishReduction()   MEAN's division, unless the transport's
+//                       all-reduce averaged (reduces_mean)
 //
 // A blocking all-reduce is a started one waited for at once.
 //
@@ -137,28 +138,32 @@ void checkConsistency(const AllReduceArgs &a, Call call) {
 //===--- The MPI algorithm ------------------------------------------------===//
 
 /// The transport's all-reduce on consecutive pieces of at most
-/// maxMessageCount() elements; MEAN sums (finish divides).
-void transportAllReduce(const AllReduceArgs &a) {
+/// maxMessageCount() elements. MEAN: the transport's own where it reduces
+/// means and MAYAVERAGE (returns true), else a sum that the caller
+/// divides.
+bool transportAllReduce(const AllReduceArgs &a, bool mayAverage) {
   const Transport t = transport();
-  const int32_t reduction =
-      a.reduction == DTRAIN_RT_MAX ? DTRAIN_RT_MAX : DTRAIN_RT_SUM;
+  const bool average =
+      a.reduction == DTRAIN_RT_MEAN && mayAverage && t.reducesMean();
+  const int32_t reduction = a.reduction == DTRAIN_RT_MAX ? DTRAIN_RT_MAX
+                            : average                    ? DTRAIN_RT_MEAN
+                                                         : DTRAIN_RT_SUM;
   const int64_t max = maxMessageCount();
   const int64_t elemSize = dtypeSize(a.dtype);
   for (int64_t first = 0; first < a.count; first += max)
     t.allReduce(a.comm, a.buffer + first * elemSize,
                 std::min(max, a.count - first), a.dtype, reduction);
+  return average;
 }
 
-/// A's exchange by its algorithm.
-void exchange(const AllReduceArgs &a) {
-  if (a.algorithm == DTRAIN_RT_ALLREDUCE_RING)
+/// A's exchange by its algorithm; whether MEAN's division is done (see
+/// transportAllReduce).
+bool exchange(const AllReduceArgs &a, bool mayAverage) {
+  if (a.algorithm == DTRAIN_RT_ALLREDUCE_RING) {
     ringAllReduce(a.comm, a.buffer, a.count, a.dtype, a.reduction);
-  else
-    transportAllReduce(a);
-}
-
-void finish(const AllReduceArgs &a) {
-  finishReduction(a.dtype, a.reduction, a.buffer, a.count, a.comm->size);
+    return false;
+  }
+  return transportAllReduce(a, mayAverage);
 }
 
 } // namespace
@@ -175,8 +180,9 @@ struct AllReduceRequest final : dtrain_rt_request {
 
   void run() override {
     checkConsistency(args, call);
-    exchange(args);
-    finish(args);
+    if (!exchange(args, /*mayAverage=*/true))
+      finishReduction(args.dtype, args.reduction, args.buffer, args.count,
+                      args.comm->size);
   }
 };
 
@@ -184,7 +190,8 @@ void dtrain::rt::allReduceInPlace(dtrain_rt_comm_t *comm, void *buffer,
                                   int64_t count, int32_t dtype,
                                   int32_t reduction) {
   exchange({comm, static_cast<char *>(buffer), count, dtype, reduction,
-            defaultAlgorithm(count * dtypeSize(dtype))});
+            defaultAlgorithm(count * dtypeSize(dtype))},
+           /*mayAverage=*/false);
 }
 
 int64_t dtrain::rt::maxMessageCount() {

@@ -170,6 +170,7 @@ class Transport {
 public:
   explicit Transport(const dtrain_rt_transport_t &t) : t(t) {}
   int64_t ringFromBytes() const { return t.ring_from_bytes; }
+  bool reducesMean() const { return t.reduces_mean != 0; }
   void allReduce(dtrain_rt_comm_t *comm, void *buffer, int64_t count,
                  int32_t dtype, int32_t reduction) const {
     t.all_reduce(t.context, comm, buffer, count, dtype, reduction);

@@ -25,6 +25,9 @@ void mpiAllReduce(void *, dtrain_rt_comm_t *comm, void *buffer, int64_t count,
   const MPIReduction r = mpiReduction(dtype, reduction);
   DTRAIN_MPI_CALL(comm, MPI_Allreduce, MPI_IN_PLACE, buffer, int(count), r.type,
                   r.op, comm->mpi);
+  // MEAN, which the runtime does not pass here (reduces_mean 0) but a
+  // transport that forwards to this one may.
+  finishReduction(dtype, reduction, buffer, count, comm->size);
 }
 
 void mpiBroadcast(void *, dtrain_rt_comm_t *comm, void *buffer, int64_t bytes,
@@ -82,7 +85,7 @@ constexpr int64_t kRingFromBytes = 2 << 20;
 
 constexpr dtrain_rt_transport_t kMPI = {
     nullptr,       kRingFromBytes, mpiAllReduce, mpiBroadcast, mpiAllGather,
-    mpiAllGatherV, mpiSend,        mpiRecv,      mpiSendRecv,
+    mpiAllGatherV, mpiSend,        mpiRecv,      mpiSendRecv,  0,
 };
 
 /// Read by the collectives, written only while none is in flight (so the

@@ -109,11 +109,12 @@ protected:
     setMaxMessageCountForTesting(0);
   }
 
-  void install(int64_t ringFromBytes) {
+  void install(int64_t ringFromBytes, int32_t reducesMean = 0) {
     const dtrain_rt_transport_t recording = {
         &record,         ringFromBytes,   recordAllReduce,
         recordBroadcast, recordAllGather, recordAllGatherV,
         recordSend,      recordRecv,      recordSendRecv,
+        reducesMean,
     };
     dtrain_rt_set_transport(&recording);
   }
@@ -207,7 +208,8 @@ class RecordedAllReduce : public Recorded,
 // Below the ring threshold one all-reduce call (MEAN sums; the runtime
 // divides); from it, the ring's steps and no all-reduce.
 TEST_P(RecordedAllReduce, SameBitsAndCallsAsMPI) {
-  const auto [dtype, reduction, bytes] = GetParam();
+  const int32_t dtype = GetParam().dtype, reduction = GetParam().reduction;
+  const int64_t bytes = GetParam().bytes;
   const int64_t count = bytes / dtypeSize(dtype);
   const std::vector<std::string> calls =
       sameAsMPI(elements(dtype, count, rank()), [&](char *data) {
@@ -271,6 +273,29 @@ TEST_F(Recorded, RingFromBytesOfTheTransport) {
                        DTRAIN_RT_SUM);
   EXPECT_EQ(take(), ringCalls(100, 4));
   EXPECT_EQ(data[0], float(size() * size()));
+}
+
+// A transport that averages (reduces_mean) gets MEAN itself and the runtime
+// does not divide again: the same bits as MPI's sum and division (the MPI
+// transport, forwarded to, takes MEAN too). The ring still sums and
+// divides on the host.
+TEST_F(Recorded, MeanOfATransportThatAverages) {
+  for (int32_t dtype : {DTRAIN_RT_F32, DTRAIN_RT_BF16}) {
+    const std::vector<char> input = elements(dtype, 1000, rank());
+    std::vector<char> alone = input, averaged = input;
+    dtrain_rt_set_transport(nullptr);
+    dtrain_rt_all_reduce(dtrain_rt_comm_world(), alone.data(), 1000, dtype,
+                         DTRAIN_RT_MEAN);
+    install(mpi().ring_from_bytes, /*reducesMean=*/1);
+    dtrain_rt_all_reduce(dtrain_rt_comm_world(), averaged.data(), 1000, dtype,
+                         DTRAIN_RT_MEAN);
+    EXPECT_TRUE(alone == averaged) << dtypeName(dtype);
+    EXPECT_EQ(take(), std::vector<std::string>{std::string("all_reduce 1000 ") +
+                                               dtypeName(dtype) + " mean"});
+    dtrain_rt_all_reduce_with(dtrain_rt_comm_world(), averaged.data(), 1000,
+                              dtype, DTRAIN_RT_MEAN, DTRAIN_RT_ALLREDUCE_RING);
+    EXPECT_EQ(take(), ringCalls(1000, dtypeSize(dtype)));
+  }
 }
 
 // Longer than maxMessageCount(): several transport calls.

@@ -277,8 +277,11 @@ void transportAllReduce(void *, dtrain_rt_comm_t *comm, void *buffer,
   Placed data(buffer, count * type.bytes);
   c.place({&data});
   c.copyIn(data);
+  const ncclRedOp_t op = reduction == DTRAIN_RT_MAX    ? ncclMax
+                         : reduction == DTRAIN_RT_MEAN ? ncclAvg
+                                                       : ncclSum;
   DTRAIN_NCCL(ncclAllReduce, data.device, data.device, size_t(count), type.nccl,
-              reduction == DTRAIN_RT_MAX ? ncclMax : ncclSum, c.nccl, c.stream);
+              op, c.nccl, c.stream);
   c.copyOut(data);
   c.wait();
 }
@@ -409,7 +412,8 @@ void transportSendRecv(void *, dtrain_rt_comm_t *comm, const void *send,
 }
 
 /// NCCL's all-reduce picks its own ring or tree at every size:
-/// ring_from_bytes 0.
+/// ring_from_bytes 0. It averages on the device (ncclAvg), so that the
+/// runtime does not divide a gradient on the host: reduces_mean 1.
 constexpr dtrain_rt_transport_t kNccl = {
     nullptr,
     0,
@@ -420,6 +424,7 @@ constexpr dtrain_rt_transport_t kNccl = {
     transportSend,
     transportRecv,
     transportSendRecv,
+    1,
 };
 
 } // namespace
