@@ -1,4 +1,5 @@
-//===- SparseKernels.cpp - the sparse exchange's per-element work ----------===//
+//===- SparseKernels.cpp - the sparse exchange's per-element work
+//----------===//
 //
 // The installed table of sparse-exchange kernels
 // (dtrain_rt_set_sparse_kernels) and the default one, the CPU's: the loops

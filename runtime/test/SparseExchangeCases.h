@@ -36,9 +36,8 @@ inline const std::vector<int64_t> &exchangeSegments() {
 
 inline std::vector<ExchangeCase> exchangeCases() {
   std::vector<ExchangeCase> cases;
-  for (int32_t aggregate :
-       {DTRAIN_RT_SPARSE_ALLGATHER, DTRAIN_RT_SPARSE_GTOPK,
-        DTRAIN_RT_SPARSE_DENSE})
+  for (int32_t aggregate : {DTRAIN_RT_SPARSE_ALLGATHER, DTRAIN_RT_SPARSE_GTOPK,
+                            DTRAIN_RT_SPARSE_DENSE})
     for (int32_t method : {DTRAIN_RT_SELECT_EXACT, DTRAIN_RT_SELECT_GAUSSIAN})
       for (int32_t valueType : {DTRAIN_RT_F32, DTRAIN_RT_BF16})
         for (bool segmented : {false, true})

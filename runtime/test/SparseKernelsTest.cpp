@@ -1,4 +1,5 @@
-//===- SparseKernelsTest.cpp - sparse exchanges through installed kernels --===//
+//===- SparseKernelsTest.cpp - sparse exchanges through installed kernels
+//--===//
 //
 // Under mpirun with any number of ranks. A recording table of
 // sparse-exchange kernels forwards every call to the CPU's
@@ -61,9 +62,8 @@ int64_t recordResidualSelect(void *context, const float *grad, float *residual,
                              float *values) {
   Record &record = recordOf(context);
   std::string call = "residual_select " + record.name(grad) + " " +
-                     record.name(residual) + " " + std::to_string(count) +
-                     " " + selectMethodName(method) + " " +
-                     dtypeName(valueType);
+                     record.name(residual) + " " + std::to_string(count) + " " +
+                     selectMethodName(method) + " " + dtypeName(valueType);
   for (int64_t s = 0; s < numSegments; ++s) {
     const dtrain_rt_sparse_segment_t &segment = segments[s];
     call += " (" + std::to_string(segment.offset) + " " +
@@ -74,9 +74,9 @@ int64_t recordResidualSelect(void *context, const float *grad, float *residual,
               segments[0].seed - uint64_t(segments[0].offset));
   }
   record.calls.push_back(call);
-  const int64_t n = cpu().residual_select(cpu().context, grad, residual, count,
-                                          segments, numSegments, method,
-                                          valueType, indices, values);
+  const int64_t n =
+      cpu().residual_select(cpu().context, grad, residual, count, segments,
+                            numSegments, method, valueType, indices, values);
   record.selected.push_back(n);
   return n;
 }
@@ -89,8 +89,8 @@ void recordScatterAdd(void *context, float *dense, int64_t count, int32_t zero,
                          std::to_string(count) + (zero ? " zeroed, " : ", ") +
                          std::to_string(sets) + " sets");
   record.scattered.push_back(offsets[sets]);
-  cpu().scatter_add(cpu().context, dense, count, zero, indices, values,
-                    offsets, sets);
+  cpu().scatter_add(cpu().context, dense, count, zero, indices, values, offsets,
+                    sets);
 }
 
 void recordDenseResidual(void *context, float *grad, float *residual,
@@ -160,19 +160,18 @@ TEST_P(RecordedExchange, SameBitsAndCallsAsTheCPU) {
     EXPECT_EQ(selected, k);
   }
   if (c.aggregate == DTRAIN_RT_SPARSE_ALLGATHER) {
-    EXPECT_EQ(record.calls,
-              (std::vector<std::string>{
-                  select, "scatter_add grad 1000 zeroed, " +
-                              std::to_string(size()) + " sets"}));
+    EXPECT_EQ(record.calls, (std::vector<std::string>{
+                                select, "scatter_add grad 1000 zeroed, " +
+                                            std::to_string(size()) + " sets"}));
     ASSERT_EQ(record.scattered.size(), 1u);
     EXPECT_EQ(record.scattered[0], sumOverRanks(selected));
     return;
   }
   // gTop-k: the entries outside the global set back to the residual, then
   // the global set's sums into the gradient.
-  EXPECT_EQ(record.calls,
-            (std::vector<std::string>{select, "scatter_add residual 1000, 1 sets",
-                                      "scatter_add grad 1000 zeroed, 1 sets"}));
+  EXPECT_EQ(record.calls, (std::vector<std::string>{
+                              select, "scatter_add residual 1000, 1 sets",
+                              "scatter_add grad 1000 zeroed, 1 sets"}));
   ASSERT_EQ(record.scattered.size(), 2u);
   EXPECT_LE(record.scattered[0], selected);
   EXPECT_LE(record.scattered[1], k);
