@@ -151,7 +151,8 @@ void dtrain_rt_broadcast(dtrain_rt_comm_t *comm, void *buffer, int64_t bytes,
  * (dtrain_rt_cuda_nccl_transport, dtrain_rt_cuda.h). The runtime keeps the
  * rest: argument checks and the cross-rank check (over MPI), the choice of
  * algorithm and the ring, MEAN's division, and the sparse exchange's
- * selection, packing and merges.
+ * packing and merges (its selection and scatter run through the
+ * sparse-exchange kernels, below).
  *
  * The functions get CONTEXT first and the collective's communicator; RANK
  * and SIZE below are dtrain_rt_comm_rank and _size of it. They are called
