@@ -202,7 +202,8 @@ struct SparseAllReduce final : dtrain_rt_request {
   /// (bar Gaussian-k's and DGC's extra ones) or gTop-k's global set holds.
   int64_t k = 0;
   int32_t method, aggregate, reduction, valueType;
-  const dtrain_rt_sparse_kernels_t &kernels = sparseKernels();
+  /// The kernels installed when the exchange started.
+  const dtrain_rt_sparse_kernels_t kernels = sparseKernels();
 
   SparseAllReduce(dtrain_rt_comm_t *comm, float *grad, float *residual,
                   int64_t count, int64_t k, std::vector<int64_t> segmentSizes,
