@@ -42,7 +42,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 fi
 cmake --build "$build" -j "$(nproc)" --target dtrain-rt-cuda-test \
   dtrain-rt-cuda-dnn-test dtrain-rt-cuda-select-bench dtrain-rt-cuda-host-test \
-  dtrain-rt-cuda-nccl-test \
+  dtrain-rt-cuda-nccl-test dtrain-rt-cuda-sparse-kernels-test \
   || { failed "build"; exit 1; }
 
 section "CUDA kernels against the CPU runtime (dtrain-rt-cuda-test)"
@@ -136,6 +136,23 @@ for np in 1 2; do
     0) ;;
     77) failed "dtrain-rt-cuda-nccl-test found no CUDA device" ;;
     *) failed "dtrain-rt-cuda-nccl-test ($np ranks)" ;;
+  esac
+done
+
+section "sparse-exchange kernels against the CPU's (dtrain-rt-cuda-sparse-kernels-test)"
+# Each function, and every aggregate's exchange with the CUDA table
+# against the CPU's, on managed memory: one rank, then two where there are
+# two devices (it skips, 77, when the ranks would share one).
+for np in 1 2; do
+  echo "ranks: $np"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    timeout 300 "$mpirun" --oversubscribe -np "$np" \
+    "$build/test/dtrain-rt-cuda-sparse-kernels-test" < /dev/null
+  case $np:$? in
+    *:0) ;;
+    2:77) echo "skipped on 2 ranks: fewer than 2 devices" ;;
+    *:77) failed "dtrain-rt-cuda-sparse-kernels-test found no CUDA device" ;;
+    *) failed "dtrain-rt-cuda-sparse-kernels-test ($np ranks)" ;;
   esac
 done
 

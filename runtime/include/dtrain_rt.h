@@ -151,7 +151,8 @@ void dtrain_rt_broadcast(dtrain_rt_comm_t *comm, void *buffer, int64_t bytes,
  * (dtrain_rt_cuda_nccl_transport, dtrain_rt_cuda.h). The runtime keeps the
  * rest: argument checks and the cross-rank check (over MPI), the choice of
  * algorithm and the ring, MEAN's division, and the sparse exchange's
- * selection, packing and merges.
+ * packing and merges (its selection and scatter run through the
+ * sparse-exchange kernels, below).
  *
  * The functions get CONTEXT first and the collective's communicator; RANK
  * and SIZE below are dtrain_rt_comm_rank and _size of it. They are called
@@ -629,6 +630,96 @@ dtrain_rt_request_t *dtrain_rt_sparse_all_reduce_start(
     dtrain_rt_comm_t *comm, float *grad, float *residual, int64_t count,
     int64_t k, const int64_t *segments, int64_t num_segments, int32_t method,
     int32_t aggregate, int32_t reduction, int32_t value_type, uint64_t seed);
+
+/*===--- Sparse exchange kernels ------------------------------------------===*
+ *
+ * The per-element work of dtrain_rt_sparse_all_reduce_start on GRAD and
+ * RESIDUAL runs through a table of kernels: the CPU's unless a program
+ * installs another, e.g. the GPU's (dtrain_rt_cuda_sparse_kernels,
+ * dtrain_rt_cuda.h), which a --target=cuda trainer installs so that its
+ * managed buffers need not come to the host. The runtime keeps the rest,
+ * on host arrays of at most about k entries a rank: the segments' shares
+ * of k, the packing into 16-bit values, the transfers (the transport
+ * above), gTop-k's tree and its merges (their re-selection runs
+ * dtrain_rt_select_f32 on the CPU), the dense choice's 16-bit wire
+ * conversions, and MEAN's division (which every collective does on the
+ * host).
+ *
+ * The functions get CONTEXT first. They are called one at a time, from
+ * the communication thread (or from the thread that issued the exchange
+ * when collectives run inline, see dtrain_rt_all_reduce_start), and
+ * return once their results are complete: the runtime reads them and hands
+ * them to the transport right after. GRAD, RESIDUAL and DENSE are the
+ * buffers that the caller passed to the exchange (CUDA managed memory in a
+ * --target=cuda trainer); INDICES, VALUES and OFFSETS are the runtime's
+ * own host memory. A table reports its own failures (print, then exit or
+ * abort): nothing is returned but the counts.
+ *===----------------------------------------------------------------------===*/
+
+/* A segment of the exchanged buffer, selected on its own (a merged
+ * bucket's member; the whole buffer when the exchange has no segments):
+ * elements OFFSET .. OFFSET+SIZE-1, the target count K of its selection
+ * (its share of the exchange's k), the most entries it may select
+ * (CAPACITY >= min(K, SIZE), room for Gaussian-k's and DGC's extra ones),
+ * and the SEED of its selection (RANDOM and DGC). */
+typedef struct dtrain_rt_sparse_segment {
+  int64_t offset, size, k, capacity;
+  uint64_t seed;
+} dtrain_rt_sparse_segment_t;
+
+typedef struct dtrain_rt_sparse_kernels {
+  /* Passed to every function, unread by the runtime. */
+  void *context;
+  /* The local half of the exchange:
+   *   u = GRAD + RESIDUAL over COUNT elements (into RESIDUAL; GRAD is only
+   *   read); in each of the NUM_SEGMENTS SEGMENTS (consecutive, covering
+   *   0..COUNT), select entries of u as dtrain_rt_select_f32(u + offset,
+   *   size, k, METHOD, seed, ..., capacity) does; write their indices
+   *   (into the whole buffer: + offset) and their u rounded to VALUE_TYPE
+   *   (DTRAIN_RT_F32, or DTRAIN_RT_BF16 / _F16: to nearest even,
+   *   saturated) to INDICES and VALUES, segment after segment with no
+   *   gaps (room for the segments' capacities added up);
+   *   RESIDUAL = u with the selected entries zeroed but for what the
+   *   rounding dropped (selected u - VALUES).
+   * Returns the number of entries written. */
+  int64_t (*residual_select)(void *context, const float *grad,
+                             float *residual, int64_t count,
+                             const dtrain_rt_sparse_segment_t *segments,
+                             int64_t num_segments, int32_t method,
+                             int32_t value_type, int32_t *indices,
+                             float *values);
+  /* DENSE[0..COUNT), zeroed first when ZERO is nonzero, plus SETS sparse
+   * sets added in order: set s is the entries OFFSETS[s] ..
+   * OFFSETS[s+1]-1 of INDICES and VALUES (OFFSETS: SETS + 1 values from
+   * 0), its indices distinct and in [0, COUNT). The exchange's last step
+   * (GRAD = the aggregated sets, ZERO set) and gTop-k's return of a rank's
+   * entries outside the global set to its RESIDUAL (one set, ZERO clear).
+   * Every element adds its contributions in set order, so that every rank
+   * gets the same bits. */
+  void (*scatter_add)(void *context, float *dense, int64_t count,
+                      int32_t zero, const int32_t *indices,
+                      const float *values, const int64_t *offsets,
+                      int32_t sets);
+  /* The dense choice (DTRAIN_RT_SPARSE_DENSE) before its all-reduce:
+   * GRAD = GRAD + RESIDUAL rounded to VALUE_TYPE (kept as f32), RESIDUAL =
+   * what the rounding dropped; in DTRAIN_RT_F32, RESIDUAL = 0 (even where
+   * the sum is infinite). */
+  void (*dense_residual)(void *context, float *grad, float *residual,
+                         int64_t count, int32_t value_type);
+} dtrain_rt_sparse_kernels_t;
+
+/* Has every later sparse exchange run its kernels through KERNELS
+ * (copied; every function must be set), or the CPU's again when KERNELS is
+ * NULL. Call it when no collective is in flight (before the first, or
+ * once every started one has been waited for), else the job aborts; from
+ * the thread that issues collectives. Initializes nothing (it may come
+ * before dtrain_rt_init). */
+void dtrain_rt_set_sparse_kernels(const dtrain_rt_sparse_kernels_t *kernels);
+
+/* The CPU's kernels, the default: loops over the buffers (the selection is
+ * dtrain_rt_select_f32). For tables that forward to them (a method or a
+ * buffer that another device cannot serve). */
+const dtrain_rt_sparse_kernels_t *dtrain_rt_cpu_sparse_kernels(void);
 
 /*===--- Compiled models --------------------------------------------------===*
  *

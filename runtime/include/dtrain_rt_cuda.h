@@ -3,8 +3,9 @@
  * The CUDA versions of the runtime's sparsification kernels
  * (libdtrain_runtime_cuda, built when the runtime is configured with
  * DTRAIN_ENABLE_CUDA): top-k selection, the residual (error-feedback)
- * update fused with it, the scatter-add of sparse sets, 16-bit float
- * conversions and an inf/NaN check. They compute what the CPU runtime
+ * update fused with it (and the dense choice's), the scatter-add of sparse
+ * sets, 16-bit float conversions and an inf/NaN check, and the table of
+ * the sparse exchange's kernels made of them. They compute what the CPU runtime
  * (dtrain_rt.h) computes, bit for bit where that header says so, and use
  * its codes (DTRAIN_RT_SELECT_*, DTRAIN_RT_F32/_F16/_BF16).
  *
@@ -126,6 +127,16 @@ int dtrain_rt_cuda_residual_select_f32(const float *grad, float *residual,
                                        float *values, int64_t capacity,
                                        int64_t *count, void *workspace,
                                        size_t workspace_bytes, void *stream);
+
+/* The dense choice of dtrain_rt_sparse_all_reduce_start
+ * (DTRAIN_RT_SPARSE_DENSE) before its all-reduce:
+ *   GRAD     = GRAD + RESIDUAL rounded to VALUE_TYPE (kept as f32)
+ *   RESIDUAL = what the rounding dropped (DTRAIN_RT_F32: 0)
+ * the bits of the CPU's (dtrain_rt_cpu_sparse_kernels' dense_residual).
+ * Never waits for STREAM. Returns DTRAIN_RT_CUDA_INVALID_ARGUMENT for
+ * another VALUE_TYPE, negative N or NULL buffers. */
+int dtrain_rt_cuda_dense_residual_f32(float *grad, float *residual, int64_t n,
+                                      int32_t value_type, void *stream);
 
 /*===--- Sparse aggregation -----------------------------------------------===*/
 
@@ -315,8 +326,31 @@ void dtrain_rt_cuda_free(void *ptr);
  * the collectives over NCCL (dtrain_rt_set_transport with
  * dtrain_rt_cuda_nccl_transport()) unless the environment variable
  * DTRAIN_NCCL is 0 (then MPI, as the CPU runtime does; 1 or unset: NCCL;
- * any other value exits with a message). */
+ * any other value exits with a message), and runs the sparse exchanges'
+ * kernels on the GPU (dtrain_rt_set_sparse_kernels with
+ * dtrain_rt_cuda_sparse_kernels()) unless DTRAIN_CUDA_SELECT is 0 (then on
+ * the CPU; 1 or unset: the GPU; any other value exits with a message). */
 void dtrain_rt_cuda_init_trainer(void);
+
+/* The sparse exchange's kernels (dtrain_rt.h, dtrain_rt_set_sparse_kernels)
+ * on the process's GPU, for buffers in managed (or device) memory, as a
+ * --target=cuda trainer's are: residual_select runs
+ * dtrain_rt_cuda_residual_select_f32 on each segment, scatter_add
+ * dtrain_rt_cuda_scatter_add_f32 (the runtime's host sets copied to the
+ * device first), dense_residual dtrain_rt_cuda_dense_residual_f32; the
+ * selected indices and values are copied back to the runtime's host
+ * arrays. Each call enqueues its work on one non-blocking stream and waits
+ * for it (the caller's work on the buffers must be complete, as a
+ * --target=cuda trainer's synchronous launches leave it). DGC and random-k,
+ * which this library does not implement, run the CPU's kernels
+ * (dtrain_rt_cpu_sparse_kernels) on the same buffers.
+ * Results: the same bits as the CPU's table for exact top-k, the scatter
+ * and the dense choice; Gaussian-k selects the same entries unless its
+ * float threshold rounds differently (its sums run in another order, see
+ * the selection above), in which case the entries at that threshold may
+ * differ. A failure prints "dtrain-rt: <the CUDA function>: <why>" and
+ * exits with status 1. */
+const dtrain_rt_sparse_kernels_t *dtrain_rt_cuda_sparse_kernels(void);
 
 /* The runtime's transport (dtrain_rt.h, dtrain_rt_set_transport) over
  * NCCL, one GPU per rank (the device above). Its first call loads

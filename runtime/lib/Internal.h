@@ -210,6 +210,12 @@ private:
 /// dtrain_rt_set_transport installed, MPI by default.
 Transport transport();
 
+//===--- Sparse exchange kernels (SparseKernels.cpp) ----------------------===//
+
+/// What the sparse exchanges run their per-element work through: the table
+/// that dtrain_rt_set_sparse_kernels installed, the CPU's by default.
+const dtrain_rt_sparse_kernels_t &sparseKernels();
+
 //===--- Algorithms -------------------------------------------------------===//
 
 /// In-place ring all-reduce (reduce-scatter then all-gather over the

@@ -12,7 +12,11 @@
 //   grad = the dense sum (or mean) of what was aggregated
 //
 // Every transfer goes through the transport (MPI unless another is
-// installed).
+// installed), and the work on the gradient and the residual (forming u,
+// the selection, the residual's update, the final scatter-add) through the
+// sparse-exchange kernels (SparseKernels.cpp: the CPU's unless another
+// device's are installed); the rest works on host arrays of about k
+// entries.
 //
 // all-gather: one all-gather of every rank's indices and values when
 // each selected exactly k (exact and random-k); else one of the counts
@@ -97,23 +101,35 @@ struct SparseSet {
     packTo(bytes.data(), valueType);
     return bytes;
   }
-  static SparseSet unpack(const char *bytes, int64_t n, int32_t valueType) {
-    SparseSet s;
-    s.resize(n);
-    std::memcpy(s.indices.data(), bytes, size_t(n) * 4);
+  /// The N entries packed at BYTES into entries AT .. AT+N-1 (which
+  /// exist).
+  void unpackTo(int64_t at, const char *bytes, int64_t n, int32_t valueType) {
+    std::memcpy(indices.data() + at, bytes, size_t(n) * 4);
     const char *in = bytes + n * 4;
     if (valueType == DTRAIN_RT_F32) {
-      std::memcpy(s.values.data(), in, size_t(n) * 4);
-      return s;
+      std::memcpy(values.data() + at, in, size_t(n) * 4);
+      return;
     }
     for (int64_t j = 0; j < n; ++j) {
       uint16_t v;
       std::memcpy(&v, in + 2 * j, 2);
-      s.values[size_t(j)] =
+      values[size_t(at + j)] =
           valueType == DTRAIN_RT_BF16 ? bf16ToF32(v) : f16ToF32(v);
     }
+  }
+  static SparseSet unpack(const char *bytes, int64_t n, int32_t valueType) {
+    SparseSet s;
+    s.resize(n);
+    s.unpackTo(0, bytes, n, valueType);
     return s;
   }
+};
+
+/// Sets one after another in one SparseSet: set s is its entries
+/// OFFSETS[s] .. OFFSETS[s+1]-1 (the form of the kernels' scatter_add).
+struct SparseSets {
+  SparseSet entries;
+  std::vector<int64_t> offsets{0};
 };
 
 const char *aggregateName(int64_t aggregate) {
@@ -150,26 +166,29 @@ SparseSet mergeSum(const SparseSet &a, const SparseSet &b) {
   return sum;
 }
 
-/// A segment of the buffer, selected on its own: its first element, its
-/// element count and its share of k.
-struct Segment {
-  int64_t offset, size, k;
-};
+/// A segment of the buffer, selected on its own (dtrain_rt.h).
+using Segment = dtrain_rt_sparse_segment_t;
 
 /// SIZES (element counts adding up to COUNT; one segment of COUNT when
 /// empty) with their shares of K: min(n_s, max(1, floor(K n_s / COUNT))),
-/// or none when K is 0.
+/// or none when K is 0. A segment's capacity: Gaussian-k and DGC may pass
+/// 4k/3 and more; past twice k, the largest. Its seed: SEED + its offset.
 std::vector<Segment> shareK(int64_t count, int64_t k,
-                            const std::vector<int64_t> &sizes) {
+                            const std::vector<int64_t> &sizes, uint64_t seed) {
+  auto segment = [&](int64_t offset, int64_t n, int64_t share) {
+    return Segment{offset, n, share,
+                   std::min(n, std::max<int64_t>(2 * share, 1)),
+                   seed + uint64_t(offset)};
+  };
   if (sizes.empty())
-    return {{0, count, std::min(k, count)}};
+    return {segment(0, count, std::min(k, count))};
   k = std::min(k, count); // so that k * n_s stays below 2^62
   std::vector<Segment> segments;
   int64_t offset = 0;
   for (int64_t n : sizes) {
     const int64_t share =
         k == 0 ? 0 : std::min(n, std::max<int64_t>(1, k * n / count));
-    segments.push_back({offset, n, share});
+    segments.push_back(segment(offset, n, share));
     offset += n;
   }
   return segments;
@@ -183,7 +202,8 @@ struct SparseAllReduce final : dtrain_rt_request {
   /// (bar Gaussian-k's and DGC's extra ones) or gTop-k's global set holds.
   int64_t k = 0;
   int32_t method, aggregate, reduction, valueType;
-  uint64_t seed;
+  /// The kernels installed when the exchange started.
+  const dtrain_rt_sparse_kernels_t kernels = sparseKernels();
 
   SparseAllReduce(dtrain_rt_comm_t *comm, float *grad, float *residual,
                   int64_t count, int64_t k, std::vector<int64_t> segmentSizes,
@@ -191,9 +211,8 @@ struct SparseAllReduce final : dtrain_rt_request {
                   int32_t valueType, uint64_t seed)
       : dtrain_rt_request(Collective::SparseAllReduce, comm, count * 4),
         grad(grad), residual(residual), count(count), requestedK(k),
-        segments(shareK(count, k, segmentSizes)), method(method),
-        aggregate(aggregate), reduction(reduction), valueType(valueType),
-        seed(seed) {
+        segments(shareK(count, k, segmentSizes, seed)), method(method),
+        aggregate(aggregate), reduction(reduction), valueType(valueType) {
     for (const Segment &segment : segments)
       this->k += segment.k;
   }
@@ -221,10 +240,14 @@ struct SparseAllReduce final : dtrain_rt_request {
     }
     SparseSet local = selectLocal();
     selectedElements = local.size();
-    if (aggregate == DTRAIN_RT_SPARSE_GTOPK)
-      scatter({gatherTopK(local)});
-    else
+    if (aggregate == DTRAIN_RT_SPARSE_GTOPK) {
+      SparseSets global;
+      global.entries = gatherTopK(local);
+      global.offsets.push_back(global.entries.size());
+      scatter(global);
+    } else {
       scatter(allGather(local));
+    }
     if (reduction == DTRAIN_RT_MEAN)
       finishReduction(DTRAIN_RT_F32, DTRAIN_RT_MEAN, grad, count, comm->size);
   }
@@ -233,33 +256,15 @@ struct SparseAllReduce final : dtrain_rt_request {
   /// own), and zeroed where selected; in 16-bit values, what the rounding
   /// drops stays there.
   SparseSet selectLocal() {
-    for (int64_t i = 0; i < count; ++i)
-      residual[i] += grad[i];
-    // Gaussian-k and DGC may pass 4k/3 and more; past twice k, the largest.
-    auto capacity = [](const Segment &segment) {
-      return std::min(segment.size, std::max<int64_t>(2 * segment.k, 1));
-    };
     int64_t room = 0;
     for (const Segment &segment : segments)
-      room += capacity(segment);
+      room += segment.capacity;
     SparseSet s;
     s.resize(room);
-    int64_t selected = 0;
-    for (const Segment &segment : segments) {
-      const int64_t n = dtrain_rt_select_f32(
-          residual + segment.offset, segment.size, segment.k, method,
-          seed + uint64_t(segment.offset), s.indices.data() + selected,
-          s.values.data() + selected, capacity(segment));
-      for (int64_t j = selected; j < selected + n; ++j)
-        s.indices[size_t(j)] += int32_t(segment.offset);
-      selected += n;
-    }
-    s.resize(selected);
-    for (int64_t j = 0; j < s.size(); ++j) {
-      const float value = s.values[size_t(j)];
-      s.values[size_t(j)] = roundToValueType(value, valueType);
-      residual[s.indices[size_t(j)]] = value - s.values[size_t(j)];
-    }
+    s.resize(kernels.residual_select(
+        kernels.context, grad, residual, count, segments.data(),
+        int64_t(segments.size()), method, valueType, s.indices.data(),
+        s.values.data()));
     return s;
   }
 
@@ -269,21 +274,15 @@ struct SparseAllReduce final : dtrain_rt_request {
   void sendEverything() {
     selectedElements = count;
     const int P = comm->size;
+    kernels.dense_residual(kernels.context, grad, residual, count, valueType);
     if (valueType == DTRAIN_RT_F32) {
-      for (int64_t i = 0; i < count; ++i) {
-        grad[i] += residual[i];
-        residual[i] = 0;
-      }
       allReduceInPlace(comm, grad, count, DTRAIN_RT_F32, DTRAIN_RT_SUM);
     } else {
+      // GRAD holds values of the value type: these conversions are exact.
       std::vector<uint16_t> wire(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) {
-        const float u = grad[i] + residual[i];
-        const float sent = roundToValueType(u, valueType);
-        residual[i] = u - sent;
-        wire[size_t(i)] = valueType == DTRAIN_RT_BF16 ? f32ToBF16(sent)
-                                                      : f32ToF16(sent);
-      }
+      for (int64_t i = 0; i < count; ++i)
+        wire[size_t(i)] = valueType == DTRAIN_RT_BF16 ? f32ToBF16(grad[i])
+                                                      : f32ToF16(grad[i]);
       allReduceInPlace(comm, wire.data(), count, valueType, DTRAIN_RT_SUM);
       for (int64_t i = 0; i < count; ++i)
         grad[i] = valueType == DTRAIN_RT_BF16 ? bf16ToF32(wire[size_t(i)])
@@ -295,7 +294,7 @@ struct SparseAllReduce final : dtrain_rt_request {
   }
 
   /// Every rank's set, in rank order.
-  std::vector<SparseSet> allGather(const SparseSet &local) {
+  SparseSets allGather(const SparseSet &local) {
     const int P = comm->size;
     const int64_t entry = entryBytes(valueType);
     const int64_t bytes = local.size() * entry;
@@ -304,8 +303,7 @@ struct SparseAllReduce final : dtrain_rt_request {
             "sparse_all_reduce: %lld selected entries do not fit one MPI "
             "message (at most %lld)",
             (long long)local.size(), (long long)(INT_MAX / entry));
-    std::vector<int64_t> counts(static_cast<size_t>(P)),
-        displs(static_cast<size_t>(P));
+    std::vector<int64_t> counts(static_cast<size_t>(P));
     if (method == DTRAIN_RT_SELECT_EXACT || method == DTRAIN_RT_SELECT_RANDOM) {
       // Every rank selected exactly k: one all-gather, no counts first.
       std::vector<char> all(static_cast<size_t>(P) * size_t(bytes));
@@ -317,15 +315,12 @@ struct SparseAllReduce final : dtrain_rt_request {
       transport().allGather(comm, local.pack(valueType).data(), bytes,
                             all.data());
       sentBytes = (P - 1) * bytes;
-      std::vector<SparseSet> sets;
-      for (int r = 0; r < P; ++r)
-        sets.push_back(SparseSet::unpack(all.data() + r * bytes, k, valueType));
-      return sets;
+      std::fill(counts.begin(), counts.end(), bytes);
+      return unpackBlocks(all.data(), counts);
     }
     transport().allGather(comm, &bytes, sizeof bytes, counts.data());
     int64_t total = 0;
     for (int r = 0; r < P; ++r) {
-      displs[size_t(r)] = total;
       total += counts[size_t(r)];
       if (total > INT_MAX)
         fatal(comm,
@@ -338,10 +333,23 @@ struct SparseAllReduce final : dtrain_rt_request {
                            counts.data());
     // As a ring all-gather: every block but the successor's.
     sentBytes = total - counts[size_t((comm->rank + 1) % P)];
-    std::vector<SparseSet> sets;
-    for (int r = 0; r < P; ++r)
-      sets.push_back(SparseSet::unpack(all.data() + displs[size_t(r)],
-                                       counts[size_t(r)] / entry, valueType));
+    return unpackBlocks(all.data(), counts);
+  }
+
+  /// The packed sets of BYTES[r] bytes each, one after another at ALL.
+  SparseSets unpackBlocks(const char *all,
+                          const std::vector<int64_t> &bytes) const {
+    const int64_t entry = entryBytes(valueType);
+    SparseSets sets;
+    int64_t total = 0;
+    for (int64_t b : bytes)
+      total += b;
+    sets.entries.resize(total / entry);
+    for (int64_t b : bytes) {
+      sets.entries.unpackTo(sets.offsets.back(), all, b / entry, valueType);
+      sets.offsets.push_back(sets.offsets.back() + b / entry);
+      all += b;
+    }
     return sets;
   }
 
@@ -456,16 +464,23 @@ struct SparseAllReduce final : dtrain_rt_request {
     // This rank's values at G; its other selected entries back to its
     // residual (selectLocal left only their rounding there).
     global.values.assign(global.indices.size(), 0.0f);
+    SparseSet back;
     size_t t = 0;
     for (int64_t j = 0; j < local.size(); ++j) {
       const int32_t index = local.indices[size_t(j)];
       while (t < global.indices.size() && global.indices[t] < index)
         ++t;
-      if (t < global.indices.size() && global.indices[t] == index)
+      if (t < global.indices.size() && global.indices[t] == index) {
         global.values[t] = local.values[size_t(j)];
-      else
-        residual[index] += local.values[size_t(j)];
+      } else {
+        back.indices.push_back(index);
+        back.values.push_back(local.values[size_t(j)]);
+      }
     }
+    const int64_t backOffsets[] = {0, back.size()};
+    kernels.scatter_add(kernels.context, residual, count, 0,
+                        back.indices.data(), back.values.data(), backOffsets,
+                        1);
     if (P > 1) {
       const int64_t n = int64_t(global.values.size());
       transport().allReduce(comm, global.values.data(), n, DTRAIN_RT_F32,
@@ -477,11 +492,10 @@ struct SparseAllReduce final : dtrain_rt_request {
   }
 
   /// grad = the sum of SETS, added in order.
-  void scatter(const std::vector<SparseSet> &sets) {
-    std::fill(grad, grad + count, 0.0f);
-    for (const SparseSet &s : sets)
-      for (int64_t j = 0; j < s.size(); ++j)
-        grad[s.indices[size_t(j)]] += s.values[size_t(j)];
+  void scatter(const SparseSets &sets) {
+    kernels.scatter_add(kernels.context, grad, count, 1,
+                        sets.entries.indices.data(), sets.entries.values.data(),
+                        sets.offsets.data(), int32_t(sets.offsets.size() - 1));
   }
 };
 

@@ -49,6 +49,17 @@ int main(int argc, char **argv) {
   dtrain_rt_set_transport(NULL);
   rank = dtrain_rt_comm_rank(world);
 
+  /* Sparse-exchange kernels from C: the CPU's, copied. */
+  dtrain_rt_sparse_kernels_t kernels = *dtrain_rt_cpu_sparse_kernels();
+  dtrain_rt_set_sparse_kernels(&kernels);
+  float grad[4] = {1, -4, 2, 3}, residual[4] = {0, 0, 0, 0};
+  dtrain_rt_wait(dtrain_rt_sparse_all_reduce_start(
+      world, grad, residual, 4, 1, NULL, 0, DTRAIN_RT_SELECT_EXACT,
+      DTRAIN_RT_SPARSE_ALLGATHER, DTRAIN_RT_SUM, DTRAIN_RT_F32, 0));
+  failures += grad[1] != -4.0f * (float)size || grad[0] != 0.0f;
+  failures += residual[0] != 1.0f || residual[1] != 0.0f;
+  dtrain_rt_set_sparse_kernels(NULL);
+
   /* Array files: the C types and calls (no files written: every rank runs
    * this; NpyTest covers the formats). */
   dtrain_rt_array_t array;

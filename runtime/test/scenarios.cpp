@@ -51,7 +51,8 @@ int usage() {
                "usage: dtrain-rt-scenarios host-mpi | count-mismatch | "
                "abort-while-waiting | bad-dtype | int-dtype | negative-count | "
                "bad-env | null-request | mpi-error | stalled-rank | "
-               "transport-in-flight | transport-null-function\n");
+               "transport-in-flight | transport-null-function | "
+               "sparse-kernels-in-flight | sparse-kernels-null-function\n");
   return 2;
 }
 
@@ -116,6 +117,21 @@ int main(int argc, char **argv) {
     dtrain_rt_transport_t transport = *dtrain_rt_mpi_transport();
     transport.send_recv = nullptr;
     dtrain_rt_set_transport(&transport);
+  } else if (!std::strcmp(mode, "sparse-kernels-in-flight")) {
+    // As transport-in-flight: kernels swapped halfway through an exchange.
+    if (rank == 1)
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::vector<float> residual(64, 0.0f);
+    dtrain_rt_request_t *request = dtrain_rt_sparse_all_reduce_start(
+        world, data.data(), residual.data(), 64, 8, nullptr, 0,
+        DTRAIN_RT_SELECT_EXACT, DTRAIN_RT_SPARSE_ALLGATHER, DTRAIN_RT_SUM,
+        DTRAIN_RT_F32, 0);
+    dtrain_rt_set_sparse_kernels(dtrain_rt_cpu_sparse_kernels());
+    dtrain_rt_wait(request);
+  } else if (!std::strcmp(mode, "sparse-kernels-null-function")) {
+    dtrain_rt_sparse_kernels_t kernels = *dtrain_rt_cpu_sparse_kernels();
+    kernels.dense_residual = nullptr;
+    dtrain_rt_set_sparse_kernels(&kernels);
   } else {
     return usage();
   }

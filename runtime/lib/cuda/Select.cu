@@ -295,6 +295,20 @@ __global__ void finishResidualKernel(float *residual, const int32_t *indices,
   }
 }
 
+/// The dense choice of the exchange: u = GRAD + RESIDUAL sent whole,
+/// rounded to the wire type, the rounding left in the residual (in f32
+/// nothing, not even u - u's NaN for an infinite u: the CPU's bits).
+__global__ void denseResidualKernel(float *grad, float *residual, int64_t n,
+                                    int32_t valueType) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float u = grad[i] + residual[i];
+    const float sent = roundToValueType(u, valueType);
+    grad[i] = sent;
+    residual[i] = valueType == DTRAIN_RT_F32 ? 0.0f : u - sent;
+  }
+}
+
 int64_t tilesOf(int64_t n) { return (n + kTile - 1) / kTile; }
 
 /// The device workspace of a selection over N elements, carved from BASE
@@ -566,5 +580,24 @@ int dtrain_rt_cuda_residual_select_f32(const float *grad, float *residual,
       DTRAIN_CUDA_LAUNCH(finishResidualKernel, gridFor(*count, 1), kBlock,
                          asStream(stream), residual, indices, values, *count,
                          value_type);
+  });
+}
+
+int dtrain_rt_cuda_dense_residual_f32(float *grad, float *residual, int64_t n,
+                                      int32_t value_type, void *stream) {
+  return guarded("dtrain_rt_cuda_dense_residual_f32", [&] {
+    if (!isSupportedFloatType(value_type))
+      fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT,
+           "value type %d is not valid (accepted: DTRAIN_RT_F32, _BF16, "
+           "_F16)",
+           int(value_type));
+    if (n < 0)
+      fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT, "n = %lld (accepted: n >= 0)",
+           (long long)n);
+    if (n > 0 && (!grad || !residual))
+      fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT, "grad or residual is NULL");
+    if (n > 0)
+      DTRAIN_CUDA_LAUNCH(denseResidualKernel, gridFor(n), kBlock,
+                         asStream(stream), grad, residual, n, value_type);
   });
 }
