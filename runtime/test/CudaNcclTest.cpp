@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaMPITestMain.h"
 #include "ElementAccess.h"
 #include "dtrain_rt_cuda.h"
 
@@ -306,30 +307,13 @@ TEST_F(Installed, SparseExchangesMatchMPI) {
 } // namespace
 
 int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  const int checks = ::testing::UnitTest::GetInstance()->total_test_count();
-  if (dtrain_rt_cuda_driver_status() != DTRAIN_RT_CUDA_SUCCESS) {
-    std::printf("no CUDA device (%s): skipped (%d checks need a GPU)\n",
-                dtrain_rt_cuda_error_message(), checks);
-    return 77;
-  }
-  dtrain_rt_init(&argc, &argv);
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                      &node);
-  int nodeRanks = 0, devices = 0;
-  MPI_Comm_size(node, &nodeRanks);
-  MPI_Comm_free(&node);
-  cudaGetDeviceCount(&devices);
-  if (rank() == 0)
-    std::printf("%d ranks, %d on this node of %d CUDA devices: %s\n", size(),
-                nodeRanks, devices,
-                nodeRanks > devices ? "ranks share devices, the transport "
-                                      "runs over MPI"
-                                    : "the transport runs over NCCL");
-  int failed = RUN_ALL_TESTS() != 0;
-  // Every rank exits with the same status: failed anywhere, failed here.
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  dtrain_rt_finalize();
-  return failed;
+  return runCudaMPITests(argc, argv, [](int nodeRanks, int devices) {
+    if (rank() == 0)
+      std::printf("%d ranks, %d on this node of %d CUDA devices: %s\n", size(),
+                  nodeRanks, devices,
+                  nodeRanks > devices ? "ranks share devices, the transport "
+                                        "runs over MPI"
+                                      : "the transport runs over NCCL");
+    return -1;
+  });
 }

@@ -1,5 +1,4 @@
-//===- CudaSparseKernelsTest.cpp - the CUDA sparse-exchange kernels
-//--------===//
+//===- CudaSparseKernelsTest.cpp - the CUDA sparse-exchange kernels ------===//
 //
 // dtrain_rt_cuda_sparse_kernels against the CPU's table
 // (dtrain_rt_cpu_sparse_kernels) on managed memory, as a --target=cuda
@@ -13,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaMPITestMain.h"
 #include "SparseExchangeCases.h"
 #include "dtrain_rt_cuda.h"
 
@@ -192,33 +192,14 @@ INSTANTIATE_TEST_SUITE_P(
 } // namespace
 
 int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  const int checks = ::testing::UnitTest::GetInstance()->total_test_count();
-  if (dtrain_rt_cuda_driver_status() != DTRAIN_RT_CUDA_SUCCESS) {
-    std::printf("no CUDA device (%s): skipped (%d checks need a GPU)\n",
-                dtrain_rt_cuda_error_message(), checks);
-    return 77;
-  }
-  dtrain_rt_init(&argc, &argv);
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                      &node);
-  int nodeRanks = 0, devices = 0;
-  MPI_Comm_size(node, &nodeRanks);
-  MPI_Comm_free(&node);
-  cudaGetDeviceCount(&devices);
-  if (nodeRanks > devices) {
+  return runCudaMPITests(argc, argv, [](int nodeRanks, int devices) {
+    if (nodeRanks <= devices)
+      return -1;
     // Every rank decides alike: the same counts on the node.
     if (rank() == 0)
       std::printf("%d ranks on a node of %d CUDA devices: skipped (a device "
                   "for each rank needed)\n",
                   nodeRanks, devices);
-    dtrain_rt_finalize();
     return 77;
-  }
-  int failed = RUN_ALL_TESTS() != 0;
-  // Every rank exits with the same status: failed anywhere, failed here.
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  dtrain_rt_finalize();
-  return failed;
+  });
 }
