@@ -319,8 +319,10 @@ void dtrain_rt_cuda_free(void *ptr);
  * memory of the rank's GPU.
  *===----------------------------------------------------------------------===*/
 
-/* Opens the process's GPU (its local rank's; exits with a message when
- * there is no driver or device), has dtrain_rt_model_main and
+/* Has the trainer use the process's GPU (its local rank's, opened at the
+ * first allocation or kernel lookup; exits with a message when there is no
+ * driver or device, so --help and argument errors need no GPU): has
+ * dtrain_rt_model_main and
  * dtrain_rt_trainer_main allocate the model's buffers with
  * dtrain_rt_cuda_alloc_managed (dtrain_rt_set_buffer_allocator), and runs
  * the collectives over NCCL (dtrain_rt_set_transport with

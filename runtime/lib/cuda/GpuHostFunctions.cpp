@@ -14,13 +14,56 @@
 
 #include <cinttypes>
 #include <climits>
+#include <cstring>
 #include <initializer_list>
+#include <mutex>
+#include <string>
+#include <utility>
 
 using namespace dtrain::rt::gpu;
 
 namespace {
 
-CUmodule asModule(void *module) { return static_cast<CUmodule>(module); }
+/// A kernel image that mgpuModuleLoad or mgpuModuleLoadJIT was given,
+/// loaded into the driver at the first function lookup. A trainer's global
+/// constructors register its kernels before main: loading them there would
+/// need a GPU before the trainer could print its --help or reject its
+/// arguments. The image is copied, as the driver would have read it by
+/// the time the eager load returned.
+struct LazyModule {
+  LazyModule(std::string image, int32_t jitOptLevel)
+      : image(std::move(image)), jitOptLevel(jitOptLevel) {}
+  std::string image;
+  int32_t jitOptLevel; // < 0: a binary (cuModuleLoadData), else PTX
+  std::once_flag loaded;
+  CUmodule module = nullptr;
+};
+
+LazyModule *asModule(void *module) { return static_cast<LazyModule *>(module); }
+
+CUmodule loadedModule(LazyModule &lazy) {
+  std::call_once(lazy.loaded, [&] {
+    const Driver &driver = cuda();
+    if (lazy.jitOptLevel < 0) {
+      DTRAIN_CU_CHECK(driver.cuModuleLoadData(&lazy.module, lazy.image.data()),
+                      "cuModuleLoadData of a %zu-byte kernel binary",
+                      lazy.image.size());
+      return;
+    }
+    char log[4096] = "";
+    CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL,
+                              CU_JIT_ERROR_LOG_BUFFER,
+                              CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {reinterpret_cast<void *>(intptr_t(lazy.jitOptLevel)),
+                      log, reinterpret_cast<void *>(uintptr_t(sizeof log))};
+    DTRAIN_CU_CHECK(driver.cuModuleLoadDataEx(&lazy.module, lazy.image.c_str(),
+                                              3, options, values),
+                    "cuModuleLoadDataEx (the PTX JIT at -O%" PRId32
+                    "; its log: %s)",
+                    lazy.jitOptLevel, log);
+  });
+  return lazy.module;
+}
 CUfunction asFunction(void *function) {
   return static_cast<CUfunction>(function);
 }
@@ -87,38 +130,32 @@ void *hostBuffer(int64_t rank, void *descriptor, int64_t elementBytes,
 } // namespace
 
 void *mgpuModuleLoad(void *data, size_t bytes) {
-  CUmodule module = nullptr;
-  DTRAIN_CU_CHECK(cuda().cuModuleLoadData(&module, data),
-                  "cuModuleLoadData of a %zu-byte kernel binary", bytes);
-  return module;
+  return new LazyModule(std::string(static_cast<const char *>(data), bytes), -1);
 }
 
 void *mgpuModuleLoadJIT(void *ptx, int32_t optLevel) {
-  char log[4096] = "";
-  CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_ERROR_LOG_BUFFER,
-                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {reinterpret_cast<void *>(intptr_t(optLevel)), log,
-                    reinterpret_cast<void *>(uintptr_t(sizeof log))};
-  CUmodule module = nullptr;
-  DTRAIN_CU_CHECK(cuda().cuModuleLoadDataEx(&module, ptx, 3, options, values),
-                  "cuModuleLoadDataEx (the PTX JIT at -O%" PRId32
-                  "; its log: %s)",
-                  optLevel, log);
-  return module;
+  return new LazyModule(static_cast<const char *>(ptx),
+                        optLevel < 0 ? 0 : optLevel);
 }
 
 void mgpuModuleUnload(void *module) {
-  const CUresult rc = cuda().cuModuleUnload(asModule(module));
-  // Modules are unloaded by static destructors, which may run after the
-  // driver has shut down, and then the module is gone with it.
-  if (rc != CUDA_ERROR_DEINITIALIZED)
-    DTRAIN_CU_CHECK(rc, "cuModuleUnload");
+  LazyModule *lazy = asModule(module);
+  if (lazy->module) {
+    const CUresult rc = cuda().cuModuleUnload(lazy->module);
+    // Modules are unloaded by static destructors, which may run after the
+    // driver has shut down, and then the module is gone with it.
+    if (rc != CUDA_ERROR_DEINITIALIZED)
+      DTRAIN_CU_CHECK(rc, "cuModuleUnload");
+  }
+  delete lazy;
 }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
   CUfunction function = nullptr;
-  DTRAIN_CU_CHECK(cuda().cuModuleGetFunction(&function, asModule(module), name),
-                  "cuModuleGetFunction of kernel '%s'", name);
+  DTRAIN_CU_CHECK(
+      cuda().cuModuleGetFunction(&function, loadedModule(*asModule(module)),
+                                 name),
+      "cuModuleGetFunction of kernel '%s'", name);
   return function;
 }
 

@@ -8,10 +8,11 @@
 // Each matches the declaration that LLVM emits, listed in
 // mgpu-functions.txt (checked by runtime/test/check_mgpu_symbols.sh): ptr is
 // a pointer, index an intptr_t or size_t, iN an N-bit integer. Handles
-// (modules, functions, streams, events) are the driver's CUmodule,
-// CUfunction, CUstream and CUevent. Every function makes the process's
-// device current first (CudaDriver.h) and exits with a "dtrain-rt: ..." line
-// when the driver call fails: generated code has no error path.
+// (functions, streams, events) are the driver's CUfunction, CUstream and
+// CUevent; a module is the image, loaded at its first function lookup.
+// Every function that calls the driver makes the process's device current
+// first (CudaDriver.h) and exits with a "dtrain-rt: ..." line when the
+// driver call fails: generated code has no error path.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,9 +26,13 @@
 
 //===--- Kernel modules (constructors and destructors of gpu.binary) ------===//
 
-/// Loads a cubin or fatbin of BYTES bytes (gpu.binary format bin, fatbin).
+/// A cubin or fatbin of BYTES bytes (gpu.binary format bin, fatbin), copied
+/// and loaded at the first mgpuModuleGetFunction: the global constructors
+/// that call this run before a trainer's main, which must not need a GPU
+/// to print its --help.
 DTRAIN_MGPU_EXPORT void *mgpuModuleLoad(void *data, size_t bytes);
-/// Compiles and loads NUL-terminated PTX at -O OPT_LEVEL (0..4; format isa).
+/// NUL-terminated PTX, compiled and loaded at -O OPT_LEVEL (0..4; format
+/// isa) at the first mgpuModuleGetFunction.
 DTRAIN_MGPU_EXPORT void *mgpuModuleLoadJIT(void *ptx, int32_t optLevel);
 DTRAIN_MGPU_EXPORT void mgpuModuleUnload(void *module);
 DTRAIN_MGPU_EXPORT void *mgpuModuleGetFunction(void *module, const char *name);

@@ -38,7 +38,6 @@ static bool switchedOn(const char *variable, const char *off, const char *on) {
 }
 
 void dtrain_rt_cuda_init_trainer(void) {
-  (void)cuda(); // opens the device, or says why not and exits
   dtrain_rt_set_buffer_allocator(dtrain_rt_cuda_alloc_managed,
                                  dtrain_rt_cuda_free);
   // Before MPI_Init (the trainer's main initializes it later): the
