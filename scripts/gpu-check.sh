@@ -110,16 +110,19 @@ for rank in "" 1; do
   esac
 done
 
-section "--target=cuda trainer against the CPU trainer (test/Integration/cuda-trainer.test)"
-# Needs the whole dtrain built in build/ (LLVM 22 and MLIR on this machine):
-# 3 steps of the digits CNN on 1 and 2 ranks, parameters compared.
-if [ -x build/bin/dtrain-compile ]; then
-  cmake --build build --target dtrain-compile dtrain_runtime_cuda \
-    || failed "build of dtrain-compile"
-  timeout 300 /usr/lib/llvm-22/bin/lit -v build/test/Integration/cuda-trainer.test \
-    || failed "cuda-trainer.test"
+section "--target=cuda trainers against the CPU's and PyTorch (cuda-trainer.test, train-step.test)"
+# dtrain-compile and the runtimes built in build/ (configured by
+# scripts/setup.sh when missing; LLVM 22 and MLIR must be installed).
+# cuda-trainer.test: 3 steps of the digits CNN on 1 and 2 ranks, parameters
+# compared with the CPU trainer's; train-step.test: every step case
+# compiled for the GPU against PyTorch (on CUDA where torch has it).
+if scripts/setup.sh dtrain-compile dtrain_runtime dtrain_runtime_cuda; then
+  timeout 420 /usr/lib/llvm-22/bin/lit -v \
+    build/test/Integration/cuda-trainer.test \
+    build/test/Integration/train-step.test \
+    || failed "cuda-trainer.test or train-step.test"
 else
-  echo "skipped: no build/bin/dtrain-compile (build dtrain first: scripts/setup.sh)"
+  failed "build of dtrain-compile (scripts/setup.sh)"
 fi
 
 section "NCCL transport (dtrain-rt-cuda-nccl-test)"

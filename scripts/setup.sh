@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dtrain needs (only those missing), configures
-# the build in build/ and builds everything. Safe to run again: each step is
+# the build in build/ and builds everything, or only the Ninja targets
+# given (scripts/setup.sh [TARGET...]). Safe to run again: each step is
 # skipped or incremental when already done.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -46,4 +47,4 @@ if [ ! -f "$build_dir/build.ninja" ]; then
     -DCMAKE_CXX_COMPILER=clang++-22 \
     -DLLVM_USE_LINKER=lld
 fi
-ninja -C "$build_dir"
+ninja -C "$build_dir" "$@"
