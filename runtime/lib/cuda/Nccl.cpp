@@ -231,6 +231,12 @@ Communicator &communicator(dtrain_rt_comm_t *comm) {
     return *c;
   }
   (void)nccl(); // on every rank, before rank 0's id is waited for
+  // NCCL finds its device through the CUDA runtime, whose current device
+  // is per thread: set it on this one (the communication thread) rather
+  // than rely on the runtime adopting the driver's current context.
+  if (const cudaError_t rc = cudaSetDevice(cuda().ordinal); rc != cudaSuccess)
+    fatal("cudaSetDevice(%d) for NCCL failed: %s", cuda().ordinal,
+          cudaGetErrorString(rc));
   ncclUniqueId id;
   std::memset(&id, 0, sizeof id);
   if (c->rank == 0)
