@@ -767,6 +767,17 @@ const dtrain_rt_sparse_kernels_t *dtrain_rt_cpu_sparse_kernels(void);
 void dtrain_rt_set_buffer_allocator(void *(*alloc)(size_t bytes),
                                     void (*free)(void *pointer));
 
+/* What dtrain_rt_model_main and dtrain_rt_trainer_main call once they have
+ * written a model input on the host (each --input, each batch a trainer
+ * gathers, training and validation): PREFETCH(pointer, bytes) may start
+ * moving it to where the model reads it, without waiting (a --target=cuda
+ * trainer migrates the managed pages to its GPU in one asynchronous
+ * prefetch rather than page by page on the kernels' first reads). It must
+ * not change the contents. NULL (the default): nothing. Call before
+ * either main. */
+void dtrain_rt_set_input_prefetch(void (*prefetch)(void *pointer,
+                                                   size_t bytes));
+
 /* Runs a compiled model: BUFFERS[i] given to RUN points to the dense
  * row-major data of the i-th `arg` of INFO, aligned to 64 bytes; RUN writes
  * the outputs and only reads every other buffer. In modes step and train,

@@ -310,6 +310,14 @@ void *dtrain_rt_cuda_alloc_managed(size_t bytes);
  * first. Exits with a message for any other pointer, or one freed twice. */
 void dtrain_rt_cuda_free(void *ptr);
 
+/* Starts migrating BYTES of managed memory at PTR to the process's GPU
+ * (cuMemPrefetchAsync on a stream of its own) and returns without waiting:
+ * kernels that read it meanwhile stay correct, managed memory being
+ * coherent, and find it on the device once the migration is done. What a
+ * --target=cuda trainer does with each batch (dtrain_rt_set_input_prefetch).
+ * Exits with a message when the driver fails. */
+void dtrain_rt_cuda_prefetch_to_device(void *ptr, size_t bytes);
+
 /*===--- Compiled trainers (dtrain-compile --target=cuda) -----------------===*
  *
  * A --target=cuda trainer's main calls dtrain_rt_cuda_init_trainer first,
@@ -322,9 +330,11 @@ void dtrain_rt_cuda_free(void *ptr);
 /* Has the trainer use the process's GPU (its local rank's, opened at the
  * first allocation or kernel lookup; exits with a message when there is no
  * driver or device, so --help and argument errors need no GPU): has
- * dtrain_rt_model_main and
- * dtrain_rt_trainer_main allocate the model's buffers with
- * dtrain_rt_cuda_alloc_managed (dtrain_rt_set_buffer_allocator), and runs
+ * dtrain_rt_model_main and dtrain_rt_trainer_main allocate the model's
+ * buffers with dtrain_rt_cuda_alloc_managed (dtrain_rt_set_buffer_allocator)
+ * and prefetch each input they write to the GPU
+ * (dtrain_rt_set_input_prefetch with dtrain_rt_cuda_prefetch_to_device),
+ * and runs
  * the collectives over NCCL (dtrain_rt_set_transport with
  * dtrain_rt_cuda_nccl_transport()) unless the environment variable
  * DTRAIN_NCCL is 0 (then MPI, as the CPU runtime does; 1 or unset: NCCL;

@@ -663,6 +663,14 @@ void *heapAllocate(size_t bytes) {
 }
 void *(*allocateBuffer)(size_t) = heapAllocate;
 void (*freeBuffer)(void *) = std::free;
+/// dtrain_rt_set_input_prefetch's function, if any.
+void (*prefetchInput)(void *, size_t) = nullptr;
+
+/// The host has written BYTES of a model input at BUFFER.
+void wroteInput(void *buffer, size_t bytes) {
+  if (prefetchInput && bytes > 0)
+    prefetchInput(buffer, bytes);
+}
 
 struct BufferDeleter {
   void operator()(void *p) const { freeBuffer(p); }
@@ -717,6 +725,7 @@ void loadInput(const Arg &a, const std::string &file, void *buffer) {
   }
   if (a.bytes > 0)
     std::memcpy(buffer, in.array.data, a.bytes);
+  wroteInput(buffer, a.bytes);
 }
 
 void loadWeight(const OnnxInitializers &onnx, const Arg &a, void *buffer) {
@@ -1208,6 +1217,8 @@ struct Samples {
                   static_cast<const char *>(y.array.data) + size_t(i) * yBytes,
                   yBytes);
     }
+    wroteInput(xBuffer, size_t(batch) * xBytes);
+    wroteInput(yBuffer, size_t(batch) * yBytes);
   }
 };
 
@@ -1939,4 +1950,9 @@ extern "C" void dtrain_rt_set_buffer_allocator(void *(*alloc)(size_t bytes),
     fatal(nullptr, "dtrain_rt_set_buffer_allocator: alloc or free is NULL");
   allocateBuffer = alloc;
   freeBuffer = free;
+}
+
+extern "C" void dtrain_rt_set_input_prefetch(void (*prefetch)(void *pointer,
+                                                              size_t bytes)) {
+  prefetchInput = prefetch;
 }

@@ -13,7 +13,10 @@
  *
  * With DTRAIN_FAKE_MODEL_BAD_INFO the description is malformed. With the
  * environment variable DTRAIN_FAKE_MODEL_COUNT set, the number of runs is
- * printed to stderr at exit ("fake_model: runs=N").
+ * printed to stderr at exit ("fake_model: runs=N"). With
+ * DTRAIN_FAKE_MODEL_PREFETCH set, it installs an input prefetch
+ * (dtrain_rt_set_input_prefetch) that prints each call to stderr:
+ * "fake_model: prefetch <buffer index> <bytes> <sum of the bytes>".
  *
  *===----------------------------------------------------------------------===*/
 
@@ -67,8 +70,39 @@ void dtrain_model_run(void **buffers) {
 
 static void reportRuns(void) { fprintf(stderr, "fake_model: runs=%d\n", runs); }
 
+/* The buffers the runtime allocated, in the order it allocates them (the
+ * description's), to name a prefetched buffer by its index. */
+enum { kBuffers = 6 };
+static void *allocated[kBuffers];
+static int allocations;
+
+static void *recordingAlloc(size_t bytes) {
+  void *p = NULL;
+  if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0)
+    return NULL;
+  if (allocations < kBuffers)
+    allocated[allocations] = p;
+  ++allocations;
+  return p;
+}
+
+static void reportPrefetch(void *pointer, size_t bytes) {
+  int index = -1;
+  for (int i = 0; i < kBuffers; ++i)
+    if (allocated[i] == pointer)
+      index = i;
+  unsigned sum = 0;
+  for (size_t i = 0; i < bytes; ++i)
+    sum += ((const unsigned char *)pointer)[i];
+  fprintf(stderr, "fake_model: prefetch %d %zu %u\n", index, bytes, sum);
+}
+
 int main(int argc, char **argv) {
   if (getenv("DTRAIN_FAKE_MODEL_COUNT"))
     atexit(reportRuns);
+  if (getenv("DTRAIN_FAKE_MODEL_PREFETCH")) {
+    dtrain_rt_set_buffer_allocator(recordingAlloc, free);
+    dtrain_rt_set_input_prefetch(reportPrefetch);
+  }
   return dtrain_rt_model_main(argc, argv, dtrain_model_info, dtrain_model_run);
 }

@@ -180,6 +180,13 @@ def main():
          stdout=timing % 3, stderr="fake_model: runs=3", env=count)
     case("--repeat 1: no warm-up", inputs + ["--repeat", "1"],
          stdout=timing % 1, stderr="fake_model: runs=1", env=count)
+    # An installed input prefetch sees each input once the host wrote it.
+    prefetched = "\n".join(
+        "fake_model: prefetch %d %d %d" % (index, a.nbytes, sum(a.tobytes()))
+        for index, a in ((2, X), (3, K)))
+    case("the input prefetch: each input after it is written",
+         inputs + both, stderr=prefetched,
+         env={"DTRAIN_FAKE_MODEL_PREFETCH": "1"}, check=expect_outputs())
     case("--warmup without --repeat prints nothing",
          inputs + ["--warmup", "2"], stdout="", stderr="fake_model: runs=3",
          env=count)

@@ -53,6 +53,7 @@
   X(cuMemAlloc)                                                                \
   X(cuMemAllocManaged)                                                         \
   X(cuMemFree)                                                                 \
+  X(cuMemPrefetchAsync)                                                        \
   X(cuMemcpyAsync)                                                             \
   X(cuMemsetD32Async)                                                          \
   X(cuMemsetD16Async)                                                          \

@@ -124,3 +124,22 @@ void *dtrain_rt_cuda_alloc_managed(size_t bytes) {
 }
 
 void dtrain_rt_cuda_free(void *ptr) { pool().release(ptr); }
+
+void dtrain_rt_cuda_prefetch_to_device(void *ptr, size_t bytes) {
+  const Driver &driver = cuda();
+  // One stream for every prefetch, made on the first: the batches of a
+  // trainer come one at a time from its main thread.
+  static CUstream stream = [&] {
+    CUstream made = nullptr;
+    DTRAIN_CU_CHECK(driver.cuStreamCreate(&made, CU_STREAM_NON_BLOCKING),
+                    "cuStreamCreate for prefetches");
+    return made;
+  }();
+  CUmemLocation device = {};
+  device.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  device.id = driver.ordinal;
+  DTRAIN_CU_CHECK(driver.cuMemPrefetchAsync(reinterpret_cast<CUdeviceptr>(ptr),
+                                            bytes, device, 0, stream),
+                  "cuMemPrefetchAsync of %zu bytes to device %d", bytes,
+                  driver.ordinal);
+}

@@ -40,6 +40,7 @@ static bool switchedOn(const char *variable, const char *off, const char *on) {
 void dtrain_rt_cuda_init_trainer(void) {
   dtrain_rt_set_buffer_allocator(dtrain_rt_cuda_alloc_managed,
                                  dtrain_rt_cuda_free);
+  dtrain_rt_set_input_prefetch(dtrain_rt_cuda_prefetch_to_device);
   // Before MPI_Init (the trainer's main initializes it later): the
   // transport makes its NCCL communicator on the first collective.
   if (switchedOn("DTRAIN_NCCL", "run the collectives over MPI",
