@@ -87,8 +87,13 @@ static std::string format(llvm::StringLiteral text,
   return result;
 }
 
+/// kLowerToBuffers for TARGET (cpu, cuda), which both its passes take.
+static std::string lowerToBuffers(llvm::StringRef target) {
+  return format(kLowerToBuffers, {target, target});
+}
+
 std::string mlir::dtrain::lower::getLowerToLLVMPipeline() {
-  return format(kLowerToBuffers, {"cpu", "cpu"}) + kCPUPlacement.str() +
+  return lowerToBuffers("cpu") + kCPUPlacement.str() +
          kLowerBuffers.str() + kCPULoops.str();
 }
 
@@ -109,7 +114,7 @@ getCUDAToolkit(const dtrain::lower::LowerToNVVMOptions &options) {
 
 std::string
 mlir::dtrain::lower::getLowerToNVVMPipeline(const LowerToNVVMOptions &options) {
-  return format(kLowerToBuffers, {"cuda", "cuda"}) + kLowerBuffers.str() +
+  return lowerToBuffers("cuda") + kLowerBuffers.str() +
          format(kCUDALoops,
                 {options.chip, options.features, getCUDAToolkit(options)});
 }

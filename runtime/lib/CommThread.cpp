@@ -185,6 +185,24 @@ bool dtrain::rt::collectivesInFlight() {
   return s.inFlight > 0;
 }
 
+void dtrain::rt::checkNoCollectiveInFlight(const char *fn,
+                                           const char *installing) {
+  if (collectivesInFlight())
+    fatal(nullptr,
+          "%s: a collective is in flight (install %s before the first "
+          "collective, or once every started one has been waited for)",
+          fn, installing);
+}
+
+void dtrain::rt::checkEveryFunctionSet(
+    const char *fn, const char *owner,
+    std::initializer_list<std::pair<const char *, bool>> functions) {
+  for (const auto &[name, set] : functions)
+    if (!set)
+      fatal(nullptr, "%s: %s %s is NULL (set every function)", fn, owner,
+            name);
+}
+
 void dtrain::rt::stopCommThread() {
   State &s = state();
   {

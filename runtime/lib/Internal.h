@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #pragma GCC visibility push(default)
@@ -267,6 +268,16 @@ void waitCollective(Collective *c);
 bool collectiveDone(Collective *c);
 /// Whether a collective was submitted and has not run yet.
 bool collectivesInFlight();
+
+/// What installing a table of functions (a transport, the sparse kernels)
+/// needs. FN is the installing C function, INSTALLING what it installs
+/// ("a transport"), OWNER its functions' owner ("the transport's").
+/// Aborts while a collective is in flight.
+void checkNoCollectiveInFlight(const char *fn, const char *installing);
+/// Aborts when one of FUNCTIONS (name, whether set) is NULL.
+void checkEveryFunctionSet(
+    const char *fn, const char *owner,
+    std::initializer_list<std::pair<const char *, bool>> functions);
 /// Joins the communication thread (before MPI_Finalize); it restarts on
 /// the next submission.
 void stopCommThread();

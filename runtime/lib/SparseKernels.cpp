@@ -89,24 +89,15 @@ const dtrain_rt_sparse_kernels_t &dtrain::rt::sparseKernels() {
 
 void dtrain_rt_set_sparse_kernels(const dtrain_rt_sparse_kernels_t *kernels) {
   static constexpr const char *fn = "dtrain_rt_set_sparse_kernels";
-  if (collectivesInFlight())
-    fatal(nullptr,
-          "%s: a collective is in flight (install the kernels before the "
-          "first collective, or once every started one has been waited "
-          "for)",
-          fn);
+  checkNoCollectiveInFlight(fn, "the kernels");
   if (!kernels) {
     installed = kCPU;
     return;
   }
-  const std::pair<const char *, bool> functions[] = {
-      {"residual_select", kernels->residual_select},
-      {"scatter_add", kernels->scatter_add},
-      {"dense_residual", kernels->dense_residual}};
-  for (const auto &[name, set] : functions)
-    if (!set)
-      fatal(nullptr, "%s: the kernels' %s is NULL (set every function)", fn,
-            name);
+  checkEveryFunctionSet(fn, "the kernels'",
+                        {{"residual_select", kernels->residual_select},
+                         {"scatter_add", kernels->scatter_add},
+                         {"dense_residual", kernels->dense_residual}});
   installed = *kernels;
 }
 

@@ -100,28 +100,19 @@ Transport dtrain::rt::transport() { return Transport(installed); }
 
 void dtrain_rt_set_transport(const dtrain_rt_transport_t *transport) {
   static constexpr const char *fn = "dtrain_rt_set_transport";
-  if (collectivesInFlight())
-    fatal(nullptr,
-          "%s: a collective is in flight (install a transport before the "
-          "first collective, or once every started one has been waited "
-          "for)",
-          fn);
+  checkNoCollectiveInFlight(fn, "a transport");
   if (!transport) {
     installed = kMPI;
     return;
   }
-  const std::pair<const char *, bool> functions[] = {
-      {"all_reduce", transport->all_reduce},
-      {"broadcast", transport->broadcast},
-      {"all_gather", transport->all_gather},
-      {"all_gather_v", transport->all_gather_v},
-      {"send", transport->send},
-      {"recv", transport->recv},
-      {"send_recv", transport->send_recv}};
-  for (const auto &[name, set] : functions)
-    if (!set)
-      fatal(nullptr, "%s: the transport's %s is NULL (set every function)", fn,
-            name);
+  checkEveryFunctionSet(fn, "the transport's",
+                        {{"all_reduce", transport->all_reduce},
+                         {"broadcast", transport->broadcast},
+                         {"all_gather", transport->all_gather},
+                         {"all_gather_v", transport->all_gather_v},
+                         {"send", transport->send},
+                         {"recv", transport->recv},
+                         {"send_recv", transport->send_recv}});
   if (transport->ring_from_bytes < 0)
     fatal(nullptr,
           "%s: ring_from_bytes is %lld (accepted: 0 for no ring, or a "
