@@ -21,8 +21,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <ctime>
 #include <deque>
 #include <mutex>
+#include <pthread.h>
 #include <thread>
 
 using namespace dtrain::rt;
@@ -87,7 +89,7 @@ void execute(State &s, Collective *c) {
   s.stats.busySeconds += c->finished - c->started;
   if (s.tracing)
     s.trace.push_back({c->label(), TraceEvent::CommThread, c->started,
-                       c->finished, c->payloadBytes, c->queued});
+                       c->finished, c->payloadBytes, c->queued, c->queuedCpu});
   c->done = true;
 }
 
@@ -114,12 +116,40 @@ double dtrain::rt::clockSeconds() {
       .count();
 }
 
+/// Seconds on CLOCK.
+static double cpuClockSeconds(clockid_t clock) {
+  timespec now;
+  if (clock_gettime(clock, &now) != 0)
+    return 0;
+  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+}
+
+double dtrain::rt::computeCpuSeconds() {
+  State &s = state();
+  double comm = 0;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    clockid_t clock;
+    if (s.running &&
+        pthread_getcpuclockid(s.thread.native_handle(), &clock) == 0)
+      comm = cpuClockSeconds(clock);
+  }
+  return cpuClockSeconds(CLOCK_PROCESS_CPUTIME_ID) - comm;
+}
+
 void dtrain::rt::submitCollective(Collective *c) {
   static const bool useThread = readSwitchEnv(
       "DTRAIN_COMM_THREAD", "run collectives inline in the calling thread",
       "use the communication thread");
   State &s = state();
   c->queued = clockSeconds();
+  bool tracing;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    tracing = s.tracing;
+  }
+  if (tracing)
+    c->queuedCpu = computeCpuSeconds();
   const int P = c->comm->size;
   // What each rank sends in a bandwidth-optimal all-reduce (ring: P-1
   // reduce-scatter and P-1 all-gather steps of M/P bytes); a broadcast's

@@ -257,6 +257,8 @@ struct Collective {
   /// selected.
   int64_t sparseElements = 0, selectedElements = 0;
   double queued = 0, started = 0, finished = 0; // clockSeconds()
+  /// computeCpuSeconds() when queued, while tracing (else -1).
+  double queuedCpu = -1;
   bool done = false; // guarded by the communication thread's mutex
 };
 
@@ -285,6 +287,9 @@ void stopCommThread();
 /// Seconds since the runtime was loaded (steady clock): the time base of
 /// the statistics and of the timeline.
 DTRAIN_RT_TEST_API double clockSeconds();
+/// CPU seconds this process has used outside the communication thread:
+/// the computation's, on all its threads.
+double computeCpuSeconds();
 
 /// Communication since the previous call: collectives finished, bytes
 /// all-reduced or broadcast (payload) and sent by this rank in a
@@ -310,6 +315,8 @@ struct TraceEvent {
   double begin, end;
   int64_t bytes;
   double queued;
+  /// A collective's computeCpuSeconds() when queued (-1: none).
+  double queuedCpu = -1;
 };
 /// Recording of the timeline is off until enabled.
 DTRAIN_RT_TEST_API void setTracing(bool enabled);
@@ -333,16 +340,20 @@ void writeTimeline(dtrain_rt_comm_t *comm, const std::string &path,
 /// exchange of a step, averaged over the steps added, and the all-reduce
 /// cost fitted on the job's ranks, written as the JSON that
 /// --dtrain-merge-gradients reads (profile=).
-class StepProfile {
+class DTRAIN_RT_TEST_API StepProfile {
 public:
-  /// Adds the spans of one step that began at STEPBEGIN (clockSeconds()).
-  void addStep(const std::vector<TraceEvent> &events, double stepBegin);
+  /// Adds the spans of one step that began at STEPBEGIN (clockSeconds()),
+  /// STEPBEGINCPU (computeCpuSeconds()).
+  void addStep(const std::vector<TraceEvent> &events, double stepBegin,
+               double stepBeginCpu);
   /// Times all-reduces of several sizes over COMM, fits the cost, and rank
   /// 0 writes PATH. Collective; throws a Failure (ArrayFile.h).
   void write(dtrain_rt_comm_t *comm, const std::string &path) const;
 
 private:
-  std::vector<double> computeSums;
+  /// Per exchange, summed over the steps: the computation's seconds
+  /// before it, and the CPU seconds it used then.
+  std::vector<double> computeSums, computeCpuSums;
   std::vector<int64_t> bytes;
   /// Every exchange of the steps: bytes and seconds on the communication
   /// thread.

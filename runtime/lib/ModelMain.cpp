@@ -1035,16 +1035,19 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "depends on\n"
       "                    here: the computation before each exchange "
       "(averaged over the\n"
-      "                    steps after the first) and the all-reduce cost "
-      "startup + per-byte\n"
-      "                    x M (fitted to the steps' exchanges, or to "
-      "all-reduces of\n"
-      "                    4 KiB and up timed after training when the "
-      "exchanges are all\n"
-      "                    of a size), and those timed all-reduces, up to "
-      "the step's\n"
-      "                    whole payload (the planner never costs a bucket "
-      "below them);\n"
+      "                    steps after the first; where the ranks of a "
+      "machine outnumber\n"
+      "                    its cores, its CPU time times ranks per core), "
+      "the all-reduce\n"
+      "                    cost startup + per-byte x M (fitted to the steps' "
+      "exchanges,\n"
+      "                    or to all-reduces of 4 bytes and up timed after "
+      "training when\n"
+      "                    the exchanges are all of a size or the ranks share "
+      "cores), and\n"
+      "                    those timed all-reduces, up to the step's whole "
+      "payload (the\n"
+      "                    planner never costs a bucket below them);\n"
       "                    recompile with dtrain-compile --merge=optimal\n"
       "                    --merge-options=\"profile=PROFILE.json\"\n"
       "  --print-info      prints the model's arguments and exits\n"
@@ -1739,6 +1742,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
       resetCollectiveSequence();
       setTracing(tracing);
       const double stepBegin = clockSeconds();
+      const double stepBeginCpu = o.profile.empty() ? 0 : computeCpuSeconds();
       const int64_t skippedBefore = skippedCount();
       w.step(run);
       traceSpan("step " + std::to_string(step + 1), stepBegin, clockSeconds());
@@ -1746,7 +1750,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
       if (tracing) {
         std::vector<TraceEvent> events = takeTrace();
         if (!o.profile.empty() && step > start.step) // after a warm-up step
-          profile.addStep(events, stepBegin);
+          profile.addStep(events, stepBegin, stepBeginCpu);
         if (!o.timeline.empty())
           timeline.insert(timeline.end(), events.begin(), events.end());
       }

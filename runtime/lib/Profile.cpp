@@ -18,13 +18,18 @@
 #include "Internal.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <sched.h>
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 
 using namespace dtrain::rt;
 
 void StepProfile::addStep(const std::vector<TraceEvent> &events,
-                          double stepBegin) {
+                          double stepBegin, double stepBeginCpu) {
   std::vector<const TraceEvent *> exchanges;
   for (const TraceEvent &e : events)
     if (e.thread == TraceEvent::CommThread && e.queued >= 0)
@@ -37,10 +42,13 @@ void StepProfile::addStep(const std::vector<TraceEvent> &events,
     fail("--profile: a step issued %zu exchanges, an earlier one %zu",
          exchanges.size(), computeSums.size());
   computeSums.resize(exchanges.size());
+  computeCpuSums.resize(exchanges.size());
   bytes.resize(exchanges.size());
-  double previous = stepBegin;
+  double previous = stepBegin, previousCpu = stepBeginCpu;
   for (size_t i = 0; i < exchanges.size(); ++i) {
     computeSums[i] += exchanges[i]->queued - previous;
+    computeCpuSums[i] += exchanges[i]->queuedCpu - previousCpu;
+    previousCpu = exchanges[i]->queuedCpu;
     bytes[i] = exchanges[i]->bytes;
     previous = exchanges[i]->queued;
     stepSizes.push_back(double(exchanges[i]->bytes));
@@ -121,13 +129,61 @@ double timeSelection(dtrain_rt_comm_t *comm, int64_t count) {
   return double(count) / std::max(times[times.size() / 2], 1e-9);
 }
 
+/// This rank's machine as the ranks of COMM share it: how many of them run
+/// on it (same host name) and on how many cores (the union of their CPU
+/// affinity masks). Collective.
+struct HostShare {
+  int64_t ranks = 1, cores = 1;
+};
+HostShare hostShare(dtrain_rt_comm_t *comm) {
+  // Each rank fills its slot (a host name hash, then its mask in 32-bit
+  // words), exact in f64; a sum of the slots gathers them all.
+  constexpr int words = CPU_SETSIZE / 32;
+  std::vector<double> slots(size_t(comm->size) * (1 + words), 0);
+  double *mine = &slots[size_t(comm->rank) * (1 + words)];
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
+  for (const char *c = host; *c; ++c)
+    hash = (hash ^ uint8_t(*c)) * 0x100000001b3ull;
+  mine[0] = double(hash >> 11);
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) != 0)
+    for (int cpu = 0; cpu < int(std::thread::hardware_concurrency()); ++cpu)
+      CPU_SET(cpu, &mask);
+  for (int w = 0; w < words; ++w) {
+    uint32_t word = 0;
+    for (int bit = 0; bit < 32; ++bit)
+      if (CPU_ISSET(32 * w + bit, &mask))
+        word |= uint32_t(1) << bit;
+    mine[1 + w] = double(word);
+  }
+  dtrain_rt_all_reduce(comm, slots.data(), int64_t(slots.size()),
+                       DTRAIN_RT_F64, DTRAIN_RT_SUM);
+  HostShare share{0, 0};
+  std::vector<uint32_t> cores(words, 0);
+  for (int r = 0; r < comm->size; ++r) {
+    const double *slot = &slots[size_t(r) * (1 + words)];
+    if (slot[0] != mine[0])
+      continue;
+    ++share.ranks;
+    for (int w = 0; w < words; ++w)
+      cores[size_t(w)] |= uint32_t(slot[1 + w]);
+  }
+  for (uint32_t word : cores)
+    share.cores += __builtin_popcount(word);
+  share.cores = std::max<int64_t>(share.cores, 1);
+  return share;
+}
+
 } // namespace
 
 void StepProfile::write(dtrain_rt_comm_t *comm,
                         const std::string &path) const {
   if (steps == 0)
     fail("--profile: no step was profiled (steps after the first count)");
-  // Sizes from 4 KiB by factors of 4 until one holds the step's whole
+  // Sizes from 4 bytes by factors of 4 until one holds the step's whole
   // payload (at least 1 MiB, at most 256 MiB): where the model's buckets
   // lie. The planner never costs a bucket below these, so the largest
   // bucket must be covered: on shared memory the cost per byte grows
@@ -142,16 +198,23 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
     largest *= 4;
   std::vector<float> buffer(size_t(largest), 1.0f);
   std::vector<double> sizes, times;
-  for (int64_t count = 1024; count <= largest; count *= 4) {
+  for (int64_t count = 1; count <= largest; count *= 4) {
     sizes.push_back(double(count) * 4);
     times.push_back(timeAllReduce(comm, buffer, count,
                                   count <= (int64_t(1) << 18) ? 9 : 3));
   }
-  // The cost inside the steps (where the computation competes with the
-  // exchanges) when their sizes span a range, else the timed one. Every
-  // rank takes the slowest rank's fit.
+  // Where the ranks of a machine outnumber its cores, they take turns: a
+  // step's computation takes its CPU time times ranks per core, however
+  // the ranks happened to interleave in the profiled steps.
+  const HostShare host = hostShare(comm);
+  const double ranksPerCore = double(host.ranks) / double(host.cores);
+  // The cost inside the steps when their sizes span a range (an exchange
+  // there also waits for the slowest rank), else the timed one. Not where
+  // ranks take turns on the cores: their exchanges in the steps wait for
+  // the others' turns, which the computation's time now counts. Every rank
+  // takes the slowest rank's fit.
   const bool inSteps =
-      !stepSizes.empty() &&
+      ranksPerCore <= 1 && !stepSizes.empty() &&
       *std::max_element(stepSizes.begin(), stepSizes.end()) >=
           16 * std::max(*std::min_element(stepSizes.begin(), stepSizes.end()),
                         1024.0);
@@ -177,7 +240,8 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   json += ",\n  \"compute_s\": [";
   for (size_t i = 0; i < computeSums.size(); ++i) {
     std::snprintf(number, sizeof number, "%s%.9g", i ? ", " : "",
-                  computeSums[i] / double(steps));
+                  std::max(computeSums[i], computeCpuSums[i] * ranksPerCore) /
+                      double(steps));
     json += number;
   }
   json += "],\n  \"exchange_bytes\": [";
@@ -192,8 +256,9 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
     json += number;
   }
   std::snprintf(number, sizeof number, "%.9g", selectSpeed);
-  json += "],\n  \"select_elements_per_s\": " + std::string(number) +
-          "\n}\n";
+  json += "],\n  \"select_elements_per_s\": " + std::string(number);
+  json += ",\n  \"host_ranks\": " + std::to_string(host.ranks) +
+          ",\n  \"host_cores\": " + std::to_string(host.cores) + "\n}\n";
 
   writeFileAtomically(path, json, "--profile");
 }

@@ -1,0 +1,153 @@
+//===- ProfileTest.cpp - a trainer's --profile from given steps -----------===//
+//
+// Under mpirun with 2 ranks. StepProfile gets the same hand-made step on
+// both ranks (exchanges with their queue times, CPU times and durations)
+// and writes the profile; the computation before each exchange and the
+// all-reduce cost must be the ones computed by hand, both where the ranks
+// take turns on one core (their CPU time counts twice, and the cost comes
+// from timed all-reduces) and where each has its own core (wall time, and
+// the cost fitted to the steps' exchanges).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sched.h>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace dtrain::rt;
+
+namespace {
+
+dtrain_rt_comm_t *world() { return dtrain_rt_comm_world(); }
+
+/// Runs this thread on one CPU until destroyed: CPU on rank 0, OTHERCPU on
+/// the others (mpirun may have bound each rank to a core of its own).
+/// pinned() says whether every rank could.
+class PinnedTo {
+public:
+  PinnedTo(int cpu, int otherCpu) {
+    sched_getaffinity(0, sizeof saved, &saved);
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    CPU_SET(world()->rank == 0 ? cpu : otherCpu, &mask);
+    double failed = sched_setaffinity(0, sizeof mask, &mask) != 0;
+    dtrain_rt_all_reduce(world(), &failed, 1, DTRAIN_RT_F64, DTRAIN_RT_SUM);
+    everyRank = failed == 0;
+  }
+  ~PinnedTo() { sched_setaffinity(0, sizeof saved, &saved); }
+  bool pinned() const { return everyRank; }
+
+private:
+  cpu_set_t saved;
+  bool everyRank;
+};
+
+/// The number after "KEY": in JSON (the first element of an array).
+double number(const std::string &json, const std::string &key) {
+  const size_t at = json.find("\"" + key + "\":");
+  EXPECT_NE(at, std::string::npos) << key;
+  if (at == std::string::npos)
+    return -1;
+  size_t from = json.find_first_of("-0123456789", at + key.size() + 3);
+  return std::stod(json.substr(from));
+}
+
+/// The numbers of the array "KEY": [...].
+std::vector<double> numbers(const std::string &json, const std::string &key) {
+  const size_t at = json.find("\"" + key + "\": [");
+  EXPECT_NE(at, std::string::npos) << key;
+  std::vector<double> values;
+  if (at == std::string::npos)
+    return values;
+  std::istringstream in(
+      json.substr(at + key.size() + 5,
+                  json.find(']', at) - (at + key.size() + 5)));
+  std::string item;
+  while (std::getline(in, item, ','))
+    values.push_back(std::stod(item));
+  return values;
+}
+
+/// Two exchanges of 1 KiB and 64 KiB, queued 1 ms and 3 ms into the step
+/// after 0.8 ms of CPU time each, taking 1e-4 s + 1e-9 s per byte.
+std::vector<TraceEvent> handMadeStep() {
+  auto exchange = [](int64_t bytes, double queued, double queuedCpu) {
+    const double begin = queued + 1e-5;
+    return TraceEvent{"all_reduce", TraceEvent::CommThread, begin,
+                      begin + 1e-4 + 1e-9 * double(bytes), bytes, queued,
+                      queuedCpu};
+  };
+  return {exchange(1024, 1e-3, 0.8e-3), exchange(65536, 3e-3, 1.6e-3),
+          {"step", TraceEvent::MainThread, 0, 4e-3, -1, -1}};
+}
+
+/// Rank 0's profile of 3 hand-made steps (the text, on rank 0 only).
+std::string profileOfHandMadeSteps() {
+  StepProfile profile;
+  for (int step = 0; step < 3; ++step)
+    profile.addStep(handMadeStep(), 0, 0);
+  double pid = world()->rank == 0 ? double(getpid()) : 0;
+  dtrain_rt_all_reduce(world(), &pid, 1, DTRAIN_RT_F64, DTRAIN_RT_SUM);
+  const std::string path = ::testing::TempDir() + "dtrain-profile-test-" +
+                           std::to_string(int64_t(pid)) + ".json";
+  profile.write(world(), path);
+  if (world()->rank != 0)
+    return "";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path.c_str());
+  return text.str();
+}
+
+TEST(StepProfile, RanksTakingTurnsOnOneCore) {
+  ASSERT_EQ(world()->size, 2) << "run with 2 ranks";
+  const PinnedTo pinned(0, 0);
+  ASSERT_TRUE(pinned.pinned()) << "cannot run on CPU 0";
+  const std::string json = profileOfHandMadeSteps();
+  if (world()->rank != 0)
+    return;
+  EXPECT_EQ(number(json, "host_ranks"), 2);
+  EXPECT_EQ(number(json, "host_cores"), 1);
+  // Each rank gets half the core: max(wall, 2 x CPU) = max(1, 1.6) and
+  // max(2, 1.6) ms.
+  const std::vector<double> compute = numbers(json, "compute_s");
+  ASSERT_EQ(compute.size(), 2u);
+  EXPECT_NEAR(compute[0], 1.6e-3, 1e-12);
+  EXPECT_NEAR(compute[1], 2.0e-3, 1e-12);
+  EXPECT_NE(json.find("\"cost_from\": \"timed all-reduces\""),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(numbers(json, "allreduce_bytes").front(), 4);
+}
+
+TEST(StepProfile, RanksOnTheirOwnCores) {
+  ASSERT_EQ(world()->size, 2) << "run with 2 ranks";
+  const PinnedTo pinned(0, 1);
+  if (!pinned.pinned())
+    GTEST_SKIP() << "needs CPUs 0 and 1";
+  const std::string json = profileOfHandMadeSteps();
+  if (world()->rank != 0)
+    return;
+  EXPECT_EQ(number(json, "host_ranks"), 2);
+  EXPECT_EQ(number(json, "host_cores"), 2);
+  // Wall time: 1 and 2 ms; the cost fitted to the exchanges exactly.
+  const std::vector<double> compute = numbers(json, "compute_s");
+  ASSERT_EQ(compute.size(), 2u);
+  EXPECT_NEAR(compute[0], 1e-3, 1e-12);
+  EXPECT_NEAR(compute[1], 2e-3, 1e-12);
+  EXPECT_NE(json.find("\"cost_from\": \"exchanges in the steps\""),
+            std::string::npos)
+      << json;
+  EXPECT_NEAR(number(json, "startup_s"), 1e-4, 1e-10);
+  EXPECT_NEAR(number(json, "per_byte_s"), 1e-9, 1e-15);
+}
+
+} // namespace
