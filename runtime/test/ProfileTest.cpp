@@ -126,6 +126,11 @@ TEST(StepProfile, RanksTakingTurnsOnOneCore) {
             std::string::npos)
       << json;
   EXPECT_EQ(numbers(json, "allreduce_bytes").front(), 4);
+  // The steps' fit, written for comparison.
+  const std::vector<double> stepsFit = numbers(json, "exchanges_fit");
+  ASSERT_EQ(stepsFit.size(), 2u);
+  EXPECT_NEAR(stepsFit[0], 1e-4, 1e-10);
+  EXPECT_NEAR(stepsFit[1], 1e-9, 1e-15);
 }
 
 TEST(StepProfile, RanksOnTheirOwnCores) {
