@@ -107,6 +107,26 @@ std::string profileOfHandMadeSteps() {
   return text.str();
 }
 
+/// Rank 0: what the profile says of the machine, the computation and
+/// where the cost came from.
+void expectProfile(const std::string &json, int hostCores,
+                   std::vector<double> compute, const std::string &costFrom) {
+  EXPECT_EQ(number(json, "host_ranks"), 2);
+  EXPECT_EQ(number(json, "host_cores"), hostCores);
+  const std::vector<double> written = numbers(json, "compute_s");
+  ASSERT_EQ(written.size(), compute.size());
+  for (size_t i = 0; i < compute.size(); ++i)
+    EXPECT_NEAR(written[i], compute[i], 1e-12) << "exchange " << i;
+  EXPECT_NE(json.find("\"cost_from\": \"" + costFrom + "\""),
+            std::string::npos)
+      << json;
+  // The steps' fit, written either way.
+  const std::vector<double> stepsFit = numbers(json, "exchanges_fit");
+  ASSERT_EQ(stepsFit.size(), 2u);
+  EXPECT_NEAR(stepsFit[0], 1e-4, 1e-10);
+  EXPECT_NEAR(stepsFit[1], 1e-9, 1e-15);
+}
+
 TEST(StepProfile, RanksTakingTurnsOnOneCore) {
   ASSERT_EQ(world()->size, 2) << "run with 2 ranks";
   const PinnedTo pinned(0, 0);
@@ -114,23 +134,10 @@ TEST(StepProfile, RanksTakingTurnsOnOneCore) {
   const std::string json = profileOfHandMadeSteps();
   if (world()->rank != 0)
     return;
-  EXPECT_EQ(number(json, "host_ranks"), 2);
-  EXPECT_EQ(number(json, "host_cores"), 1);
   // Each rank gets half the core: max(wall, 2 x CPU) = max(1, 1.6) and
-  // max(2, 1.6) ms.
-  const std::vector<double> compute = numbers(json, "compute_s");
-  ASSERT_EQ(compute.size(), 2u);
-  EXPECT_NEAR(compute[0], 1.6e-3, 1e-12);
-  EXPECT_NEAR(compute[1], 2.0e-3, 1e-12);
-  EXPECT_NE(json.find("\"cost_from\": \"timed all-reduces\""),
-            std::string::npos)
-      << json;
+  // max(2, 1.6) ms; the cost from the all-reduces timed from 4 bytes.
+  expectProfile(json, 1, {1.6e-3, 2.0e-3}, "timed all-reduces");
   EXPECT_EQ(numbers(json, "allreduce_bytes").front(), 4);
-  // The steps' fit, written for comparison.
-  const std::vector<double> stepsFit = numbers(json, "exchanges_fit");
-  ASSERT_EQ(stepsFit.size(), 2u);
-  EXPECT_NEAR(stepsFit[0], 1e-4, 1e-10);
-  EXPECT_NEAR(stepsFit[1], 1e-9, 1e-15);
 }
 
 TEST(StepProfile, RanksOnTheirOwnCores) {
@@ -141,16 +148,8 @@ TEST(StepProfile, RanksOnTheirOwnCores) {
   const std::string json = profileOfHandMadeSteps();
   if (world()->rank != 0)
     return;
-  EXPECT_EQ(number(json, "host_ranks"), 2);
-  EXPECT_EQ(number(json, "host_cores"), 2);
   // Wall time: 1 and 2 ms; the cost fitted to the exchanges exactly.
-  const std::vector<double> compute = numbers(json, "compute_s");
-  ASSERT_EQ(compute.size(), 2u);
-  EXPECT_NEAR(compute[0], 1e-3, 1e-12);
-  EXPECT_NEAR(compute[1], 2e-3, 1e-12);
-  EXPECT_NE(json.find("\"cost_from\": \"exchanges in the steps\""),
-            std::string::npos)
-      << json;
+  expectProfile(json, 2, {1e-3, 2e-3}, "exchanges in the steps");
   EXPECT_NEAR(number(json, "startup_s"), 1e-4, 1e-10);
   EXPECT_NEAR(number(json, "per_byte_s"), 1e-9, 1e-15);
 }
