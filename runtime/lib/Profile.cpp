@@ -6,11 +6,11 @@
 // queued (where the ranks of a machine outnumber its cores they take turns,
 // and a gap counts the CPU time used in it times the ranks per core), and
 // the all-reduce cost T(M) = startup + perByte * M fitted by least squares:
-// to the steps' own exchanges when their sizes span a range and no ranks
-// share cores (an exchange there also waits for the slowest rank, which
-// isolated all-reduces do not show), else to all-reduces of several sizes
-// timed on the job's ranks after training; the steps' fit is written
-// either way (exchanges_fit). For the sparsified exchanges that
+// to the steps' own exchanges when their sizes span a range (an exchange
+// there also waits for the slowest rank and shares the cores with the
+// computation, which isolated all-reduces do not show), else to
+// all-reduces of several sizes (from 4 bytes) timed on the job's ranks
+// after training. For the sparsified exchanges that
 // --dtrain-simulate-step predicts: the speed of a residual update and a
 // Gaussian-k selection over the whole payload, timed on all ranks at once
 // (so that ranks sharing cores slow each other as they do in a step).
@@ -210,24 +210,19 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   // the ranks happened to interleave in the profiled steps.
   const HostShare host = hostShare(comm);
   const double ranksPerCore = double(host.ranks) / double(host.cores);
-  // The cost inside the steps when their sizes span a range (an exchange
-  // there also waits for the slowest rank), else the timed one. Not where
-  // ranks take turns on the cores: their exchanges in the steps wait for
-  // the others' turns, which the computation's time now counts. Every rank
-  // takes the slowest rank's fit.
+  // The cost inside the steps (an exchange there also waits for the
+  // slowest rank, and shares the cores with the computation) when their
+  // sizes span a range, else the timed one. Every rank takes the slowest
+  // rank's fit.
   const bool inSteps =
-      ranksPerCore <= 1 && !stepSizes.empty() &&
+      !stepSizes.empty() &&
       *std::max_element(stepSizes.begin(), stepSizes.end()) >=
           16 * std::max(*std::min_element(stepSizes.begin(), stepSizes.end()),
                         1024.0);
-  const Cost timed = fit(sizes, times);
-  const Cost inTheSteps =
-      stepSizes.empty() ? Cost{0, 0} : fit(stepSizes, stepTimes);
-  double fits[4] = {timed.startup, timed.perByte, inTheSteps.startup,
-                    inTheSteps.perByte};
-  dtrain_rt_all_reduce(comm, fits, 4, DTRAIN_RT_F64, DTRAIN_RT_MAX);
-  const double startup = inSteps ? fits[2] : fits[0],
-               perByte = inSteps ? fits[3] : fits[1];
+  const Cost cost = inSteps ? fit(stepSizes, stepTimes) : fit(sizes, times);
+  double both[2] = {cost.startup, cost.perByte};
+  dtrain_rt_all_reduce(comm, both, 2, DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  const double startup = both[0], perByte = both[1];
   const double selectSpeed =
       timeSelection(comm, std::max<int64_t>(payload / 4, 1024));
   if (comm->rank != 0)
@@ -250,8 +245,6 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
                       double(steps));
     json += number;
   }
-  std::snprintf(number, sizeof number, "%.9g, %.9g", fits[2], fits[3]);
-  json += "],\n  \"exchanges_fit\": [" + std::string(number);
   json += "],\n  \"exchange_bytes\": [";
   for (size_t i = 0; i < bytes.size(); ++i)
     json += (i ? ", " : "") + std::to_string(bytes[i]);
