@@ -143,13 +143,6 @@ void dtrain::rt::submitCollective(Collective *c) {
       "use the communication thread");
   State &s = state();
   c->queued = clockSeconds();
-  bool tracing;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    tracing = s.tracing;
-  }
-  if (tracing)
-    c->queuedCpu = computeCpuSeconds();
   const int P = c->comm->size;
   // What each rank sends in a bandwidth-optimal all-reduce (ring: P-1
   // reduce-scatter and P-1 all-gather steps of M/P bytes); a broadcast's
@@ -159,11 +152,15 @@ void dtrain::rt::submitCollective(Collective *c) {
     c->sentBytes = 2 * (P - 1) * c->payloadBytes / P;
   else if (c->kind == Collective::Broadcast)
     c->sentBytes = P > 1 ? c->payloadBytes : 0;
+  bool tracing;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     c->sequence = s.sequence++;
     s.inFlight += 1;
+    tracing = s.tracing;
   }
+  if (tracing) // computeCpuSeconds takes the mutex
+    c->queuedCpu = computeCpuSeconds();
   if (!useThread || !mpiThreadMultiple() || P == 1) {
     execute(s, c);
     return;

@@ -21,12 +21,12 @@
 #include "Internal.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <thread>
 
 #include <sched.h>
 #include <unistd.h>
-#include <cmath>
-#include <cstdio>
 
 using namespace dtrain::rt;
 
