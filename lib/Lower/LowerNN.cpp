@@ -304,6 +304,10 @@ static Value convertElements(OpBuilder &b, Location loc, Value value,
       });
 }
 
+/// The names of the CUDA runtime's heavy-op kernels, which queue their work
+/// on the step stream (dtrain_rt_cuda.h).
+static constexpr llvm::StringLiteral kCudaKernelPrefix = "dtrain_rt_cuda_";
+
 /// Emits `call` before `op` and returns its result tensors. 16-bit float
 /// tensors go through the f32 kernel: widened on the way in, rounded on
 /// the way out (f32 accumulation, as 16-bit matrix units do).
@@ -340,9 +344,12 @@ static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
     args.push_back(lower::getBufferAddress(b, loc, outputs.back()));
   }
   llvm::append_range(args, call.scalars);
-  lower::createRuntimeCall(
+  func::CallOp kernel = lower::createRuntimeCall(
       b, op, call.name,
       b.getFunctionType(ValueRange(args).getTypes(), {}), args);
+  if (StringRef(call.name).starts_with(kCudaKernelPrefix))
+    SymbolTable::lookupNearestSymbolFrom(kernel, kernel.getCalleeAttr())
+        ->setAttr(lower::kStepStreamAttrName, b.getUnitAttr());
   SmallVector<Value> results;
   for (auto [type, buffer] : llvm::zip(call.results, outputs)) {
     auto memrefType = cast<MemRefType>(buffer.getType());
@@ -377,7 +384,7 @@ static std::string getKernelName(StringRef kernel, FloatType element,
                                  StringRef target) {
   if (element.isF64())
     return ("dtrain_rt_" + kernel + "_f64").str();
-  return ((target == "cuda" ? "dtrain_rt_cuda_" : "dtrain_rt_") + kernel +
+  return ((target == "cuda" ? kCudaKernelPrefix : "dtrain_rt_") + kernel +
           "_f32")
       .str();
 }

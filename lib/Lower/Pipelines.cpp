@@ -49,15 +49,16 @@ static constexpr llvm::StringLiteral kCPULoops =
 /// allocations through MLIR's generic allocation functions, which
 /// libdtrain_runtime_cuda defines over managed memory, and constant globals
 /// copied into such buffers, so that kernels reach every buffer. Launches
-/// are synchronous: the host code between them (kernel library calls,
-/// collectives) reads what they wrote.
+/// and heavy-op kernels are queued on one stream, which the host waits for
+/// only before its own code that touches memory (after the last
+/// canonicalization: see dtrain-chain-gpu-launches).
 static constexpr llvm::StringLiteral kCUDALoops =
     "func.func(dtrain-copy-constant-globals),convert-linalg-to-parallel-loops,"
     "func.func(dtrain-tile-parallel-loops-for-gpu,gpu-map-parallel-loops),"
     "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse,"
     "nvvm-attach-target{chip=%s features=%s},"
     "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
-    "convert-scf-to-cf,canonicalize,cse,"
+    "convert-scf-to-cf,canonicalize,cse,dtrain-chain-gpu-launches,"
     "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,"
     "reconcile-unrealized-casts),"
     "finalize-memref-to-llvm{use-generic-functions=true},"

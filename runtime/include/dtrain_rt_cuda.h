@@ -192,10 +192,12 @@ int dtrain_rt_cuda_check_finite(const void *x, int32_t dtype, int64_t n,
  * batch norm on cuDNN, pooling on kernels of this library; never on TF32
  * tensor cores.
  *
- * They run on the process's GPU (as compiled trainers do; see below), on a
- * stream of their own, and return once their results are ready: the
- * caller may read them on the host or in its next kernel. Work that the
- * caller queued on other streams must be complete. The first call creates
+ * They run on the process's GPU (as compiled trainers do; see below), on
+ * the step stream (dtrain_rt_cuda_synchronize), and return without waiting
+ * for their work: the caller reads the results on the host after
+ * dtrain_rt_cuda_synchronize, and work it queues on the step stream (a
+ * trainer's kernels) runs after them. Work that the caller queued on
+ * other streams must be complete. The first call creates
  * the cuBLAS or cuDNN handle; each convolution geometry chooses its cuDNN
  * algorithms once and keeps them; one growing buffer of device memory
  * serves as workspace. Thread-safe (calls are serialized).
@@ -292,6 +294,13 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
  * copies come later, where they pay.
  *===----------------------------------------------------------------------===*/
 
+/* Waits for the work queued on the step stream: the one stream of a
+ * --target=cuda trainer's kernels (every stream that mgpuStreamCreate
+ * returns) and of the heavy-op kernels above. Exits with a message when
+ * any of that work failed (an error of a kernel queued earlier shows
+ * here). */
+void dtrain_rt_cuda_synchronize(void);
+
 /* DTRAIN_RT_CUDA_SUCCESS when the driver is there and the process's device
  * is open, else DTRAIN_RT_CUDA_CUDA_ERROR, and dtrain_rt_cuda_error_message()
  * says why (what the functions below would print before exiting). Loads the
@@ -306,8 +315,11 @@ int dtrain_rt_cuda_driver_status(void);
 void *dtrain_rt_cuda_alloc_managed(size_t bytes);
 
 /* Returns PTR, from dtrain_rt_cuda_alloc_managed, to the pool (NULL: no-op).
- * No queued GPU work may use it any more: synchronize the streams that did
- * first. Exits with a message for any other pointer, or one freed twice. */
+ * Work queued on the step stream may still use it: the block is reused
+ * once a synchronization of that stream (dtrain_rt_cuda_synchronize, or a
+ * trainer's waits) has seen that work done. Work on other streams must be
+ * complete. Exits with a message for any other pointer, or one freed
+ * twice. */
 void dtrain_rt_cuda_free(void *ptr);
 
 /* Starts migrating BYTES of managed memory at PTR to the process's GPU
@@ -353,7 +365,8 @@ void dtrain_rt_cuda_init_trainer(void);
  * selected indices and values are copied back to the runtime's host
  * arrays. Each call enqueues its work on one non-blocking stream and waits
  * for it (the caller's work on the buffers must be complete, as a
- * --target=cuda trainer's synchronous launches leave it). DGC and random-k,
+ * --target=cuda trainer's wait for the step stream before each collective
+ * leaves it). DGC and random-k,
  * which this library does not implement, run the CPU's kernels
  * (dtrain_rt_cpu_sparse_kernels) on the same buffers.
  * Results: the same bits as the CPU's table for exact top-k, the scatter

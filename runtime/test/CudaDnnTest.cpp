@@ -524,17 +524,20 @@ struct Managed {
   Managed(const Managed &) = delete;
   Managed &operator=(const Managed &) = delete;
   ~Managed() { dtrain_rt_cuda_free(data); }
-  /// The content, read on the host at once (no synchronization: the
-  /// kernels return with their results ready).
-  std::vector<float> values() const { return {data, data + count}; }
+  /// The content, read on the host once the step stream, where the kernels
+  /// queue their work, is done.
+  std::vector<float> values() const {
+    dtrain_rt_cuda_synchronize();
+    return {data, data + count};
+  }
 
   float *data;
   size_t count;
 };
 
 // The trainer's case: managed buffers written and read on the host around
-// the calls, with no synchronization of the caller's.
-TEST(CudaManagedMemory, ResultsAreReadyOnReturn) {
+// the calls, with a wait for the step stream before each read.
+TEST(CudaManagedMemory, ResultsAreReadyOnTheStepStream) {
   const ConvCase k = gpuConvCases[0];
   const ConvData d(k, 11);
   Managed x(d.x.size(), d.x), w(d.w.size(), d.w), bias(d.bias.size(), d.bias),

@@ -6,8 +6,10 @@
 // as a fatbin that the build makes, loaded through mgpuModuleLoad; launches
 // plain and in clusters, round trips through device memory, fills of 32 and
 // 16 bits, events ordering two streams, host_shared memory, host
-// registration, the device of the local rank, the managed pool (host and
-// kernel on one block, reuse of freed blocks), and the fatal errors.
+// registration, the device of the local rank, the step stream (every
+// stream of the generated code; heavy ops queued after its kernels), the
+// managed pool (host and kernel on one block, reuse of freed blocks once
+// the step stream is done with them), and the fatal errors.
 //
 // Without a CUDA driver or device it runs nothing: it prints one line
 // saying so and exits 77, which ctest reports as skipped. With
@@ -235,8 +237,13 @@ TEST(GpuHost, EventsOrderStreams) {
   const uint32_t n = 1 << 22;
   const int launches = 20; // long enough for an unordered copy to see it
   const std::vector<float> input = iota(n);
+  // The generated code's streams are all the step stream: the consumer is
+  // another stream, made by the CUDA runtime.
   void *producer = mgpuStreamCreate();
-  void *consumer = mgpuStreamCreate();
+  cudaStream_t other = nullptr;
+  check(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking),
+        "cudaStreamCreateWithFlags");
+  void *consumer = other;
   auto *device =
       static_cast<float *>(mgpuMemAlloc(n * sizeof(float), producer, 0));
   mgpuMemcpy(device, const_cast<float *>(input.data()), n * sizeof(float),
@@ -339,6 +346,47 @@ TEST(GpuHost, DeviceOfTheLocalRank) {
                         "process)"));
 }
 
+TEST(StepStream, EveryStreamIsTheStepStream) {
+  void *first = mgpuStreamCreate();
+  void *second = mgpuStreamCreate();
+  EXPECT_EQ(first, second);
+  mgpuStreamDestroy(first); // keeps it: it serves the next launch
+  const Kernel kernel(Kernel::Ptx);
+  const uint32_t n = 1000;
+  auto *data =
+      static_cast<float *>(dtrain_rt_cuda_alloc_managed(n * sizeof(float)));
+  std::fill(data, data + n, 1.0f);
+  kernel.launch(data, n, second);
+  mgpuStreamSynchronize(second);
+  for (uint32_t i = 0; i < n; ++i)
+    ASSERT_EQ(data[i], 2.0f) << "at " << i;
+  dtrain_rt_cuda_free(data);
+}
+
+// A trainer queues a heavy op after kernels that write its operand, and
+// waits for neither: the heavy op must read what the kernels wrote.
+TEST(StepStream, HeavyOpsRunAfterQueuedKernels) {
+  const Kernel kernel(Kernel::Ptx);
+  const uint32_t n = 1 << 22;
+  const int launches = 20; // long enough for an unordered product to see it
+  const std::vector<float> input = iota(n);
+  auto *a = static_cast<float *>(dtrain_rt_cuda_alloc_managed(n * 4));
+  auto *b = static_cast<float *>(dtrain_rt_cuda_alloc_managed(4));
+  auto *c = static_cast<float *>(dtrain_rt_cuda_alloc_managed(n * 4));
+  std::copy(input.begin(), input.end(), a);
+  *b = 2.0f;
+  void *stream = mgpuStreamCreate();
+  for (int i = 0; i < launches; ++i)
+    kernel.launch(a, n, stream);
+  // C (n x 1) = A (n x 1) B (1 x 1): 2 (input + 20), exact in f32.
+  dtrain_rt_cuda_matmul_f32(a, b, c, n, 1, 1, 0, 0, 0.0f);
+  dtrain_rt_cuda_synchronize();
+  for (uint32_t i = 0; i < n; ++i)
+    ASSERT_EQ(c[i], 2.0f * (input[i] + float(launches))) << "at " << i;
+  for (float *p : {a, b, c})
+    dtrain_rt_cuda_free(p);
+}
+
 TEST(ManagedPool, HostAndKernelShareABlock) {
   const Kernel kernel(Kernel::Ptx);
   const uint32_t n = 100000;
@@ -363,11 +411,18 @@ TEST(ManagedPool, ReusesFreedBlocks) {
   void *second = dtrain_rt_cuda_alloc_managed(1000);
   EXPECT_NE(first, second);
   dtrain_rt_cuda_free(first);
+  // Work queued on the step stream may still use a freed block: it waits
+  // for the stream's next synchronization.
+  void *unsynchronized = dtrain_rt_cuda_alloc_managed(1000);
+  EXPECT_NE(unsynchronized, first);
+  dtrain_rt_cuda_synchronize();
   // 900 and 1000 bytes are one size class (1024): the freed block again.
   void *again = dtrain_rt_cuda_alloc_managed(900);
   EXPECT_EQ(again, first);
+  dtrain_rt_cuda_free(unsynchronized);
   // 3000 bytes is another class: a new block, not the freed one.
   dtrain_rt_cuda_free(second);
+  dtrain_rt_cuda_synchronize();
   void *larger = dtrain_rt_cuda_alloc_managed(3000);
   EXPECT_NE(larger, second);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(larger) % 256, 0u);

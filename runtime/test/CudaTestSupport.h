@@ -47,6 +47,9 @@ public:
       : DeviceBuffer(host.size()) {
     check(cudaMemcpy(data, host.data(), n * sizeof(T), cudaMemcpyHostToDevice),
           "cudaMemcpy to the device");
+    // The kernels run on non-blocking streams, which the legacy stream of
+    // cudaMemcpy does not order: the copy must be done when they start.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
   DeviceBuffer(const DeviceBuffer &) = delete;
   DeviceBuffer &operator=(const DeviceBuffer &) = delete;
@@ -57,6 +60,7 @@ public:
   /// kernel does not write shows).
   void fill(unsigned char byte) {
     check(cudaMemset(data, byte, n * sizeof(T)), "cudaMemset");
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
   /// The first COUNT elements (all by default), once the device is idle.
   std::vector<T> read(size_t count = size_t(-1)) const {

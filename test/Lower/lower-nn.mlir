@@ -130,12 +130,13 @@ func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<4x3xf32>) -> tensor<6x11xf32
 // CHECK-DAG: func.func private @dtrain_rt_batch_norm_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f32)
 // CHECK-DAG: func.func private @dtrain_rt_batch_norm_train_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f32)
 // With target=cuda the same calls go to the GPU's kernels, with the same
-// arguments.
-// CUDA-DAG: func.func private @dtrain_rt_cuda_matmul_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i32, f32)
-// CUDA-DAG: func.func private @dtrain_rt_cuda_conv2d_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64)
-// CUDA-DAG: func.func private @dtrain_rt_cuda_pool2d_f32(
-// CUDA-DAG: func.func private @dtrain_rt_cuda_batch_norm_f32(
-// CUDA-DAG: func.func private @dtrain_rt_cuda_batch_norm_train_f32(
+// arguments; they queue their work on the step stream without waiting
+// (dtrain.step_stream, which --dtrain-chain-gpu-launches reads).
+// CUDA-DAG: func.func private @dtrain_rt_cuda_matmul_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i32, f32) attributes {dtrain.step_stream}
+// CUDA-DAG: func.func private @dtrain_rt_cuda_conv2d_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) attributes {dtrain.step_stream}
+// CUDA-DAG: func.func private @dtrain_rt_cuda_pool2d_f32({{.*}}) attributes {dtrain.step_stream}
+// CUDA-DAG: func.func private @dtrain_rt_cuda_batch_norm_f32({{.*}}) attributes {dtrain.step_stream}
+// CUDA-DAG: func.func private @dtrain_rt_cuda_batch_norm_train_f32({{.*}}) attributes {dtrain.step_stream}
 // CUDA-LABEL: func.func @matmul
 // CUDA: call @dtrain_rt_cuda_matmul_f32(
 // CHECK-LABEL: func.func @matmul
@@ -397,7 +398,9 @@ func.func @dropout_mask(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<2x3xf3
 // their floating-point scalars f64 too.
 // CHECK-DAG: func.func private @dtrain_rt_matmul_f64(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i32, f64)
 // CHECK-DAG: func.func private @dtrain_rt_batch_norm_train_f64(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f64)
-// The f64 reference loops stay on the host for target=cuda too.
+// The f64 reference loops stay on the host for target=cuda too: the host
+// waits for the step stream before them.
+// CUDA-DAG: func.func private @dtrain_rt_matmul_f64({{[^)]*}}){{$}}
 // CUDA-LABEL: func.func @kernels_f64
 // CUDA: call @dtrain_rt_matmul_f64(
 // CUDA: call @dtrain_rt_batch_norm_train_f64(

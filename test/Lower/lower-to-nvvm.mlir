@@ -43,16 +43,24 @@
 // The whole pipeline: the kernel compiled into a fatbin for sm_90 (the
 // default), launched by the host; every host buffer comes from MLIR's
 // generic allocation functions (libdtrain_runtime_cuda: managed memory),
-// with no static arena; main first attaches the rank's GPU.
+// with no static arena; main first attaches the rank's GPU. The matmul and
+// the kernel are queued on one stream (the runtime's step stream), which
+// the host waits for once, before it returns
+// (--dtrain-chain-gpu-launches); the buffer is freed before that wait (the
+// pool reuses it once the stream is done).
 // CHECK-DAG:  llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
 // CHECK-DAG:  llvm.func @_mlir_memref_to_llvm_free(!llvm.ptr)
 // CHECK-DAG:  llvm.func @dtrain_rt_cuda_init_trainer()
 // CHECK-NOT:  __dtrain_arena
 // CHECK-LABEL: llvm.func @dtrain_model_run(
 // CHECK:        %[[BUF:.*]] = llvm.call @_mlir_memref_to_llvm_alloc
-// CHECK:        llvm.call @dtrain_rt_cuda_matmul_f32(
-// CHECK:        gpu.launch_func @dtrain_model_run_kernel::@dtrain_model_run_kernel
-// CHECK:        llvm.call @_mlir_memref_to_llvm_free(%[[BUF]])
+// CHECK:        %[[STREAM:.*]] = llvm.call @mgpuStreamCreate()
+// CHECK-NEXT:   llvm.call @dtrain_rt_cuda_matmul_f32(
+// CHECK-NEXT:   gpu.launch_func <%[[STREAM]] : !llvm.ptr> @dtrain_model_run_kernel::@dtrain_model_run_kernel
+// CHECK-NEXT:   llvm.call @_mlir_memref_to_llvm_free(%[[BUF]])
+// CHECK-NEXT:   llvm.call @mgpuStreamSynchronize(%[[STREAM]])
+// CHECK-NEXT:   llvm.call @mgpuStreamDestroy(%[[STREAM]])
+// CHECK-NEXT:   llvm.return
 // CHECK:      gpu.binary @dtrain_model_run_kernel [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx80">, properties = {{.*}}, "
 // CHECK-LABEL: llvm.func @main(
 // CHECK:        llvm.call @dtrain_rt_cuda_init_trainer()

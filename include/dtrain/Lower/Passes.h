@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -23,6 +24,11 @@ enum class AllReduceAlgorithm : int32_t {
   Mpi = DTRAIN_RT_ALLREDUCE_MPI,
   Ring = DTRAIN_RT_ALLREDUCE_RING,
 };
+
+/// The unit attribute of a runtime function that enqueues its device work on
+/// the step stream and returns without waiting for it (the CUDA heavy-op
+/// kernels): --dtrain-chain-gpu-launches keeps such calls in a chain.
+inline constexpr llvm::StringLiteral kStepStreamAttrName = "dtrain.step_stream";
 
 #define GEN_PASS_DECL
 #include "dtrain/Lower/Passes.h.inc"

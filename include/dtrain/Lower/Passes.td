@@ -282,4 +282,37 @@ def TileParallelLoopsForGPU : Pass<"dtrain-tile-parallel-loops-for-gpu",
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def ChainGPULaunches : Pass<"dtrain-chain-gpu-launches", "ModuleOp"> {
+  let summary = "Make the host's kernel launches asynchronous on one stream, "
+                "waiting only where the host needs their results";
+  let description = [{
+    For `--target=cuda`. A synchronous `gpu.launch_func` makes the host
+    wait for each kernel: on a step of small kernels the GPU idles while
+    the host launches the next one. This pass makes the launches of each
+    block asynchronous on one chain of tokens, started by `gpu.wait
+    async`, and ends the chain with `gpu.wait` only before the host code
+    that may touch memory: an op with memory effects other than allocation
+    and deallocation, or unknown ones (a call of the runtime, such as a
+    collective's, which reads the buffers on the host or hands them to the
+    communication thread), an op with regions, and the block's terminator.
+
+    Calls of functions that carry the unit attribute `dtrain.step_stream`
+    (the CUDA heavy-op kernels of `dtrain_rt_cuda.h`, which
+    `--dtrain-lower-nn{target=cuda}` marks) enqueue their work on the same
+    stream and return without waiting: they join the chain, starting one
+    if none is open, rather than end it. Every stream the generated code
+    makes is the runtime's step stream (`mgpuStreamCreate` in
+    `libdtrain_runtime_cuda`), so kernels, heavy ops and the waits that
+    end chains are ordered on one stream.
+
+    Deallocations need no wait: the runtime's pool hands a freed block
+    only to later work of the same step, in stream order, or to host code
+    after a wait. The work of marked calls is invisible to MLIR's token
+    semantics (a chain they start is an empty `gpu.wait async`, which
+    canonicalization would drop with its wait), so the pass runs after the
+    last canonicalization before `gpu-to-llvm`.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 #endif // DTRAIN_LOWER_PASSES_TD

@@ -3,7 +3,8 @@
 // The mgpu* functions of GpuHostFunctions.h over the CUDA driver API
 // (CudaDriver.h). Their semantics are those of MLIR's gpu dialect: a
 // !gpu.async.token is a stream or an event, work on one stream runs in
-// order, and gpu.wait synchronizes streams and events.
+// order, and gpu.wait synchronizes streams and events. The streams are all
+// one, the step stream, which orders more than the tokens ask for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 
 #include "cuda/CudaDriver.h"
 #include "cuda/GpuHostFunctions.h"
+#include "cuda/StepStream.h"
 
 #include <cinttypes>
 #include <climits>
@@ -206,20 +208,21 @@ void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
   DTRAIN_CU(cuLaunchKernelEx, &config, asFunction(function), params, extra);
 }
 
-void *mgpuStreamCreate(void) {
-  CUstream stream = nullptr;
-  // Non-blocking: the generated code orders its streams by tokens (events),
-  // not through the legacy default stream.
-  DTRAIN_CU(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
-  return stream;
-}
+// Every stream is the step stream (StepStream.h): a trainer's launches,
+// its heavy-op kernels and its waits are ordered on one stream, and no
+// step creates or destroys one.
+void *mgpuStreamCreate(void) { return stepStream(); }
 
 void mgpuStreamSynchronize(void *stream) {
-  DTRAIN_CU(cuStreamSynchronize, asStream(stream));
+  if (asStream(stream) == stepStream())
+    synchronizeStepStream();
+  else
+    DTRAIN_CU(cuStreamSynchronize, asStream(stream));
 }
 
 void mgpuStreamDestroy(void *stream) {
-  DTRAIN_CU(cuStreamDestroy, asStream(stream));
+  if (asStream(stream) != stepStream())
+    DTRAIN_CU(cuStreamDestroy, asStream(stream));
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {

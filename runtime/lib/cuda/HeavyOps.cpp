@@ -1,8 +1,8 @@
 //===- HeavyOps.cpp - the state the CUDA heavy-op kernels share -----------===//
 //
-// One stream, the cuBLAS and cuDNN handles on it and a growing scratch
+// The cuBLAS and cuDNN handles on the step stream and a growing scratch
 // buffer, created on first use and kept for the life of the process; a
-// KernelCall locks them for one call and synchronizes the stream at its end.
+// KernelCall locks them for one call, whose work it leaves queued.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +10,7 @@
 
 #include "cuda/CudaDriver.h"
 #include "cuda/HeavyOps.h"
+#include "cuda/StepStream.h"
 
 #include <cublas_v2.h>
 #include <cudnn.h>
@@ -27,7 +28,6 @@ constexpr size_t kScratchGranule = size_t(1) << 20;
 
 struct Shared {
   std::mutex mutex;
-  cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;
   void *scratch = nullptr;
@@ -53,24 +53,22 @@ KernelCall::KernelCall(const char *kernel)
     DTRAIN_HEAVY_CUDA(*this, cudaSetDevice, driver.ordinal);
     deviceSet = true;
   }
-  Shared &s = shared();
-  if (!s.stream)
-    DTRAIN_HEAVY_CUDA(*this, cudaStreamCreateWithFlags, &s.stream,
-                      cudaStreamNonBlocking);
 }
 
 KernelCall::~KernelCall() {
-  DTRAIN_HEAVY_CUDA(*this, cudaStreamSynchronize, shared().stream);
+  // The launches' own errors; what fails while running shows at the step
+  // stream's next synchronization.
+  DTRAIN_HEAVY_CUDA(*this, cudaGetLastError);
 }
 
-cudaStream_t KernelCall::stream() const { return shared().stream; }
+cudaStream_t KernelCall::stream() const { return stepStream(); }
 
 cublasContext *KernelCall::blas() {
   Shared &s = shared();
   if (!s.blas) {
     cublasHandle_t handle = nullptr;
     DTRAIN_HEAVY_BLAS(*this, cublasCreate, &handle);
-    DTRAIN_HEAVY_BLAS(*this, cublasSetStream, handle, s.stream);
+    DTRAIN_HEAVY_BLAS(*this, cublasSetStream, handle, stream());
     // Plain f32 arithmetic: the default math mode computes SGEMM with at
     // least f32's mantissa, never TF32's 10 bits (CUBLAS_TF32_TENSOR_OP_MATH
     // would), so results match the CPU's to rounding.
@@ -85,7 +83,7 @@ cudnnContext *KernelCall::dnn() {
   if (!s.dnn) {
     cudnnHandle_t handle = nullptr;
     DTRAIN_HEAVY_DNN(*this, cudnnCreate, &handle);
-    DTRAIN_HEAVY_DNN(*this, cudnnSetStream, handle, s.stream);
+    DTRAIN_HEAVY_DNN(*this, cudnnSetStream, handle, stream());
     s.dnn = handle;
   }
   return s.dnn;
@@ -99,7 +97,7 @@ void *KernelCall::scratch(size_t bytes) {
   size_t size = bytes > grown ? bytes : grown;
   size = (size + kScratchGranule - 1) / kScratchGranule * kScratchGranule;
   // Work queued before may still use the old buffer.
-  DTRAIN_HEAVY_CUDA(*this, cudaStreamSynchronize, s.stream);
+  synchronizeStepStream();
   if (s.scratch)
     DTRAIN_HEAVY_CUDA(*this, cudaFree, s.scratch);
   s.scratch = nullptr;

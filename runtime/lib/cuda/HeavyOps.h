@@ -6,11 +6,13 @@
 // kernels of their own, which also hold the few helper kernels that cuDNN
 // needs around it (DnnKernels.cu).
 //
-// They share one stream, the cuBLAS and cuDNN handles (created on first
-// use, on the process's device as cuda() opens it) and one growing device
-// buffer of scratch memory, behind a lock: a KernelCall holds them for the
-// length of one call, which synchronizes the stream before it returns
-// (generated code reads the results on the host or in its next kernel).
+// They queue their work on the step stream (StepStream.h) and return
+// without waiting for it: generated code waits for that stream before its
+// host code reads the results, and its next kernel, queued on the same
+// stream, runs after them. They share the cuBLAS and cuDNN handles
+// (created on first use, on the process's device as cuda() opens it) and
+// one growing device buffer of scratch memory, behind a lock: a KernelCall
+// holds them for the length of one call.
 //
 // Failures are fatal, as those of the mgpu* functions, since generated code
 // has no error path: "dtrain-rt: <kernel>: <call> failed: <why>", exit
@@ -43,8 +45,8 @@ public:
   explicit KernelCall(const char *kernel);
   KernelCall(const KernelCall &) = delete;
   KernelCall &operator=(const KernelCall &) = delete;
-  /// Waits for the stream (the call's results are then ready) and exits
-  /// with a message when any of its work failed.
+  /// Exits with a message when one of the call's launches failed; its work
+  /// stays queued on the step stream.
   ~KernelCall();
 
   const char *kernel() const { return name; }

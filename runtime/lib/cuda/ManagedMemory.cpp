@@ -3,14 +3,18 @@
 // dtrain_rt_cuda_alloc_managed and dtrain_rt_cuda_free: CUDA managed memory
 // (cuMemAllocManaged, attached globally) behind a pool of free blocks in
 // size classes, so that a training step's allocations do not go to the
-// driver once the first step has made its blocks.
+// driver once the first step has made its blocks. A trainer frees buffers
+// that kernels queued on the step stream may still use: a released block
+// is reused once a synchronization of that stream has seen them done.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaInternal.h"
 
 #include "cuda/CudaDriver.h"
+#include "cuda/StepStream.h"
 
+#include <deque>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +55,8 @@ public:
     const size_t size = blockSize(bytes);
     std::lock_guard<std::mutex> lock(mutex);
     std::vector<void *> &blocks = freeBlocks[size];
+    if (blocks.empty())
+      reclaim(releasedBlocks[size], blocks);
     void *block = nullptr;
     if (!blocks.empty()) {
       block = blocks.back();
@@ -71,11 +77,27 @@ public:
       fatal("dtrain_rt_cuda_free: %p was not allocated by "
             "dtrain_rt_cuda_alloc_managed, or was freed already",
             block);
-    freeBlocks[live->second].push_back(block);
+    releasedBlocks[live->second].push_back({block, stepStreamMark()});
     liveBlocks.erase(live);
   }
 
 private:
+  /// A block released at a mark of the step stream (StepStream.h).
+  struct Released {
+    void *block;
+    uint64_t mark;
+  };
+
+  /// Moves the blocks of RELEASED whose step-stream work is done to FREE.
+  static void reclaim(std::deque<Released> &released,
+                      std::vector<void *> &free) {
+    const uint64_t doneBefore = stepStreamDoneBefore();
+    while (!released.empty() && released.front().mark < doneBefore) {
+      free.push_back(released.front().block);
+      released.pop_front();
+    }
+  }
+
   /// A new block of SIZE bytes from the driver; when it is out of memory,
   /// the free blocks go back to it first.
   void *allocateBlock(size_t size) {
@@ -91,8 +113,12 @@ private:
     return reinterpret_cast<void *>(block);
   }
 
-  /// Frees every free block; returns whether there was one.
+  /// Frees every free block, and every released one once the step stream
+  /// is done with it; returns whether there was one.
   bool releaseFreeBlocks() {
+    synchronizeStepStream();
+    for (auto &[size, blocks] : releasedBlocks)
+      reclaim(blocks, freeBlocks[size]);
     bool released = false;
     for (auto &[size, blocks] : freeBlocks) {
       for (void *block : blocks)
@@ -106,6 +132,9 @@ private:
   std::mutex mutex;
   /// The free blocks by size.
   std::unordered_map<size_t, std::vector<void *>> freeBlocks;
+  /// The released blocks by size, in the order of release (of their marks),
+  /// until the step stream is done with them.
+  std::unordered_map<size_t, std::deque<Released>> releasedBlocks;
   /// The size of each live block.
   std::unordered_map<void *, size_t> liveBlocks;
 };
