@@ -72,13 +72,13 @@ struct ChainGPULaunchesPass
   }
 
 private:
-  /// Whether OP calls a function that enqueues its work on the step stream.
-  bool isStepStreamCall(Operation *op) {
+  /// Whether OP calls a function that carries the unit attribute NAME.
+  bool callsFunctionWith(Operation *op, StringRef name) {
     auto call = dyn_cast<func::CallOp>(op);
     if (!call)
       return false;
     auto callee = symbols->lookup<func::FuncOp>(call.getCallee());
-    return callee && callee->hasAttr(dtrain::lower::kStepStreamAttrName);
+    return callee && callee->hasAttr(name);
   }
 
   /// Chains the launches of BLOCK, and of the blocks nested in its ops,
@@ -109,10 +109,12 @@ private:
         token = makeAsync(launch, token);
         continue;
       }
-      if (isStepStreamCall(&op)) {
+      if (callsFunctionWith(&op, dtrain::lower::kStepStreamAttrName)) {
         open(&op);
         continue;
       }
+      if (callsFunctionWith(&op, dtrain::lower::kStreamIndependentAttrName))
+        continue;
       if (needsChainResults(&op))
         close(&op);
       for (Region &region : op.getRegions())

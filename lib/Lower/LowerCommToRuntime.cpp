@@ -87,13 +87,36 @@ static constexpr RuntimeFunction kAllRuntimeFunctions[] = {
     RuntimeFunction::AllReduceStart, RuntimeFunction::SparseAllReduceStart,
     RuntimeFunction::Wait};
 
+/// Whether `function` touches no buffer that a kernel queued since the
+/// host's last wait for the step stream may use: the communicator's
+/// queries, and the wait of a collective, whose buffers are the
+/// collective's from its start (before which the host waited) to its wait.
+static bool isStreamIndependent(RuntimeFunction function) {
+  switch (function) {
+  case RuntimeFunction::CommWorld:
+  case RuntimeFunction::CommRank:
+  case RuntimeFunction::CommSize:
+  case RuntimeFunction::Wait:
+    return true;
+  case RuntimeFunction::AllReduce:
+  case RuntimeFunction::AllReduceStart:
+  case RuntimeFunction::SparseAllReduceStart:
+    return false;
+  }
+  llvm_unreachable("unknown runtime function");
+}
+
 /// Calls `function`, declaring it in the enclosing module on first use.
 static func::CallOp createRuntimeCall(OpBuilder &builder, Operation *from,
                                       RuntimeFunction function,
                                       ValueRange args) {
-  return lower::createRuntimeCall(
+  func::CallOp call = lower::createRuntimeCall(
       builder, from, getRuntimeFunctionName(function),
       getRuntimeFunctionType(builder.getContext(), function), args);
+  if (isStreamIndependent(function))
+    SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr())
+        ->setAttr(lower::kStreamIndependentAttrName, builder.getUnitAttr());
+  return call;
 }
 
 static int32_t getRuntimeDType(Type elementType) {

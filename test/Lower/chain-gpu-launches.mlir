@@ -1,9 +1,10 @@
 // RUN: dtrain-opt %s --split-input-file --dtrain-chain-gpu-launches | FileCheck %s
 
 // Launches are chained on tokens; a call of a step-stream function (a CUDA
-// heavy op) joins the chain, and allocation and deallocation leave it
-// open. The host's load ends it, and a step-stream call with no chain
-// open starts one, which the other call ends.
+// heavy op) joins the chain, and allocation, deallocation and a
+// stream-independent call (a collective's wait) leave it open. The host's
+// load ends it, and a step-stream call with no chain open starts one,
+// which the other call ends.
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @scale(%buf: memref<16xf32>) kernel {
@@ -12,11 +13,13 @@ module attributes {gpu.container_module} {
   }
   func.func private @heavy(memref<16xf32>) attributes {dtrain.step_stream}
   func.func private @host(memref<16xf32>)
+  func.func private @wait(!llvm.ptr) attributes {dtrain.stream_independent}
 
   // CHECK-LABEL: func.func @chain(
-  // CHECK-SAME:    %[[A:.*]]: memref<16xf32>, %[[B:.*]]: memref<16xf32>)
+  // CHECK-SAME:    %[[A:.*]]: memref<16xf32>, %[[B:.*]]: memref<16xf32>, %[[H:.*]]: !llvm.ptr)
   // CHECK:         %[[T0:.*]] = gpu.wait async
   // CHECK-NEXT:    %[[T1:.*]] = gpu.launch_func async [%[[T0]]] @kernels::@scale {{.*}} args(%[[A]] : memref<16xf32>)
+  // CHECK-NEXT:    call @wait(%[[H]])
   // CHECK-NEXT:    %[[TMP:.*]] = memref.alloc()
   // CHECK-NEXT:    call @heavy(%[[TMP]])
   // CHECK-NEXT:    %[[T2:.*]] = gpu.launch_func async [%[[T1]]] @kernels::@scale {{.*}} args(%[[TMP]] : memref<16xf32>)
@@ -28,10 +31,11 @@ module attributes {gpu.container_module} {
   // CHECK-NEXT:    gpu.wait [%[[T3]]]
   // CHECK-NEXT:    call @host(%[[B]])
   // CHECK-NEXT:    return %[[V]]
-  func.func @chain(%a: memref<16xf32>, %b: memref<16xf32>) -> f32 {
+  func.func @chain(%a: memref<16xf32>, %b: memref<16xf32>, %handle: !llvm.ptr) -> f32 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<16xf32>)
+    call @wait(%handle) : (!llvm.ptr) -> ()
     %tmp = memref.alloc() : memref<16xf32>
     call @heavy(%tmp) : (memref<16xf32>) -> ()
     gpu.launch_func @kernels::@scale blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%tmp : memref<16xf32>)

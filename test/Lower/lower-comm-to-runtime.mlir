@@ -2,12 +2,16 @@
 // RUN: dtrain-opt %s --dtrain-lower-comm-to-runtime=algorithm=ring --canonicalize --split-input-file | FileCheck %s --check-prefix=RING
 
 // The runtime functions are declared once, with the C ABI's signatures.
-// CHECK-DAG: func.func private @dtrain_rt_comm_world() -> !llvm.ptr
-// CHECK-DAG: func.func private @dtrain_rt_comm_rank(!llvm.ptr) -> i32
-// CHECK-DAG: func.func private @dtrain_rt_comm_size(!llvm.ptr) -> i32
-// CHECK-DAG: func.func private @dtrain_rt_all_reduce_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32)
-// CHECK-DAG: func.func private @dtrain_rt_all_reduce_start_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> !llvm.ptr
-// CHECK-DAG: func.func private @dtrain_rt_wait(!llvm.ptr)
+// The communicator's queries and the wait touch no buffer that kernels
+// queued meanwhile may use (dtrain.stream_independent: a --target=cuda
+// step calls them without waiting for its stream); the collectives read
+// their buffers.
+// CHECK-DAG: func.func private @dtrain_rt_comm_world() -> !llvm.ptr attributes {dtrain.stream_independent}
+// CHECK-DAG: func.func private @dtrain_rt_comm_rank(!llvm.ptr) -> i32 attributes {dtrain.stream_independent}
+// CHECK-DAG: func.func private @dtrain_rt_comm_size(!llvm.ptr) -> i32 attributes {dtrain.stream_independent}
+// CHECK-DAG: func.func private @dtrain_rt_all_reduce_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32){{$}}
+// CHECK-DAG: func.func private @dtrain_rt_all_reduce_start_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> !llvm.ptr{{$}}
+// CHECK-DAG: func.func private @dtrain_rt_wait(!llvm.ptr) attributes {dtrain.stream_independent}
 
 // CHECK-LABEL: func.func @collectives
 // CHECK-SAME: (%[[G:.*]]: memref<128xf32>, %[[H:.*]]: memref<4x8xbf16>, %[[D:.*]]: memref<16xf64>, %[[E:.*]]: memref<3xf16>)

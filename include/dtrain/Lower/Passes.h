@@ -30,6 +30,13 @@ enum class AllReduceAlgorithm : int32_t {
 /// kernels): --dtrain-chain-gpu-launches keeps such calls in a chain.
 inline constexpr llvm::StringLiteral kStepStreamAttrName = "dtrain.step_stream";
 
+/// The unit attribute of a runtime function that touches no buffer that
+/// kernels queued since the host's last wait for the step stream may use
+/// (a collective's wait): --dtrain-chain-gpu-launches calls it without
+/// ending the open chain.
+inline constexpr llvm::StringLiteral kStreamIndependentAttrName =
+    "dtrain.stream_independent";
+
 #define GEN_PASS_DECL
 #include "dtrain/Lower/Passes.h.inc"
 

@@ -305,6 +305,13 @@ def ChainGPULaunches : Pass<"dtrain-chain-gpu-launches", "ModuleOp"> {
     `libdtrain_runtime_cuda`), so kernels, heavy ops and the waits that
     end chains are ordered on one stream.
 
+    Calls of functions that carry the unit attribute
+    `dtrain.stream_independent` touch no buffer that kernels queued since
+    the last wait may use (a collective's wait and the communicator's
+    queries, which `--dtrain-lower-comm-to-runtime` marks: a collective's
+    buffers are its own from its start, before which the host waits, to
+    its wait): they leave the chain open.
+
     Deallocations need no wait: the runtime's pool hands a freed block
     only to later work of the same step, in stream order, or to host code
     after a wait. The work of marked calls is invisible to MLIR's token
