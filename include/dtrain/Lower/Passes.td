@@ -261,6 +261,25 @@ def CopyConstantGlobals : Pass<"dtrain-copy-constant-globals",
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def InterchangeParallelOuter : Pass<"dtrain-interchange-parallel-outer",
+                                     "func::FuncOp"> {
+  let summary = "Interchange the loops of each linalg.generic so that its "
+                "parallel dimensions enclose its reductions";
+  let description = [{
+    For `--target=cuda`, before `convert-linalg-to-parallel-loops`: a
+    generic's loops come out in the order of its iterators, and a
+    reduction ahead of a parallel dimension (a bias gradient's sum over
+    the batch: `["reduction", "parallel"]`) becomes a host loop around a
+    kernel launch per iteration, the sum carried through memory between
+    launches. Interchanged, each thread of one kernel runs the reduction
+    over its own outputs, in the same order of the reduced elements (the
+    same sums as before). The parallel dimensions keep their order among
+    themselves, and so do the reductions. Generics with no reduction, or
+    with their reductions innermost already, are left alone.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def TileParallelLoopsForGPU : Pass<"dtrain-tile-parallel-loops-for-gpu",
                                     "func::FuncOp"> {
   let summary = "Tile each outermost scf.parallel into blocks and threads "
