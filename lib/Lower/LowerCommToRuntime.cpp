@@ -87,35 +87,20 @@ static constexpr RuntimeFunction kAllRuntimeFunctions[] = {
     RuntimeFunction::AllReduceStart, RuntimeFunction::SparseAllReduceStart,
     RuntimeFunction::Wait};
 
-/// Whether `function` touches no buffer that a kernel queued since the
-/// host's last wait for the step stream may use: the communicator's
-/// queries, and the wait of a collective, whose buffers are the
-/// collective's from its start (before which the host waited) to its wait.
-static bool isStreamIndependent(RuntimeFunction function) {
-  switch (function) {
-  case RuntimeFunction::CommWorld:
-  case RuntimeFunction::CommRank:
-  case RuntimeFunction::CommSize:
-  case RuntimeFunction::Wait:
-    return true;
-  case RuntimeFunction::AllReduce:
-  case RuntimeFunction::AllReduceStart:
-  case RuntimeFunction::SparseAllReduceStart:
-    return false;
-  }
-  llvm_unreachable("unknown runtime function");
-}
-
 /// Calls `function`, declaring it in the enclosing module on first use.
+/// None of them needs the host to wait for a --target=cuda step's kernels
+/// first: the communicator's queries touch no buffer; a collective's
+/// buffers are its own from its submission to its wait, and the thread
+/// that runs it waits for the kernels queued before its submission (the
+/// runtime's buffer fence, which --target=cuda trainers install).
 static func::CallOp createRuntimeCall(OpBuilder &builder, Operation *from,
                                       RuntimeFunction function,
                                       ValueRange args) {
   func::CallOp call = lower::createRuntimeCall(
       builder, from, getRuntimeFunctionName(function),
       getRuntimeFunctionType(builder.getContext(), function), args);
-  if (isStreamIndependent(function))
-    SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr())
-        ->setAttr(lower::kStreamIndependentAttrName, builder.getUnitAttr());
+  SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr())
+      ->setAttr(lower::kStreamIndependentAttrName, builder.getUnitAttr());
   return call;
 }
 

@@ -234,6 +234,27 @@ void dtrain_rt_set_transport(const dtrain_rt_transport_t *transport);
  * or bootstrap over it (exchange an NCCL id by its BROADCAST). */
 const dtrain_rt_transport_t *dtrain_rt_mpi_transport(void);
 
+/* When a collective's buffers are ready, for programs whose buffers are
+ * written asynchronously by a device (a --target=cuda trainer's kernels,
+ * queued on its step stream and not waited for when it starts a
+ * collective). RECORD runs in the call that submits each collective (every
+ * collective function), on the caller's thread, and returns a fence for
+ * the work the caller has queued so far; WAIT runs with that fence on the
+ * thread that runs the collective, before the collective reads or writes
+ * its buffers, blocks until the fence's work is done, and releases it.
+ * Without a fence (the default) buffers are ready when submitted. */
+typedef struct dtrain_rt_buffer_fence {
+  /* Passed to both functions, unread by the runtime. */
+  void *context;
+  void *(*record)(void *context);
+  void (*wait)(void *context, void *fence);
+} dtrain_rt_buffer_fence_t;
+
+/* Has every later collective wait for the fence FENCE records (copied;
+ * both functions must be set), or for nothing again when FENCE is NULL.
+ * Call it when no collective is in flight, else the job aborts. */
+void dtrain_rt_set_buffer_fence(const dtrain_rt_buffer_fence_t *fence);
+
 /*===--- Array files: .npy and .npz ---------------------------------------===*
  *
  * NumPy's .npy format (versions 1.0, 2.0 and 3.0) and .npz archives (zip

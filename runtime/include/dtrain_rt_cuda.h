@@ -346,6 +346,8 @@ void dtrain_rt_cuda_prefetch_to_device(void *ptr, size_t bytes);
  * buffers with dtrain_rt_cuda_alloc_managed (dtrain_rt_set_buffer_allocator)
  * and prefetch each input they write to the GPU
  * (dtrain_rt_set_input_prefetch with dtrain_rt_cuda_prefetch_to_device),
+ * has each collective wait for the step stream's work queued before it
+ * (dtrain_rt_set_buffer_fence with dtrain_rt_cuda_step_stream_fence()),
  * and runs
  * the collectives over NCCL (dtrain_rt_set_transport with
  * dtrain_rt_cuda_nccl_transport()) unless the environment variable
@@ -376,6 +378,15 @@ void dtrain_rt_cuda_init_trainer(void);
  * differ. A failure prints "dtrain-rt: <the CUDA function>: <why>" and
  * exits with status 1. */
 const dtrain_rt_sparse_kernels_t *dtrain_rt_cuda_sparse_kernels(void);
+
+/* The runtime's buffer fence (dtrain_rt.h, dtrain_rt_set_buffer_fence) on
+ * the step stream: each collective records an event on it when submitted,
+ * and the thread that runs the collective waits for that event before
+ * touching its buffers, so that a --target=cuda trainer starts collectives
+ * without waiting for the kernels that write their buffers. A failure
+ * prints "dtrain-rt: <the driver call> failed: <why>" and exits with
+ * status 1. */
+const dtrain_rt_buffer_fence_t *dtrain_rt_cuda_step_stream_fence(void);
 
 /* The runtime's transport (dtrain_rt.h, dtrain_rt_set_transport) over
  * NCCL, one GPU per rank (the device above). Its first call loads

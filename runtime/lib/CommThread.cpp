@@ -12,7 +12,9 @@
 // collectives run inline in the submitting call instead.
 //
 // The thread also keeps the statistics and timeline events that trainers
-// report (commStats, takeTrace).
+// report (commStats, takeTrace). A collective whose buffers a device
+// writes asynchronously waits for the buffer fence recorded when it was
+// submitted (dtrain_rt_set_buffer_fence) before it runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +65,9 @@ struct State {
   bool tracing = false;
   std::vector<TraceEvent> trace;
   int64_t sequence = 0;
+  /// dtrain_rt_set_buffer_fence's; installed only while no collective is
+  /// in flight, so a queued collective's fence is this one's.
+  dtrain_rt_buffer_fence_t fence = {};
 };
 
 State &state() {
@@ -73,6 +78,8 @@ State &state() {
 
 /// Runs C and records it; called on the communication thread (or inline).
 void execute(State &s, Collective *c) {
+  if (c->fence)
+    s.fence.wait(s.fence.context, c->fence);
   c->started = clockSeconds();
   c->run();
   c->finished = clockSeconds();
@@ -161,6 +168,8 @@ void dtrain::rt::submitCollective(Collective *c) {
   }
   if (tracing) // computeCpuSeconds takes the mutex
     c->queuedCpu = computeCpuSeconds();
+  if (s.fence.record)
+    c->fence = s.fence.record(s.fence.context);
   if (!useThread || !mpiThreadMultiple() || P == 1) {
     execute(s, c);
     return;
@@ -285,4 +294,13 @@ std::string Collective::label() const {
                      : kind == Broadcast ? "broadcast"
                                          : "sparse_all_reduce";
   return std::string(name) + " #" + std::to_string(sequence);
+}
+
+void dtrain_rt_set_buffer_fence(const dtrain_rt_buffer_fence_t *fence) {
+  static constexpr const char *fn = "dtrain_rt_set_buffer_fence";
+  checkNoCollectiveInFlight(fn, "a buffer fence");
+  if (fence)
+    checkEveryFunctionSet(fn, "the fence's",
+                          {{"record", fence->record}, {"wait", fence->wait}});
+  state().fence = fence ? *fence : dtrain_rt_buffer_fence_t{};
 }

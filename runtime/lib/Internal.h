@@ -259,6 +259,9 @@ struct Collective {
   double queued = 0, started = 0, finished = 0; // clockSeconds()
   /// computeCpuSeconds() when queued, while tracing (else -1).
   double queuedCpu = -1;
+  /// What the buffer fence recorded when C was submitted (null without
+  /// one); waited for before run().
+  void *fence = nullptr;
   bool done = false; // guarded by the communication thread's mutex
 };
 

@@ -6,6 +6,9 @@
 // results must be the same bits, and the calls written down exactly the
 // ones the collective's algorithm makes. A transfer that bypassed the
 // transport would miss from the record (and would not run over NCCL).
+// Also the buffer fence: collectives wait for the work recorded when they
+// were submitted (a --target=cuda step's kernels) before they touch their
+// buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +17,13 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace dtrain::rt;
@@ -476,6 +483,92 @@ TEST(MPITransport, IsTheDefault) {
   int64_t value = rank() == 0 ? 42 : 0;
   t->broadcast(t->context, dtrain_rt_comm_world(), &value, sizeof value, 0);
   EXPECT_EQ(value, 42);
+}
+
+//===--- The buffer fence -------------------------------------------------===//
+
+/// A fence that stands for a device still writing a buffer: each record
+/// takes the writes queued so far (LATE: each element's final value), and
+/// its wait makes them, after a delay, on the thread that runs the
+/// collective. A collective that did not wait would reduce the stale
+/// values.
+struct LateWrites {
+  std::mutex mutex;
+  std::vector<std::pair<float *, std::vector<float>>> queued;
+  int records = 0, waits = 0;
+  std::thread::id recordThread, waitThread;
+};
+
+struct Fence {
+  std::vector<std::pair<float *, std::vector<float>>> writes;
+};
+
+void *recordLate(void *context) {
+  auto &late = *static_cast<LateWrites *>(context);
+  std::lock_guard<std::mutex> lock(late.mutex);
+  late.records += 1;
+  late.recordThread = std::this_thread::get_id();
+  auto *fence = new Fence{std::move(late.queued)};
+  late.queued.clear();
+  return fence;
+}
+
+void waitLate(void *context, void *fence) {
+  auto &late = *static_cast<LateWrites *>(context);
+  std::unique_ptr<Fence> writes(static_cast<Fence *>(fence));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (auto &[buffer, values] : writes->writes)
+    std::copy(values.begin(), values.end(), buffer);
+  std::lock_guard<std::mutex> lock(late.mutex);
+  late.waits += 1;
+  late.waitThread = std::this_thread::get_id();
+}
+
+TEST(BufferFence, CollectivesWaitForTheWorkBeforeThem) {
+  dtrain_rt_comm_t *world = dtrain_rt_comm_world();
+  LateWrites late;
+  const dtrain_rt_buffer_fence_t fence = {&late, recordLate, waitLate};
+  dtrain_rt_set_buffer_fence(&fence);
+
+  // A started all-reduce of values that are still being written: 0 now,
+  // rank + 1 once the fence's work is done.
+  const int64_t n = 1000;
+  std::vector<float> dense(n, 0.0f);
+  late.queued.push_back({dense.data(), std::vector<float>(n, rank() + 1.0f)});
+  dtrain_rt_request_t *request = dtrain_rt_all_reduce_start(
+      world, dense.data(), n, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+  dtrain_rt_wait(request);
+  const float ranksSum = float(size() * (size() + 1) / 2);
+  EXPECT_EQ(dense, std::vector<float>(n, ranksSum));
+
+  // A sparse exchange (all of it sent: k = n) of a late gradient, and a
+  // blocking all-reduce.
+  std::vector<float> grad(n, 0.0f), residual(n, 0.0f);
+  late.queued.push_back({grad.data(), std::vector<float>(n, rank() + 1.0f)});
+  request = dtrain_rt_sparse_all_reduce_start(
+      world, grad.data(), residual.data(), n, n, nullptr, 0,
+      DTRAIN_RT_SELECT_EXACT, DTRAIN_RT_SPARSE_ALLGATHER, DTRAIN_RT_SUM,
+      DTRAIN_RT_F32, 0);
+  dtrain_rt_wait(request);
+  EXPECT_EQ(grad, std::vector<float>(n, ranksSum));
+  std::vector<float> scalar(1, 0.0f);
+  late.queued.push_back({scalar.data(), {2.0f}});
+  dtrain_rt_all_reduce(world, scalar.data(), 1, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+  EXPECT_EQ(scalar[0], 2.0f * float(size()));
+
+  // One record per collective, on the caller's thread, and one wait each,
+  // on the communication thread when there is one (more than one rank).
+  EXPECT_EQ(late.records, 3);
+  EXPECT_EQ(late.waits, 3);
+  EXPECT_EQ(late.recordThread, std::this_thread::get_id());
+  if (size() > 1)
+    EXPECT_NE(late.waitThread, std::this_thread::get_id());
+
+  // Uninstalled: buffers are ready when submitted.
+  dtrain_rt_set_buffer_fence(nullptr);
+  dtrain_rt_all_reduce(world, scalar.data(), 1, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+  EXPECT_EQ(late.records, 3);
+  EXPECT_EQ(scalar[0], 2.0f * float(size() * size()));
 }
 
 } // namespace

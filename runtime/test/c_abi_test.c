@@ -9,6 +9,16 @@ static int differ(float actual, float expected) {
   return actual - expected > 1e-5f || expected - actual > 1e-5f;
 }
 
+/* The fence's count: +1 per record, +1 per wait of a recorded fence. */
+static int fences;
+static void *countFence(void *context) {
+  *(int *)context += 1;
+  return context;
+}
+static void countFenceWait(void *context, void *fence) {
+  *(int *)context += fence == context;
+}
+
 int main(int argc, char **argv) {
   dtrain_rt_init(&argc, &argv);
   dtrain_rt_comm_t *world = dtrain_rt_comm_world();
@@ -59,6 +69,14 @@ int main(int argc, char **argv) {
   failures += grad[1] != -4.0f * (float)size || grad[0] != 0.0f;
   failures += residual[0] != 1.0f || residual[1] != 0.0f;
   dtrain_rt_set_sparse_kernels(NULL);
+
+  /* A buffer fence from C: counts its records and waits. */
+  dtrain_rt_buffer_fence_t fence = {&fences, countFence, countFenceWait};
+  dtrain_rt_set_buffer_fence(&fence);
+  double one[1] = {1.0};
+  dtrain_rt_all_reduce(world, one, 1, DTRAIN_RT_F64, DTRAIN_RT_SUM);
+  dtrain_rt_set_buffer_fence(NULL);
+  failures += one[0] != (double)size || fences != 2;
 
   /* Array files: the C types and calls (no files written: every rank runs
    * this; NpyTest covers the formats). */

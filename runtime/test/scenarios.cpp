@@ -52,7 +52,8 @@ int usage() {
                "abort-while-waiting | bad-dtype | int-dtype | negative-count | "
                "bad-env | null-request | mpi-error | stalled-rank | "
                "transport-in-flight | transport-null-function | "
-               "sparse-kernels-in-flight | sparse-kernels-null-function\n");
+               "sparse-kernels-in-flight | sparse-kernels-null-function | "
+               "fence-in-flight | fence-null-function\n");
   return 2;
 }
 
@@ -132,6 +133,19 @@ int main(int argc, char **argv) {
     dtrain_rt_sparse_kernels_t kernels = *dtrain_rt_cpu_sparse_kernels();
     kernels.dense_residual = nullptr;
     dtrain_rt_set_sparse_kernels(&kernels);
+  } else if (!std::strcmp(mode, "fence-in-flight")) {
+    // As transport-in-flight: a fence installed after a submission could
+    // not be the one its collective waits with.
+    if (rank == 1)
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    dtrain_rt_request_t *request = dtrain_rt_all_reduce_start(
+        world, data.data(), 64, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+    dtrain_rt_set_buffer_fence(nullptr);
+    dtrain_rt_wait(request);
+  } else if (!std::strcmp(mode, "fence-null-function")) {
+    const dtrain_rt_buffer_fence_t fence = {
+        nullptr, [](void *) -> void * { return nullptr; }, nullptr};
+    dtrain_rt_set_buffer_fence(&fence);
   } else {
     return usage();
   }

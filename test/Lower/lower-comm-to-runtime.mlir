@@ -2,15 +2,15 @@
 // RUN: dtrain-opt %s --dtrain-lower-comm-to-runtime=algorithm=ring --canonicalize --split-input-file | FileCheck %s --check-prefix=RING
 
 // The runtime functions are declared once, with the C ABI's signatures.
-// The communicator's queries and the wait touch no buffer that kernels
-// queued meanwhile may use (dtrain.stream_independent: a --target=cuda
-// step calls them without waiting for its stream); the collectives read
-// their buffers.
+// A --target=cuda step calls each without waiting for its kernels
+// (dtrain.stream_independent): the queries touch no buffer, and a
+// collective's thread waits for the kernels queued before its submission
+// (the runtime's buffer fence).
 // CHECK-DAG: func.func private @dtrain_rt_comm_world() -> !llvm.ptr attributes {dtrain.stream_independent}
 // CHECK-DAG: func.func private @dtrain_rt_comm_rank(!llvm.ptr) -> i32 attributes {dtrain.stream_independent}
 // CHECK-DAG: func.func private @dtrain_rt_comm_size(!llvm.ptr) -> i32 attributes {dtrain.stream_independent}
-// CHECK-DAG: func.func private @dtrain_rt_all_reduce_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32){{$}}
-// CHECK-DAG: func.func private @dtrain_rt_all_reduce_start_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> !llvm.ptr{{$}}
+// CHECK-DAG: func.func private @dtrain_rt_all_reduce_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) attributes {dtrain.stream_independent}
+// CHECK-DAG: func.func private @dtrain_rt_all_reduce_start_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> !llvm.ptr attributes {dtrain.stream_independent}
 // CHECK-DAG: func.func private @dtrain_rt_wait(!llvm.ptr) attributes {dtrain.stream_independent}
 
 // CHECK-LABEL: func.func @collectives

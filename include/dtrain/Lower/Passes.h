@@ -30,9 +30,10 @@ enum class AllReduceAlgorithm : int32_t {
 /// kernels): --dtrain-chain-gpu-launches keeps such calls in a chain.
 inline constexpr llvm::StringLiteral kStepStreamAttrName = "dtrain.step_stream";
 
-/// The unit attribute of a runtime function that touches no buffer that
-/// kernels queued since the host's last wait for the step stream may use
-/// (a collective's wait): --dtrain-chain-gpu-launches calls it without
+/// The unit attribute of a runtime function that needs no wait for the
+/// kernels queued on the step stream: it touches no buffer they may use,
+/// or has its accesses wait for them itself (the runtime's collectives,
+/// through its buffer fence). --dtrain-chain-gpu-launches calls it without
 /// ending the open chain.
 inline constexpr llvm::StringLiteral kStreamIndependentAttrName =
     "dtrain.stream_independent";

@@ -325,11 +325,14 @@ def ChainGPULaunches : Pass<"dtrain-chain-gpu-launches", "ModuleOp"> {
     end chains are ordered on one stream.
 
     Calls of functions that carry the unit attribute
-    `dtrain.stream_independent` touch no buffer that kernels queued since
-    the last wait may use (a collective's wait and the communicator's
-    queries, which `--dtrain-lower-comm-to-runtime` marks: a collective's
-    buffers are its own from its start, before which the host waits, to
-    its wait): they leave the chain open.
+    `dtrain.stream_independent` leave the chain open: they touch no buffer
+    that queued kernels may use, or make their accesses wait for those
+    kernels themselves. `--dtrain-lower-comm-to-runtime` marks the
+    runtime's collectives so (a collective's buffers are its own from its
+    submission to its wait, and the thread that runs it first waits for
+    the kernels queued before its submission: the runtime's buffer fence,
+    which `--target=cuda` trainers install), and the communicator's
+    queries.
 
     Deallocations need no wait: the runtime's pool hands a freed block
     only to later work of the same step, in stream order, or to host code

@@ -5,7 +5,13 @@
 #include "cuda/CudaDriver.h"
 #include "cuda/StepStream.h"
 
+#pragma GCC visibility push(default)
+#include "dtrain_rt.h"
+#pragma GCC visibility pop
+
 #include <atomic>
+#include <mutex>
+#include <vector>
 
 using namespace dtrain::rt::gpu;
 
@@ -44,3 +50,54 @@ uint64_t dtrain::rt::gpu::stepStreamMark() { return started.load(); }
 uint64_t dtrain::rt::gpu::stepStreamDoneBefore() { return doneBefore.load(); }
 
 void dtrain_rt_cuda_synchronize(void) { synchronizeStepStream(); }
+
+namespace {
+/// Events for fences, reused: one per collective in flight at most.
+struct EventPool {
+  std::mutex mutex;
+  std::vector<CUevent> free;
+};
+
+EventPool &eventPool() {
+  // Never destroyed: the driver may shut down before static destructors.
+  static EventPool *const pool = new EventPool;
+  return *pool;
+}
+
+/// An event recorded on the step stream after the work queued so far.
+void *recordFence(void *) {
+  CUevent event = nullptr;
+  {
+    EventPool &pool = eventPool();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    if (!pool.free.empty()) {
+      event = pool.free.back();
+      pool.free.pop_back();
+    }
+  }
+  if (!event)
+    DTRAIN_CU_CHECK(cuda().cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
+                    "cuEventCreate for a collective's buffer fence");
+  DTRAIN_CU_CHECK(cuda().cuEventRecord(event, stepStream()),
+                  "cuEventRecord of a collective's buffer fence");
+  return event;
+}
+
+/// Waits for the work before FENCE's event (a kernel's failure among it
+/// shows here), and returns the event to the pool.
+void waitFence(void *, void *fence) {
+  CUevent event = static_cast<CUevent>(fence);
+  DTRAIN_CU_CHECK(cuda().cuEventSynchronize(event),
+                  "cuEventSynchronize of a collective's buffer fence (a "
+                  "kernel or heavy op queued on the step stream before it)");
+  EventPool &pool = eventPool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  pool.free.push_back(event);
+}
+} // namespace
+
+const dtrain_rt_buffer_fence_t *dtrain_rt_cuda_step_stream_fence(void) {
+  static const dtrain_rt_buffer_fence_t fence = {nullptr, recordFence,
+                                                 waitFence};
+  return &fence;
+}

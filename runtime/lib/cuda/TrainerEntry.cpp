@@ -41,6 +41,10 @@ void dtrain_rt_cuda_init_trainer(void) {
   dtrain_rt_set_buffer_allocator(dtrain_rt_cuda_alloc_managed,
                                  dtrain_rt_cuda_free);
   dtrain_rt_set_input_prefetch(dtrain_rt_cuda_prefetch_to_device);
+  // The step starts collectives without waiting for the kernels that write
+  // their buffers (--dtrain-chain-gpu-launches): each waits for them on
+  // the thread that runs it.
+  dtrain_rt_set_buffer_fence(dtrain_rt_cuda_step_stream_fence());
   // Before MPI_Init (the trainer's main initializes it later): the
   // transport makes its NCCL communicator on the first collective.
   if (switchedOn("DTRAIN_NCCL", "run the collectives over MPI",
