@@ -315,8 +315,11 @@ int dtrain_rt_cuda_driver_status(void);
 void *dtrain_rt_cuda_alloc_managed(size_t bytes);
 
 /* Returns PTR, from dtrain_rt_cuda_alloc_managed, to the pool (NULL: no-op).
- * Work queued on the step stream may still use it: the block is reused
- * once a synchronization of that stream (dtrain_rt_cuda_synchronize, or a
+ * Work queued on the step stream may still use it, as in stream-ordered
+ * allocation: the calling thread's later allocations may get the block at
+ * once (so its work on it must be queued on the step stream too, or wait
+ * for it, as a --target=cuda trainer's is), other threads' only once a
+ * synchronization of that stream (dtrain_rt_cuda_synchronize, or a
  * trainer's waits) has seen that work done. Work on other streams must be
  * complete. Exits with a message for any other pointer, or one freed
  * twice. */

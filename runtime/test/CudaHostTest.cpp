@@ -8,8 +8,9 @@
 // 16 bits, events ordering two streams, host_shared memory, host
 // registration, the device of the local rank, the step stream (every
 // stream of the generated code; heavy ops queued after its kernels), the
-// managed pool (host and kernel on one block, reuse of freed blocks once
-// the step stream is done with them), and the fatal errors.
+// managed pool (host and kernel on one block, reuse of freed blocks: by
+// the freeing thread at once, by others once the step stream is done with
+// them), and the fatal errors.
 //
 // Without a CUDA driver or device it runs nothing: it prints one line
 // saying so and exits 77, which ctest reports as skipped. With
@@ -36,6 +37,7 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace dtrain::rt::test;
@@ -411,18 +413,24 @@ TEST(ManagedPool, ReusesFreedBlocks) {
   void *second = dtrain_rt_cuda_alloc_managed(1000);
   EXPECT_NE(first, second);
   dtrain_rt_cuda_free(first);
-  // Work queued on the step stream may still use a freed block: it waits
-  // for the stream's next synchronization.
-  void *unsynchronized = dtrain_rt_cuda_alloc_managed(1000);
-  EXPECT_NE(unsynchronized, first);
-  dtrain_rt_cuda_synchronize();
-  // 900 and 1000 bytes are one size class (1024): the freed block again.
+  // Work queued on the step stream may still use a freed block: another
+  // thread gets it only after the stream's next synchronization.
+  void *elsewhere = nullptr;
+  std::thread([&] { elsewhere = dtrain_rt_cuda_alloc_managed(1000); }).join();
+  EXPECT_NE(elsewhere, first);
+  // The freeing thread gets it at once: 900 and 1000 bytes are one size
+  // class (1024).
   void *again = dtrain_rt_cuda_alloc_managed(900);
   EXPECT_EQ(again, first);
-  dtrain_rt_cuda_free(unsynchronized);
+  dtrain_rt_cuda_free(elsewhere);
+  dtrain_rt_cuda_synchronize();
+  void *synchronized = nullptr;
+  std::thread([&] { synchronized = dtrain_rt_cuda_alloc_managed(1000); })
+      .join();
+  EXPECT_EQ(synchronized, elsewhere);
+  dtrain_rt_cuda_free(synchronized);
   // 3000 bytes is another class: a new block, not the freed one.
   dtrain_rt_cuda_free(second);
-  dtrain_rt_cuda_synchronize();
   void *larger = dtrain_rt_cuda_alloc_managed(3000);
   EXPECT_NE(larger, second);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(larger) % 256, 0u);

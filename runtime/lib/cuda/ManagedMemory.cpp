@@ -4,8 +4,11 @@
 // (cuMemAllocManaged, attached globally) behind a pool of free blocks in
 // size classes, so that a training step's allocations do not go to the
 // driver once the first step has made its blocks. A trainer frees buffers
-// that kernels queued on the step stream may still use: a released block
-// is reused once a synchronization of that stream has seen them done.
+// that kernels queued on the step stream may still use: the thread that
+// released a block may have it again at once (its later work on it is
+// queued after those kernels, or waits for them, as a trainer's does);
+// other threads get it once a synchronization of the stream has seen
+// them done.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,7 @@
 
 #include <deque>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -61,7 +65,7 @@ public:
     if (!blocks.empty()) {
       block = blocks.back();
       blocks.pop_back();
-    } else {
+    } else if (!(block = takeOwnRelease(releasedBlocks[size]))) {
       block = allocateBlock(size);
     }
     liveBlocks.emplace(block, size);
@@ -77,7 +81,8 @@ public:
       fatal("dtrain_rt_cuda_free: %p was not allocated by "
             "dtrain_rt_cuda_alloc_managed, or was freed already",
             block);
-    releasedBlocks[live->second].push_back({block, stepStreamMark()});
+    releasedBlocks[live->second].push_back(
+        {block, stepStreamMark(), std::this_thread::get_id()});
     liveBlocks.erase(live);
   }
 
@@ -86,7 +91,22 @@ private:
   struct Released {
     void *block;
     uint64_t mark;
+    std::thread::id thread; // the releasing thread
   };
+
+  /// The block of RELEASED that the calling thread released last, taken
+  /// out of it; null when there is none.
+  static void *takeOwnRelease(std::deque<Released> &released) {
+    const std::thread::id self = std::this_thread::get_id();
+    for (auto it = released.rbegin(); it != released.rend(); ++it) {
+      if (it->thread != self)
+        continue;
+      void *block = it->block;
+      released.erase(std::next(it).base());
+      return block;
+    }
+    return nullptr;
+  }
 
   /// Moves the blocks of RELEASED whose step-stream work is done to FREE.
   static void reclaim(std::deque<Released> &released,

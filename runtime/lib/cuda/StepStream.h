@@ -4,9 +4,10 @@
 // launches (every stream mgpuStreamCreate returns is this one) and the
 // heavy-op kernels (HeavyOps.h) are queued on it without waiting, and the
 // host waits for it only where its own code needs their results (see
-// --dtrain-chain-gpu-launches). Blocks freed meanwhile go back to the
-// managed pool once a synchronization has seen the work queued before
-// their release (ManagedMemory.cpp).
+// --dtrain-chain-gpu-launches). Blocks freed meanwhile serve the freeing
+// thread's later allocations at once, and other threads' once a
+// synchronization has seen the work queued before their release
+// (ManagedMemory.cpp).
 //
 //===----------------------------------------------------------------------===//
 
