@@ -261,6 +261,37 @@ def CopyConstantGlobals : Pass<"dtrain-copy-constant-globals",
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def AddUnitParallelLoop : Pass<"dtrain-add-unit-parallel-loop",
+                                "func::FuncOp"> {
+  let summary = "Give each short linalg.generic without parallel loops one "
+                "parallel loop of one iteration";
+  let description = [{
+    For `--target=cuda`, before `convert-linalg-to-parallel-loops`: a
+    generic with no parallel dimension (a sum to a scalar, such as the
+    loss's over the batch, or arithmetic on scalars) becomes host code,
+    which reads what the kernels wrote: the host waits for the step's
+    stream and the driver migrates the pages to it, and back on the next
+    kernel's access. With a leading parallel loop of one iteration, it
+    becomes a GPU kernel of one thread, queued after the kernels whose
+    results it reads. `linalg.fill`s of scalars are generalized first.
+
+    Only generics of at most `max-iterations` iterations (static shapes)
+    change: one thread runs the iterations in order, slower than the host
+    for long ones. The default, 4096, is an estimate of where a thread's
+    loop takes as long as the host's wait and migration (to be measured on
+    a GPU). The outputs, scalars, are viewed as one-element buffers
+    (`memref.expand_shape`), and `linalg.index` ops shift by one.
+  }];
+  let options = [
+    Option<"maxIterations", "max-iterations", "int64_t", "4096",
+           "the longest generic that becomes a one-thread loop">,
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 def InterchangeParallelOuter : Pass<"dtrain-interchange-parallel-outer",
                                      "func::FuncOp"> {
   let summary = "Interchange the loops of each linalg.generic so that its "
