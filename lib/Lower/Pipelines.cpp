@@ -53,7 +53,7 @@ static constexpr llvm::StringLiteral kCPULoops =
 /// only before its own code that touches memory (after the last
 /// canonicalization: see dtrain-chain-gpu-launches).
 static constexpr llvm::StringLiteral kCUDALoops =
-    "func.func(dtrain-copy-constant-globals,dtrain-add-unit-parallel-loop,"
+    "func.func(dtrain-copy-constant-globals,dtrain-parallelize-serial-generics,"
     "dtrain-interchange-parallel-outer),"
     "convert-linalg-to-parallel-loops,"
     "func.func(dtrain-tile-parallel-loops-for-gpu,gpu-map-parallel-loops),"

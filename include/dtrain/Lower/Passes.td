@@ -261,30 +261,46 @@ def CopyConstantGlobals : Pass<"dtrain-copy-constant-globals",
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
-def AddUnitParallelLoop : Pass<"dtrain-add-unit-parallel-loop",
-                                "func::FuncOp"> {
-  let summary = "Give each short linalg.generic without parallel loops one "
-                "parallel loop of one iteration";
+def ParallelizeSerialGenerics : Pass<"dtrain-parallelize-serial-generics",
+                                      "func::FuncOp"> {
+  let summary = "Give linalg.generics without parallel loops a parallel "
+                "loop: one iteration, or partial sums";
   let description = [{
     For `--target=cuda`, before `convert-linalg-to-parallel-loops`: a
     generic with no parallel dimension (a sum to a scalar, such as the
-    loss's over the batch, or arithmetic on scalars) becomes host code,
-    which reads what the kernels wrote: the host waits for the step's
-    stream and the driver migrates the pages to it, and back on the next
-    kernel's access. With a leading parallel loop of one iteration, it
-    becomes a GPU kernel of one thread, queued after the kernels whose
-    results it reads. `linalg.fill`s of scalars are generalized first.
+    loss's over the batch or a norm of LARS, or arithmetic on scalars)
+    becomes host code, which reads what the kernels wrote: the host waits
+    for the step's stream and the driver migrates the pages to it, and
+    back on the next kernel's access.
 
-    Only generics of at most `max-iterations` iterations (static shapes)
-    change: one thread runs the iterations in order, slower than the host
-    for long ones. The default, 4096, is an estimate of where a thread's
+    A generic of at most `max-serial-iterations` iterations (static
+    shapes) gets a leading parallel loop of one iteration: a GPU kernel of
+    one thread, queued after the kernels whose results it reads. Its
+    scalar outputs are viewed as one-element buffers
+    (`memref.expand_shape`), and its `linalg.index` ops shift by one.
+    `linalg.fill`s of scalars are generalized first.
+
+    A longer one is split, when it reads same-shaped contiguous buffers
+    element by element, has one scalar output, no `linalg.index`, and
+    combines each element into its output with one associative arith op
+    (`addf`, `maximumf`, ...: one with a neutral element): its inputs are
+    viewed as rows, as many as the largest divisor of the element count up
+    to `partial-sums` and `max-serial-iterations`, each reduced by one
+    thread into a buffer of partial results (filled with the combiner's
+    neutral element); a second generic combines the partials into the
+    output, in order, and becomes one thread as above. The sums run in
+    another order than the serial loop's (within rounding). Element counts
+    with no such divisor above 1 stay serial.
+
+    `max-serial-iterations`, 4096, is an estimate of where one thread's
     loop takes as long as the host's wait and migration (to be measured on
-    a GPU). The outputs, scalars, are viewed as one-element buffers
-    (`memref.expand_shape`), and `linalg.index` ops shift by one.
+    a GPU).
   }];
   let options = [
-    Option<"maxIterations", "max-iterations", "int64_t", "4096",
-           "the longest generic that becomes a one-thread loop">,
+    Option<"maxSerialIterations", "max-serial-iterations", "int64_t", "4096",
+           "the longest generic that runs as a one-thread loop">,
+    Option<"partialSums", "partial-sums", "int64_t", "4096",
+           "the most partial results of a split reduction">,
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect",

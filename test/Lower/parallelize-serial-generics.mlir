@@ -1,8 +1,9 @@
-// RUN: dtrain-opt %s --split-input-file --dtrain-add-unit-parallel-loop | FileCheck %s
-// RUN: dtrain-opt %s --split-input-file --dtrain-add-unit-parallel-loop=max-iterations=4 | FileCheck %s --check-prefix=SHORT
-// RUN: not dtrain-opt %s --split-input-file --dtrain-add-unit-parallel-loop=max-iterations=0 2>&1 | FileCheck %s --check-prefix=INVALID
+// RUN: dtrain-opt %s --split-input-file --dtrain-parallelize-serial-generics | FileCheck %s
+// RUN: dtrain-opt %s --split-input-file --dtrain-parallelize-serial-generics=max-serial-iterations=4 | FileCheck %s --check-prefix=SHORT
+// RUN: not dtrain-opt %s --split-input-file --dtrain-parallelize-serial-generics=max-serial-iterations=0 2>&1 | FileCheck %s --check-prefix=INVALID
+// RUN: not dtrain-opt %s --split-input-file --dtrain-parallelize-serial-generics=partial-sums=1 2>&1 | FileCheck %s --check-prefix=INVALID
 
-// INVALID: error: --dtrain-add-unit-parallel-loop: max-iterations must be at least 1
+// INVALID: error: --dtrain-parallelize-serial-generics: max-serial-iterations must be at least 1 and partial-sums at least 2
 
 // The loss's sum over the batch, which reads the logit of each sample's
 // label (linalg.index 0 becomes linalg.index 1), its scaling, and the fill
@@ -24,7 +25,8 @@
 // CHECK:         linalg.generic {indexing_maps = [#[[NONE]], #[[FIRST]]], iterator_types = ["parallel"]} ins(%[[SUM]] : memref<f32>) outs(%[[LOSS1]] : memref<1xf32>)
 // CHECK:           arith.mulf
 // CHECK-NOT:     linalg.fill
-// With max-iterations=4 the sum over 8 samples stays serial; the 1-iteration
+// With max-serial-iterations=4 the sum over 8 samples, which reads the
+// logits by its index, is not split, and stays serial; the one-iteration
 // fill and scaling do not.
 // SHORT-LABEL: func.func @loss
 // SHORT:         iterator_types = ["parallel"]
@@ -56,19 +58,64 @@ func.func @loss(%logits: memref<8x10xf32>, %labels: memref<8xi64>, %sum: memref<
 
 // -----
 
-// Left alone: a sum longer than max-iterations, one of a dynamic length,
-// and generics with parallel loops (they are kernels already).
+// A long norm: the 5000 squares in 2500 rows of 2 (5000's largest divisor
+// up to 4096 that leaves rows of two), each row's sum in a partial result
+// filled with 0; then the partials added to the output, in order, by one
+// thread.
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[PARTIAL:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @norm
+// CHECK-SAME:    (%[[W:.*]]: memref<50x100xf32>, %[[OUT:.*]]: memref<f32>)
+// CHECK:         %[[FLAT:.*]] = memref.collapse_shape %[[W]] {{\[}}[0, 1]] : memref<50x100xf32> into memref<5000xf32>
+// CHECK:         %[[VIEW:.*]] = memref.expand_shape %[[FLAT]] {{\[}}[0, 1]] output_shape [2500, 2] : memref<5000xf32> into memref<2500x2xf32>
+// CHECK:         %[[PARTIALS:.*]] = memref.alloc() : memref<2500xf32>
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%[[PARTIALS]] : memref<2500xf32>)
+// CHECK:         linalg.generic {indexing_maps = [#[[ROWS]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[VIEW]] : memref<2500x2xf32>) outs(%[[PARTIALS]] : memref<2500xf32>)
+// CHECK:           arith.mulf
+// CHECK:           arith.addf
+// CHECK:         %[[OUT1:.*]] = memref.expand_shape %[[OUT]] [] output_shape [1]
+// CHECK:         linalg.generic {indexing_maps = [#[[PARTIAL]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[PARTIALS]] : memref<2500xf32>) outs(%[[OUT1]] : memref<1xf32>)
+// CHECK-NEXT:    ^bb0(%[[P:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[ACC]], %[[P]] : f32
+// CHECK-NEXT:      linalg.yield %[[SUM]]
+// CHECK:         memref.dealloc %[[PARTIALS]]
+func.func @norm(%w: memref<50x100xf32>, %out: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
+                  iterator_types = ["reduction", "reduction"]}
+      ins(%w : memref<50x100xf32>) outs(%out : memref<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %sq = arith.mulf %v, %v : f32
+    %a = arith.addf %acc, %sq : f32
+    linalg.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+// Left alone: long reductions that cannot be split (a prime length; one
+// that combines with subtraction; a dynamic length), and generics with
+// parallel loops (they are kernels already).
 // CHECK-LABEL: func.func @unchanged
 // CHECK-NOT:     memref.expand_shape
 // CHECK:         iterator_types = ["reduction"]
 // CHECK:         iterator_types = ["reduction"]
+// CHECK:         iterator_types = ["reduction"]
 // CHECK:         iterator_types = ["parallel", "reduction"]
-func.func @unchanged(%long: memref<5000xf32>, %any: memref<?xf32>, %rows: memref<4x6xf32>, %s: memref<f32>, %r: memref<4xf32>) {
+func.func @unchanged(%long: memref<5003xf32>, %any: memref<?xf32>, %rows: memref<4x6xf32>, %s: memref<f32>, %r: memref<4xf32>, %even: memref<5000xf32>) {
   linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
                   iterator_types = ["reduction"]}
-      ins(%long : memref<5000xf32>) outs(%s : memref<f32>) {
+      ins(%long : memref<5003xf32>) outs(%s : memref<f32>) {
   ^bb0(%v: f32, %acc: f32):
     %a = arith.addf %acc, %v : f32
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+                  iterator_types = ["reduction"]}
+      ins(%even : memref<5000xf32>) outs(%s : memref<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %a = arith.subf %acc, %v : f32
     linalg.yield %a : f32
   }
   linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],

@@ -1,0 +1,227 @@
+//===- ParallelizeSerialGenerics.cpp - scalar work as GPU kernels ---------===//
+//
+// Implements --dtrain-parallelize-serial-generics: a linalg.generic with no
+// parallel loop gets one, so that the CUDA lowering makes it a kernel
+// rather than host code that waits for the kernels and pulls their pages
+// to the host. A short one gets a parallel loop of one iteration (one
+// thread); a long reduction is split into partial results computed in
+// parallel, which one thread then combines.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dtrain/Lower/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::dtrain::lower {
+#define GEN_PASS_DEF_PARALLELIZESERIALGENERICS
+#include "dtrain/Lower/Passes.h.inc"
+} // namespace mlir::dtrain::lower
+
+using namespace mlir;
+
+/// Whether VALUE is a memref of rank 0 with the identity layout.
+static bool isScalarBuffer(Value value) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  return type && type.getRank() == 0 && type.getLayout().isIdentity();
+}
+
+/// The iterations of OP, a generic on buffers with no parallel loop and
+/// scalar outputs, when they are static; else nullopt.
+static std::optional<int64_t> getSerialIterations(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumParallelLoops() != 0 ||
+      !llvm::all_of(op.getDpsInits(), isScalarBuffer))
+    return std::nullopt;
+  int64_t iterations = 1;
+  for (int64_t extent : op.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(extent))
+      return std::nullopt;
+    iterations *= extent;
+  }
+  return iterations;
+}
+
+/// OP with a leading parallel loop of one iteration: its scalar outputs
+/// viewed as one-element buffers indexed by it, every other map ignoring
+/// it, and its linalg.index ops shifted past it.
+static void addUnitParallelLoop(RewriterBase &rewriter, linalg::GenericOp op) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> outputs;
+  for (Value output : op.getDpsInits()) {
+    auto type = cast<MemRefType>(output.getType());
+    outputs.push_back(memref::ExpandShapeOp::create(
+        rewriter, loc, MemRefType::get({1}, type.getElementType()), output,
+        ArrayRef<ReassociationIndices>{}));
+  }
+  MLIRContext *ctx = op.getContext();
+  const unsigned loops = op.getNumLoops() + 1;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : op.getDpsInputOperands())
+    maps.push_back(op.getMatchingIndexingMap(input).shiftDims(1));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    maps.push_back(AffineMap::get(loops, 0, getAffineDimExpr(0, ctx)));
+  SmallVector<utils::IteratorType> iterators = {utils::IteratorType::parallel};
+  llvm::append_range(iterators, op.getIteratorTypesArray());
+  auto unit = linalg::GenericOp::create(rewriter, loc, TypeRange(),
+                                        op.getDpsInputs(), outputs, maps,
+                                        iterators);
+  rewriter.inlineRegionBefore(op.getRegion(), unit.getRegion(),
+                              unit.getRegion().begin());
+  unit.walk([&](linalg::IndexOp index) { index.setDim(index.getDim() + 1); });
+  rewriter.eraseOp(op);
+}
+
+/// The op that combines each element into OP's one output, when OP is a
+/// reduction that a split keeps exact up to rounding: it reads its inputs,
+/// contiguous buffers of one shape, element by element (identity maps),
+/// uses no linalg.index, and yields COMBINER(output, value) where COMBINER
+/// is an arith op with a neutral element and the output has no other use.
+static Operation *getSplittableCombiner(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || op.getNumDpsInputs() == 0 ||
+      !op.getBody()->getOps<linalg::IndexOp>().empty())
+    return nullptr;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    if (!type || !type.getLayout().isIdentity() ||
+        !op.getMatchingIndexingMap(input).isIdentity())
+      return nullptr;
+  }
+  BlockArgument output = op.getRegionOutputArgs().front();
+  Operation *combiner = op.getBody()->getTerminator()->getOperand(0)
+                            .getDefiningOp();
+  if (!combiner || combiner->getNumOperands() != 2 ||
+      !output.hasOneUse() || output.getUses().begin()->getOwner() != combiner ||
+      !arith::getNeutralElement(combiner))
+    return nullptr;
+  return combiner;
+}
+
+/// The largest divisor of N that is at most LIMIT and leaves rows of at
+/// least two elements; 0 when there is none above 1.
+static int64_t getPartialCount(int64_t n, int64_t limit) {
+  for (int64_t rows = std::min(limit, n / 2); rows > 1; --rows)
+    if (n % rows == 0)
+      return rows;
+  return 0;
+}
+
+/// Splits OP, whose elements COMBINER folds into its output, into ROWS
+/// partial results: OP's inputs viewed as ROWS rows, each reduced into its
+/// partial result (filled with COMBINER's neutral element) by a parallel
+/// generic, then the partials folded into the output by a serial one,
+/// which is returned.
+static linalg::GenericOp splitReduction(RewriterBase &rewriter,
+                                        linalg::GenericOp op,
+                                        Operation *combiner, int64_t rows) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  rewriter.setInsertionPoint(op);
+  Value output = op.getDpsInits().front();
+  Type element = cast<MemRefType>(output.getType()).getElementType();
+  const int64_t n = *getSerialIterations(op);
+  // The inputs as ROWS x N/ROWS.
+  SmallVector<Value> inputs;
+  for (Value input : op.getDpsInputs()) {
+    auto type = cast<MemRefType>(input.getType());
+    Value flat = input;
+    if (type.getRank() != 1) {
+      ReassociationIndices all;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        all.push_back(d);
+      flat = memref::CollapseShapeOp::create(rewriter, loc, input,
+                                             ArrayRef<ReassociationIndices>{all});
+    }
+    inputs.push_back(memref::ExpandShapeOp::create(
+        rewriter, loc, MemRefType::get({rows, n / rows}, type.getElementType()),
+        flat, ArrayRef<ReassociationIndices>{{0, 1}}));
+  }
+  // The partials, each the combination of its row.
+  Value partials = memref::AllocOp::create(
+      rewriter, loc, MemRefType::get({rows}, element));
+  Value neutral = arith::ConstantOp::create(
+      rewriter, loc, *arith::getNeutralElement(combiner));
+  linalg::FillOp::create(rewriter, loc, neutral, partials);
+  AffineMap rowElement = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap row = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+  SmallVector<AffineMap> maps(inputs.size(), rowElement);
+  maps.push_back(row);
+  auto perRow = linalg::GenericOp::create(
+      rewriter, loc, TypeRange(), inputs, partials, maps,
+      {utils::IteratorType::parallel, utils::IteratorType::reduction});
+  rewriter.inlineRegionBefore(op.getRegion(), perRow.getRegion(),
+                              perRow.getRegion().begin());
+  // The partials into the output, in order.
+  AffineMap each = AffineMap::getMultiDimIdentityMap(1, ctx);
+  AffineMap none = AffineMap::get(1, 0, ArrayRef<AffineExpr>{}, ctx);
+  auto combine = linalg::GenericOp::create(
+      rewriter, loc, TypeRange(), partials, output, {each, none},
+      {utils::IteratorType::reduction},
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        // args: the partial, the output.
+        Operation *folded = b.clone(*combiner);
+        const bool outputFirst =
+            combiner->getOperand(0) == perRow.getRegionOutputArgs().front();
+        folded->setOperands(outputFirst ? ValueRange{args[1], args[0]}
+                                        : ValueRange{args[0], args[1]});
+        linalg::YieldOp::create(b, loc, folded->getResults());
+      });
+  rewriter.eraseOp(op);
+  rewriter.setInsertionPointAfter(combine);
+  memref::DeallocOp::create(rewriter, loc, partials);
+  return combine;
+}
+
+namespace {
+struct ParallelizeSerialGenericsPass
+    : dtrain::lower::impl::ParallelizeSerialGenericsBase<
+          ParallelizeSerialGenericsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (maxSerialIterations < 1 || partialSums < 2) {
+      getOperation().emitError(
+          "--dtrain-parallelize-serial-generics: max-serial-iterations must "
+          "be at least 1 and partial-sums at least 2");
+      return signalPassFailure();
+    }
+    IRRewriter rewriter(&getContext());
+    // Scalar fills become generics first.
+    SmallVector<linalg::FillOp> fills;
+    getOperation().walk([&](linalg::FillOp fill) {
+      if (isScalarBuffer(fill.getDpsInits().front()))
+        fills.push_back(fill);
+    });
+    for (linalg::FillOp fill : fills) {
+      rewriter.setInsertionPoint(fill);
+      if (failed(linalg::generalizeNamedOp(rewriter, fill))) {
+        fill.emitError("--dtrain-parallelize-serial-generics: cannot "
+                       "generalize this fill");
+        return signalPassFailure();
+      }
+    }
+    SmallVector<linalg::GenericOp> serial;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (getSerialIterations(op))
+        serial.push_back(op);
+    });
+    for (linalg::GenericOp op : serial) {
+      const int64_t iterations = *getSerialIterations(op);
+      if (iterations > maxSerialIterations) {
+        Operation *combiner = getSplittableCombiner(op);
+        // The partials' combination is one thread's loop too.
+        const int64_t rows = getPartialCount(
+            iterations, std::min<int64_t>(partialSums, maxSerialIterations));
+        if (!combiner || rows == 0)
+          continue;
+        op = splitReduction(rewriter, op, combiner, rows);
+      }
+      addUnitParallelLoop(rewriter, op);
+    }
+  }
+};
+} // namespace

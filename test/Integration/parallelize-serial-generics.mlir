@@ -1,0 +1,136 @@
+// --dtrain-parallelize-serial-generics keeps what the generics compute: the
+// pass, then the CPU's lowering, compiled and run. Short serial generics
+// become one-iteration loops; long reductions are split into partial
+// results (max-serial-iterations=100: a sum of 4608 elements in 96 rows of
+// 48, then the 96 partials in order). The values are integers, so every
+// order of the sums gives the same bits: hand-computed below.
+// REQUIRES: mpi
+// RUN: dtrain-opt %s --dtrain-parallelize-serial-generics=max-serial-iterations=100 \
+// RUN:   | FileCheck %s --check-prefix=SPLIT
+// RUN: dtrain-opt %s --dtrain-parallelize-serial-generics=max-serial-iterations=100 \
+// RUN:   --convert-linalg-to-loops --convert-vector-to-scf --convert-scf-to-cf \
+// RUN:   --expand-strided-metadata --finalize-memref-to-llvm --convert-vector-to-llvm \
+// RUN:   --convert-to-llvm --reconcile-unrealized-casts \
+// RUN:   | mlir-translate --mlir-to-llvmir -o %t.ll
+// RUN: %clang -O1 %t.ll -o %t.exe -L%llvm_lib_dir -lmlir_c_runner_utils \
+// RUN:   -Wl,-rpath,%llvm_lib_dir
+// RUN: %t.exe | FileCheck %s
+
+// Each reduction of 4608 elements is split into 96 partials; the scalar
+// fill and the scaling become one-iteration loops.
+// SPLIT-COUNT-3: memref.alloc() : memref<96x{{f32|i64}}>
+// SPLIT-NOT:     iterator_types = ["reduction"]
+// SPLIT-NOT:     iterator_types = []
+
+func.func @main() -> i32 {
+  %c0 = arith.constant 0 : index
+  %c7 = arith.constant 7 : index
+  %c3 = arith.constant 3 : index
+  %w = memref.alloc() : memref<32x16x3x3xf32>
+  %v = memref.alloc() : memref<4608xi64>
+  // w[i] = (i mod 7) - 3 in row-major order, v[i] = i.
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      outs(%w : memref<32x16x3x3xf32>) {
+  ^bb0(%out: f32):
+    %i0 = linalg.index 0 : index
+    %i1 = linalg.index 1 : index
+    %i2 = linalg.index 2 : index
+    %i3 = linalg.index 3 : index
+    %c16 = arith.constant 16 : index
+    %a0 = arith.muli %i0, %c16 : index
+    %a1 = arith.addi %a0, %i1 : index
+    %a2 = arith.muli %a1, %c3 : index
+    %a3 = arith.addi %a2, %i2 : index
+    %a4 = arith.muli %a3, %c3 : index
+    %a = arith.addi %a4, %i3 : index
+    %m = arith.remui %a, %c7 : index
+    %s = arith.subi %m, %c3 : index
+    %si = arith.index_cast %s : index to i64
+    %f = arith.sitofp %si : i64 to f32
+    linalg.yield %f : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      outs(%v : memref<4608xi64>) {
+  ^bb0(%out: i64):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i64
+    linalg.yield %ii : i64
+  }
+
+  // The sum of squares onto an output holding 5: 5 + 658 * 28 + 9 + 4.
+  %sum = memref.alloc() : memref<f32>
+  %five = arith.constant 5.0 : f32
+  linalg.fill ins(%five : f32) outs(%sum : memref<f32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> ()>],
+                  iterator_types = ["reduction", "reduction", "reduction", "reduction"]}
+      ins(%w : memref<32x16x3x3xf32>) outs(%sum : memref<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %sq = arith.mulf %x, %x : f32
+    %r = arith.addf %acc, %sq : f32
+    linalg.yield %r : f32
+  }
+  // CHECK: 18442
+  %s0 = memref.load %sum[] : memref<f32>
+  vector.print %s0 : f32
+
+  // The maximum of w times -1 onto -100: 3.
+  %max = memref.alloc() : memref<f32>
+  %low = arith.constant -100.0 : f32
+  linalg.fill ins(%low : f32) outs(%max : memref<f32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> ()>],
+                  iterator_types = ["reduction", "reduction", "reduction", "reduction"]}
+      ins(%w : memref<32x16x3x3xf32>) outs(%max : memref<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %neg = arith.negf %x : f32
+    %r = arith.maximumf %neg, %acc : f32
+    linalg.yield %r : f32
+  }
+  // CHECK-NEXT: 3
+  %m0 = memref.load %max[] : memref<f32>
+  vector.print %m0 : f32
+
+  // The sum of v onto 0: 4607 * 4608 / 2, then doubled by a scalar
+  // generic: 21229056.
+  %total = memref.alloc() : memref<i64>
+  %zero = arith.constant 0 : i64
+  linalg.fill ins(%zero : i64) outs(%total : memref<i64>)
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+                  iterator_types = ["reduction"]}
+      ins(%v : memref<4608xi64>) outs(%total : memref<i64>) {
+  ^bb0(%x: i64, %acc: i64):
+    %r = arith.addi %acc, %x : i64
+    linalg.yield %r : i64
+  }
+  %doubled = memref.alloc() : memref<i64>
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%total : memref<i64>) outs(%doubled : memref<i64>) {
+  ^bb0(%x: i64, %out: i64):
+    %r = arith.addi %x, %x : i64
+    linalg.yield %r : i64
+  }
+  // CHECK-NEXT: 21229056
+  %t0 = memref.load %doubled[] : memref<i64>
+  vector.print %t0 : i64
+
+  // A short sum with linalg.index (now index 1): v[i] * i over the first
+  // 10 elements of a 10-element view: 0 + 1 + 4 + ... + 81 = 285.
+  %first = memref.subview %v[0] [10] [1] : memref<4608xi64> to memref<10xi64, strided<[1]>>
+  %short = memref.alloc() : memref<i64>
+  linalg.fill ins(%zero : i64) outs(%short : memref<i64>)
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+                  iterator_types = ["reduction"]}
+      ins(%first : memref<10xi64, strided<[1]>>) outs(%short : memref<i64>) {
+  ^bb0(%x: i64, %acc: i64):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i64
+    %p = arith.muli %x, %ii : i64
+    %r = arith.addi %acc, %p : i64
+    linalg.yield %r : i64
+  }
+  // CHECK-NEXT: 285
+  %h0 = memref.load %short[] : memref<i64>
+  vector.print %h0 : i64
+  %ok = arith.constant 0 : i32
+  return %ok : i32
+}
