@@ -414,7 +414,10 @@ namespace {
 /// values that replace the op's results, or fails after reporting an error.
 class NNLowering {
 public:
-  NNLowering(OpBuilder &b, StringRef target) : b(b), target(target) {}
+  NNLowering(OpBuilder &b, StringRef target,
+             llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients)
+      : b(b), target(target),
+        fusedBiasGradients(std::move(fusedBiasGradients)) {}
 
   FailureOr<SmallVector<Value>> lower(Operation *op);
 
@@ -464,8 +467,36 @@ private:
   OpBuilder &b;
   /// The kernels' target: cpu or cuda (see getKernelName).
   StringRef target;
+  /// The bias gradients that a weight gradient's kernel computes with it
+  /// (see getFusedBiasGradients), by weight gradient.
+  llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients;
 };
 } // namespace
+
+/// For the CUDA target, the bias gradient of each convolution whose weight
+/// gradient's kernel can compute it too (cuDNN's fused bias gradient, the
+/// kernel ABI's DB): an nn.reduce_sum of the same output gradient over N,
+/// OH and OW, after the weight gradient in its block, in f32 or a 16-bit
+/// type. Its sum over the channel's N x OH x OW elements would otherwise be
+/// one GPU thread's loop per channel.
+static llvm::DenseMap<Operation *, nn::ReduceSumOp>
+getFusedBiasGradients(Operation *root) {
+  llvm::DenseMap<Operation *, nn::ReduceSumOp> fused;
+  root->walk([&](nn::Conv2DBackwardWeightsOp op) {
+    if (getKernelElementType(op).isF64())
+      return;
+    for (Operation *user : op.getGrad().getUsers()) {
+      auto sum = dyn_cast<nn::ReduceSumOp>(user);
+      if (sum && sum.getDims() == ArrayRef<int64_t>{0, 2, 3} &&
+          !sum.getKeepDims() && sum->getBlock() == op->getBlock() &&
+          op->isBeforeInBlock(sum)) {
+        fused[op] = sum;
+        return;
+      }
+    }
+  });
+  return fused;
+}
 
 /// softmax(x) = e / sum(e), log_softmax(x) = x - max - log(sum(e)), where
 /// e = exp(x - max) along `axis`.
@@ -838,20 +869,29 @@ FailureOr<Value>
 NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
   FloatType element = getKernelElementType(op);
   RankedTensorType resultType = getTensorType(op.getResult());
-  // No bias gradient (NULL): nn.reduce_sum computes it.
-  SmallVector<Value> scalars = {
-      LLVM::ZeroOp::create(b, op.getLoc(), LLVM::LLVMPointerType::get(
-                                               b.getContext()))};
+  SmallVector<RankedTensorType> results = {resultType};
+  SmallVector<Value> scalars;
+  nn::ReduceSumOp bias = fusedBiasGradients.lookup(op);
+  if (bias)
+    results.push_back(getTensorType(bias.getResult()));
+  else // no bias gradient (NULL): an nn.reduce_sum computes it
+    scalars.push_back(LLVM::ZeroOp::create(
+        b, op.getLoc(), LLVM::LLVMPointerType::get(b.getContext())));
   llvm::append_range(scalars,
                      createConvGeometry(b, op, getTensorType(op.getInput()),
                                         resultType,
                                         getTensorType(op.getGrad())));
-  return buildKernelCall(b, op,
-                         {getKernelName("conv2d_backward_weights", element, target),
-                          {op.getInput(), op.getGrad()},
-                          {resultType},
-                          scalars})
-      .front();
+  SmallVector<Value> gradients = buildKernelCall(
+      b, op,
+      {getKernelName("conv2d_backward_weights", element, target),
+       {op.getInput(), op.getGrad()},
+       results,
+       scalars});
+  if (bias) {
+    bias.getResult().replaceAllUsesWith(gradients[1]);
+    bias->erase();
+  }
+  return gradients.front();
 }
 
 /// The kind and geometry scalars of the pooling kernels (dtrain_rt.h) for
@@ -1393,18 +1433,26 @@ struct LowerNNPass
     : public lower::impl::LowerNNBase<LowerNNPass> {
   using Base::Base;
   void runOnOperation() override {
-    SmallVector<Operation *> ops;
-    getOperation()->walk([&](Operation *op) {
-      if (isa<nn::NNDialect, train::TrainDialect>(op->getDialect()))
-        ops.push_back(op);
-    });
     if (target != "cpu" && target != "cuda") {
       getOperation().emitError("--dtrain-lower-nn: target '")
           << target << "' is not valid (accepted: cpu, cuda)";
       return signalPassFailure();
     }
+    llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients;
+    if (target == "cuda")
+      fusedBiasGradients = getFusedBiasGradients(getOperation());
+    // A fused bias gradient is lowered with its weight gradient.
+    llvm::SmallPtrSet<Operation *, 8> fused;
+    for (auto &[weights, bias] : fusedBiasGradients)
+      fused.insert(bias);
     IRRewriter rewriter(&getContext());
-    NNLowering lowering(rewriter, target);
+    NNLowering lowering(rewriter, target, std::move(fusedBiasGradients));
+    SmallVector<Operation *> ops;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<nn::NNDialect, train::TrainDialect>(op->getDialect()) &&
+          !fused.contains(op))
+        ops.push_back(op);
+    });
     bool failed = false;
     for (Operation *op : ops) {
       for (Type type : op->getResultTypes()) {

@@ -394,6 +394,30 @@ func.func @dropout_mask(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<2x3xf3
 
 // -----
 
+// A convolution's bias gradient, the sum of its output gradient over N, OH
+// and OW: for target=cuda the weight gradient's kernel computes it too
+// (cuDNN's fused bias gradient, the ABI's DB) rather than a loop nest
+// whose threads each sum a channel; on the CPU it stays a reduction.
+// CUDA-LABEL: func.func @bias_gradient
+// CUDA:       %[[DW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x4x3x3xf32>
+// CUDA:       %[[DB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6xf32>
+// CUDA:       %[[DBP:.*]] = llvm.inttoptr {{.*}} : i64 to !llvm.ptr
+// CUDA:       call @dtrain_rt_cuda_conv2d_backward_weights_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[DBP]],
+// CUDA-NOT:   linalg.generic
+// CUDA:       %[[B:.*]] = bufferization.to_tensor %[[DB]]
+// CUDA:       return %{{.*}}, %[[B]]
+// CHECK-LABEL: func.func @bias_gradient
+// CHECK:       %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK:       call @dtrain_rt_conv2d_backward_weights_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[NULL]],
+// CHECK:       linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+func.func @bias_gradient(%x: tensor<2x4x8x8xf32>, %dy: tensor<2x6x6x6xf32>) -> (tensor<6x4x3x3xf32>, tensor<6xf32>) {
+  %dw = nn.conv2d_backward_weights %x, %dy : tensor<2x4x8x8xf32>, tensor<2x6x6x6xf32> -> tensor<6x4x3x3xf32>
+  %db = nn.reduce_sum %dy dims = [0, 2, 3] : tensor<2x6x6x6xf32> -> tensor<6xf32>
+  return %dw, %db : tensor<6x4x3x3xf32>, tensor<6xf32>
+}
+
+// -----
+
 // In f64 the kernels are the runtime's reference loops (dtrain_rt_*_f64),
 // their floating-point scalars f64 too.
 // CHECK-DAG: func.func private @dtrain_rt_matmul_f64(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i32, f64)
