@@ -482,6 +482,7 @@ private:
 static llvm::DenseMap<Operation *, nn::ReduceSumOp>
 getFusedBiasGradients(Operation *root) {
   llvm::DenseMap<Operation *, nn::ReduceSumOp> fused;
+  llvm::SmallPtrSet<Operation *, 8> claimed; // one weight gradient per sum
   root->walk([&](nn::Conv2DBackwardWeightsOp op) {
     if (getKernelElementType(op).isF64())
       return;
@@ -489,7 +490,7 @@ getFusedBiasGradients(Operation *root) {
       auto sum = dyn_cast<nn::ReduceSumOp>(user);
       if (sum && sum.getDims() == ArrayRef<int64_t>{0, 2, 3} &&
           !sum.getKeepDims() && sum->getBlock() == op->getBlock() &&
-          op->isBeforeInBlock(sum)) {
+          op->isBeforeInBlock(sum) && claimed.insert(sum).second) {
         fused[op] = sum;
         return;
       }

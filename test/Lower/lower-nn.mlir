@@ -416,6 +416,19 @@ func.func @bias_gradient(%x: tensor<2x4x8x8xf32>, %dy: tensor<2x6x6x6xf32>) -> (
   return %dw, %db : tensor<6x4x3x3xf32>, tensor<6xf32>
 }
 
+// Two weight gradients of one output gradient: the first computes the sum.
+// CUDA-LABEL: func.func @shared_output_gradient
+// CUDA:       %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CUDA:       call @dtrain_rt_cuda_conv2d_backward_weights_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[DBP:[^,]*]],
+// CUDA:       call @dtrain_rt_cuda_conv2d_backward_weights_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[NULL]],
+// CUDA-NOT:   linalg.generic
+func.func @shared_output_gradient(%x: tensor<2x4x8x8xf32>, %x2: tensor<2x4x8x8xf32>, %dy: tensor<2x6x6x6xf32>) -> (tensor<6x4x3x3xf32>, tensor<6x4x3x3xf32>, tensor<6xf32>) {
+  %dw = nn.conv2d_backward_weights %x, %dy : tensor<2x4x8x8xf32>, tensor<2x6x6x6xf32> -> tensor<6x4x3x3xf32>
+  %dw2 = nn.conv2d_backward_weights %x2, %dy : tensor<2x4x8x8xf32>, tensor<2x6x6x6xf32> -> tensor<6x4x3x3xf32>
+  %db = nn.reduce_sum %dy dims = [0, 2, 3] : tensor<2x6x6x6xf32> -> tensor<6xf32>
+  return %dw, %dw2, %db : tensor<6x4x3x3xf32>, tensor<6x4x3x3xf32>, tensor<6xf32>
+}
+
 // -----
 
 // In f64 the kernels are the runtime's reference loops (dtrain_rt_*_f64),
