@@ -110,20 +110,20 @@ static int64_t getPartialCount(int64_t n, int64_t limit) {
   return 0;
 }
 
-/// Splits OP, whose elements COMBINER folds into its output, into ROWS
+/// Splits OP, whose N elements COMBINER folds into its output, into ROWS
 /// partial results: OP's inputs viewed as ROWS rows, each reduced into its
 /// partial result (filled with COMBINER's neutral element) by a parallel
 /// generic, then the partials folded into the output by a serial one,
 /// which is returned.
 static linalg::GenericOp splitReduction(RewriterBase &rewriter,
                                         linalg::GenericOp op,
-                                        Operation *combiner, int64_t rows) {
+                                        Operation *combiner, int64_t n,
+                                        int64_t rows) {
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();
   rewriter.setInsertionPoint(op);
   Value output = op.getDpsInits().front();
   Type element = cast<MemRefType>(output.getType()).getElementType();
-  const int64_t n = *getSerialIterations(op);
   // The inputs as ROWS x N/ROWS.
   SmallVector<Value> inputs;
   for (Value input : op.getDpsInputs()) {
@@ -204,13 +204,12 @@ struct ParallelizeSerialGenericsPass
         return signalPassFailure();
       }
     }
-    SmallVector<linalg::GenericOp> serial;
+    SmallVector<std::pair<linalg::GenericOp, int64_t>> serial;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (getSerialIterations(op))
-        serial.push_back(op);
+      if (std::optional<int64_t> iterations = getSerialIterations(op))
+        serial.push_back({op, *iterations});
     });
-    for (linalg::GenericOp op : serial) {
-      const int64_t iterations = *getSerialIterations(op);
+    for (auto [op, iterations] : serial) {
       if (iterations > maxSerialIterations) {
         Operation *combiner = getSplittableCombiner(op);
         // The partials' combination is one thread's loop too.
@@ -218,7 +217,7 @@ struct ParallelizeSerialGenericsPass
             iterations, std::min<int64_t>(partialSums, maxSerialIterations));
         if (!combiner || rows == 0)
           continue;
-        op = splitReduction(rewriter, op, combiner, rows);
+        op = splitReduction(rewriter, op, combiner, iterations, rows);
       }
       addUnitParallelLoop(rewriter, op);
     }
