@@ -256,7 +256,10 @@ namespace {
 /// passed as NULL), the tensors it produces, then scalar arguments, in the
 /// order of the C prototype (pointers first, as every kernel takes them).
 struct KernelCall {
-  std::string name;
+  /// The kernel's name without prefix and type ("conv2d").
+  StringRef kernel;
+  /// The element type of its tensors (getKernelElementType).
+  FloatType element;
   SmallVector<Value> inputs;
   SmallVector<RankedTensorType> results;
   SmallVector<Value> scalars;
@@ -308,22 +311,69 @@ static Value convertElements(OpBuilder &b, Location loc, Value value,
 /// on the step stream (dtrain_rt_cuda.h).
 static constexpr llvm::StringLiteral kCudaKernelPrefix = "dtrain_rt_cuda_";
 
-/// Emits `call` before `op` and returns its result tensors. 16-bit float
-/// tensors go through the f32 kernel: widened on the way in, rounded on
-/// the way out (f32 accumulation, as 16-bit matrix units do).
+/// The element type of OP's runtime kernel for TARGET: f64 (reference
+/// loops, for gradient checks) for f64 operands; for cuda, the 16-bit type
+/// of a matrix product's or a convolution's 16-bit operands (cuBLAS and
+/// cuDNN on tensor cores); else f32 (oneDNN, cuDNN), which buildKernelCall
+/// widens 16-bit operands to (the kernel ops verify that their operands
+/// share one type).
+static FloatType getKernelElementType(Operation *op, StringRef target) {
+  auto element =
+      cast<FloatType>(getElementTypeOrSelf(op->getOperand(0).getType()));
+  if (element.isF64())
+    return element;
+  if (target == "cuda" && element.getWidth() == 16 &&
+      isa<nn::MatmulOp, nn::Conv2DOp, nn::Conv2DBackwardDataOp,
+          nn::Conv2DBackwardWeightsOp>(op))
+    return element;
+  return Float32Type::get(op->getContext());
+}
+
+/// The type of a kernel's float scalars (BETA, EPSILON): f64 for the f64
+/// kernels, else f32.
+static FloatType getKernelScalarType(FloatType element) {
+  return element.isF64() ? element : Float32Type::get(element.getContext());
+}
+
+/// The runtime's name of KERNEL for ELEMENT: dtrain_rt_<kernel>_f32|f64,
+/// or for TARGET cuda dtrain_rt_cuda_<kernel>_f32|bf16|f16 (cuBLAS, cuDNN;
+/// the f64 reference loops run on the host for both targets).
+static std::string getKernelName(StringRef kernel, FloatType element,
+                                 StringRef target) {
+  if (element.isF64())
+    return ("dtrain_rt_" + kernel + "_f64").str();
+  StringRef suffix = element.isBF16()  ? "bf16"
+                     : element.isF16() ? "f16"
+                                       : "f32";
+  return ((target == "cuda" ? kCudaKernelPrefix : "dtrain_rt_") + kernel + "_" +
+          suffix)
+      .str();
+}
+
+/// Emits `call` of the kernel for TARGET before `op` and returns its result
+/// tensors. 16-bit float tensors of an f32 kernel are widened on the way
+/// in and rounded on the way out (f32 accumulation, as 16-bit matrix units
+/// do).
 static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
+                                          StringRef target,
                                           const KernelCall &call) {
   Location loc = op->getLoc();
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
+  // The type that a tensor of ELEMENT is passed in.
+  auto passedType = [&](Type element) -> Type {
+    return is16BitFloat(element) && element != call.element ? b.getF32Type()
+                                                            : element;
+  };
   SmallVector<Value> args;
   for (Value input : call.inputs) {
     if (!input) {
       args.push_back(LLVM::ZeroOp::create(b, loc, ptr));
       continue;
     }
-    if (is16BitFloat(getTensorType(input).getElementType()))
-      input = convertElements(b, loc, input, b.getF32Type());
+    Type element = getTensorType(input).getElementType();
+    if (passedType(element) != element)
+      input = convertElements(b, loc, input, passedType(element));
     RankedTensorType type = getTensorType(input);
     auto memrefType =
         MemRefType::get(type.getShape(), type.getElementType());
@@ -333,9 +383,7 @@ static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
   }
   SmallVector<Value> outputs;
   for (RankedTensorType result : call.results) {
-    RankedTensorType type = is16BitFloat(result.getElementType())
-                                ? result.clone(b.getF32Type())
-                                : result;
+    RankedTensorType type = result.clone(passedType(result.getElementType()));
     auto memrefType =
         MemRefType::get(type.getShape(), type.getElementType());
     // Aligned for the vector loads of the kernel libraries.
@@ -344,10 +392,10 @@ static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
     args.push_back(lower::getBufferAddress(b, loc, outputs.back()));
   }
   llvm::append_range(args, call.scalars);
+  const std::string name = getKernelName(call.kernel, call.element, target);
   func::CallOp kernel = lower::createRuntimeCall(
-      b, op, call.name,
-      b.getFunctionType(ValueRange(args).getTypes(), {}), args);
-  if (StringRef(call.name).starts_with(kCudaKernelPrefix))
+      b, op, name, b.getFunctionType(ValueRange(args).getTypes(), {}), args);
+  if (StringRef(name).starts_with(kCudaKernelPrefix))
     SymbolTable::lookupNearestSymbolFrom(kernel, kernel.getCalleeAttr())
         ->setAttr(lower::kStepStreamAttrName, b.getUnitAttr());
   SmallVector<Value> results;
@@ -364,29 +412,6 @@ static SmallVector<Value> buildKernelCall(OpBuilder &b, Operation *op,
                                             type.getElementType()));
   }
   return results;
-}
-
-/// The element type of OP's runtime kernel: f64 (reference loops, for
-/// gradient checks) for f64 operands, else f32 (oneDNN), which
-/// buildKernelCall widens 16-bit operands to (the kernel ops verify that
-/// their operands share one type).
-static FloatType getKernelElementType(Operation *op) {
-  Type element = getElementTypeOrSelf(op->getOperand(0).getType());
-  if (element.isF64())
-    return cast<FloatType>(element);
-  return cast<FloatType>(Float32Type::get(op->getContext()));
-}
-
-/// The runtime's name of KERNEL for ELEMENT: dtrain_rt_<kernel>_f32|f64,
-/// or for TARGET cuda dtrain_rt_cuda_<kernel>_f32 (cuBLAS, cuDNN; the f64
-/// reference loops run on the host for both targets).
-static std::string getKernelName(StringRef kernel, FloatType element,
-                                 StringRef target) {
-  if (element.isF64())
-    return ("dtrain_rt_" + kernel + "_f64").str();
-  return ((target == "cuda" ? kCudaKernelPrefix : "dtrain_rt_") + kernel +
-          "_f32")
-      .str();
 }
 
 /// The learning rate LR of an optimizer update in element type TYPE, times
@@ -474,7 +499,7 @@ private:
 } // namespace
 
 /// For the CUDA target, the bias gradient of each convolution whose weight
-/// gradient's kernel can compute it too (cuDNN's fused bias gradient, the
+/// gradient's kernel can compute it too (one block per channel, the
 /// kernel ABI's DB): an nn.reduce_sum of the same output gradient over N,
 /// OH and OW, after the weight gradient in its block, in f32 or a 16-bit
 /// type. Its sum over the channel's N x OH x OW elements would otherwise be
@@ -484,7 +509,7 @@ getFusedBiasGradients(Operation *root) {
   llvm::DenseMap<Operation *, nn::ReduceSumOp> fused;
   llvm::SmallPtrSet<Operation *, 8> claimed; // one weight gradient per sum
   root->walk([&](nn::Conv2DBackwardWeightsOp op) {
-    if (getKernelElementType(op).isF64())
+    if (getKernelElementType(op, "cuda").isF64())
       return;
     for (Operation *user : op.getGrad().getUsers()) {
       auto sum = dyn_cast<nn::ReduceSumOp>(user);
@@ -802,7 +827,7 @@ Value NNLowering::pad(nn::PadOp op) {
 }
 
 FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
-  FloatType element = getKernelElementType(op);
+  FloatType element = getKernelElementType(op, target);
   Location loc = op.getLoc();
   RankedTensorType resultType = getTensorType(op.getResult());
   RankedTensorType lhsType = getTensorType(op.getLhs());
@@ -811,9 +836,10 @@ FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
       b, loc, {resultType.getDimSize(0), resultType.getDimSize(1), k});
   scalars.push_back(createI32(b, loc, op.getTransposeLhs()));
   scalars.push_back(createI32(b, loc, op.getTransposeRhs()));
-  scalars.push_back(createFloat(b, loc, element, 0.0));
-  return buildKernelCall(b, op,
-                         {getKernelName("matmul", element, target),
+  scalars.push_back(createFloat(b, loc, getKernelScalarType(element), 0.0));
+  return buildKernelCall(b, op, target,
+                         {"matmul",
+                          element,
                           {op.getLhs(), op.getRhs()},
                           {resultType},
                           scalars})
@@ -840,11 +866,12 @@ static SmallVector<Value> createConvGeometry(OpBuilder &b, ConvLikeOp op,
 }
 
 FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
-  FloatType element = getKernelElementType(op);
+  FloatType element = getKernelElementType(op, target);
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(
-             b, op,
-             {getKernelName("conv2d", element, target),
+             b, op, target,
+             {"conv2d",
+              element,
               {op.getInput(), op.getWeight(), op.getBias()},
               {resultType},
               createConvGeometry(b, op, getTensorType(op.getInput()),
@@ -853,22 +880,22 @@ FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
 }
 
 FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
-  FloatType element = getKernelElementType(op);
+  FloatType element = getKernelElementType(op, target);
   RankedTensorType resultType = getTensorType(op.getResult());
-  return buildKernelCall(
-             b, op,
-             {getKernelName("conv2d_backward_data", element, target),
-              {op.getGrad(), op.getWeight()},
-              {resultType},
-              createConvGeometry(b, op, resultType,
-                                 getTensorType(op.getWeight()),
-                                 getTensorType(op.getGrad()))})
+  return buildKernelCall(b, op, target,
+                         {"conv2d_backward_data",
+                          element,
+                          {op.getGrad(), op.getWeight()},
+                          {resultType},
+                          createConvGeometry(b, op, resultType,
+                                             getTensorType(op.getWeight()),
+                                             getTensorType(op.getGrad()))})
       .front();
 }
 
 FailureOr<Value>
 NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
-  FloatType element = getKernelElementType(op);
+  FloatType element = getKernelElementType(op, target);
   RankedTensorType resultType = getTensorType(op.getResult());
   SmallVector<RankedTensorType> results = {resultType};
   SmallVector<Value> scalars;
@@ -882,12 +909,12 @@ NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
                      createConvGeometry(b, op, getTensorType(op.getInput()),
                                         resultType,
                                         getTensorType(op.getGrad())));
-  SmallVector<Value> gradients = buildKernelCall(
-      b, op,
-      {getKernelName("conv2d_backward_weights", element, target),
-       {op.getInput(), op.getGrad()},
-       results,
-       scalars});
+  SmallVector<Value> gradients = buildKernelCall(b, op, target,
+                                                 {"conv2d_backward_weights",
+                                                  element,
+                                                  {op.getInput(), op.getGrad()},
+                                                  results,
+                                                  scalars});
   if (bias) {
     bias.getResult().replaceAllUsesWith(gradients[1]);
     bias->erase();
@@ -919,15 +946,16 @@ static SmallVector<Value> createPoolGeometry(OpBuilder &b, PoolLikeOp op,
 
 template <typename PoolOp>
 FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
-  FloatType element = getKernelElementType(op);
+  FloatType element = getKernelElementType(op, target);
   RankedTensorType resultType = getTensorType(op.getResult());
-  return buildKernelCall(b, op,
-                         {getKernelName("pool2d", element, target),
-                          {op.getInput()},
-                          {resultType},
-                          createPoolGeometry(b, op, kind,
-                                             getTensorType(op.getInput()),
-                                             resultType)})
+  return buildKernelCall(
+             b, op, target,
+             {"pool2d",
+              element,
+              {op.getInput()},
+              {resultType},
+              createPoolGeometry(b, op, kind, getTensorType(op.getInput()),
+                                 resultType)})
       .front();
 }
 
@@ -935,10 +963,11 @@ FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
 template <typename PoolGradOp>
 FailureOr<Value> NNLowering::pool2dBackward(PoolGradOp op, int32_t kind,
                                             Value input) {
-  FloatType element = getKernelElementType(op);
+  FloatType element = getKernelElementType(op, target);
   RankedTensorType resultType = getTensorType(op.getResult());
-  return buildKernelCall(b, op,
-                         {getKernelName("pool2d_backward", element, target),
+  return buildKernelCall(b, op, target,
+                         {"pool2d_backward",
+                          element,
                           {input, op.getGrad()},
                           {resultType},
                           createPoolGeometry(b, op, kind, resultType,
@@ -956,15 +985,16 @@ static SmallVector<int64_t> getBatchNormGeometry(RankedTensorType type) {
 }
 
 FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
-  FloatType element = getKernelElementType(op);
+  FloatType element = getKernelElementType(op, target);
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars =
       createI64s(b, loc, getBatchNormGeometry(type));
-  scalars.push_back(createFloat(b, loc, element,
+  scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildKernelCall(b, op,
-                         {getKernelName("batch_norm", element, target),
+  return buildKernelCall(b, op, target,
+                         {"batch_norm",
+                          element,
                           {op.getInput(), op.getScale(), op.getBias(),
                            op.getMean(), op.getVar()},
                           {type},
@@ -974,19 +1004,20 @@ FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
 
 FailureOr<SmallVector<Value>>
 NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
-  FloatType element = getKernelElementType(op);
+  FloatType element = getKernelElementType(op, target);
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars =
       createI64s(b, loc, getBatchNormGeometry(type));
-  scalars.push_back(createFloat(b, loc, element,
+  scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildKernelCall(
-      b, op,
-      {getKernelName("batch_norm_train", element, target),
-       {op.getInput(), op.getScale(), op.getBias()},
-       {type, getTensorType(op.getBatchMean()), getTensorType(op.getBatchVar())},
-       scalars});
+  return buildKernelCall(b, op, target,
+                         {"batch_norm_train",
+                          element,
+                          {op.getInput(), op.getScale(), op.getBias()},
+                          {type, getTensorType(op.getBatchMean()),
+                           getTensorType(op.getBatchVar())},
+                          scalars});
 }
 
 // The optimizer updates follow PyTorch 1.13's single-tensor implementations
@@ -1170,19 +1201,20 @@ SmallVector<Value> NNLowering::adamUpdate(train::AdamUpdateOp op) {
 
 FailureOr<SmallVector<Value>>
 NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
-  FloatType element = getKernelElementType(op);
+  FloatType element = getKernelElementType(op, target);
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars = createI64s(b, loc, getBatchNormGeometry(type));
-  scalars.push_back(createFloat(b, loc, element,
+  scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildKernelCall(
-      b, op,
-      {getKernelName("batch_norm_backward", element, target),
-       {op.getInput(), op.getGrad(), op.getScale(), op.getBatchMean(),
-        op.getBatchVar()},
-       {type, getTensorType(op.getScaleGrad()), getTensorType(op.getBiasGrad())},
-       scalars});
+  return buildKernelCall(b, op, target,
+                         {"batch_norm_backward",
+                          element,
+                          {op.getInput(), op.getGrad(), op.getScale(),
+                           op.getBatchMean(), op.getBatchVar()},
+                          {type, getTensorType(op.getScaleGrad()),
+                           getTensorType(op.getBiasGrad())},
+                          scalars});
 }
 
 FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {

@@ -188,9 +188,9 @@ int dtrain_rt_cuda_check_finite(const void *x, int32_t dtype, int64_t n,
  * groups, dilations, asymmetric padding, ceil mode, the pooling kinds, the
  * statistics and gradients of batch norm) up to f32 rounding: their sums
  * run in another order (but pooling's, in the CPU's). Matrix products run
- * on cuBLAS, convolution and
- * batch norm on cuDNN, pooling on kernels of this library; never on TF32
- * tensor cores.
+ * on cuBLAS, convolution and batch norm on cuDNN, pooling and a
+ * convolution's bias on kernels of this library; never on TF32 tensor
+ * cores.
  *
  * They run on the process's GPU (as compiled trainers do; see below), on
  * the step stream (dtrain_rt_cuda_synchronize), and return without waiting
@@ -271,6 +271,60 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
     const float *x, const float *dy, const float *scale,
     const float *batch_mean, const float *batch_var, float *dx, float *dscale,
     float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon);
+
+/* The matrix product and the convolutions on bf16 and f16 tensors (their
+ * raw 16-bit patterns): the same arguments, BETA still a float. They
+ * compute what the f32 kernel computes on the tensors widened to f32, each
+ * output element rounded once to the 16-bit type (to nearest even), up to
+ * the order of the sums: the products, exact in f32, run on tensor cores
+ * and are summed in f32. The forward convolution's bias is added to the
+ * rounded convolution, in f32, and the sum rounded again. A
+ * --target=cuda trainer calls them for 16-bit matrix products and
+ * convolutions; pooling and batch norm take f32 only. */
+void dtrain_rt_cuda_matmul_bf16(const uint16_t *a, const uint16_t *b,
+                                uint16_t *c, int64_t m, int64_t n, int64_t k,
+                                int32_t transpose_a, int32_t transpose_b,
+                                float beta);
+void dtrain_rt_cuda_matmul_f16(const uint16_t *a, const uint16_t *b,
+                               uint16_t *c, int64_t m, int64_t n, int64_t k,
+                               int32_t transpose_a, int32_t transpose_b,
+                               float beta);
+void dtrain_rt_cuda_conv2d_bf16(
+    const uint16_t *x, const uint16_t *w, const uint16_t *bias, uint16_t *y,
+    int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
+    int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_f16(
+    const uint16_t *x, const uint16_t *w, const uint16_t *bias, uint16_t *y,
+    int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
+    int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_backward_data_bf16(
+    const uint16_t *dy, const uint16_t *w, uint16_t *dx, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_backward_data_f16(
+    const uint16_t *dy, const uint16_t *w, uint16_t *dx, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_backward_weights_bf16(
+    const uint16_t *x, const uint16_t *dy, uint16_t *dw, uint16_t *db,
+    int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
+    int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_backward_weights_f16(
+    const uint16_t *x, const uint16_t *dy, uint16_t *dw, uint16_t *db,
+    int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
+    int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups);
 
 /*===--- Compiled trainers: the driver and managed memory -----------------===*
 

@@ -141,6 +141,33 @@ DTRAIN_RT_HOST_DEVICE inline float roundToValueType(float f,
   return f;
 }
 
+/// Element I of X, of float type TYPE (DTRAIN_RT_F32, _F16 or _BF16), as
+/// a float (exact).
+DTRAIN_RT_HOST_DEVICE inline float loadAsFloat(const void *x, int32_t type,
+                                               int64_t i) {
+  switch (type) {
+  case DTRAIN_RT_F16:
+    return f16ToF32(static_cast<const uint16_t *>(x)[i]);
+  case DTRAIN_RT_BF16:
+    return bf16ToF32(static_cast<const uint16_t *>(x)[i]);
+  }
+  return static_cast<const float *>(x)[i];
+}
+
+/// Stores V as element I of X, of float type TYPE, rounded to nearest even.
+DTRAIN_RT_HOST_DEVICE inline void storeFromFloat(void *x, int32_t type,
+                                                 int64_t i, float v) {
+  switch (type) {
+  case DTRAIN_RT_F16:
+    static_cast<uint16_t *>(x)[i] = f32ToF16(v);
+    return;
+  case DTRAIN_RT_BF16:
+    static_cast<uint16_t *>(x)[i] = f32ToBF16(v);
+    return;
+  }
+  static_cast<float *>(x)[i] = v;
+}
+
 } // namespace dtrain::rt
 
 #endif // DTRAIN_RUNTIME_FLOAT16_H

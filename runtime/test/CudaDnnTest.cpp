@@ -11,7 +11,10 @@
 // tensor's RMS (sums run in another order); the outputs start as NaN, so
 // that an element a kernel does not write fails. Where the arithmetic is
 // the same (max pooling's choice among tied maxima, pooling gradients,
-// products without a K dimension) the results must be equal.
+// products without a K dimension) the results must be equal. The bf16 and
+// f16 matrix products and convolutions are compared with the f32 CPU
+// kernels on the same inputs, rounded to the 16-bit type, to twice its unit
+// roundoff.
 //
 //   dtrain-rt-cuda-dnn-test [gtest flags]     on a device; without one it
 //                                             prints one line and exits 77
@@ -26,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestSupport.h"
+#include "Float16.h"
 #include "KernelCases.h"
 #include "dtrain_rt.h"
 #include "dtrain_rt_cuda.h"
@@ -59,12 +63,13 @@ double rms(const std::vector<float> &v) {
   return v.empty() ? 0.0 : std::sqrt(sum / double(v.size()));
 }
 
-/// |GPU - CPU| <= kTolerance (|CPU| + SCALE) elementwise, SCALE the RMS of
+/// |GPU - CPU| <= TOLERANCE (|CPU| + SCALE) elementwise, SCALE the RMS of
 /// CPU unless given (the magnitude of the terms a result sums, where they
 /// cancel): 0 for an all-zero CPU result, which GPU must then equal.
 ::testing::AssertionResult matchesCpu(const std::vector<float> &gpu,
                                       const std::vector<float> &cpu,
-                                      double scale = -1) {
+                                      double scale = -1,
+                                      double tolerance = kTolerance) {
   if (gpu.size() != cpu.size())
     return ::testing::AssertionFailure()
            << "size " << gpu.size() << " != " << cpu.size();
@@ -74,12 +79,12 @@ double rms(const std::vector<float> &v) {
   double worst = 0;
   for (size_t i = 0; i < gpu.size(); ++i) {
     const double error = std::fabs(double(gpu[i]) - double(cpu[i]));
-    const double tolerance = kTolerance * (std::fabs(double(cpu[i])) + scale);
-    if (!(error <= tolerance)) { // NaN fails
+    const double bound = tolerance * (std::fabs(double(cpu[i])) + scale);
+    if (!(error <= bound)) { // NaN fails
       if (bad++ == 0)
         first = i;
-    } else if (tolerance > 0) {
-      worst = std::max(worst, error / tolerance);
+    } else if (bound > 0) {
+      worst = std::max(worst, error / bound);
     }
   }
   if (!bad)
@@ -251,6 +256,151 @@ TEST(CudaConv, RepeatedGeometryGivesTheSameResult) {
       std::memcmp(first.data(), second.data(), first.size() * sizeof(float)),
       0);
   EXPECT_TRUE(matchesCpu(second, convForward(a, da, false)));
+}
+
+//===--- 16-bit matrix products and convolutions --------------------------===//
+
+/// A 16-bit element type of the matrix product and the convolutions, and
+/// the tolerance of their results against the CPU's f32 kernels on the same
+/// (rounded) inputs: twice the type's unit roundoff, for the one rounding
+/// of each result (two for a biased convolution's) and f32 sums in another
+/// order.
+struct HalfType {
+  int32_t type;
+  const char *name;
+  double tolerance;
+};
+
+const HalfType halfTypes[] = {{DTRAIN_RT_BF16, "bf16", 0x1p-7},
+                              {DTRAIN_RT_F16, "f16", 0x1p-10}};
+
+/// Device copies of float values in a 16-bit TYPE, read back as floats.
+class HalfBuffer {
+public:
+  /// VALUES rounded to TYPE, in place too: the CPU kernels then read what
+  /// the GPU's do.
+  HalfBuffer(int32_t type, std::vector<float> &values)
+      : type(type), bits(round(type, values)) {}
+  /// N elements, all NaN.
+  HalfBuffer(int32_t type, size_t n) : type(type), bits(n) { bits.fill(0xff); }
+
+  uint16_t *get() const { return bits.get(); }
+  std::vector<float> read() const {
+    const std::vector<uint16_t> host = bits.read();
+    std::vector<float> values(host.size());
+    for (size_t i = 0; i < host.size(); ++i)
+      values[i] = dtrain::rt::loadAsFloat(host.data(), type, int64_t(i));
+    return values;
+  }
+
+private:
+  static std::vector<uint16_t> round(int32_t type, std::vector<float> &values) {
+    std::vector<uint16_t> host(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      dtrain::rt::storeFromFloat(host.data(), type, int64_t(i), values[i]);
+      values[i] = dtrain::rt::loadAsFloat(host.data(), type, int64_t(i));
+    }
+    return host;
+  }
+
+  int32_t type;
+  DeviceBuffer<uint16_t> bits;
+};
+
+TEST(CudaHalf, MatmulMatchesCpu) {
+  uint32_t seed = 2000;
+  std::vector<MatmulCase> cases(std::begin(matmulCases), std::end(matmulCases));
+  cases.insert(cases.end(), std::begin(gpuMatmulCases),
+               std::end(gpuMatmulCases));
+  for (const HalfType &t : halfTypes) {
+    const auto matmul = t.type == DTRAIN_RT_BF16 ? dtrain_rt_cuda_matmul_bf16
+                                                 : dtrain_rt_cuda_matmul_f16;
+    for (const MatmulCase &mc : cases)
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          for (float beta : {0.0f, 1.0f}) {
+            SCOPED_TRACE(testing::Message()
+                         << t.name << " m=" << mc.m << " n=" << mc.n
+                         << " k=" << mc.k << " ta=" << ta << " tb=" << tb
+                         << " beta=" << beta);
+            auto a = randomVector(size_t(mc.m * mc.k), seed++);
+            auto b = randomVector(size_t(mc.k * mc.n), seed++);
+            auto c = randomVector(size_t(mc.m * mc.n), seed++);
+            if (beta == 0) // must be ignored, NaN included
+              std::fill(c.begin(), c.end(), kNaN);
+            HalfBuffer gpuA(t.type, a), gpuB(t.type, b), gpuC(t.type, c);
+            std::vector<float> cpu = c;
+            dtrain_rt_matmul_f32(a.data(), b.data(), cpu.data(), mc.m, mc.n,
+                                 mc.k, ta, tb, beta);
+            matmul(gpuA.get(), gpuB.get(), gpuC.get(), mc.m, mc.n, mc.k, ta,
+                   tb, beta);
+            EXPECT_TRUE(matchesCpu(gpuC.read(), cpu, -1, t.tolerance));
+          }
+  }
+}
+
+// The forward convolution (with the case's bias), the data gradient and the
+// weight gradient (with the bias gradient where the case has a bias).
+TEST(CudaHalf, ConvolutionsMatchCpu) {
+  uint32_t seed = 3000;
+  for (const HalfType &t : halfTypes) {
+    const bool bf16 = t.type == DTRAIN_RT_BF16;
+    const auto forward =
+        bf16 ? dtrain_rt_cuda_conv2d_bf16 : dtrain_rt_cuda_conv2d_f16;
+    const auto backwardData = bf16 ? dtrain_rt_cuda_conv2d_backward_data_bf16
+                                   : dtrain_rt_cuda_conv2d_backward_data_f16;
+    const auto backwardWeights =
+        bf16 ? dtrain_rt_cuda_conv2d_backward_weights_bf16
+             : dtrain_rt_cuda_conv2d_backward_weights_f16;
+    for (const ConvCase &k : allConvCases()) {
+      SCOPED_TRACE(testing::Message() << t.name << " " << k);
+      ConvData d(k, seed += 4);
+      auto dy = randomVector(outputSize(k), seed + 3);
+      HalfBuffer x(t.type, d.x), w(t.type, d.w), bias(t.type, d.bias),
+          gpuDy(t.type, dy);
+
+      std::vector<float> cpuY(outputSize(k), kNaN);
+      dtrain_rt_conv2d_f32(d.x.data(), d.w.data(),
+                           k.bias ? d.bias.data() : nullptr, cpuY.data(), k.n,
+                           k.c, k.h, k.w, k.oc, k.kh, k.kw, k.oh(), k.ow(),
+                           k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
+                           k.groups);
+      HalfBuffer y(t.type, outputSize(k));
+      forward(x.get(), w.get(), k.bias ? bias.get() : nullptr, y.get(), k.n,
+              k.c, k.h, k.w, k.oc, k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw,
+              k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+      EXPECT_TRUE(matchesCpu(y.read(), cpuY, -1, t.tolerance)) << "forward";
+
+      std::vector<float> cpuDx(d.x.size(), kNaN);
+      dtrain_rt_conv2d_backward_data_f32(
+          dy.data(), d.w.data(), cpuDx.data(), k.n, k.c, k.h, k.w, k.oc, k.kh,
+          k.kw, k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
+          k.groups);
+      HalfBuffer dx(t.type, d.x.size());
+      backwardData(gpuDy.get(), w.get(), dx.get(), k.n, k.c, k.h, k.w, k.oc,
+                   k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb,
+                   k.pr, k.dh, k.dw, k.groups);
+      EXPECT_TRUE(matchesCpu(dx.read(), cpuDx, -1, t.tolerance))
+          << "data gradient";
+
+      std::vector<float> cpuDw(d.w.size(), kNaN), cpuDb(size_t(k.oc), kNaN);
+      dtrain_rt_conv2d_backward_weights_f32(
+          d.x.data(), dy.data(), cpuDw.data(), k.bias ? cpuDb.data() : nullptr,
+          k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw,
+          k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+      HalfBuffer dw(t.type, d.w.size()), db(t.type, size_t(k.oc));
+      backwardWeights(x.get(), gpuDy.get(), dw.get(),
+                      k.bias ? db.get() : nullptr, k.n, k.c, k.h, k.w, k.oc,
+                      k.kh, k.kw, k.oh(), k.ow(), k.sh, k.sw, k.pt, k.pl, k.pb,
+                      k.pr, k.dh, k.dw, k.groups);
+      EXPECT_TRUE(matchesCpu(dw.read(), cpuDw, -1, t.tolerance))
+          << "weight gradient";
+      if (k.bias) {
+        EXPECT_TRUE(matchesCpu(db.read(), cpuDb, -1, t.tolerance))
+            << "bias gradient";
+      }
+    }
+  }
 }
 
 //===--- Pooling ----------------------------------------------------------===//

@@ -237,8 +237,8 @@ func.func @broadcast_and_update(%x: tensor<4x1xf32>, %p: tensor<4x3xf32>) -> ten
 
 // -----
 
-// A 16-bit matrix product runs in the f32 kernel: its operands widened, its
-// result rounded back; nn.cast is an elementwise truncf or extf.
+// On the CPU, a 16-bit matrix product runs in the f32 kernel: its operands
+// widened, its result rounded back; nn.cast is an elementwise truncf or extf.
 // CHECK-LABEL: func.func @bf16_matmul
 // CHECK: arith.extf %{{.*}} : bf16 to f32
 // CHECK: arith.extf %{{.*}} : bf16 to f32
@@ -249,6 +249,50 @@ func.func @bf16_matmul(%x: tensor<2x4xbf16>, %w: tensor<4x3xbf16>) -> tensor<2x3
   %0 = nn.matmul %x, %w : tensor<2x4xbf16>, tensor<4x3xbf16> -> tensor<2x3xbf16>
   %1 = nn.cast %0 : tensor<2x3xbf16> to tensor<2x3xf16>
   return %1 : tensor<2x3xf16>
+}
+
+// -----
+
+// For target=cuda, 16-bit matrix products and convolutions run in their
+// 16-bit kernels (tensor cores), on the 16-bit buffers themselves, with a
+// fused bias gradient in the same type; BETA stays f32. Pooling and batch
+// norm still run in f32, their tensors widened and rounded back.
+// CUDA-DAG: func.func private @dtrain_rt_cuda_matmul_bf16(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i32, f32) attributes {dtrain.step_stream}
+// CUDA-DAG: func.func private @dtrain_rt_cuda_conv2d_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, {{.*}}) attributes {dtrain.step_stream}
+// CUDA-LABEL: func.func @kernels_16_bit
+// CUDA-NOT:   arith.extf
+// CUDA:       memref.alloc() {alignment = 64 : i64} : memref<2x3xbf16>
+// CUDA:       call @dtrain_rt_cuda_matmul_bf16(
+// CUDA-NOT:   arith.extf
+// CUDA:       memref.alloc() {alignment = 64 : i64} : memref<2x6x6x6xf16>
+// CUDA:       call @dtrain_rt_cuda_conv2d_f16(
+// CUDA-NOT:   arith.extf
+// CUDA:       memref.alloc() {alignment = 64 : i64} : memref<2x4x8x8xf16>
+// CUDA:       call @dtrain_rt_cuda_conv2d_backward_data_f16(
+// CUDA-NOT:   arith.extf
+// CUDA:       memref.alloc() {alignment = 64 : i64} : memref<6x4x3x3xf16>
+// CUDA:       memref.alloc() {alignment = 64 : i64} : memref<6xf16>
+// CUDA:       call @dtrain_rt_cuda_conv2d_backward_weights_f16(
+// CUDA:       arith.extf %{{.*}} : f16 to f32
+// CUDA:       call @dtrain_rt_cuda_pool2d_f32(
+// CUDA:       arith.truncf %{{.*}} : f32 to f16
+// CHECK-LABEL: func.func @kernels_16_bit
+// CHECK:       arith.extf %{{.*}} : bf16 to f32
+// CHECK:       call @dtrain_rt_matmul_f32(
+// CHECK:       arith.extf %{{.*}} : f16 to f32
+// CHECK:       call @dtrain_rt_conv2d_f32(
+// CHECK:       call @dtrain_rt_conv2d_backward_data_f32(
+// CHECK:       call @dtrain_rt_conv2d_backward_weights_f32(
+func.func @kernels_16_bit(%a: tensor<2x4xbf16>, %b: tensor<4x3xbf16>, %x: tensor<2x4x8x8xf16>, %w: tensor<6x4x3x3xf16>,
+                          %bias: tensor<6xf16>, %dy: tensor<2x6x6x6xf16>)
+    -> (tensor<2x3xbf16>, tensor<2x6x6x6xf16>, tensor<2x4x8x8xf16>, tensor<6x4x3x3xf16>, tensor<6xf16>, tensor<2x4x4x4xf16>) {
+  %0 = nn.matmul %a, %b : tensor<2x4xbf16>, tensor<4x3xbf16> -> tensor<2x3xbf16>
+  %1 = nn.conv2d %x, %w, %bias : tensor<2x4x8x8xf16>, tensor<6x4x3x3xf16>, tensor<6xf16> -> tensor<2x6x6x6xf16>
+  %2 = nn.conv2d_backward_data %dy, %w : tensor<2x6x6x6xf16>, tensor<6x4x3x3xf16> -> tensor<2x4x8x8xf16>
+  %3 = nn.conv2d_backward_weights %x, %dy : tensor<2x4x8x8xf16>, tensor<2x6x6x6xf16> -> tensor<6x4x3x3xf16>
+  %4 = nn.reduce_sum %dy dims = [0, 2, 3] : tensor<2x6x6x6xf16> -> tensor<6xf16>
+  %5 = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf16> -> tensor<2x4x4x4xf16>
+  return %0, %1, %2, %3, %4, %5 : tensor<2x3xbf16>, tensor<2x6x6x6xf16>, tensor<2x4x8x8xf16>, tensor<6x4x3x3xf16>, tensor<6xf16>, tensor<2x4x4x4xf16>
 }
 
 // -----
@@ -396,7 +440,7 @@ func.func @dropout_mask(%seed: tensor<i64>, %step: tensor<i64>) -> tensor<2x3xf3
 
 // A convolution's bias gradient, the sum of its output gradient over N, OH
 // and OW: for target=cuda the weight gradient's kernel computes it too
-// (cuDNN's fused bias gradient, the ABI's DB) rather than a loop nest
+// (the ABI's DB: one block per channel) rather than a loop nest
 // whose threads each sum a channel; on the CPU it stays a reduction.
 // CUDA-LABEL: func.func @bias_gradient
 // CUDA:       %[[DW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<6x4x3x3xf32>

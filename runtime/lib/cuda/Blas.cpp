@@ -1,9 +1,10 @@
-//===- Blas.cpp - dtrain_rt_cuda_matmul_f32 on cuBLAS ---------------------===//
+//===- Blas.cpp - dtrain_rt_cuda_matmul_* on cuBLAS -----------------------===//
 //
-// dtrain_rt_matmul_f32 on device-reachable memory: one SGEMM. cuBLAS is
-// column-major, and a row-major matrix read column-major is its transpose,
-// so the row-major C = op(A) op(B) is computed as the column-major
-// C^T = op(B)^T op(A)^T: B first, the sizes swapped, the same transposes.
+// dtrain_rt_matmul_f32 on device-reachable memory, for f32, bf16 and f16
+// matrices: one GEMM, summed in f32. cuBLAS is column-major, and a
+// row-major matrix read column-major is its transpose, so the row-major
+// C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T:
+// B first, the sizes swapped, the same transposes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,11 +18,24 @@
 using namespace dtrain::rt;
 using namespace dtrain::rt::gpu;
 
-void dtrain_rt_cuda_matmul_f32(const float *a, const float *b, float *c,
-                               int64_t m, int64_t n, int64_t k,
-                               int32_t transpose_a, int32_t transpose_b,
-                               float beta) {
-  const char *kernel = "dtrain_rt_cuda_matmul_f32";
+namespace {
+
+/// cuBLAS's name of TYPE, one of the heavy ops' element types.
+cudaDataType_t blasType(int32_t type) {
+  switch (type) {
+  case DTRAIN_RT_BF16:
+    return CUDA_R_16BF;
+  case DTRAIN_RT_F16:
+    return CUDA_R_16F;
+  }
+  return CUDA_R_32F;
+}
+
+/// C = op(A) op(B) + BETA C on M x N, K matrices of element type TYPE, as
+/// dtrain_rt_matmul_f32 computes it.
+void multiply(const char *kernel, int32_t type, const void *a, const void *b,
+              void *c, int64_t m, int64_t n, int64_t k, int32_t transposeA,
+              int32_t transposeB, float beta) {
   // The checks of the CPU kernel (prepareMatmul), without its host loops.
   checkKernelDim(kernel, "m", m, 0);
   checkKernelDim(kernel, "n", n, 0);
@@ -37,22 +51,54 @@ void dtrain_rt_cuda_matmul_f32(const float *a, const float *b, float *c,
   }
 
   KernelCall call(kernel);
+  const cudaDataType_t data = blasType(type);
   if (k == 0) {
     // No product: C = BETA C, and 0 for BETA == 0 (NaN in C included).
     if (beta == 0.0f)
       DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, c, 0,
-                        size_t(m) * size_t(n) * sizeof(float), call.stream());
+                        size_t(m) * size_t(n) * floatTypeSize(type),
+                        call.stream());
     else
-      DTRAIN_HEAVY_BLAS(call, cublasSscal_64, call.blas(), m * n, &beta, c, 1);
+      DTRAIN_HEAVY_BLAS(call, cublasScalEx_64, call.blas(), m * n, &beta,
+                        CUDA_R_32F, c, data, 1, CUDA_R_32F);
     return;
   }
-  // With BETA == 0, SGEMM does not read C (NaN in C ignored, as on the CPU).
+  // With BETA == 0, the product does not read C (NaN in C ignored, as on
+  // the CPU). CUBLAS_COMPUTE_32F: f32 sums, and in the default math mode
+  // f32 products (no TF32); 16-bit products are exact there, on tensor
+  // cores.
   const float one = 1.0f;
-  const cublasOperation_t opA = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t opB = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opA = transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opB = transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
   // The leading dimensions are the row lengths as stored: A is M x K (K x M
   // transposed), B is K x N (N x K transposed), C is M x N.
-  DTRAIN_HEAVY_BLAS(call, cublasSgemm_64, call.blas(), opB, opA, n, m, k, &one,
-                    b, transpose_b ? k : n, a, transpose_a ? m : k, &beta, c,
-                    n);
+  DTRAIN_HEAVY_BLAS(call, cublasGemmEx_64, call.blas(), opB, opA, n, m, k, &one,
+                    b, data, transposeB ? k : n, a, data, transposeA ? m : k,
+                    &beta, c, data, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+} // namespace
+
+void dtrain_rt_cuda_matmul_f32(const float *a, const float *b, float *c,
+                               int64_t m, int64_t n, int64_t k,
+                               int32_t transpose_a, int32_t transpose_b,
+                               float beta) {
+  multiply("dtrain_rt_cuda_matmul_f32", DTRAIN_RT_F32, a, b, c, m, n, k,
+           transpose_a, transpose_b, beta);
+}
+
+void dtrain_rt_cuda_matmul_bf16(const uint16_t *a, const uint16_t *b,
+                                uint16_t *c, int64_t m, int64_t n, int64_t k,
+                                int32_t transpose_a, int32_t transpose_b,
+                                float beta) {
+  multiply("dtrain_rt_cuda_matmul_bf16", DTRAIN_RT_BF16, a, b, c, m, n, k,
+           transpose_a, transpose_b, beta);
+}
+
+void dtrain_rt_cuda_matmul_f16(const uint16_t *a, const uint16_t *b,
+                               uint16_t *c, int64_t m, int64_t n, int64_t k,
+                               int32_t transpose_a, int32_t transpose_b,
+                               float beta) {
+  multiply("dtrain_rt_cuda_matmul_f16", DTRAIN_RT_F16, a, b, c, m, n, k,
+           transpose_a, transpose_b, beta);
 }

@@ -15,31 +15,6 @@ using namespace dtrain::rt::gpu;
 
 namespace {
 
-/// Element I of X (type TYPE, a float type) as a float.
-__device__ inline float loadAsFloat(const void *x, int32_t type, int64_t i) {
-  switch (type) {
-  case DTRAIN_RT_F16:
-    return f16ToF32(static_cast<const uint16_t *>(x)[i]);
-  case DTRAIN_RT_BF16:
-    return bf16ToF32(static_cast<const uint16_t *>(x)[i]);
-  }
-  return static_cast<const float *>(x)[i];
-}
-
-/// Stores V as element I of X (type TYPE, a float type).
-__device__ inline void storeFromFloat(void *x, int32_t type, int64_t i,
-                                      float v) {
-  switch (type) {
-  case DTRAIN_RT_F16:
-    static_cast<uint16_t *>(x)[i] = f32ToF16(v);
-    return;
-  case DTRAIN_RT_BF16:
-    static_cast<uint16_t *>(x)[i] = f32ToBF16(v);
-    return;
-  }
-  static_cast<float *>(x)[i] = v;
-}
-
 /// Through f32, which is exact for 16-bit sources.
 __global__ void convertKernel(const void *src, int32_t srcType, void *dst,
                               int32_t dstType, int64_t n) {
@@ -97,7 +72,7 @@ int dtrain_rt_cuda_convert(const void *src, int32_t src_type, void *dst,
       return;
     if (src_type == dst_type) // a copy, NaN payloads and all
       DTRAIN_CUDA_CALL(cudaMemcpyAsync, dst, src,
-                       size_t(n) * (src_type == DTRAIN_RT_F32 ? 4 : 2),
+                       size_t(n) * floatTypeSize(src_type),
                        cudaMemcpyDeviceToDevice, asStream(stream));
     else
       DTRAIN_CUDA_LAUNCH(convertKernel, gridFor(n), kBlock, asStream(stream),

@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -97,6 +98,11 @@ inline unsigned gridFor(int64_t n, int64_t perThread = 8) {
 inline bool isSupportedFloatType(int32_t type) {
   return type == DTRAIN_RT_F32 || type == DTRAIN_RT_F16 ||
          type == DTRAIN_RT_BF16;
+}
+
+/// The bytes of one element of TYPE, one of the float types here.
+inline size_t floatTypeSize(int32_t type) {
+  return type == DTRAIN_RT_F32 ? 4 : 2;
 }
 
 } // namespace dtrain::rt::gpu

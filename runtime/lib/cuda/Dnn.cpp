@@ -3,7 +3,10 @@
 // dtrain_rt_conv2d_f32, its two gradients, the two batch norms and the
 // batch-norm gradient on cuDNN 9's legacy API, with the CPU kernels'
 // semantics; pooling and its gradient on kernels of our own
-// (DnnKernels.cu, which says why not cuDNN's).
+// (DnnKernels.cu, which says why not cuDNN's). The convolutions also take
+// bf16 and f16 tensors (dtrain_rt_cuda_conv2d_bf16, ...): cuDNN's
+// "pseudo" 16-bit configurations, which multiply on tensor cores and sum
+// in f32.
 //
 // Convolution: cuDNN pads symmetrically. An asymmetric padding runs with the
 // smaller padding of each dimension in cuDNN and the excess materialized: a
@@ -14,9 +17,14 @@
 // heuristics, the first deterministic algorithm whose workspace fits under
 // kMaxWorkspace, else the first that fits, else the smallest), kept for the
 // life of the process: a training step calls the same shapes every step.
-// The algorithms run in CUDNN_FMA_MATH, plain f32: cuDNN's default math
+// The f32 algorithms run in CUDNN_FMA_MATH, plain f32: cuDNN's default math
 // would allow TF32 tensor cores, whose 10-bit mantissa errs by about 1e-3
 // relative: far from the CPU results, which f32 sums match to rounding.
+// 16-bit tensors lose nothing on tensor cores (their products are exact in
+// f32), so there the algorithms may use them; never a conversion to a
+// narrower type (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION). The bias and its
+// gradient run on kernels of our own (DnnKernels.cu), in f32, in every
+// element type.
 //
 // Batch norm: cuDNN's spatial mode over X viewed as N x C x SPATIAL x 1.
 // cuDNN's training pass returns the unbiased variance in its running
@@ -38,6 +46,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <utility>
 
 using namespace dtrain::rt;
@@ -59,6 +68,27 @@ size_t alignScratch(size_t bytes) {
 
 const float kOne = 1.0f, kZero = 0.0f;
 
+/// cuDNN's name of TYPE, one of the heavy ops' element types.
+cudnnDataType_t dnnType(int32_t type) {
+  switch (type) {
+  case DTRAIN_RT_BF16:
+    return CUDNN_DATA_BFLOAT16;
+  case DTRAIN_RT_F16:
+    return CUDNN_DATA_HALF;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+const char *typeName(int32_t type) {
+  switch (type) {
+  case DTRAIN_RT_BF16:
+    return "bf16";
+  case DTRAIN_RT_F16:
+    return "f16";
+  }
+  return "f32";
+}
+
 /// VALUE as a cuDNN int (every checked geometry scalar fits; a padded size
 /// may not).
 int toInt(const KernelCall &call, const char *name, int64_t value) {
@@ -73,22 +103,26 @@ enum class ConvDirection { Forward, BackwardData, BackwardWeights };
 
 /// cuDNN's view of one convolution geometry in one direction.
 struct ConvPlan {
+  /// The tensors' element type (DTRAIN_RT_F32, _BF16 or _F16).
+  int32_t type = DTRAIN_RT_F32;
   /// The input planes (N x C) padded by the excess of the larger padding;
   /// NEEDSPADDING when there is one.
   PaddedPlanes padded;
   bool needsPadding = false;
-  /// X (padded), Y, the bias (1 x OC x 1 x 1), W, the convolution.
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  /// X (padded), Y, W, the convolution.
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
-  /// The direction's algorithm (a cudnnConvolution*Algo_t) and workspace.
+  /// The direction's algorithm (a cudnnConvolution*Algo_t), its math type
+  /// and its workspace.
   int algorithm = -1;
+  cudnnMathType_t mathType = CUDNN_FMA_MATH;
   size_t workspaceBytes = 0;
 
   size_t paddedBytes() const {
     return needsPadding
                ? alignScratch(size_t(padded.planes * padded.ph * padded.pw) *
-                              sizeof(float))
+                              floatTypeSize(type))
                : 0;
   }
   /// The scratch memory a call needs: the padded copy, then the workspace.
@@ -104,11 +138,15 @@ void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
                      int count, WorkspaceSize workspaceSize,
                      const char *direction) {
   int fitting = -1, deterministic = -1, smallest = -1;
+  cudnnMathType_t fittingMath = CUDNN_FMA_MATH,
+                  deterministicMath = CUDNN_FMA_MATH,
+                  smallestMath = CUDNN_FMA_MATH;
   size_t fittingBytes = 0, deterministicBytes = 0, smallestBytes = 0;
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS ||
-        perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
-        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
+        (plan.type == DTRAIN_RT_F32 &&
+         perf[i].mathType == CUDNN_TENSOR_OP_MATH))
       continue;
     size_t bytes = 0;
     if (workspaceSize(perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
@@ -116,33 +154,44 @@ void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
     const int algo = int(perf[i].algo);
     if (smallest < 0 || bytes < smallestBytes) {
       smallest = algo;
+      smallestMath = perf[i].mathType;
       smallestBytes = bytes;
     }
     if (bytes > kMaxWorkspace)
       continue;
     if (fitting < 0) {
       fitting = algo;
+      fittingMath = perf[i].mathType;
       fittingBytes = bytes;
     }
     if (deterministic < 0 && perf[i].determinism == CUDNN_DETERMINISTIC) {
       deterministic = algo;
+      deterministicMath = perf[i].mathType;
       deterministicBytes = bytes;
     }
   }
   if (deterministic >= 0) {
     plan.algorithm = deterministic;
+    plan.mathType = deterministicMath;
     plan.workspaceBytes = deterministicBytes;
   } else if (fitting >= 0) {
     plan.algorithm = fitting;
+    plan.mathType = fittingMath;
     plan.workspaceBytes = fittingBytes;
   } else if (smallest >= 0) {
     plan.algorithm = smallest;
+    plan.mathType = smallestMath;
     plan.workspaceBytes = smallestBytes;
   } else {
-    call.fail("cuDNN offers no f32 %s algorithm for this convolution (of %d "
+    call.fail("cuDNN offers no %s %s algorithm for this convolution (of %d "
               "it rated)",
-              direction, count);
+              typeName(plan.type), direction, count);
   }
+  // The algorithm runs in the math type it was rated with (for f32 that is
+  // the descriptor's CUDNN_FMA_MATH, or the default, which is then FMA).
+  if (plan.type != DTRAIN_RT_F32)
+    DTRAIN_HEAVY_DNN(call, cudnnSetConvolutionMathType, plan.conv,
+                     plan.mathType);
 }
 
 /// Creates the descriptors of PLAN for geometry G.
@@ -159,21 +208,19 @@ void describeConv(KernelCall &call, ConvPlan &plan, const ConvGeometry &g) {
 
   DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan.x);
   DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan.y);
-  DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan.bias);
   DTRAIN_HEAVY_DNN(call, cudnnCreateFilterDescriptor, &plan.w);
   DTRAIN_HEAVY_DNN(call, cudnnCreateConvolutionDescriptor, &plan.conv);
   const int n = int(g.n), c = int(g.c), oc = int(g.oc);
+  const cudnnDataType_t data = dnnType(plan.type);
   DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan.x, CUDNN_TENSOR_NCHW,
-                   CUDNN_DATA_FLOAT, n, c,
-                   toInt(call, "padded height", plan.padded.ph),
+                   data, n, c, toInt(call, "padded height", plan.padded.ph),
                    toInt(call, "padded width", plan.padded.pw));
   DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan.y, CUDNN_TENSOR_NCHW,
-                   CUDNN_DATA_FLOAT, n, oc, int(g.oh), int(g.ow));
-  DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan.bias,
-                   CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, oc, 1, 1);
-  DTRAIN_HEAVY_DNN(call, cudnnSetFilter4dDescriptor, plan.w, CUDNN_DATA_FLOAT,
+                   data, n, oc, int(g.oh), int(g.ow));
+  DTRAIN_HEAVY_DNN(call, cudnnSetFilter4dDescriptor, plan.w, data,
                    CUDNN_TENSOR_NCHW, oc, int(g.c / g.groups), int(g.h.kernel),
                    int(g.w.kernel));
+  // The products are summed in f32 for every element type.
   DTRAIN_HEAVY_DNN(call, cudnnSetConvolution2dDescriptor, plan.conv, int(padH),
                    int(padW), int(g.h.stride), int(g.w.stride),
                    int(g.h.dilation), int(g.w.dilation),
@@ -181,7 +228,8 @@ void describeConv(KernelCall &call, ConvPlan &plan, const ConvGeometry &g) {
   DTRAIN_HEAVY_DNN(call, cudnnSetConvolutionGroupCount, plan.conv,
                    int(g.groups));
   DTRAIN_HEAVY_DNN(call, cudnnSetConvolutionMathType, plan.conv,
-                   CUDNN_FMA_MATH);
+                   plan.type == DTRAIN_RT_F32 ? CUDNN_FMA_MATH
+                                              : CUDNN_TENSOR_OP_MATH);
 
   // cuDNN's output size is the floor formula's on the padded sizes, which
   // the checks matched against OH and OW: a mismatch is a bug here.
@@ -194,16 +242,18 @@ void describeConv(KernelCall &call, ConvPlan &plan, const ConvGeometry &g) {
               (long long)g.ow);
 }
 
-/// The plan of KEY's geometry in DIRECTION, made on first use.
+/// The plan of KEY's geometry in DIRECTION on tensors of TYPE, made on
+/// first use.
 const ConvPlan &convPlan(KernelCall &call, ConvDirection direction,
-                         const ConvKey &key) {
+                         int32_t type, const ConvKey &key) {
   // Under the KernelCall's lock, as everything here. Never destroyed.
-  static auto *plans = new std::map<std::pair<ConvDirection, ConvKey>,
+  static auto *plans = new std::map<std::tuple<ConvDirection, int32_t, ConvKey>,
                                     std::unique_ptr<ConvPlan>>;
-  std::unique_ptr<ConvPlan> &entry = (*plans)[{direction, key}];
+  std::unique_ptr<ConvPlan> &entry = (*plans)[{direction, type, key}];
   if (entry)
     return *entry;
   auto plan = std::make_unique<ConvPlan>();
+  plan->type = type;
   describeConv(call, *plan, convGeometry(key));
   cudnnHandle_t dnn = call.dnn();
   ConvPlan &p = *plan;
@@ -261,7 +311,7 @@ const ConvPlan &convPlan(KernelCall &call, ConvDirection direction,
 /// The scratch memory of one call of PLAN: the padded image (or nullptr)
 /// and the workspace (or nullptr).
 struct ConvScratch {
-  float *padded = nullptr;
+  void *padded = nullptr;
   void *workspace = nullptr;
 };
 
@@ -271,7 +321,7 @@ ConvScratch convScratch(KernelCall &call, const ConvPlan &plan) {
     return s;
   char *base = static_cast<char *>(call.scratch(plan.scratchBytes()));
   if (plan.needsPadding)
-    s.padded = reinterpret_cast<float *>(base);
+    s.padded = base;
   if (plan.workspaceBytes)
     s.workspace = base + plan.paddedBytes();
   return s;
@@ -325,88 +375,123 @@ void normalizeInference(KernelCall &call, const NormPlan &plan, const float *x,
                    plan.channels, scale, bias, mean, var, double(epsilon));
 }
 
-} // namespace
-
-//===--- C ABI ------------------------------------------------------------===//
-
-void dtrain_rt_cuda_conv2d_f32(
-    const float *x, const float *w, const float *bias, float *y, int64_t n,
-    int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,
-    int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
-    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
-    int64_t dilation_w, int64_t groups) {
-  const char *kernel = "dtrain_rt_cuda_conv2d_f32";
-  const ConvKey key =
-      checkConv2d(kernel, x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow,
-                  stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
-                  dilation_h, dilation_w, groups);
+/// Y = X * W (+ BIAS) for KEY's checked geometry, on tensors of TYPE.
+void convolve(const char *kernel, int32_t type, const ConvKey &key,
+              const void *x, const void *w, const void *bias, void *y) {
   KernelCall call(kernel);
-  const ConvPlan &plan = convPlan(call, ConvDirection::Forward, key);
+  const ConvPlan &plan = convPlan(call, ConvDirection::Forward, type, key);
   const ConvScratch scratch = convScratch(call, plan);
-  const float *input = x;
+  const void *input = x;
   if (plan.needsPadding) {
-    launchPadPlanes(call, plan.padded, x, scratch.padded);
+    launchPadPlanes(call, plan.padded, type, x, scratch.padded);
     input = scratch.padded;
   }
   DTRAIN_HEAVY_DNN(call, cudnnConvolutionForward, call.dnn(), &kOne, plan.x,
                    input, plan.w, w, plan.conv,
                    cudnnConvolutionFwdAlgo_t(plan.algorithm), scratch.workspace,
                    plan.workspaceBytes, &kZero, plan.y, y);
+  const ConvGeometry g = convGeometry(key);
   if (bias)
-    DTRAIN_HEAVY_DNN(call, cudnnAddTensor, call.dnn(), &kOne, plan.bias, bias,
-                     &kOne, plan.y, y);
+    launchAddBias(call, type, bias, y, g.n, g.oc, g.oh * g.ow);
 }
 
-void dtrain_rt_cuda_conv2d_backward_data_f32(
-    const float *dy, const float *w, float *dx, int64_t n, int64_t c, int64_t h,
-    int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
-    int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
-    int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
-    int64_t dilation_w, int64_t groups) {
-  const char *kernel = "dtrain_rt_cuda_conv2d_backward_data_f32";
-  const ConvKey key = checkConv2dBackwardData(
-      kernel, dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w,
-      pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups);
+/// DX = the gradient of the convolution for KEY with respect to its input.
+void convolveBackwardData(const char *kernel, int32_t type, const ConvKey &key,
+                          const void *dy, const void *w, void *dx) {
   KernelCall call(kernel);
-  const ConvPlan &plan = convPlan(call, ConvDirection::BackwardData, key);
+  const ConvPlan &plan = convPlan(call, ConvDirection::BackwardData, type, key);
   const ConvScratch scratch = convScratch(call, plan);
   // With an asymmetric padding, the gradient of the padded image first.
-  float *output = plan.needsPadding ? scratch.padded : dx;
+  void *output = plan.needsPadding ? scratch.padded : dx;
   DTRAIN_HEAVY_DNN(
       call, cudnnConvolutionBackwardData, call.dnn(), &kOne, plan.w, w, plan.y,
       dy, plan.conv, cudnnConvolutionBwdDataAlgo_t(plan.algorithm),
       scratch.workspace, plan.workspaceBytes, &kZero, plan.x, output);
   if (plan.needsPadding)
-    launchCropPlanes(call, plan.padded, scratch.padded, dx);
+    launchCropPlanes(call, plan.padded, type, scratch.padded, dx);
 }
 
-void dtrain_rt_cuda_conv2d_backward_weights_f32(
-    const float *x, const float *dy, float *dw, float *db, int64_t n, int64_t c,
-    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
-    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
-    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
-    int64_t dilation_w, int64_t groups) {
-  const char *kernel = "dtrain_rt_cuda_conv2d_backward_weights_f32";
-  const ConvKey key = checkConv2dBackwardWeights(
-      kernel, x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
-      stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
-      dilation_w, groups);
+/// DW (and DB, unless NULL) = the gradients of the convolution for KEY
+/// with respect to its weight (and bias).
+void convolveBackwardWeights(const char *kernel, int32_t type,
+                             const ConvKey &key, const void *x, const void *dy,
+                             void *dw, void *db) {
   KernelCall call(kernel);
-  const ConvPlan &plan = convPlan(call, ConvDirection::BackwardWeights, key);
+  const ConvPlan &plan =
+      convPlan(call, ConvDirection::BackwardWeights, type, key);
   const ConvScratch scratch = convScratch(call, plan);
-  const float *input = x;
+  const void *input = x;
   if (plan.needsPadding) {
-    launchPadPlanes(call, plan.padded, x, scratch.padded);
+    launchPadPlanes(call, plan.padded, type, x, scratch.padded);
     input = scratch.padded;
   }
   DTRAIN_HEAVY_DNN(call, cudnnConvolutionBackwardFilter, call.dnn(), &kOne,
                    plan.x, input, plan.y, dy, plan.conv,
                    cudnnConvolutionBwdFilterAlgo_t(plan.algorithm),
                    scratch.workspace, plan.workspaceBytes, &kZero, plan.w, dw);
+  const ConvGeometry g = convGeometry(key);
   if (db)
-    DTRAIN_HEAVY_DNN(call, cudnnConvolutionBackwardBias, call.dnn(), &kOne,
-                     plan.y, dy, &kZero, plan.bias, db);
+    launchBiasGradient(call, type, dy, db, g.n, g.oc, g.oh * g.ow);
 }
+
+} // namespace
+
+//===--- C ABI ------------------------------------------------------------===//
+
+// The convolutions and their gradients for tensors of element type T
+// (DTRAIN_RT_<TYPE>), named with SUFFIX: the checks of the CPU kernels,
+// then cuDNN.
+#define DTRAIN_CUDA_CONV2D_KERNELS(SUFFIX, TYPE, T)                            \
+  void dtrain_rt_cuda_conv2d_##SUFFIX(                                         \
+      const T *x, const T *w, const T *bias, T *y, int64_t n, int64_t c,       \
+      int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,   \
+      int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,         \
+      int64_t pad_left, int64_t pad_bottom, int64_t pad_right,                 \
+      int64_t dilation_h, int64_t dilation_w, int64_t groups) {                \
+    const char *kernel = "dtrain_rt_cuda_conv2d_" #SUFFIX;                     \
+    convolve(kernel, DTRAIN_RT_##TYPE,                                         \
+             checkConv2d(kernel, x, w, bias, y, n, c, h, w_, oc, kh, kw, oh,   \
+                         ow, stride_h, stride_w, pad_top, pad_left,            \
+                         pad_bottom, pad_right, dilation_h, dilation_w,        \
+                         groups),                                              \
+             x, w, bias, y);                                                   \
+  }                                                                            \
+  void dtrain_rt_cuda_conv2d_backward_data_##SUFFIX(                           \
+      const T *dy, const T *w, T *dx, int64_t n, int64_t c, int64_t h,         \
+      int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,  \
+      int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
+      int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
+      int64_t dilation_w, int64_t groups) {                                    \
+    const char *kernel = "dtrain_rt_cuda_conv2d_backward_data_" #SUFFIX;       \
+    convolveBackwardData(                                                      \
+        kernel, DTRAIN_RT_##TYPE,                                              \
+        checkConv2dBackwardData(kernel, dy, w, dx, n, c, h, w_, oc, kh, kw,    \
+                                oh, ow, stride_h, stride_w, pad_top, pad_left, \
+                                pad_bottom, pad_right, dilation_h, dilation_w, \
+                                groups),                                       \
+        dy, w, dx);                                                            \
+  }                                                                            \
+  void dtrain_rt_cuda_conv2d_backward_weights_##SUFFIX(                        \
+      const T *x, const T *dy, T *dw, T *db, int64_t n, int64_t c, int64_t h,  \
+      int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,  \
+      int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
+      int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
+      int64_t dilation_w, int64_t groups) {                                    \
+    const char *kernel = "dtrain_rt_cuda_conv2d_backward_weights_" #SUFFIX;    \
+    convolveBackwardWeights(                                                   \
+        kernel, DTRAIN_RT_##TYPE,                                              \
+        checkConv2dBackwardWeights(kernel, x, dy, dw, db, n, c, h, w_, oc, kh, \
+                                   kw, oh, ow, stride_h, stride_w, pad_top,    \
+                                   pad_left, pad_bottom, pad_right,            \
+                                   dilation_h, dilation_w, groups),            \
+        x, dy, dw, db);                                                        \
+  }
+
+DTRAIN_CUDA_CONV2D_KERNELS(f32, F32, float)
+DTRAIN_CUDA_CONV2D_KERNELS(bf16, BF16, uint16_t)
+DTRAIN_CUDA_CONV2D_KERNELS(f16, F16, uint16_t)
+
+#undef DTRAIN_CUDA_CONV2D_KERNELS
 
 void dtrain_rt_cuda_pool2d_f32(const float *x, float *y, int32_t kind,
                                int64_t n, int64_t c, int64_t h, int64_t w,

@@ -9,15 +9,19 @@
 //
 // And what Dnn.cpp needs besides cuDNN: padded copies of images and their
 // inverse (cuDNN pads symmetrically; an asymmetric padding's excess is
-// materialized), the inverse standard deviations that cuDNN's batch-norm
-// gradient takes, and the biased variance from cuDNN's unbiased one.
+// materialized), a convolution's bias and its gradient in every element
+// type (cuDNN's bias functions leave their 16-bit support unstated), the
+// inverse standard deviations that cuDNN's batch-norm gradient takes, and
+// the biased variance from cuDNN's unbiased one.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaInternal.h"
 
+#include "Float16.h"
 #include "cuda/HeavyOps.h"
 
+using namespace dtrain::rt;
 using namespace dtrain::rt::gpu;
 
 namespace {
@@ -163,27 +167,67 @@ __global__ void poolBackward(PoolShape g, const int64_t *__restrict__ argmax,
 
 //===--- Around cuDNN -----------------------------------------------------===//
 
-/// Every element of the padded planes: the source element, or 0 outside.
-__global__ void padPlanes(PaddedPlanes p, const float *__restrict__ src,
-                          float *__restrict__ dst) {
+/// Every element of the padded planes: the source element, or 0 outside
+/// (T holds the element's bits: 0 is +0 in every float type).
+template <typename T>
+__global__ void padPlanes(PaddedPlanes p, const T *__restrict__ src,
+                          T *__restrict__ dst) {
   DTRAIN_GRID_LOOP(i, p.planes * p.ph * p.pw) {
     const int64_t x = i % p.pw - p.left;
     const int64_t y = i / p.pw % p.ph - p.top;
     const int64_t plane = i / p.pw / p.ph;
     dst[i] = y >= 0 && y < p.h && x >= 0 && x < p.w
                  ? src[(plane * p.h + y) * p.w + x]
-                 : 0.0f;
+                 : T(0);
   }
 }
 
 /// Every element of the unpadded planes, from the padded ones.
-__global__ void cropPlanes(PaddedPlanes p, const float *__restrict__ src,
-                           float *__restrict__ dst) {
+template <typename T>
+__global__ void cropPlanes(PaddedPlanes p, const T *__restrict__ src,
+                           T *__restrict__ dst) {
   DTRAIN_GRID_LOOP(i, p.planes * p.h * p.w) {
     const int64_t x = i % p.w;
     const int64_t y = i / p.w % p.h;
     const int64_t plane = i / p.w / p.h;
     dst[i] = src[(plane * p.ph + y + p.top) * p.pw + x + p.left];
+  }
+}
+
+__global__ void addBias(int32_t type, const void *__restrict__ bias,
+                        void *__restrict__ y, int64_t n, int64_t c,
+                        int64_t spatial) {
+  DTRAIN_GRID_LOOP(i, n * c * spatial) {
+    const int64_t channel = i / spatial % c;
+    storeFromFloat(y, type, i,
+                   loadAsFloat(y, type, i) + loadAsFloat(bias, type, channel));
+  }
+}
+
+/// One block per channel (a grid-stride loop over channels): each thread
+/// sums a strided share of the channel's N x SPATIAL elements, then the
+/// block's kBlock partial sums are added as a tree.
+__global__ void biasGradient(int32_t type, const void *__restrict__ dy,
+                             void *__restrict__ db, int64_t n, int64_t c,
+                             int64_t spatial) {
+  static_assert((kBlock & (kBlock - 1)) == 0, "the tree halves kBlock");
+  __shared__ float partial[kBlock];
+  const int64_t count = n * spatial;
+  for (int64_t channel = blockIdx.x; channel < c; channel += gridDim.x) {
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < count; j += blockDim.x)
+      sum += loadAsFloat(dy, type, (j / spatial * c + channel) * spatial +
+                                       j % spatial);
+    partial[threadIdx.x] = sum;
+    __syncthreads();
+    for (int half = kBlock / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half)
+        partial[threadIdx.x] += partial[threadIdx.x + half];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0)
+      storeFromFloat(db, type, channel, partial[0]);
+    __syncthreads(); // partial[0] read before the next channel's sums
   }
 }
 
@@ -224,19 +268,46 @@ void dtrain::rt::gpu::launchPoolBackward(KernelCall &call, const PoolShape &g,
 }
 
 void dtrain::rt::gpu::launchPadPlanes(const KernelCall &call,
-                                      const PaddedPlanes &p, const float *src,
-                                      float *dst) {
-  padPlanes<<<gridFor(p.planes * p.ph * p.pw), kBlock, 0, call.stream()>>>(
-      p, src, dst);
+                                      const PaddedPlanes &p, int32_t type,
+                                      const void *src, void *dst) {
+  const unsigned grid = gridFor(p.planes * p.ph * p.pw);
+  if (type == DTRAIN_RT_F32)
+    padPlanes<<<grid, kBlock, 0, call.stream()>>>(
+        p, static_cast<const uint32_t *>(src), static_cast<uint32_t *>(dst));
+  else
+    padPlanes<<<grid, kBlock, 0, call.stream()>>>(
+        p, static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst));
   checkLaunched(call, "padPlanes launch");
 }
 
 void dtrain::rt::gpu::launchCropPlanes(const KernelCall &call,
-                                       const PaddedPlanes &p, const float *src,
-                                       float *dst) {
-  cropPlanes<<<gridFor(p.planes * p.h * p.w), kBlock, 0, call.stream()>>>(
-      p, src, dst);
+                                       const PaddedPlanes &p, int32_t type,
+                                       const void *src, void *dst) {
+  const unsigned grid = gridFor(p.planes * p.h * p.w);
+  if (type == DTRAIN_RT_F32)
+    cropPlanes<<<grid, kBlock, 0, call.stream()>>>(
+        p, static_cast<const uint32_t *>(src), static_cast<uint32_t *>(dst));
+  else
+    cropPlanes<<<grid, kBlock, 0, call.stream()>>>(
+        p, static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst));
   checkLaunched(call, "cropPlanes launch");
+}
+
+void dtrain::rt::gpu::launchAddBias(const KernelCall &call, int32_t type,
+                                    const void *bias, void *y, int64_t n,
+                                    int64_t c, int64_t spatial) {
+  addBias<<<gridFor(n * c * spatial), kBlock, 0, call.stream()>>>(
+      type, bias, y, n, c, spatial);
+  checkLaunched(call, "addBias launch");
+}
+
+void dtrain::rt::gpu::launchBiasGradient(const KernelCall &call, int32_t type,
+                                         const void *dy, void *db, int64_t n,
+                                         int64_t c, int64_t spatial) {
+  const unsigned grid = unsigned(c < kMaxGrid ? c : kMaxGrid);
+  biasGradient<<<grid, kBlock, 0, call.stream()>>>(type, dy, db, n, c,
+                                                   spatial);
+  checkLaunched(call, "biasGradient launch");
 }
 
 void dtrain::rt::gpu::launchInverseStd(const KernelCall &call, const float *var,

@@ -115,14 +115,23 @@ struct PaddedPlanes {
   int64_t planes, h, w, ph, pw, top, left;
 };
 
+// TYPE below is the tensors' element type: DTRAIN_RT_F32, _BF16 or _F16.
+
 /// DST (P.planes x P.ph x P.pw) = SRC (P.planes x P.h x P.w) surrounded by
 /// zeros.
 void launchPadPlanes(const KernelCall &call, const PaddedPlanes &p,
-                     const float *src, float *dst);
+                     int32_t type, const void *src, void *dst);
 /// DST (P.planes x P.h x P.w) = the inner part of SRC (P.planes x P.ph x
 /// P.pw).
 void launchCropPlanes(const KernelCall &call, const PaddedPlanes &p,
-                      const float *src, float *dst);
+                      int32_t type, const void *src, void *dst);
+/// Y (N x C x SPATIAL) += BIAS (C), each sum in f32, rounded once to TYPE.
+void launchAddBias(const KernelCall &call, int32_t type, const void *bias,
+                   void *y, int64_t n, int64_t c, int64_t spatial);
+/// DB (C) = the sum of DY (N x C x SPATIAL) over N and SPATIAL, in f32 (a
+/// tree in each channel's block), rounded once to TYPE.
+void launchBiasGradient(const KernelCall &call, int32_t type, const void *dy,
+                        void *db, int64_t n, int64_t c, int64_t spatial);
 /// INV_STD[c] = 1 / sqrt(VAR[c] + EPSILON), for C channels, in float as the
 /// CPU computes it.
 void launchInverseStd(const KernelCall &call, const float *var, float epsilon,
