@@ -128,14 +128,20 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     `bufferization.to_tensor restrict writable` turns back into the result
     tensor, so that one-shot bufferization can run on the whole function
     afterwards. The kernels take f32 (oneDNN) or f64 (`..._f64`, plain
-    reference loops, for gradient checks): another element type is an
-    error on the op.
+    reference loops, for gradient checks); bf16 and f16 tensors are
+    widened to f32 before the call and its results rounded back. Another
+    element type is an error on the op.
 
     With `target=cuda` the f32 kernels are the GPU's, with the same
     arguments: `dtrain_rt_cuda_matmul_f32` (cuBLAS), `dtrain_rt_cuda_conv2d_f32`
     and the other convolution and batch-norm kernels (cuDNN), and
     `dtrain_rt_cuda_pool2d_f32` (CUDA kernels), declared in
-    runtime/include/dtrain_rt_cuda.h. The f64 reference loops stay on the
+    runtime/include/dtrain_rt_cuda.h. 16-bit matrix products and
+    convolutions call their 16-bit kernels on the 16-bit buffers
+    themselves (`dtrain_rt_cuda_matmul_bf16`, `dtrain_rt_cuda_conv2d_f16`,
+    ...: tensor cores, f32 sums). A convolution's bias gradient (an
+    `nn.reduce_sum` of its output gradient over N, OH and OW) is computed
+    by its weight gradient's call. The f64 reference loops stay on the
     host.
   }];
   let options = [
