@@ -1,27 +1,57 @@
 #!/usr/bin/env bash
-# The checks that need a GPU, in one run (a few minutes on a machine with
-# one CUDA device): builds the runtime with CUDA in build-gpu (reused when
-# present), runs the CUDA kernel tests against the CPU runtime (the
-# sparsification kernels, and the heavy ops on cuBLAS and cuDNN) and the
-# selection benchmark, and times torch.topk on the same sizes when
-# Debian's python3 has torch with CUDA. Everything goes to a report,
-# gpu-report.txt (or $OUT/gpu-report.txt when OUT is set, or $1), and to
-# the terminal. Exits non-zero when a step fails, and at once when there is
-# no CUDA device.
+# The checks that need a GPU, in one run of a few minutes on a machine with
+# one CUDA device. They run from a bundle that scripts/gpu-bundle.sh packs
+# on a build machine, since the GPU machines lent here have a driver, CUDA
+# and PyTorch but no build environment:
 #
-# Later GPU steps add a section below, before the summary, and call
-# `failed NAME` when they fail.
+#   scripts/gpu-bundle.sh                      here: .gpu-bundle/bundle.tar.xz
+#   scripts/gpu-check.sh --bundle .gpu-bundle  there (carry .gpu-bundle)
+#   scripts/gpu-check.sh                       where both can run: packs the
+#                                              bundle first
+#
+# The checks: the CUDA runtime's tests (selection and sparsification
+# kernels, the heavy ops on cuBLAS and cuDNN in f32, bf16 and f16, MLIR's
+# GPU host functions and managed memory, the NCCL transport, the sparse
+# exchange's kernels), the selection benchmark against torch.topk, the
+# digits CNN's --target=cuda trainer against the CPU trainer (3 steps on 1
+# and 2 ranks, and in bf16), and resnet18 and resnet50 training steps at
+# batch 32 in f32 and bf16 against PyTorch's eager steps on the same GPU.
+# Where dtrain-compile and lit are built here too, also the lit tests'
+# GPU branches (every step case of train-step.test against PyTorch).
+#
+# Everything goes to a report, gpu-report.txt (or $OUT/gpu-report.txt when
+# OUT is set, or REPORT), and to the terminal. Exits non-zero when a step
+# fails, and at once when there is no CUDA device.
+#
+# usage: scripts/gpu-check.sh [--bundle DIR] [REPORT]
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
+bundle_dir=
+if [ "${1:-}" = "--bundle" ]; then
+  bundle_dir=${2:?"--bundle needs the folder of bundle.tar.xz"}
+  shift 2
+fi
 report=${1:-${OUT:+$OUT/gpu-report.txt}}
 report=${report:-gpu-report.txt}
-build="build-gpu"
 exec > >(tee "$report") 2>&1
+start=$(date +%s)
 
 failures=()
 failed() { failures+=("$1"); echo "gpu-check: FAILED: $1"; }
-section() { echo; echo "== $1"; }
+section() { echo; echo "== $1 ($(( $(date +%s) - start )) s)"; }
+# Runs a test program (exit 77: it found no device).
+run_test() { # NAME TIMEOUT COMMAND...
+  local name=$1 limit=$2
+  shift 2
+  timeout "$limit" "$@" < /dev/null
+  case $? in
+    0) ;;
+    77) failed "$name found no CUDA device" ;;
+    124) failed "$name (over $limit s)" ;;
+    *) failed "$name" ;;
+  esac
+}
 
 section "device"
 if ! nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
@@ -29,47 +59,59 @@ if ! nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,nohead
   echo "gpu-check: no CUDA device (nvidia-smi finds none): run this on a GPU machine"
   exit 1
 fi
-nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-"$nvcc" --version | tail -n1
 
-section "build ($build)"
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  generator=()
-  command -v ninja >/dev/null && generator=(-G Ninja)
-  cmake "${generator[@]}" -S runtime -B "$build" -DCMAKE_BUILD_TYPE=Release \
-    -DDTRAIN_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
-    || { failed "configure"; exit 1; }
+section "lit tests' GPU branches (cuda-trainer.test, train-step.test)"
+# Before the bundle's environment: these use the build's libraries.
+if [ -x build/bin/dtrain-compile ] && [ -x /usr/lib/llvm-22/bin/lit ]; then
+  timeout 420 /usr/lib/llvm-22/bin/lit -v \
+    build/test/Integration/cuda-trainer.test \
+    build/test/Integration/train-step.test \
+    || failed "cuda-trainer.test or train-step.test"
+else
+  echo "skipped: no build environment here (build/bin/dtrain-compile, lit):"
+  echo "the step cases against PyTorch need dtrain-compile"
 fi
-cmake --build "$build" -j "$(nproc)" --target dtrain-rt-cuda-test \
-  dtrain-rt-cuda-dnn-test dtrain-rt-cuda-select-bench dtrain-rt-cuda-host-test \
-  dtrain-rt-cuda-nccl-test dtrain-rt-cuda-sparse-kernels-test \
-  || { failed "build"; exit 1; }
+
+section "bundle"
+if [ -z "$bundle_dir" ]; then
+  bundle_dir=.gpu-bundle
+  scripts/gpu-bundle.sh "$bundle_dir" || { failed "scripts/gpu-bundle.sh"; exit 1; }
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-gpu.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+tar -C "$work" -xJf "$bundle_dir/bundle.tar.xz" \
+  || { failed "unpacking $bundle_dir/bundle.tar.xz"; exit 1; }
+# shellcheck source=gpu-bundle-env.sh
+source "$work/dtrain-gpu/env.sh" || { failed "the bundle's libraries"; exit 1; }
+bin=$BUNDLE/bin
+echo "unpacked in $BUNDLE; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+# A Python with PyTorch on CUDA, if there is one.
+torch_python=
+for python in python3 /usr/bin/python3; do
+  if "$python" -c "import torch, sys; sys.exit(not torch.cuda.is_available())" \
+      2>/dev/null; then
+    torch_python=$python
+    break
+  fi
+done
+echo "python with torch on CUDA: ${torch_python:-none}"
+numpy_python=${torch_python:-python3}
 
 section "CUDA kernels against the CPU runtime (dtrain-rt-cuda-test)"
-timeout 300 "$build/test/dtrain-rt-cuda-test"
-case $? in
-  0) ;;
-  77) failed "dtrain-rt-cuda-test found no CUDA device" ;;
-  *) failed "dtrain-rt-cuda-test" ;;
-esac
+run_test dtrain-rt-cuda-test 300 "$bin/dtrain-rt-cuda-test"
 
 section "heavy-op kernels against the CPU runtime (dtrain-rt-cuda-dnn-test)"
 # cuBLAS matmul, cuDNN convolution and batch norm, the pooling kernels,
-# each against its CPU kernel (oneDNN) over the CPU tests' geometries.
-timeout 600 "$build/test/dtrain-rt-cuda-dnn-test"
-case $? in
-  0) ;;
-  77) failed "dtrain-rt-cuda-dnn-test found no CUDA device" ;;
-  *) failed "dtrain-rt-cuda-dnn-test" ;;
-esac
+# each against its CPU kernel (oneDNN) over the CPU tests' geometries; the
+# bf16 and f16 matrix products and convolutions too.
+run_test dtrain-rt-cuda-dnn-test 600 "$bin/dtrain-rt-cuda-dnn-test"
 
 section "selection benchmark (dtrain-rt-cuda-select-bench)"
-timeout 180 "$build/dtrain-rt-cuda-select-bench" || failed "dtrain-rt-cuda-select-bench"
+timeout 180 "$bin/dtrain-rt-cuda-select-bench" || failed "dtrain-rt-cuda-select-bench"
 
 section "torch.topk on the same data sizes"
-if /usr/bin/python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())" \
-    2>/dev/null; then
-  timeout 120 /usr/bin/python3 - <<'EOF' || failed "torch.topk timing"
+if [ -n "$torch_python" ]; then
+  timeout 120 "$torch_python" - <<'EOF' || failed "torch.topk timing"
 # torch.topk(|x|, k) on N(0.001, 0.02) data at density 0.001, as the
 # benchmark above: median and minimum of 11 runs after a warm-up, by CUDA
 # events (the abs included: dtrain's selection works on magnitudes too).
@@ -93,7 +135,7 @@ for n in (25_000_000, 100_000_000):
           f"min_ms={times[0]:.4f}")
 EOF
 else
-  echo "skipped: /usr/bin/python3 has no torch with CUDA"
+  echo "skipped: no python3 here has torch with CUDA"
 fi
 
 section "MLIR's GPU host functions and managed memory (dtrain-rt-cuda-host-test)"
@@ -101,56 +143,26 @@ section "MLIR's GPU host functions and managed memory (dtrain-rt-cuda-host-test)
 # (device 1 modulo the device count).
 for rank in "" 1; do
   echo "OMPI_COMM_WORLD_LOCAL_RANK=${rank:-(unset)}"
-  env ${rank:+OMPI_COMM_WORLD_LOCAL_RANK=$rank} \
-    timeout 300 "$build/test/dtrain-rt-cuda-host-test"
-  case $? in
-    0) ;;
-    77) failed "dtrain-rt-cuda-host-test found no CUDA device" ;;
-    *) failed "dtrain-rt-cuda-host-test (local rank ${rank:-unset})" ;;
-  esac
+  run_test "dtrain-rt-cuda-host-test (local rank ${rank:-unset})" 300 \
+    env ${rank:+OMPI_COMM_WORLD_LOCAL_RANK=$rank} "$bin/dtrain-rt-cuda-host-test"
 done
 
-section "--target=cuda trainers against the CPU's and PyTorch (cuda-trainer.test, train-step.test)"
-# dtrain-compile and the runtimes built in build/ (configured by
-# scripts/setup.sh when missing; LLVM 22 and MLIR must be installed).
-# cuda-trainer.test: 3 steps of the digits CNN on 1 and 2 ranks, parameters
-# compared with the CPU trainer's; train-step.test: every step case
-# compiled for the GPU against PyTorch (on CUDA where torch has it).
-if scripts/setup.sh dtrain-compile dtrain_runtime dtrain_runtime_cuda; then
-  timeout 420 /usr/lib/llvm-22/bin/lit -v \
-    build/test/Integration/cuda-trainer.test \
-    build/test/Integration/train-step.test \
-    || failed "cuda-trainer.test or train-step.test"
-else
-  failed "build of dtrain-compile (scripts/setup.sh)"
-fi
-
 section "NCCL transport (dtrain-rt-cuda-nccl-test)"
-# One rank, then two under mpirun: over NCCL where there are two devices,
-# else over MPI (the ranks share the device; the test's first line says
-# which).
-mpirun=$(command -v mpirun || command -v mpiexec || echo mpirun)
+# One rank, then two: over NCCL where there are two devices, else over MPI
+# (the ranks share the device; the test's first line says which).
 for np in 1 2; do
   echo "ranks: $np"
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    timeout 300 "$mpirun" --oversubscribe -np "$np" \
-    "$build/test/dtrain-rt-cuda-nccl-test" < /dev/null
-  case $? in
-    0) ;;
-    77) failed "dtrain-rt-cuda-nccl-test found no CUDA device" ;;
-    *) failed "dtrain-rt-cuda-nccl-test ($np ranks)" ;;
-  esac
+  run_test "dtrain-rt-cuda-nccl-test ($np ranks)" 300 \
+    "$MPIRUN" --oversubscribe -np "$np" "$bin/dtrain-rt-cuda-nccl-test"
 done
 
 section "sparse-exchange kernels against the CPU's (dtrain-rt-cuda-sparse-kernels-test)"
-# Each function, and every aggregate's exchange with the CUDA table
-# against the CPU's, on managed memory: one rank, then two where there are
-# two devices (it skips, 77, when the ranks would share one).
+# One rank, then two where there are two devices (it skips, 77, when the
+# ranks would share one).
 for np in 1 2; do
   echo "ranks: $np"
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    timeout 300 "$mpirun" --oversubscribe -np "$np" \
-    "$build/test/dtrain-rt-cuda-sparse-kernels-test" < /dev/null
+  timeout 300 "$MPIRUN" --oversubscribe -np "$np" \
+    "$bin/dtrain-rt-cuda-sparse-kernels-test" < /dev/null
   case $np:$? in
     *:0) ;;
     2:77) echo "skipped on 2 ranks: fewer than 2 devices" ;;
@@ -159,19 +171,71 @@ for np in 1 2; do
   esac
 done
 
-section "training steps against PyTorch (bench/train_bench.py --target cuda)"
-# resnet18 and resnet50 at batch 32 (3x224x224), f32 and bf16: dtrain's
-# --target=cuda steps, and PyTorch's eager steps on CUDA when this torch
-# has CUDA (Debian's has none: then dtrain's column alone).
-if [ -x build/bin/dtrain-compile ]; then
-  for precision in f32 bf16; do
-    timeout 400 /usr/bin/python3 bench/train_bench.py build --target cuda \
-      --precision "$precision" --models resnet18 resnet50 --batch 32 \
-      --seconds 3 || failed "train_bench.py --target cuda --precision $precision"
+section "the digits CNN's --target=cuda trainer against the CPU's"
+# 3 steps, parameters and state within f32 tolerance of the CPU trainer's,
+# on 1 and 2 ranks; in bf16 (16-bit convolutions and products on tensor
+# cores against the CPU's f32 kernels on rounded inputs) within 16-bit
+# rounding.
+(
+  cd "$BUNDLE/digits" || exit 1
+  train() { # NAME RANKS TRAINER
+    timeout 120 "$MPIRUN" --oversubscribe -np "$2" "./$3" --data train.npz \
+      --steps 3 --no-shuffle --model digits_cnn.onnx --checkpoint-dir "$1" \
+      > "$1.log" 2>&1 || { cat "$1.log"; echo "gpu-check: $3 on $2 rank(s) failed"; return 1; }
+  }
+  status=0
+  for np in 1 2; do
+    train "gpu$np" "$np" gpu && train "cpu$np" "$np" cpu \
+      && "$numpy_python" compare_checkpoints.py "cpu$np/checkpoint.npz" \
+           "gpu$np/checkpoint.npz" 1e-4 1e-5 || status=1
   done
-else
-  echo "skipped: no build/bin/dtrain-compile (build dtrain first: scripts/setup.sh)"
-fi
+  train gpu-bf16 1 gpu-bf16 && train cpu-bf16 1 cpu-bf16 \
+    && "$numpy_python" compare_checkpoints.py cpu-bf16/checkpoint.npz \
+         gpu-bf16/checkpoint.npz 1e-2 1e-3 || status=1
+  exit $status
+) || failed "digits trainers (--target=cuda against the CPU's)"
+
+section "training steps against PyTorch (resnet18, resnet50, batch 32)"
+# dtrain's --target=cuda steps (compiled by gpu-bundle.sh; random weights
+# written here) against PyTorch's eager steps of the same torchvision
+# model on the same GPU: the minimum over about 3 s of steps each.
+(
+  cd "$BUNDLE/steps" || exit 1
+  "$numpy_python" gpu_bundle_steps.py weights . resnet18 resnet50 || exit 1
+  status=0
+  rows=()
+  for model in resnet18 resnet50; do
+    for precision in f32 bf16; do
+      step=(./"$model-$precision.bin" --model "$model.onnx"
+            --input "x=$model-x.npy" --input "labels=$model-labels.npy")
+      probe=$(timeout 120 "${step[@]}" --repeat 1 --warmup 1) \
+        || { echo "$probe"; status=1; continue; }
+      probe_ms=$(sed -nE 's/.*min_ms=([0-9.]+).*/\1/p' <<<"$probe")
+      runs=$(awk -v ms="$probe_ms" 'BEGIN { n = int(3000 / (ms > 0.001 ? ms : 0.001)); print (n < 5 ? 5 : (n > 500 ? 500 : n)) }')
+      out=$(timeout 180 "${step[@]}" --repeat "$runs" --warmup 2) \
+        || { echo "$out"; status=1; continue; }
+      dtrain_ms=$(sed -nE 's/.*min_ms=([0-9.]+).*/\1/p' <<<"$out")
+      torch_ms=nan
+      if [ -n "$torch_python" ]; then
+        out=$(timeout 180 "$torch_python" gpu_bundle_steps.py torch . "$model" \
+                "$precision" 3) || { echo "$out"; status=1; }
+        echo "$out"
+        torch_ms=$(sed -nE 's/.*torch_min_ms=([0-9.]+).*/\1/p' <<<"$out")
+      fi
+      echo "$model $precision: dtrain $dtrain_ms ms ($runs runs), torch ${torch_ms:-nan} ms"
+      rows+=("$model $precision $dtrain_ms ${torch_ms:-nan}")
+    done
+  done
+  echo
+  echo "training step (forward, backward, momentum SGD), batch 32, min ms; ratio = dtrain / torch"
+  printf '%-9s %-9s %10s %10s %6s\n' model precision dtrain_ms torch_ms ratio
+  for row in "${rows[@]}"; do
+    read -r model precision d t <<<"$row"
+    printf '%-9s %-9s %10s %10s %6s\n' "$model" "$precision" "$d" "$t" \
+      "$(awk -v d="$d" -v t="$t" 'BEGIN { if (t + 0 > 0) printf "%.2f", d / t; else print "-" }')"
+  done
+  exit $status
+) || failed "training steps (bench)"
 
 # (Sections of later GPU steps go here.)
 
