@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <map>
 #include <optional>
@@ -858,6 +859,18 @@ struct Workspace {
   /// Runs RUN once: the new parameters, buffers and state replace the old.
   void step(void (*run)(void **)) { run(buffers.data()); }
 
+  /// Another buffer like the argument at INDEX (an input's, to fill while
+  /// a step reads the first), freed with the workspace.
+  void *allocateLike(size_t index) {
+    const Arg &a = info.args[index];
+    void *p = allocateBuffer(std::max<size_t>((a.bytes + 63) / 64 * 64, 64));
+    if (!p)
+      fail("cannot allocate %zu bytes for a second buffer of %s %s", a.bytes,
+           roleNames[int(a.role)], quoted(a.name).c_str());
+    owned.emplace_back(p);
+    return p;
+  }
+
   /// The index of the arg of ROLE named NAME, if any.
   std::optional<size_t> find(Role role, std::string_view name) const {
     return info.find(role, name);
@@ -1222,6 +1235,50 @@ struct Samples {
     wroteInput(xBuffer, size_t(batch) * xBytes);
     wroteInput(yBuffer, size_t(batch) * yBytes);
   }
+};
+
+/// The training batches, each gathered on a thread of its own while the
+/// step before it runs: a step then waits for its batch only when
+/// gathering it (and, on a GPU, starting its move to the device: the input
+/// prefetch) takes longer than the step. Two pairs of input buffers take
+/// turns: the running step's and the next batch's.
+class BatchLoader {
+public:
+  /// Gathers from SAMPLES; the spare pair is like the workspace's inputs X
+  /// and Y (arguments X_INDEX and Y_INDEX).
+  BatchLoader(const Samples &samples, Workspace &w, size_t xIndex,
+              size_t yIndex)
+      : samples(samples), spareX(w.allocateLike(xIndex)),
+        spareY(w.allocateLike(yIndex)) {}
+  BatchLoader(const BatchLoader &) = delete;
+  BatchLoader &operator=(const BatchLoader &) = delete;
+  ~BatchLoader() {
+    if (pending.valid())
+      pending.wait();
+  }
+
+  /// Starts gathering the samples ORDER[FIRST .. FIRST + BATCH) into the
+  /// spare buffers (ORDER must outlive it).
+  void start(const std::vector<int64_t> &order, int64_t first,
+             int64_t batch) {
+    pending = std::async(std::launch::async, [=, &order] {
+      samples.gather(order, first, batch, spareX, spareY);
+    });
+  }
+
+  /// Waits for the batch started last and swaps its buffers with X and Y,
+  /// whose buffers (the last step's, which has returned) become the spare
+  /// ones.
+  void take(void *&x, void *&y) {
+    pending.get();
+    std::swap(x, spareX);
+    std::swap(y, spareY);
+  }
+
+private:
+  const Samples &samples;
+  void *spareX, *spareY;
+  std::future<void> pending;
 };
 
 /// Writes the ONNX file SOURCE to TARGET with the data of its parameters
@@ -1699,6 +1756,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
   std::vector<TraceEvent> timeline;
   StepProfile profile;
   std::vector<int64_t> order(size_t(data->count));
+  BatchLoader loader(*data, w, inputs[0], *label);
   Progress now = start;
   int64_t step = start.step;
   double epochLoss = 0, lastValAcc = -1;
@@ -1730,11 +1788,15 @@ int trainerMain(int argc, char **argv, const char *infoText,
     int64_t windowCorrect = 0, windowSamples = 0, windowLossSteps = 0;
     auto windowStart = std::chrono::steady_clock::now();
     const int64_t firstBatch = epoch == start.epoch ? start.batch : 0;
+    // This rank's shard of global batch B.
+    auto shard = [&](int64_t b) { return b * globalBatch + ranks.rank * batch; };
+    if (firstBatch < batches && (!o.steps || step < o.steps))
+      loader.start(order, shard(firstBatch), batch);
     for (int64_t b = firstBatch; b < batches && (!o.steps || step < o.steps);
          ++b) {
-      // This rank's shard of global batch B.
-      data->gather(order, b * globalBatch + ranks.rank * batch, batch,
-                   w.buffers[inputs[0]], w.buffers[*label]);
+      loader.take(w.buffers[inputs[0]], w.buffers[*label]);
+      if (b + 1 < batches && (!o.steps || step + 1 < o.steps))
+        loader.start(order, shard(b + 1), batch);
       // The statistics and the timeline cover the steps alone (each step
       // waits for its collectives), not the trainer's own exchanges.
       takeCommStats();
