@@ -21,7 +21,10 @@
 #
 # Everything goes to a report, gpu-report.txt (or $OUT/gpu-report.txt when
 # OUT is set, or REPORT), and to the terminal. Exits non-zero when a step
-# fails, and at once when there is no CUDA device.
+# fails, and at once when there is no CUDA device. The run keeps to a
+# budget of GPU_CHECK_SECONDS (480 by default): each command's timeout
+# ends with it at the latest, and a section that would start with less
+# than 20 s left is reported as failed for want of time.
 #
 # usage: scripts/gpu-check.sh [--bundle DIR] [REPORT]
 set -uo pipefail
@@ -37,14 +40,30 @@ report=${report:-gpu-report.txt}
 exec > >(tee "$report") 2>&1
 start=$(date +%s)
 
+budget=${GPU_CHECK_SECONDS:-480}
+
 failures=()
 failed() { failures+=("$1"); echo "gpu-check: FAILED: $1"; }
-section() { echo; echo "== $1 ($(( $(date +%s) - start )) s)"; }
+# Starts section NAME; returns 1, and counts it failed, when under 20 s of
+# the budget are left.
+section() {
+  echo; echo "== $1 ($(( $(date +%s) - start )) s)"
+  if [ $(( start + budget - $(date +%s) )) -lt 20 ]; then
+    failed "$1: not run, the ${budget} s budget is spent"
+    return 1
+  fi
+}
+# A command's timeout: LIMIT seconds, or fewer where the budget ends first.
+within() {
+  local left=$(( start + budget - $(date +%s) ))
+  [ "$left" -lt 1 ] && left=1
+  echo $(( $1 < left ? $1 : left ))
+}
 # Runs a test program (exit 77: it found no device).
 run_test() { # NAME TIMEOUT COMMAND...
   local name=$1 limit=$2
   shift 2
-  timeout "$limit" "$@" < /dev/null
+  timeout "$(within "$limit")" "$@" < /dev/null
   case $? in
     0) ;;
     77) failed "$name found no CUDA device" ;;
@@ -60,16 +79,17 @@ if ! nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,nohead
   exit 1
 fi
 
-section "lit tests' GPU branches (cuda-trainer.test, train-step.test)"
+if section "lit tests' GPU branches (cuda-trainer.test, train-step.test)"; then
 # Before the bundle's environment: these use the build's libraries.
 if [ -x build/bin/dtrain-compile ] && [ -x /usr/lib/llvm-22/bin/lit ]; then
-  timeout 420 /usr/lib/llvm-22/bin/lit -v \
+  timeout "$(within 420)" /usr/lib/llvm-22/bin/lit -v \
     build/test/Integration/cuda-trainer.test \
     build/test/Integration/train-step.test \
     || failed "cuda-trainer.test or train-step.test"
 else
   echo "skipped: no build environment here (build/bin/dtrain-compile, lit):"
   echo "the step cases against PyTorch need dtrain-compile"
+fi
 fi
 
 section "bundle"
@@ -97,21 +117,24 @@ done
 echo "python with torch on CUDA: ${torch_python:-none}"
 numpy_python=${torch_python:-python3}
 
-section "CUDA kernels against the CPU runtime (dtrain-rt-cuda-test)"
+if section "CUDA kernels against the CPU runtime (dtrain-rt-cuda-test)"; then
 run_test dtrain-rt-cuda-test 300 "$bin/dtrain-rt-cuda-test"
+fi
 
-section "heavy-op kernels against the CPU runtime (dtrain-rt-cuda-dnn-test)"
+if section "heavy-op kernels against the CPU runtime (dtrain-rt-cuda-dnn-test)"; then
 # cuBLAS matmul, cuDNN convolution and batch norm, the pooling kernels,
 # each against its CPU kernel (oneDNN) over the CPU tests' geometries; the
 # bf16 and f16 matrix products and convolutions too.
 run_test dtrain-rt-cuda-dnn-test 600 "$bin/dtrain-rt-cuda-dnn-test"
+fi
 
-section "selection benchmark (dtrain-rt-cuda-select-bench)"
-timeout 180 "$bin/dtrain-rt-cuda-select-bench" || failed "dtrain-rt-cuda-select-bench"
+if section "selection benchmark (dtrain-rt-cuda-select-bench)"; then
+timeout "$(within 180)" "$bin/dtrain-rt-cuda-select-bench" || failed "dtrain-rt-cuda-select-bench"
+fi
 
-section "torch.topk on the same data sizes"
+if section "torch.topk on the same data sizes"; then
 if [ -n "$torch_python" ]; then
-  timeout 120 "$torch_python" - <<'EOF' || failed "torch.topk timing"
+  timeout "$(within 120)" "$torch_python" - <<'EOF' || failed "torch.topk timing"
 # torch.topk(|x|, k) on N(0.001, 0.02) data at density 0.001, as the
 # benchmark above: median and minimum of 11 runs after a warm-up, by CUDA
 # events (the abs included: dtrain's selection works on magnitudes too).
@@ -137,8 +160,9 @@ EOF
 else
   echo "skipped: no python3 here has torch with CUDA"
 fi
+fi
 
-section "MLIR's GPU host functions and managed memory (dtrain-rt-cuda-host-test)"
+if section "MLIR's GPU host functions and managed memory (dtrain-rt-cuda-host-test)"; then
 # Once as a lone process (device 0), once as local rank 1 of an MPI job
 # (device 1 modulo the device count).
 for rank in "" 1; do
@@ -146,8 +170,9 @@ for rank in "" 1; do
   run_test "dtrain-rt-cuda-host-test (local rank ${rank:-unset})" 300 \
     env ${rank:+OMPI_COMM_WORLD_LOCAL_RANK=$rank} "$bin/dtrain-rt-cuda-host-test"
 done
+fi
 
-section "NCCL transport (dtrain-rt-cuda-nccl-test)"
+if section "NCCL transport (dtrain-rt-cuda-nccl-test)"; then
 # One rank, then two: over NCCL where there are two devices, else over MPI
 # (the ranks share the device; the test's first line says which).
 for np in 1 2; do
@@ -155,13 +180,14 @@ for np in 1 2; do
   run_test "dtrain-rt-cuda-nccl-test ($np ranks)" 300 \
     "$MPIRUN" --oversubscribe -np "$np" "$bin/dtrain-rt-cuda-nccl-test"
 done
+fi
 
-section "sparse-exchange kernels against the CPU's (dtrain-rt-cuda-sparse-kernels-test)"
+if section "sparse-exchange kernels against the CPU's (dtrain-rt-cuda-sparse-kernels-test)"; then
 # One rank, then two where there are two devices (it skips, 77, when the
 # ranks would share one).
 for np in 1 2; do
   echo "ranks: $np"
-  timeout 300 "$MPIRUN" --oversubscribe -np "$np" \
+  timeout "$(within 300)" "$MPIRUN" --oversubscribe -np "$np" \
     "$bin/dtrain-rt-cuda-sparse-kernels-test" < /dev/null
   case $np:$? in
     *:0) ;;
@@ -170,8 +196,9 @@ for np in 1 2; do
     *) failed "dtrain-rt-cuda-sparse-kernels-test ($np ranks)" ;;
   esac
 done
+fi
 
-section "the digits CNN's --target=cuda trainer against the CPU's"
+if section "the digits CNN's --target=cuda trainer against the CPU's"; then
 # 3 steps, parameters and state within f32 tolerance of the CPU trainer's,
 # on 1 and 2 ranks; in bf16 (16-bit convolutions and products on tensor
 # cores against the CPU's f32 kernels on rounded inputs) within 16-bit
@@ -179,7 +206,7 @@ section "the digits CNN's --target=cuda trainer against the CPU's"
 (
   cd "$BUNDLE/digits" || exit 1
   train() { # NAME RANKS TRAINER
-    timeout 120 "$MPIRUN" --oversubscribe -np "$2" "./$3" --data train.npz \
+    timeout "$(within 120)" "$MPIRUN" --oversubscribe -np "$2" "./$3" --data train.npz \
       --steps 3 --no-shuffle --model digits_cnn.onnx --checkpoint-dir "$1" \
       > "$1.log" 2>&1 || { cat "$1.log"; echo "gpu-check: $3 on $2 rank(s) failed"; return 1; }
   }
@@ -194,8 +221,9 @@ section "the digits CNN's --target=cuda trainer against the CPU's"
          gpu-bf16/checkpoint.npz 1e-2 1e-3 || status=1
   exit $status
 ) || failed "digits trainers (--target=cuda against the CPU's)"
+fi
 
-section "training steps against PyTorch (resnet18, resnet50, batch 32)"
+if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
 # dtrain's --target=cuda steps (compiled by gpu-bundle.sh; random weights
 # written here) against PyTorch's eager steps of the same torchvision
 # model on the same GPU: the minimum over about 3 s of steps each.
@@ -208,16 +236,16 @@ section "training steps against PyTorch (resnet18, resnet50, batch 32)"
     for precision in f32 bf16; do
       step=(./"$model-$precision.bin" --model "$model.onnx"
             --input "x=$model-x.npy" --input "labels=$model-labels.npy")
-      probe=$(timeout 120 "${step[@]}" --repeat 1 --warmup 1) \
+      probe=$(timeout "$(within 120)" "${step[@]}" --repeat 1 --warmup 1) \
         || { echo "$probe"; status=1; continue; }
       probe_ms=$(sed -nE 's/.*min_ms=([0-9.]+).*/\1/p' <<<"$probe")
       runs=$(awk -v ms="$probe_ms" 'BEGIN { n = int(3000 / (ms > 0.001 ? ms : 0.001)); print (n < 5 ? 5 : (n > 500 ? 500 : n)) }')
-      out=$(timeout 180 "${step[@]}" --repeat "$runs" --warmup 2) \
+      out=$(timeout "$(within 180)" "${step[@]}" --repeat "$runs" --warmup 2) \
         || { echo "$out"; status=1; continue; }
       dtrain_ms=$(sed -nE 's/.*min_ms=([0-9.]+).*/\1/p' <<<"$out")
       torch_ms=nan
       if [ -n "$torch_python" ]; then
-        out=$(timeout 180 "$torch_python" gpu_bundle_steps.py torch . "$model" \
+        out=$(timeout "$(within 180)" "$torch_python" gpu_bundle_steps.py torch . "$model" \
                 "$precision" 3) || { echo "$out"; status=1; }
         echo "$out"
         torch_ms=$(sed -nE 's/.*torch_min_ms=([0-9.]+).*/\1/p' <<<"$out")
@@ -236,10 +264,11 @@ section "training steps against PyTorch (resnet18, resnet50, batch 32)"
   done
   exit $status
 ) || failed "training steps (bench)"
+fi
 
 # (Sections of later GPU steps go here.)
 
-section "summary"
+echo; echo "== summary ($(( $(date +%s) - start )) s)"
 if [ ${#failures[@]} -eq 0 ]; then
   echo "gpu-check: all passed (report: $report)"
   exit 0
