@@ -313,10 +313,10 @@ static constexpr llvm::StringLiteral kCudaKernelPrefix = "dtrain_rt_cuda_";
 
 /// The element type of OP's runtime kernel for TARGET: f64 (reference
 /// loops, for gradient checks) for f64 operands; for cuda, the 16-bit type
-/// of a matrix product's or a convolution's 16-bit operands (cuBLAS and
-/// cuDNN on tensor cores); else f32 (oneDNN, cuDNN), which buildKernelCall
-/// widens 16-bit operands to (the kernel ops verify that their operands
-/// share one type).
+/// of a matrix product's, a convolution's or a pooling's 16-bit operands
+/// (cuBLAS and cuDNN on tensor cores, pooling kernels that read 16 bits);
+/// else f32 (oneDNN, cuDNN), which buildKernelCall widens 16-bit operands
+/// to (the kernel ops verify that their operands share one type).
 static FloatType getKernelElementType(Operation *op, StringRef target) {
   auto element =
       cast<FloatType>(getElementTypeOrSelf(op->getOperand(0).getType()));
@@ -324,7 +324,8 @@ static FloatType getKernelElementType(Operation *op, StringRef target) {
     return element;
   if (target == "cuda" && element.getWidth() == 16 &&
       isa<nn::MatmulOp, nn::Conv2DOp, nn::Conv2DBackwardDataOp,
-          nn::Conv2DBackwardWeightsOp>(op))
+          nn::Conv2DBackwardWeightsOp, nn::MaxPool2DOp, nn::AvgPool2DOp,
+          nn::MaxPool2DGradOp, nn::AvgPool2DGradOp>(op))
     return element;
   return Float32Type::get(op->getContext());
 }

@@ -272,15 +272,17 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
     const float *batch_mean, const float *batch_var, float *dx, float *dscale,
     float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon);
 
-/* The matrix product and the convolutions on bf16 and f16 tensors (their
- * raw 16-bit patterns): the same arguments, BETA still a float. They
- * compute what the f32 kernel computes on the tensors widened to f32, each
- * output element rounded once to the 16-bit type (to nearest even), up to
- * the order of the sums: the products, exact in f32, run on tensor cores
- * and are summed in f32. The forward convolution's bias is added to the
- * rounded convolution, in f32, and the sum rounded again. A
- * --target=cuda trainer calls them for 16-bit matrix products and
- * convolutions; pooling and batch norm take f32 only. */
+/* The matrix product, the convolutions and pooling on bf16 and f16
+ * tensors (their raw 16-bit patterns): the same arguments, BETA still a
+ * float. They compute what the f32 kernel computes on the tensors widened
+ * to f32, each output element rounded once to the 16-bit type (to nearest
+ * even), up to the order of the sums: the products, exact in f32, run on
+ * tensor cores and are summed in f32. The forward convolution's bias is
+ * added to the rounded convolution, in f32, and the sum rounded again.
+ * Pooling sums in the f32 kernel's order: its results are that kernel's,
+ * rounded (but average pooling's, whose f32 division may differ in its
+ * last bit). A --target=cuda trainer calls them for its 16-bit tensors;
+ * batch norm takes f32 only. */
 void dtrain_rt_cuda_matmul_bf16(const uint16_t *a, const uint16_t *b,
                                 uint16_t *c, int64_t m, int64_t n, int64_t k,
                                 int32_t transpose_a, int32_t transpose_b,
@@ -325,6 +327,32 @@ void dtrain_rt_cuda_conv2d_backward_weights_f16(
     int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
     int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
     int64_t dilation_h, int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_pool2d_bf16(const uint16_t *x, uint16_t *y, int32_t kind,
+                                int64_t n, int64_t c, int64_t h, int64_t w,
+                                int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                                int64_t stride_h, int64_t stride_w,
+                                int64_t pad_top, int64_t pad_left,
+                                int64_t pad_bottom, int64_t pad_right,
+                                int64_t dilation_h, int64_t dilation_w);
+void dtrain_rt_cuda_pool2d_f16(const uint16_t *x, uint16_t *y, int32_t kind,
+                               int64_t n, int64_t c, int64_t h, int64_t w,
+                               int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                               int64_t stride_h, int64_t stride_w,
+                               int64_t pad_top, int64_t pad_left,
+                               int64_t pad_bottom, int64_t pad_right,
+                               int64_t dilation_h, int64_t dilation_w);
+void dtrain_rt_cuda_pool2d_backward_bf16(
+    const uint16_t *x, const uint16_t *dy, uint16_t *dx, int32_t kind,
+    int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,
+    int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w);
+void dtrain_rt_cuda_pool2d_backward_f16(
+    const uint16_t *x, const uint16_t *dy, uint16_t *dx, int32_t kind,
+    int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,
+    int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w);
 
 /*===--- Compiled trainers: the driver and managed memory -----------------===*
 

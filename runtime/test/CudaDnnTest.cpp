@@ -12,9 +12,9 @@
 // that an element a kernel does not write fails. Where the arithmetic is
 // the same (max pooling's choice among tied maxima, pooling gradients,
 // products without a K dimension) the results must be equal. The bf16 and
-// f16 matrix products and convolutions are compared with the f32 CPU
-// kernels on the same inputs, rounded to the 16-bit type, to twice its unit
-// roundoff.
+// f16 matrix products, convolutions and pooling are compared with the f32
+// CPU kernels on the same inputs, rounded to the 16-bit type, to twice its
+// unit roundoff (max pooling's outputs exactly).
 //
 //   dtrain-rt-cuda-dnn-test [gtest flags]     on a device; without one it
 //                                             prints one line and exits 77
@@ -547,6 +547,45 @@ TEST(CudaPool, NaNIsTheMaximum) {
   EXPECT_EQ(dx, poolBackward(k, x, dy, false));
   EXPECT_EQ(dx[3 * 8 + 4], dy[6]);
   EXPECT_EQ(dx[3 * 8 + 5], 0.0f);
+}
+
+// 16-bit pooling against the f32 CPU kernels on the rounded inputs: max
+// pooling's outputs are the rounded CPU's exactly (a maximum rounds to
+// itself), average pooling's and the gradients within 16-bit rounding.
+TEST(CudaHalf, PoolingMatchesCpu) {
+  uint32_t seed = 4000;
+  for (const HalfType &t : halfTypes) {
+    const bool bf16 = t.type == DTRAIN_RT_BF16;
+    const auto forward =
+        bf16 ? dtrain_rt_cuda_pool2d_bf16 : dtrain_rt_cuda_pool2d_f16;
+    const auto backward = bf16 ? dtrain_rt_cuda_pool2d_backward_bf16
+                               : dtrain_rt_cuda_pool2d_backward_f16;
+    for (const PoolCase &k : allPoolCases()) {
+      SCOPED_TRACE(testing::Message() << t.name << " " << k);
+      auto x = randomVector(inputSize(k), ++seed);
+      auto dy = randomVector(outputSize(k), seed + 5000);
+      HalfBuffer gpuX(t.type, x), gpuDy(t.type, dy);
+
+      HalfBuffer y(t.type, outputSize(k));
+      forward(gpuX.get(), y.get(), k.kind, k.n, k.c, k.h, k.w, k.oh(), k.ow(),
+              k.kh, k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
+      std::vector<float> cpuY = poolForward(k, x, false);
+      if (k.kind == kMax) {
+        HalfBuffer rounded(t.type, cpuY); // rounds cpuY in place
+        EXPECT_EQ(y.read(), cpuY) << "forward";
+      } else {
+        EXPECT_TRUE(matchesCpu(y.read(), cpuY, -1, t.tolerance)) << "forward";
+      }
+
+      HalfBuffer dx(t.type, inputSize(k));
+      backward(k.kind == kMax ? gpuX.get() : nullptr, gpuDy.get(), dx.get(),
+               k.kind, k.n, k.c, k.h, k.w, k.oh(), k.ow(), k.kh, k.kw, k.sh,
+               k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
+      EXPECT_TRUE(matchesCpu(dx.read(), poolBackward(k, x, dy, false), -1,
+                             t.tolerance))
+          << "gradient";
+    }
+  }
 }
 
 //===--- Batch normalization ----------------------------------------------===//

@@ -253,10 +253,11 @@ func.func @bf16_matmul(%x: tensor<2x4xbf16>, %w: tensor<4x3xbf16>) -> tensor<2x3
 
 // -----
 
-// For target=cuda, 16-bit matrix products and convolutions run in their
-// 16-bit kernels (tensor cores), on the 16-bit buffers themselves, with a
-// fused bias gradient in the same type; BETA stays f32. Pooling and batch
-// norm still run in f32, their tensors widened and rounded back.
+// For target=cuda, 16-bit matrix products, convolutions and pooling run in
+// their 16-bit kernels (tensor cores for the products), on the 16-bit
+// buffers themselves, with a fused bias gradient in the same type; BETA
+// stays f32. Batch norm still runs in f32, its tensors widened and rounded
+// back.
 // CUDA-DAG: func.func private @dtrain_rt_cuda_matmul_bf16(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i32, i32, f32) attributes {dtrain.step_stream}
 // CUDA-DAG: func.func private @dtrain_rt_cuda_conv2d_f16(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, {{.*}}) attributes {dtrain.step_stream}
 // CUDA-LABEL: func.func @kernels_16_bit
@@ -273,8 +274,11 @@ func.func @bf16_matmul(%x: tensor<2x4xbf16>, %w: tensor<4x3xbf16>) -> tensor<2x3
 // CUDA:       memref.alloc() {alignment = 64 : i64} : memref<6x4x3x3xf16>
 // CUDA:       memref.alloc() {alignment = 64 : i64} : memref<6xf16>
 // CUDA:       call @dtrain_rt_cuda_conv2d_backward_weights_f16(
+// CUDA-NOT:   arith.extf
+// CUDA:       memref.alloc() {alignment = 64 : i64} : memref<2x4x4x4xf16>
+// CUDA:       call @dtrain_rt_cuda_pool2d_f16(
 // CUDA:       arith.extf %{{.*}} : f16 to f32
-// CUDA:       call @dtrain_rt_cuda_pool2d_f32(
+// CUDA:       call @dtrain_rt_cuda_batch_norm_f32(
 // CUDA:       arith.truncf %{{.*}} : f32 to f16
 // CHECK-LABEL: func.func @kernels_16_bit
 // CHECK:       arith.extf %{{.*}} : bf16 to f32
@@ -284,15 +288,16 @@ func.func @bf16_matmul(%x: tensor<2x4xbf16>, %w: tensor<4x3xbf16>) -> tensor<2x3
 // CHECK:       call @dtrain_rt_conv2d_backward_data_f32(
 // CHECK:       call @dtrain_rt_conv2d_backward_weights_f32(
 func.func @kernels_16_bit(%a: tensor<2x4xbf16>, %b: tensor<4x3xbf16>, %x: tensor<2x4x8x8xf16>, %w: tensor<6x4x3x3xf16>,
-                          %bias: tensor<6xf16>, %dy: tensor<2x6x6x6xf16>)
-    -> (tensor<2x3xbf16>, tensor<2x6x6x6xf16>, tensor<2x4x8x8xf16>, tensor<6x4x3x3xf16>, tensor<6xf16>, tensor<2x4x4x4xf16>) {
+                          %bias: tensor<6xf16>, %dy: tensor<2x6x6x6xf16>, %s: tensor<4xf16>)
+    -> (tensor<2x3xbf16>, tensor<2x6x6x6xf16>, tensor<2x4x8x8xf16>, tensor<6x4x3x3xf16>, tensor<6xf16>, tensor<2x4x4x4xf16>, tensor<2x4x4x4xf16>) {
   %0 = nn.matmul %a, %b : tensor<2x4xbf16>, tensor<4x3xbf16> -> tensor<2x3xbf16>
   %1 = nn.conv2d %x, %w, %bias : tensor<2x4x8x8xf16>, tensor<6x4x3x3xf16>, tensor<6xf16> -> tensor<2x6x6x6xf16>
   %2 = nn.conv2d_backward_data %dy, %w : tensor<2x6x6x6xf16>, tensor<6x4x3x3xf16> -> tensor<2x4x8x8xf16>
   %3 = nn.conv2d_backward_weights %x, %dy : tensor<2x4x8x8xf16>, tensor<2x6x6x6xf16> -> tensor<6x4x3x3xf16>
   %4 = nn.reduce_sum %dy dims = [0, 2, 3] : tensor<2x6x6x6xf16> -> tensor<6xf16>
   %5 = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf16> -> tensor<2x4x4x4xf16>
-  return %0, %1, %2, %3, %4, %5 : tensor<2x3xbf16>, tensor<2x6x6x6xf16>, tensor<2x4x8x8xf16>, tensor<6x4x3x3xf16>, tensor<6xf16>, tensor<2x4x4x4xf16>
+  %6 = nn.batch_norm %5, %s, %s, %s, %s {epsilon = 1.000000e-03 : f64} : tensor<2x4x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16> -> tensor<2x4x4x4xf16>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<2x3xbf16>, tensor<2x6x6x6xf16>, tensor<2x4x8x8xf16>, tensor<6x4x3x3xf16>, tensor<6xf16>, tensor<2x4x4x4xf16>, tensor<2x4x4x4xf16>
 }
 
 // -----

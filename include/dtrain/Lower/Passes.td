@@ -136,10 +136,11 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     arguments: `dtrain_rt_cuda_matmul_f32` (cuBLAS), `dtrain_rt_cuda_conv2d_f32`
     and the other convolution and batch-norm kernels (cuDNN), and
     `dtrain_rt_cuda_pool2d_f32` (CUDA kernels), declared in
-    runtime/include/dtrain_rt_cuda.h. 16-bit matrix products and
-    convolutions call their 16-bit kernels on the 16-bit buffers
-    themselves (`dtrain_rt_cuda_matmul_bf16`, `dtrain_rt_cuda_conv2d_f16`,
-    ...: tensor cores, f32 sums). A convolution's bias gradient (an
+    runtime/include/dtrain_rt_cuda.h. 16-bit matrix products,
+    convolutions and pooling call their 16-bit kernels on the 16-bit
+    buffers themselves (`dtrain_rt_cuda_matmul_bf16`,
+    `dtrain_rt_cuda_conv2d_f16`, `dtrain_rt_cuda_pool2d_bf16`, ...: tensor
+    cores for the products, f32 sums). A convolution's bias gradient (an
     `nn.reduce_sum` of its output gradient over N, OH and OW) is computed
     by its weight gradient's call. The f64 reference loops stay on the
     host.

@@ -493,36 +493,43 @@ DTRAIN_CUDA_CONV2D_KERNELS(f16, F16, uint16_t)
 
 #undef DTRAIN_CUDA_CONV2D_KERNELS
 
-void dtrain_rt_cuda_pool2d_f32(const float *x, float *y, int32_t kind,
-                               int64_t n, int64_t c, int64_t h, int64_t w,
-                               int64_t oh, int64_t ow, int64_t kh, int64_t kw,
-                               int64_t stride_h, int64_t stride_w,
-                               int64_t pad_top, int64_t pad_left,
-                               int64_t pad_bottom, int64_t pad_right,
-                               int64_t dilation_h, int64_t dilation_w) {
-  const char *kernel = "dtrain_rt_cuda_pool2d_f32";
-  const PoolKey key = checkPool2d(
-      kernel, x, y, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,
-      pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w);
-  const PoolGeometry g = poolGeometry(key);
-  checkPoolWindows(kernel, g);
-  KernelCall call(kernel);
-  launchPool(call, poolShape(g), x, y);
-}
+// Pooling and its gradient for tensors of element type T (DTRAIN_RT_<TYPE>),
+// named with SUFFIX: the checks of the CPU kernels, then kernels of ours.
+#define DTRAIN_CUDA_POOL2D_KERNELS(SUFFIX, TYPE, T)                            \
+  void dtrain_rt_cuda_pool2d_##SUFFIX(                                         \
+      const T *x, T *y, int32_t kind, int64_t n, int64_t c, int64_t h,         \
+      int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,               \
+      int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
+      int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
+      int64_t dilation_w) {                                                    \
+    const char *kernel = "dtrain_rt_cuda_pool2d_" #SUFFIX;                     \
+    const PoolGeometry g = poolGeometry(checkPool2d(                           \
+        kernel, x, y, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,    \
+        pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w));    \
+    checkPoolWindows(kernel, g);                                               \
+    KernelCall call(kernel);                                                   \
+    launchPool(call, poolShape(g), DTRAIN_RT_##TYPE, x, y);                    \
+  }                                                                            \
+  void dtrain_rt_cuda_pool2d_backward_##SUFFIX(                                \
+      const T *x, const T *dy, T *dx, int32_t kind, int64_t n, int64_t c,      \
+      int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,    \
+      int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
+      int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
+      int64_t dilation_w) {                                                    \
+    const char *kernel = "dtrain_rt_cuda_pool2d_backward_" #SUFFIX;            \
+    const PoolGeometry g = checkPool2dBackward(                                \
+        kernel, x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw, stride_h,         \
+        stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,        \
+        dilation_w);                                                           \
+    KernelCall call(kernel);                                                   \
+    launchPoolBackward(call, poolShape(g), DTRAIN_RT_##TYPE, x, dy, dx);       \
+  }
 
-void dtrain_rt_cuda_pool2d_backward_f32(
-    const float *x, const float *dy, float *dx, int32_t kind, int64_t n,
-    int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
-    int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,
-    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
-    int64_t dilation_w) {
-  const char *kernel = "dtrain_rt_cuda_pool2d_backward_f32";
-  const PoolGeometry g = checkPool2dBackward(
-      kernel, x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,
-      pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w);
-  KernelCall call(kernel);
-  launchPoolBackward(call, poolShape(g), x, dy, dx);
-}
+DTRAIN_CUDA_POOL2D_KERNELS(f32, F32, float)
+DTRAIN_CUDA_POOL2D_KERNELS(bf16, BF16, uint16_t)
+DTRAIN_CUDA_POOL2D_KERNELS(f16, F16, uint16_t)
+
+#undef DTRAIN_CUDA_POOL2D_KERNELS
 
 void dtrain_rt_cuda_batch_norm_f32(const float *x, const float *scale,
                                    const float *bias, const float *mean,

@@ -21,6 +21,8 @@
 #include "Float16.h"
 #include "cuda/HeavyOps.h"
 
+#include <type_traits>
+
 using namespace dtrain::rt;
 using namespace dtrain::rt::gpu;
 
@@ -34,6 +36,19 @@ namespace {
 /// Exits naming the launch of KERNEL when it failed.
 void checkLaunched(const KernelCall &call, const char *kernel) {
   call.check(cudaGetLastError(), kernel);
+}
+
+/// Calls LAUNCH with std::integral_constant<int32_t, TYPE>, TYPE one of the
+/// heavy ops' float types: the kernel of that type, its loads and stores
+/// resolved when it is compiled.
+template <class Launch> void forFloatType(int32_t type, Launch launch) {
+  switch (type) {
+  case DTRAIN_RT_BF16:
+    return launch(std::integral_constant<int32_t, DTRAIN_RT_BF16>());
+  case DTRAIN_RT_F16:
+    return launch(std::integral_constant<int32_t, DTRAIN_RT_F16>());
+  }
+  launch(std::integral_constant<int32_t, DTRAIN_RT_F32>());
 }
 
 //===--- Pooling ----------------------------------------------------------===//
@@ -68,52 +83,59 @@ __device__ bool beats(float v, float best) {
   return v > best || (isnan(v) && !isnan(best));
 }
 
+// The pooling kernels take tensors of the float type TYPE (DTRAIN_RT_F32,
+// _BF16 or _F16), widened exactly to f32 as they are read; each result is
+// computed in f32 and rounded once as it is stored.
+
 /// One output per thread, summed in the CPU loop's order (row-major over
 /// the window).
-__global__ void poolForward(PoolShape g, const float *__restrict__ x,
-                            float *__restrict__ y) {
+template <int32_t Type>
+__global__ void poolForward(PoolShape g, const void *__restrict__ x,
+                            void *__restrict__ y) {
   DTRAIN_GRID_LOOP(o, g.planes * g.oh * g.ow) {
     const int64_t ox = o % g.ow, oy = o / g.ow % g.oh, plane = o / g.ow / g.oh;
     const Taps rows = tapsOf(g.h, oy), cols = tapsOf(g.w, ox);
     const int64_t y0 = oy * g.h.stride - g.h.padBegin;
     const int64_t x0 = ox * g.w.stride - g.w.padBegin;
-    const float *in = x + plane * g.h.in * g.w.in;
+    const int64_t in = plane * g.h.in * g.w.in;
     float max = -INFINITY, sum = 0.0f;
     for (int64_t i = rows.first; i < rows.last; ++i) {
-      const float *row = in + (y0 + i * g.h.dilation) * g.w.in;
+      const int64_t row = in + (y0 + i * g.h.dilation) * g.w.in;
       for (int64_t j = cols.first; j < cols.last; ++j) {
-        const float v = row[x0 + j * g.w.dilation];
+        const float v = loadAsFloat(x, Type, row + x0 + j * g.w.dilation);
         if (beats(v, max))
           max = v;
         sum += v;
       }
     }
     if (g.kind == DTRAIN_RT_POOL_MAX)
-      y[o] = max;
+      storeFromFloat(y, Type, o, max);
     else if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
-      y[o] = sum / float(rows.padded * cols.padded);
+      storeFromFloat(y, Type, o, sum / float(rows.padded * cols.padded));
     else
-      y[o] = sum / float(rows.inside() * cols.inside());
+      storeFromFloat(y, Type, o, sum / float(rows.inside() * cols.inside()));
   }
 }
 
 /// ARGMAX[o] = the offset in its plane of window o's first maximum in
 /// row-major window order (every window has an input element: checked).
-__global__ void poolArgmax(PoolShape g, const float *__restrict__ x,
+template <int32_t Type>
+__global__ void poolArgmax(PoolShape g, const void *__restrict__ x,
                            int64_t *__restrict__ argmax) {
   DTRAIN_GRID_LOOP(o, g.planes * g.oh * g.ow) {
     const int64_t ox = o % g.ow, oy = o / g.ow % g.oh, plane = o / g.ow / g.oh;
     const Taps rows = tapsOf(g.h, oy), cols = tapsOf(g.w, ox);
     const int64_t y0 = oy * g.h.stride - g.h.padBegin;
     const int64_t x0 = ox * g.w.stride - g.w.padBegin;
-    const float *in = x + plane * g.h.in * g.w.in;
+    const int64_t in = plane * g.h.in * g.w.in;
     int64_t best = (y0 + rows.first * g.h.dilation) * g.w.in + x0 +
                    cols.first * g.w.dilation;
     for (int64_t i = rows.first; i < rows.last; ++i)
       for (int64_t j = cols.first; j < cols.last; ++j) {
         const int64_t at =
             (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
-        if (beats(in[at], in[best]))
+        if (beats(loadAsFloat(x, Type, in + at),
+                  loadAsFloat(x, Type, in + best)))
           best = at;
       }
     argmax[o] = best;
@@ -124,9 +146,10 @@ __global__ void poolArgmax(PoolShape g, const float *__restrict__ x,
 /// send it, taken in the CPU loop's order (windows in row-major order). Tap
 /// I of window OY reads row OY * STRIDE - PAD + I * DILATION; going down
 /// the taps goes up the windows. ARGMAX is MAX's, else NULL.
+template <int32_t Type>
 __global__ void poolBackward(PoolShape g, const int64_t *__restrict__ argmax,
-                             const float *__restrict__ dy,
-                             float *__restrict__ dx) {
+                             const void *__restrict__ dy,
+                             void *__restrict__ dx) {
   DTRAIN_GRID_LOOP(e, g.planes * g.h.in * g.w.in) {
     const int64_t ix = e % g.w.in, iy = e / g.w.in % g.h.in;
     const int64_t plane = e / g.w.in / g.h.in;
@@ -151,17 +174,17 @@ __global__ void poolBackward(PoolShape g, const int64_t *__restrict__ argmax,
         const int64_t o = outPlane + oy * g.ow + ox;
         if (g.kind == DTRAIN_RT_POOL_MAX) {
           if (argmax[o] == offset)
-            grad += dy[o];
+            grad += loadAsFloat(dy, Type, o);
           continue;
         }
         const Taps cols = tapsOf(g.w, ox);
         const int64_t divisor = g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
                                     ? rows.padded * cols.padded
                                     : rows.inside() * cols.inside();
-        grad += dy[o] / float(divisor);
+        grad += loadAsFloat(dy, Type, o) / float(divisor);
       }
     }
-    dx[e] = grad;
+    storeFromFloat(dx, Type, e, grad);
   }
 }
 
@@ -245,25 +268,32 @@ __global__ void biasVariance(float *var, double factor, int64_t c) {
 } // namespace
 
 void dtrain::rt::gpu::launchPool(const KernelCall &call, const PoolShape &g,
-                                 const float *x, float *y) {
-  poolForward<<<gridFor(g.planes * g.oh * g.ow, 1), kBlock, 0, call.stream()>>>(
-      g, x, y);
+                                 int32_t type, const void *x, void *y) {
+  forFloatType(type, [&](auto t) {
+    poolForward<t.value><<<gridFor(g.planes * g.oh * g.ow, 1), kBlock, 0,
+                           call.stream()>>>(g, x, y);
+  });
   checkLaunched(call, "poolForward launch");
 }
 
 void dtrain::rt::gpu::launchPoolBackward(KernelCall &call, const PoolShape &g,
-                                         const float *x, const float *dy,
-                                         float *dx) {
+                                         int32_t type, const void *x,
+                                         const void *dy, void *dx) {
   int64_t *argmax = nullptr;
   if (g.kind == DTRAIN_RT_POOL_MAX) {
     const int64_t outputs = g.planes * g.oh * g.ow;
     argmax =
         static_cast<int64_t *>(call.scratch(size_t(outputs) * sizeof(int64_t)));
-    poolArgmax<<<gridFor(outputs, 1), kBlock, 0, call.stream()>>>(g, x, argmax);
+    forFloatType(type, [&](auto t) {
+      poolArgmax<t.value><<<gridFor(outputs, 1), kBlock, 0, call.stream()>>>(
+          g, x, argmax);
+    });
     checkLaunched(call, "poolArgmax launch");
   }
-  poolBackward<<<gridFor(g.planes * g.h.in * g.w.in, 1), kBlock, 0,
-                 call.stream()>>>(g, argmax, dy, dx);
+  forFloatType(type, [&](auto t) {
+    poolBackward<t.value><<<gridFor(g.planes * g.h.in * g.w.in, 1), kBlock, 0,
+                            call.stream()>>>(g, argmax, dy, dx);
+  });
   checkLaunched(call, "poolBackward launch");
 }
 

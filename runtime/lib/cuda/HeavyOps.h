@@ -98,24 +98,25 @@ struct PoolShape {
   int64_t oh, ow;
 };
 
-/// Y = pooling of X, every output from its window as the CPU's loop
-/// (ReferenceKernels.cpp's poolLoop) computes it.
-void launchPool(const KernelCall &call, const PoolShape &g, const float *x,
-                float *y);
+// TYPE below is the tensors' element type: DTRAIN_RT_F32, _BF16 or _F16.
+
+/// Y = pooling of X, tensors of TYPE, every
+/// output from its window as the CPU's loop (ReferenceKernels.cpp's
+/// poolLoop) computes it, in f32, rounded once to TYPE.
+void launchPool(const KernelCall &call, const PoolShape &g, int32_t type,
+                const void *x, void *y);
 /// DX = the gradient of pooling (dtrain_rt_pool2d_backward_f32), one thread
 /// per input element gathering the windows that read it (no atomics: the
-/// sums are deterministic, in the CPU's order); MAX finds each window's
-/// maximum first, in scratch memory.
-void launchPoolBackward(KernelCall &call, const PoolShape &g, const float *x,
-                        const float *dy, float *dx);
+/// sums are deterministic, in the CPU's order, in f32); MAX finds each
+/// window's maximum first, in scratch memory.
+void launchPoolBackward(KernelCall &call, const PoolShape &g, int32_t type,
+                        const void *x, const void *dy, void *dx);
 
 /// The extent of a padded copy of NCHW planes: PLANES planes of H x W
 /// inside planes of PH x PW, at row TOP and column LEFT.
 struct PaddedPlanes {
   int64_t planes, h, w, ph, pw, top, left;
 };
-
-// TYPE below is the tensors' element type: DTRAIN_RT_F32, _BF16 or _F16.
 
 /// DST (P.planes x P.ph x P.pw) = SRC (P.planes x P.h x P.w) surrounded by
 /// zeros.
