@@ -10,7 +10,7 @@
 // stream of the generated code; heavy ops queued after its kernels), the
 // managed pool (host and kernel on one block, reuse of freed blocks: by
 // the freeing thread at once, by others once the step stream is done with
-// them), and the fatal errors.
+// them; nothing beyond the device's memory), and the fatal errors.
 //
 // Without a CUDA driver or device it runs nothing: it prints one line
 // saying so and exits 77, which ctest reports as skipped. With
@@ -462,6 +462,17 @@ TEST(ManagedPool, FreeingTwiceIsFatal) {
   EXPECT_EXIT(freeTwice(), ::testing::ExitedWithCode(1),
               "^dtrain-rt: dtrain_rt_cuda_free: 0x[0-9a-f]+ was not allocated "
               "by dtrain_rt_cuda_alloc_managed, or was freed already\n$");
+}
+
+// Buffers beyond the device's memory are refused, before any is made:
+// managed memory would page them between host and device.
+TEST(ManagedPool, MoreThanTheDeviceHasIsFatal) {
+  size_t free = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  EXPECT_EXIT(dtrain_rt_cuda_alloc_managed(total), ::testing::ExitedWithCode(1),
+              "^dtrain-rt: out of GPU memory: [0-9]+ more bytes of buffers "
+              "would make [0-9.]+ GiB, more than the [0-9.]+ GiB that the "
+              "device leaves them \\(a smaller batch needs less\\)\n$");
 }
 
 } // namespace

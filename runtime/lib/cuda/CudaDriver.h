@@ -33,6 +33,7 @@
   X(cuDeviceGetCount)                                                          \
   X(cuDeviceGet)                                                               \
   X(cuDeviceGetUuid)                                                           \
+  X(cuDeviceTotalMem)                                                          \
   X(cuDevicePrimaryCtxRetain)                                                  \
   X(cuCtxSetCurrent)                                                           \
   X(cuModuleLoadData)                                                          \

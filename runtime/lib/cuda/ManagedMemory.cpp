@@ -8,7 +8,10 @@
 // released a block may have it again at once (its later work on it is
 // queued after those kernels, or waits for them, as a trainer's does);
 // other threads get it once a synchronization of the stream has seen
-// them done.
+// them done. The pool never holds more than the device has (less a
+// reserve): managed memory beyond it would be paged between host and
+// device on every step, which thrashes, and on some machines hangs the
+// GPU; an allocation past that limit is a clear "out of GPU memory".
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,7 @@
 #include "cuda/CudaDriver.h"
 #include "cuda/StepStream.h"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -118,10 +122,35 @@ private:
     }
   }
 
-  /// A new block of SIZE bytes from the driver; when it is out of memory,
-  /// the free blocks go back to it first.
+  /// The most bytes of blocks the pool holds: the device's memory less a
+  /// reserve (a sixteenth of it, at least 1 GiB) for cuBLAS's and cuDNN's
+  /// workspaces, NCCL and the driver.
+  static size_t capacity() {
+    static const size_t bytes = [] {
+      const Driver &driver = cuda();
+      CUdevice device = 0;
+      DTRAIN_CU(cuDeviceGet, &device, driver.ordinal);
+      size_t total = 0;
+      DTRAIN_CU(cuDeviceTotalMem, &total, device);
+      const size_t reserve = std::max(total / 16, size_t(1) << 30);
+      return total > reserve ? total - reserve : 0;
+    }();
+    return bytes;
+  }
+
+  /// A new block of SIZE bytes from the driver; when the pool would hold
+  /// more than its capacity, or the driver is out of memory, the free
+  /// blocks go back to it first.
   void *allocateBlock(size_t size) {
     const Driver &driver = cuda();
+    if (heldBytes + size > capacity())
+      releaseFreeBlocks();
+    if (heldBytes + size > capacity())
+      fatal("out of GPU memory: %zu more bytes of buffers would make %.2f "
+            "GiB, more than the %.2f GiB that the device leaves them (a "
+            "smaller batch needs less)",
+            size, double(heldBytes + size) / double(1 << 30),
+            double(capacity()) / double(1 << 30));
     CUdeviceptr block = 0;
     CUresult rc = driver.cuMemAllocManaged(&block, size, CU_MEM_ATTACH_GLOBAL);
     if (rc == CUDA_ERROR_OUT_OF_MEMORY && releaseFreeBlocks())
@@ -130,6 +159,7 @@ private:
                     "dtrain_rt_cuda_alloc_managed: cuMemAllocManaged of "
                     "%zu bytes",
                     size);
+    heldBytes += size;
     return reinterpret_cast<void *>(block);
   }
 
@@ -143,6 +173,7 @@ private:
     for (auto &[size, blocks] : freeBlocks) {
       for (void *block : blocks)
         DTRAIN_CU(cuMemFree, reinterpret_cast<CUdeviceptr>(block));
+      heldBytes -= size * blocks.size();
       released |= !blocks.empty();
       blocks.clear();
     }
@@ -150,6 +181,8 @@ private:
   }
 
   std::mutex mutex;
+  /// The bytes of every block the pool has from the driver.
+  size_t heldBytes = 0;
   /// The free blocks by size.
   std::unordered_map<size_t, std::vector<void *>> freeBlocks;
   /// The released blocks by size, in the order of release (of their marks),
