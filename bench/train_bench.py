@@ -42,8 +42,7 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import forward_bench  # noqa: E402
-
-LR, MOMENTUM, DECAY = 0.01, 0.9, 5e-4
+from torch_steps import DECAY, LR, MOMENTUM, make_step, time_step  # noqa: E402
 
 
 def make_step_model(name, work, batch):
@@ -65,15 +64,6 @@ def make_step_model(name, work, batch):
     return model, path
 
 
-def optimizer_for(model):
-    params = list(model.parameters())
-    return torch.optim.SGD(
-        [{"params": [p for p in params if p.dim() > 1],
-          "weight_decay": DECAY},
-         {"params": [p for p in params if p.dim() <= 1],
-          "weight_decay": 0.0}], lr=LR, momentum=MOMENTUM)
-
-
 def torch_child(name, work, args):
     """Runs in a child process: times PyTorch's steps, prints the result."""
     warnings.filterwarnings("ignore")
@@ -84,28 +74,8 @@ def torch_child(name, work, args):
     device = torch.device("cuda" if args.target == "cuda" else "cpu")
     model.to(device)
     x, y = x.to(device), y.to(device)
-    optimizer = optimizer_for(model)
-    criterion = nn.CrossEntropyLoss()
-
-    def step():
-        optimizer.zero_grad()
-        with torch.autocast(device.type, dtype=torch.bfloat16,
-                            enabled=args.precision == "bf16"):
-            loss = criterion(model(x), y)
-        loss.backward()
-        optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-    for _ in range(2):
-        step()
-    start = time.perf_counter()
-    step()
-    probe = (time.perf_counter() - start) * 1000.0
-    times = []
-    for _ in range(forward_bench.runs_for(probe, args.seconds)):
-        start = time.perf_counter()
-        step()
-        times.append((time.perf_counter() - start) * 1000.0)
+    times = time_step(make_step(model, x, y, device, args.precision),
+                      lambda probe: forward_bench.runs_for(probe, args.seconds))
     print("torch_min_ms=%f torch_mean_ms=%f runs=%d" % (
         min(times), float(np.mean(times)), len(times)))
 

@@ -67,7 +67,7 @@ for model in resnet18 resnet50; do
   done
   rm "$root/steps/$model.weights"
 done
-cp scripts/gpu_bundle_steps.py "$root/steps/"
+cp scripts/gpu_bundle_steps.py bench/torch_steps.py "$root/steps/"
 cp scripts/gpu-bundle-env.sh "$root/env.sh"
 
 echo "== OpenMPI"

@@ -13,9 +13,10 @@ three parts, so that the GPU machine needs no dtrain-compile:
       and MODEL-x.npy and MODEL-labels.npy: a random batch.
   gpu_bundle_steps.py torch DIR MODEL PRECISION SECONDS
       (there) times PyTorch's eager training step of the same torchvision
-      MODEL on CUDA on that batch (momentum SGD as the compiled step, under
-      torch.autocast(bfloat16) for PRECISION bf16) for about SECONDS and
-      prints 'torch=<version> device=cuda torch_min_ms=<min> runs=<N>'.
+      MODEL on CUDA on that batch (bench/torch_steps.py: momentum SGD as
+      the compiled step, under torch.autocast(bfloat16) for PRECISION bf16)
+      for about SECONDS and prints 'torch=<version> device=cuda
+      torch_min_ms=<min> runs=<N>'.
 
 The weights need not equal between the two: the benchmark compares times.
 """
@@ -24,7 +25,10 @@ import sys
 
 import numpy as np
 
-LR, MOMENTUM, DECAY = 0.01, 0.9, 5e-4
+# torch_steps.py: bench/'s, beside this file in a bundle.
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "bench")]
+
 SHAPE = (3, 224, 224)
 CLASSES = 1000
 
@@ -112,43 +116,17 @@ def weights(directory, names):
 
 
 def time_torch(directory, name, precision, seconds):
-    import time
-
     import torch
+    from torch_steps import make_step, time_step
     x = torch.from_numpy(np.load(os.path.join(directory, name + "-x.npy")))
     y = torch.from_numpy(np.load(os.path.join(directory,
                                               name + "-labels.npy")))
     # CUDA; the CPU only where torch has none (to try this script there).
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = build(name).train().to(device)
-    x, y = x.to(device), y.to(device)
-    params = list(model.parameters())
-    optimizer = torch.optim.SGD(
-        [{"params": [p for p in params if p.dim() > 1],
-          "weight_decay": DECAY},
-         {"params": [p for p in params if p.dim() <= 1],
-          "weight_decay": 0.0}], lr=LR, momentum=MOMENTUM)
-    criterion = torch.nn.CrossEntropyLoss()
-
-    def step():
-        optimizer.zero_grad()
-        with torch.autocast(device.type, dtype=torch.bfloat16,
-                            enabled=precision == "bf16"):
-            loss = criterion(model(x), y)
-        loss.backward()
-        optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-
-    for _ in range(3):
-        step()
-    times = []
-    deadline = time.perf_counter() + seconds
-    while len(times) < 5 or (time.perf_counter() < deadline
-                             and len(times) < 2000):
-        start = time.perf_counter()
-        step()
-        times.append((time.perf_counter() - start) * 1000.0)
+    step = make_step(model, x.to(device), y.to(device), device, precision)
+    times = time_step(step, lambda probe: int(min(2000, max(
+        5, seconds * 1000.0 / max(probe, 1e-3)))))
     print("torch=%s device=%s torch_min_ms=%f runs=%d" % (
         torch.__version__, device.type, min(times), len(times)))
 
