@@ -15,7 +15,8 @@
 # exchange's kernels), the selection benchmark against torch.topk, the
 # digits CNN's --target=cuda trainer against the CPU trainer (3 steps on 1
 # and 2 ranks, and in bf16), and resnet18 and resnet50 training steps at
-# batch 32 in f32 and bf16 against PyTorch's eager steps on the same GPU.
+# batch 32 in f32 (strict, and TF32) and bf16 against PyTorch's eager
+# steps on the same GPU.
 # Where dtrain-compile and lit are built here too, also the lit tests'
 # GPU branches (every step case of train-step.test against PyTorch).
 #
@@ -226,15 +227,21 @@ fi
 if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
 # dtrain's --target=cuda steps (compiled by gpu-bundle.sh; random weights
 # written here) against PyTorch's eager steps of the same torchvision
-# model on the same GPU: the minimum over about 3 s of steps each.
+# model on the same GPU: the minimum over about 3 s of steps each. The f32
+# step twice: in f32 (the default) and with DTRAIN_CUDA_TF32=1 (TF32
+# tensor cores, as PyTorch's convolutions run by default); both against
+# PyTorch's f32 step.
 (
   cd "$BUNDLE/steps" || exit 1
   "$numpy_python" gpu_bundle_steps.py weights . resnet18 resnet50 || exit 1
   status=0
   rows=()
   for model in resnet18 resnet50; do
-    for precision in f32 bf16; do
-      step=(./"$model-$precision.bin" --model "$model.onnx"
+    torch_f32=
+    for variant in f32 tf32 bf16; do
+      precision=${variant/tf32/f32}
+      step=(env "DTRAIN_CUDA_TF32=$([ "$variant" = tf32 ] && echo 1 || echo 0)"
+            ./"$model-$precision.bin" --model "$model.onnx"
             --input "x=$model-x.npy" --input "labels=$model-labels.npy")
       probe=$(timeout "$(within 120)" "${step[@]}" --repeat 1 --warmup 1) \
         || { echo "$probe"; status=1; continue; }
@@ -244,19 +251,22 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
         || { echo "$out"; status=1; continue; }
       dtrain_ms=$(sed -nE 's/.*min_ms=([0-9.]+).*/\1/p' <<<"$out")
       torch_ms=nan
-      if [ -n "$torch_python" ]; then
+      if [ "$variant" = tf32 ] && [ -n "$torch_f32" ]; then
+        torch_ms=$torch_f32 # measured for f32 already
+      elif [ -n "$torch_python" ]; then
         out=$(timeout "$(within 180)" "$torch_python" gpu_bundle_steps.py torch . "$model" \
                 "$precision" 3) || { echo "$out"; status=1; }
         echo "$out"
         torch_ms=$(sed -nE 's/.*torch_min_ms=([0-9.]+).*/\1/p' <<<"$out")
+        [ "$variant" = f32 ] && torch_f32=$torch_ms
       fi
-      echo "$model $precision: dtrain $dtrain_ms ms ($runs runs), torch ${torch_ms:-nan} ms"
-      rows+=("$model $precision $dtrain_ms ${torch_ms:-nan}")
+      echo "$model $variant: dtrain $dtrain_ms ms ($runs runs), torch ${torch_ms:-nan} ms"
+      rows+=("$model $variant $dtrain_ms ${torch_ms:-nan}")
     done
   done
   echo
   echo "training step (forward, backward, momentum SGD), batch 32, min ms; ratio = dtrain / torch"
-  printf '%-9s %-9s %10s %10s %6s\n' model precision dtrain_ms torch_ms ratio
+  printf '%-9s %-9s %10s %10s %6s\n' model variant dtrain_ms torch_ms ratio
   for row in "${rows[@]}"; do
     read -r model precision d t <<<"$row"
     printf '%-9s %-9s %10s %10s %6s\n' "$model" "$precision" "$d" "$t" \

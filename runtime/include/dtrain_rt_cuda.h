@@ -190,7 +190,10 @@ int dtrain_rt_cuda_check_finite(const void *x, int32_t dtype, int64_t n,
  * run in another order (but pooling's, in the CPU's). Matrix products run
  * on cuBLAS, convolution and batch norm on cuDNN, pooling and a
  * convolution's bias on kernels of this library; never on TF32 tensor
- * cores.
+ * cores, unless the environment variable DTRAIN_CUDA_TF32 is 1 (read at
+ * the first call; 0 or unset: f32 products): then f32 matrix products and
+ * convolutions may take TF32's 10-bit mantissas (about 1e-3 relative), as
+ * PyTorch's convolutions do by default. Another value aborts the call.
  *
  * They run on the process's GPU (as compiled trainers do; see below), on
  * the step stream (dtrain_rt_cuda_synchronize), and return without waiting

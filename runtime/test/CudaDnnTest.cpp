@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -825,6 +826,11 @@ int invalidCall(const std::string &name) {
                               0.0f);
   else if (name == "matmul-null-b")
     dtrain_rt_cuda_matmul_f32(x.data(), nullptr, y.data(), 4, 4, 4, 0, 0, 0.0f);
+  else if (name == "tf32-switch") { // a valid call, an invalid switch
+    setenv("DTRAIN_CUDA_TF32", "yes", 1);
+    dtrain_rt_cuda_matmul_f32(x.data(), w.data(), y.data(), 4, 4, 4, 0, 0,
+                              0.0f);
+  }
   else {
     std::fprintf(stderr, "unknown invalid call '%s'\n", name.c_str());
     return 2;

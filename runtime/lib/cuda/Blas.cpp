@@ -65,8 +65,11 @@ void multiply(const char *kernel, int32_t type, const void *a, const void *b,
   }
   // With BETA == 0, the product does not read C (NaN in C ignored, as on
   // the CPU). CUBLAS_COMPUTE_32F: f32 sums, and in the default math mode
-  // f32 products (no TF32); 16-bit products are exact there, on tensor
-  // cores.
+  // f32 products (no TF32, unless tf32Allowed()); 16-bit products are
+  // exact there, on tensor cores.
+  const cublasComputeType_t compute = type == DTRAIN_RT_F32 && tf32Allowed()
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
   const float one = 1.0f;
   const cublasOperation_t opA = transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t opB = transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -74,7 +77,7 @@ void multiply(const char *kernel, int32_t type, const void *a, const void *b,
   // transposed), B is K x N (N x K transposed), C is M x N.
   DTRAIN_HEAVY_BLAS(call, cublasGemmEx_64, call.blas(), opB, opA, n, m, k, &one,
                     b, data, transposeB ? k : n, a, data, transposeA ? m : k,
-                    &beta, c, data, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                    &beta, c, data, n, compute, CUBLAS_GEMM_DEFAULT);
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 using namespace dtrain::rt::gpu;
@@ -148,6 +149,20 @@ const Driver &dtrain::rt::gpu::cuda() {
 const char *dtrain::rt::gpu::cudaUnavailable() {
   const Loaded &state = loaded();
   return state.error.empty() ? nullptr : state.error.c_str();
+}
+
+bool dtrain::rt::gpu::switchedOn(const char *variable, bool byDefault,
+                                 const char *off, const char *on) {
+  const char *value = std::getenv(variable);
+  if (!value || !*value)
+    return byDefault;
+  if (!std::strcmp(value, "1"))
+    return true;
+  if (!std::strcmp(value, "0"))
+    return false;
+  fatal("%s='%s' is not valid (accepted: 0%s to %s, 1%s to %s)", variable,
+        value, byDefault ? "" : " or unset", off, byDefault ? " or unset" : "",
+        on);
 }
 
 void dtrain::rt::gpu::fatal(const char *format, ...) {

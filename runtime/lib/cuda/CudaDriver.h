@@ -83,6 +83,12 @@ const Driver &cuda();
 /// "dtrain-rt: "), or nullptr when it can. Never exits.
 const char *cudaUnavailable();
 
+/// Whether the switch VARIABLE is on: 1, what ON says; 0, what OFF says;
+/// unset or empty, BYDEFAULT. Any other value exits with a message worded
+/// as the CPU runtime's switches'.
+bool switchedOn(const char *variable, bool byDefault, const char *off,
+                const char *on);
+
 /// Prints "dtrain-rt: <the printf-formatted message>" and exits with
 /// status 1.
 [[noreturn]] void fatal(const char *format, ...)

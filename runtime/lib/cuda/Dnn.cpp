@@ -19,7 +19,8 @@
 // life of the process: a training step calls the same shapes every step.
 // The f32 algorithms run in CUDNN_FMA_MATH, plain f32: cuDNN's default math
 // would allow TF32 tensor cores, whose 10-bit mantissa errs by about 1e-3
-// relative: far from the CPU results, which f32 sums match to rounding.
+// relative: far from the CPU results, which f32 sums match to rounding
+// (DTRAIN_CUDA_TF32=1 allows them: tf32Allowed()).
 // 16-bit tensors lose nothing on tensor cores (their products are exact in
 // f32), so there the algorithms may use them; never a conversion to a
 // narrower type (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION). The bias and its
@@ -67,6 +68,12 @@ size_t alignScratch(size_t bytes) {
 }
 
 const float kOne = 1.0f, kZero = 0.0f;
+
+/// Whether convolutions of TYPE may run on tensor cores: 16-bit ones,
+/// whose products are exact there, and f32 ones where TF32 is allowed.
+bool usesTensorCores(int32_t type) {
+  return type != DTRAIN_RT_F32 || tf32Allowed();
+}
 
 /// cuDNN's name of TYPE, one of the heavy ops' element types.
 cudnnDataType_t dnnType(int32_t type) {
@@ -145,7 +152,7 @@ void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS ||
         perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
-        (plan.type == DTRAIN_RT_F32 &&
+        (!usesTensorCores(plan.type) &&
          perf[i].mathType == CUDNN_TENSOR_OP_MATH))
       continue;
     size_t bytes = 0;
@@ -187,9 +194,10 @@ void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
               "it rated)",
               typeName(plan.type), direction, count);
   }
-  // The algorithm runs in the math type it was rated with (for f32 that is
-  // the descriptor's CUDNN_FMA_MATH, or the default, which is then FMA).
-  if (plan.type != DTRAIN_RT_F32)
+  // The algorithm runs in the math type it was rated with (without tensor
+  // cores that is the descriptor's CUDNN_FMA_MATH, or the default, which is
+  // then FMA).
+  if (usesTensorCores(plan.type))
     DTRAIN_HEAVY_DNN(call, cudnnSetConvolutionMathType, plan.conv,
                      plan.mathType);
 }
@@ -228,8 +236,8 @@ void describeConv(KernelCall &call, ConvPlan &plan, const ConvGeometry &g) {
   DTRAIN_HEAVY_DNN(call, cudnnSetConvolutionGroupCount, plan.conv,
                    int(g.groups));
   DTRAIN_HEAVY_DNN(call, cudnnSetConvolutionMathType, plan.conv,
-                   plan.type == DTRAIN_RT_F32 ? CUDNN_FMA_MATH
-                                              : CUDNN_TENSOR_OP_MATH);
+                   usesTensorCores(plan.type) ? CUDNN_TENSOR_OP_MATH
+                                              : CUDNN_FMA_MATH);
 
   // cuDNN's output size is the floor formula's on the padded sizes, which
   // the checks matched against OH and OW: a mismatch is a bug here.

@@ -43,8 +43,16 @@ Shared &shared() {
 
 } // namespace
 
+bool dtrain::rt::gpu::tf32Allowed() {
+  static const bool allowed =
+      switchedOn("DTRAIN_CUDA_TF32", false, "compute f32 products in f32",
+                 "allow TF32 tensor cores for them");
+  return allowed;
+}
+
 KernelCall::KernelCall(const char *kernel)
     : name(kernel), lock(shared().mutex) {
+  tf32Allowed(); // an invalid value is reported before the device is opened
   const Driver &driver = cuda(); // opens the device, or says why not and exits
   // The CUDA runtime of this thread on the same device (and so on its
   // primary context, which cuda() made current).
@@ -69,9 +77,8 @@ cublasContext *KernelCall::blas() {
     cublasHandle_t handle = nullptr;
     DTRAIN_HEAVY_BLAS(*this, cublasCreate, &handle);
     DTRAIN_HEAVY_BLAS(*this, cublasSetStream, handle, stream());
-    // Plain f32 arithmetic: the default math mode computes SGEMM with at
-    // least f32's mantissa, never TF32's 10 bits (CUBLAS_TF32_TENSOR_OP_MATH
-    // would), so results match the CPU's to rounding.
+    // The default math mode: f32 products with at least f32's mantissa
+    // (Blas.cpp asks for TF32 by its compute type when tf32Allowed()).
     DTRAIN_HEAVY_BLAS(*this, cublasSetMathMode, handle, CUBLAS_DEFAULT_MATH);
     s.blas = handle;
   }

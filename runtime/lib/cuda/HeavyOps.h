@@ -74,6 +74,12 @@ private:
   std::unique_lock<std::mutex> lock;
 };
 
+/// Whether f32 convolutions and matrix products may run on TF32 tensor
+/// cores: DTRAIN_CUDA_TF32=1 (read once; off when unset or 0). Their
+/// products then take 10-bit mantissas (about 1e-3 relative), as PyTorch's
+/// convolutions do by default; off, they match the CPU's to f32 rounding.
+bool tf32Allowed();
+
 /// Calls FN (a CUDA runtime, cuBLAS or cuDNN function) with the remaining
 /// arguments and exits naming it and CALL's kernel when it fails.
 #define DTRAIN_HEAVY_CUDA(call, fn, ...) (call).check(fn(__VA_ARGS__), #fn)

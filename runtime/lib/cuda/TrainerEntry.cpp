@@ -24,19 +24,6 @@ using namespace dtrain::rt::gpu;
 /// The pool's alignment (dtrain_rt_cuda_alloc_managed).
 static constexpr size_t kPoolAlignment = 256;
 
-/// Whether the switch VARIABLE is on: 1 or unset, what ON says; 0, what
-/// OFF says; the message of any other value is worded as the CPU runtime's
-/// switches.
-static bool switchedOn(const char *variable, const char *off, const char *on) {
-  const char *value = std::getenv(variable);
-  if (!value || !*value || !std::strcmp(value, "1"))
-    return true;
-  if (!std::strcmp(value, "0"))
-    return false;
-  fatal("%s='%s' is not valid (accepted: 0 to %s, 1 or unset to %s)", variable,
-        value, off, on);
-}
-
 void dtrain_rt_cuda_init_trainer(void) {
   dtrain_rt_set_buffer_allocator(dtrain_rt_cuda_alloc_managed,
                                  dtrain_rt_cuda_free);
@@ -47,12 +34,12 @@ void dtrain_rt_cuda_init_trainer(void) {
   dtrain_rt_set_buffer_fence(dtrain_rt_cuda_step_stream_fence());
   // Before MPI_Init (the trainer's main initializes it later): the
   // transport makes its NCCL communicator on the first collective.
-  if (switchedOn("DTRAIN_NCCL", "run the collectives over MPI",
+  if (switchedOn("DTRAIN_NCCL", true, "run the collectives over MPI",
                  "run them over NCCL"))
     dtrain_rt_set_transport(dtrain_rt_cuda_nccl_transport());
   // The gradients and residuals are managed memory: selecting on the GPU
   // keeps them there rather than faulting them to the host each step.
-  if (switchedOn("DTRAIN_CUDA_SELECT",
+  if (switchedOn("DTRAIN_CUDA_SELECT", true,
                  "run the sparse exchanges' selection and scatter on the CPU",
                  "run them on the GPU"))
     dtrain_rt_set_sparse_kernels(dtrain_rt_cuda_sparse_kernels());
