@@ -270,8 +270,9 @@ __global__ void biasVariance(float *var, double factor, int64_t c) {
 void dtrain::rt::gpu::launchPool(const KernelCall &call, const PoolShape &g,
                                  int32_t type, const void *x, void *y) {
   forFloatType(type, [&](auto t) {
-    poolForward<t.value><<<gridFor(g.planes * g.oh * g.ow, 1), kBlock, 0,
-                           call.stream()>>>(g, x, y);
+    poolForward<decltype(t)::value>
+        <<<gridFor(g.planes * g.oh * g.ow, 1), kBlock, 0, call.stream()>>>(g, x,
+                                                                           y);
   });
   checkLaunched(call, "poolForward launch");
 }
@@ -285,14 +286,15 @@ void dtrain::rt::gpu::launchPoolBackward(KernelCall &call, const PoolShape &g,
     argmax =
         static_cast<int64_t *>(call.scratch(size_t(outputs) * sizeof(int64_t)));
     forFloatType(type, [&](auto t) {
-      poolArgmax<t.value><<<gridFor(outputs, 1), kBlock, 0, call.stream()>>>(
-          g, x, argmax);
+      poolArgmax<decltype(t)::value>
+          <<<gridFor(outputs, 1), kBlock, 0, call.stream()>>>(g, x, argmax);
     });
     checkLaunched(call, "poolArgmax launch");
   }
   forFloatType(type, [&](auto t) {
-    poolBackward<t.value><<<gridFor(g.planes * g.h.in * g.w.in, 1), kBlock, 0,
-                            call.stream()>>>(g, argmax, dy, dx);
+    poolBackward<decltype(t)::value>
+        <<<gridFor(g.planes * g.h.in * g.w.in, 1), kBlock, 0, call.stream()>>>(
+            g, argmax, dy, dx);
   });
   checkLaunched(call, "poolBackward launch");
 }
