@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <limits>
@@ -252,6 +253,13 @@ static Value buildReshape(OpBuilder &b, Location loc, Value input,
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// A batch norm (or its gradient) on 16-bit data (getSixteenBitBatchNorms):
+/// the nn.casts that widen its data inputs to f32, in operand order, and
+/// those that narrow its data result back.
+struct SixteenBitBatchNorm {
+  SmallVector<nn::CastOp> widening, narrowing;
+};
+
 /// A call of a dtrain_rt_* kernel: the buffers it reads (a null Value is
 /// passed as NULL), the tensors it produces, then scalar arguments, in the
 /// order of the C prototype (pointers first, as every kernel takes them).
@@ -440,10 +448,12 @@ namespace {
 /// values that replace the op's results, or fails after reporting an error.
 class NNLowering {
 public:
-  NNLowering(OpBuilder &b, StringRef target,
-             llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients)
-      : b(b), target(target),
-        fusedBiasGradients(std::move(fusedBiasGradients)) {}
+  NNLowering(
+      OpBuilder &b, StringRef target,
+      llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients,
+      llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms)
+      : b(b), target(target), fusedBiasGradients(std::move(fusedBiasGradients)),
+        sixteenBitBatchNorms(std::move(sixteenBitBatchNorms)) {}
 
   FailureOr<SmallVector<Value>> lower(Operation *op);
 
@@ -496,8 +506,104 @@ private:
   /// The bias gradients that a weight gradient's kernel computes with it
   /// (see getFusedBiasGradients), by weight gradient.
   llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients;
+  /// The batch norms that run on 16-bit data (see getSixteenBitBatchNorms),
+  /// with the casts that their 16-bit results replace.
+  llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms;
+
+  /// The batch-norm kernel call of OP (CALL, f32 data), on OP's 16-bit data
+  /// instead where OP is one of sixteenBitBatchNorms: the inputs that
+  /// WIDENED marks read the 16-bit tensors that they were widened from, the
+  /// first result is 16-bit, and it replaces the narrowing casts, which are
+  /// erased.
+  SmallVector<Value> buildBatchNormCall(Operation *op, KernelCall call,
+                                        ArrayRef<bool> widened);
 };
 } // namespace
+
+/// For the CUDA target, the batch norms and batch-norm gradients whose f32
+/// data (the input; and the output gradient, for a gradient) were widened
+/// from one 16-bit type by nn.casts that only such batch norms use, and
+/// whose data result is used only by nn.casts back to that type (what
+/// --dtrain-mixed-precision makes of the batch norms it keeps in f32): by
+/// op, those casts. Their kernels read and write the 16-bit data
+/// themselves, with the f32 scale, bias and statistics, and compute in f32
+/// what the f32 kernel computes between the casts, without the f32 copies.
+static llvm::DenseMap<Operation *, SixteenBitBatchNorm>
+getSixteenBitBatchNorms(Operation *root) {
+  llvm::DenseMap<Operation *, SixteenBitBatchNorm> found;
+  root->walk([&](Operation *op) {
+    SmallVector<Value> data;
+    if (auto bn = dyn_cast<nn::BatchNormOp>(op))
+      data = {bn.getInput()};
+    else if (auto bn = dyn_cast<nn::BatchNormTrainOp>(op))
+      data = {bn.getInput()};
+    else if (auto grad = dyn_cast<nn::BatchNormTrainGradOp>(op))
+      data = {grad.getGrad(), grad.getInput()};
+    else
+      return;
+    SixteenBitBatchNorm casts;
+    Type narrow;
+    for (Value value : data) {
+      auto cast = value.getDefiningOp<nn::CastOp>();
+      if (!cast)
+        return;
+      Type from = getTensorType(cast.getInput()).getElementType();
+      if (!is16BitFloat(from) || (narrow && from != narrow))
+        return;
+      narrow = from;
+      casts.widening.push_back(cast);
+    }
+    for (Operation *user : op->getResult(0).getUsers()) {
+      auto cast = dyn_cast<nn::CastOp>(user);
+      if (!cast || getTensorType(cast.getResult()).getElementType() != narrow)
+        return;
+      casts.narrowing.push_back(cast);
+    }
+    if (!casts.narrowing.empty())
+      found[op] = std::move(casts);
+  });
+  // A widening cast that another op reads stays, and so do its batch
+  // norms' f32 data.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = found.begin(); it != found.end(); ++it) {
+      const bool shared = llvm::any_of(it->second.widening, [&](nn::CastOp c) {
+        return llvm::any_of(c->getUsers(), [&](Operation *user) {
+          return !found.contains(user);
+        });
+      });
+      if (shared) {
+        found.erase(it);
+        changed = true;
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+SmallVector<Value> NNLowering::buildBatchNormCall(Operation *op,
+                                                  KernelCall call,
+                                                  ArrayRef<bool> widened) {
+  auto casts = sixteenBitBatchNorms.find(op);
+  if (casts == sixteenBitBatchNorms.end())
+    return buildKernelCall(b, op, target, call);
+  // The widening casts stay as they were (the pass lowers them not), their
+  // inputs the 16-bit data as lowered.
+  const SixteenBitBatchNorm &sixteenBit = casts->second;
+  for (size_t i = 0, k = 0; i < call.inputs.size(); ++i)
+    if (widened[i])
+      call.inputs[i] = nn::CastOp(sixteenBit.widening[k++]).getInput();
+  call.element =
+      cast<FloatType>(getTensorType(call.inputs.front()).getElementType());
+  call.results.front() = call.results.front().clone(call.element);
+  SmallVector<Value> results = buildKernelCall(b, op, target, call);
+  for (nn::CastOp cast : sixteenBit.narrowing) {
+    cast.getResult().replaceAllUsesWith(results.front());
+    cast->erase();
+  }
+  return results;
+}
 
 /// For the CUDA target, the bias gradient of each convolution whose weight
 /// gradient's kernel can compute it too (one block per channel, the
@@ -993,13 +1099,14 @@ FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
       createI64s(b, loc, getBatchNormGeometry(type));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildKernelCall(b, op, target,
-                         {"batch_norm",
-                          element,
-                          {op.getInput(), op.getScale(), op.getBias(),
-                           op.getMean(), op.getVar()},
-                          {type},
-                          scalars})
+  return buildBatchNormCall(op,
+                            {"batch_norm",
+                             element,
+                             {op.getInput(), op.getScale(), op.getBias(),
+                              op.getMean(), op.getVar()},
+                             {type},
+                             scalars},
+                            {true, false, false, false, false})
       .front();
 }
 
@@ -1012,13 +1119,14 @@ NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
       createI64s(b, loc, getBatchNormGeometry(type));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildKernelCall(b, op, target,
-                         {"batch_norm_train",
-                          element,
-                          {op.getInput(), op.getScale(), op.getBias()},
-                          {type, getTensorType(op.getBatchMean()),
-                           getTensorType(op.getBatchVar())},
-                          scalars});
+  return buildBatchNormCall(op,
+                            {"batch_norm_train",
+                             element,
+                             {op.getInput(), op.getScale(), op.getBias()},
+                             {type, getTensorType(op.getBatchMean()),
+                              getTensorType(op.getBatchVar())},
+                             scalars},
+                            {true, false, false});
 }
 
 // The optimizer updates follow PyTorch 1.13's single-tensor implementations
@@ -1208,14 +1316,15 @@ NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
   SmallVector<Value> scalars = createI64s(b, loc, getBatchNormGeometry(type));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildKernelCall(b, op, target,
-                         {"batch_norm_backward",
-                          element,
-                          {op.getInput(), op.getGrad(), op.getScale(),
-                           op.getBatchMean(), op.getBatchVar()},
-                          {type, getTensorType(op.getScaleGrad()),
-                           getTensorType(op.getBiasGrad())},
-                          scalars});
+  return buildBatchNormCall(op,
+                            {"batch_norm_backward",
+                             element,
+                             {op.getInput(), op.getGrad(), op.getScale(),
+                              op.getBatchMean(), op.getBatchVar()},
+                             {type, getTensorType(op.getScaleGrad()),
+                              getTensorType(op.getBiasGrad())},
+                             scalars},
+                            {true, true, false, false, false});
 }
 
 FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
@@ -1473,14 +1582,28 @@ struct LowerNNPass
       return signalPassFailure();
     }
     llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients;
-    if (target == "cuda")
+    llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms;
+    if (target == "cuda") {
       fusedBiasGradients = getFusedBiasGradients(getOperation());
-    // A fused bias gradient is lowered with its weight gradient.
+      sixteenBitBatchNorms = getSixteenBitBatchNorms(getOperation());
+    }
+    // A fused bias gradient is lowered with its weight gradient, a 16-bit
+    // batch norm's narrowing casts with the batch norm; its widening casts
+    // go once the batch norms that read them have.
     llvm::SmallPtrSet<Operation *, 8> fused;
     for (auto &[weights, bias] : fusedBiasGradients)
       fused.insert(bias);
+    llvm::SetVector<Operation *> widening;
+    for (auto &[batchNorm, casts] : sixteenBitBatchNorms) {
+      for (nn::CastOp cast : casts.narrowing)
+        fused.insert(cast);
+      for (nn::CastOp cast : casts.widening)
+        widening.insert(cast);
+    }
+    fused.insert(widening.begin(), widening.end());
     IRRewriter rewriter(&getContext());
-    NNLowering lowering(rewriter, target, std::move(fusedBiasGradients));
+    NNLowering lowering(rewriter, target, std::move(fusedBiasGradients),
+                        std::move(sixteenBitBatchNorms));
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
       if (isa<nn::NNDialect, train::TrainDialect>(op->getDialect()) &&
@@ -1507,6 +1630,8 @@ struct LowerNNPass
       }
       rewriter.replaceOp(op, *replacements);
     }
+    for (Operation *cast : widening)
+      rewriter.eraseOp(cast);
     if (failed)
       signalPassFailure();
   }

@@ -284,8 +284,9 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
  * added to the rounded convolution, in f32, and the sum rounded again.
  * Pooling sums in the f32 kernel's order: its results are that kernel's,
  * rounded (but average pooling's, whose f32 division may differ in its
- * last bit). A --target=cuda trainer calls them for its 16-bit tensors;
- * batch norm takes f32 only. */
+ * last bit). Batch norm takes 16-bit data (X, Y, DY, DX) with f32 scale,
+ * bias and statistics, all computed in f32, each data output rounded
+ * once. A --target=cuda trainer calls them for its 16-bit tensors. */
 void dtrain_rt_cuda_matmul_bf16(const uint16_t *a, const uint16_t *b,
                                 uint16_t *c, int64_t m, int64_t n, int64_t k,
                                 int32_t transpose_a, int32_t transpose_b,
@@ -330,6 +331,34 @@ void dtrain_rt_cuda_conv2d_backward_weights_f16(
     int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
     int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
     int64_t dilation_h, int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_batch_norm_bf16(const uint16_t *x, const float *scale,
+                                    const float *bias, const float *mean,
+                                    const float *var, uint16_t *y, int64_t n,
+                                    int64_t c, int64_t spatial, float epsilon);
+void dtrain_rt_cuda_batch_norm_f16(const uint16_t *x, const float *scale,
+                                   const float *bias, const float *mean,
+                                   const float *var, uint16_t *y, int64_t n,
+                                   int64_t c, int64_t spatial, float epsilon);
+void dtrain_rt_cuda_batch_norm_train_bf16(const uint16_t *x, const float *scale,
+                                          const float *bias, uint16_t *y,
+                                          float *batch_mean, float *batch_var,
+                                          int64_t n, int64_t c, int64_t spatial,
+                                          float epsilon);
+void dtrain_rt_cuda_batch_norm_train_f16(const uint16_t *x, const float *scale,
+                                         const float *bias, uint16_t *y,
+                                         float *batch_mean, float *batch_var,
+                                         int64_t n, int64_t c, int64_t spatial,
+                                         float epsilon);
+void dtrain_rt_cuda_batch_norm_backward_bf16(
+    const uint16_t *x, const uint16_t *dy, const float *scale,
+    const float *batch_mean, const float *batch_var, uint16_t *dx,
+    float *dscale, float *dbias, int64_t n, int64_t c, int64_t spatial,
+    float epsilon);
+void dtrain_rt_cuda_batch_norm_backward_f16(
+    const uint16_t *x, const uint16_t *dy, const float *scale,
+    const float *batch_mean, const float *batch_var, uint16_t *dx,
+    float *dscale, float *dbias, int64_t n, int64_t c, int64_t spatial,
+    float epsilon);
 void dtrain_rt_cuda_pool2d_bf16(const uint16_t *x, uint16_t *y, int32_t kind,
                                 int64_t n, int64_t c, int64_t h, int64_t w,
                                 int64_t oh, int64_t ow, int64_t kh, int64_t kw,

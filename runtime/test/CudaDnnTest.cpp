@@ -12,9 +12,9 @@
 // that an element a kernel does not write fails. Where the arithmetic is
 // the same (max pooling's choice among tied maxima, pooling gradients,
 // products without a K dimension) the results must be equal. The bf16 and
-// f16 matrix products, convolutions and pooling are compared with the f32
-// CPU kernels on the same inputs, rounded to the 16-bit type, to twice its
-// unit roundoff (max pooling's outputs exactly).
+// f16 matrix products, convolutions, pooling and batch norm are compared
+// with the f32 CPU kernels on the same inputs, rounded to the 16-bit type,
+// to twice its unit roundoff (max pooling's outputs exactly).
 //
 //   dtrain-rt-cuda-dnn-test [gtest flags]     on a device; without one it
 //                                             prints one line and exits 77
@@ -696,6 +696,69 @@ TEST(CudaBatchNorm, GradientMatchesCpu) {
                            rms(dy) * std::sqrt(double(k.n * k.spatial))))
         << "dscale";
     EXPECT_TRUE(matchesCpu(dbias.read(), cpu.dbias)) << "dbias";
+  }
+}
+
+// 16-bit data (x, y, dy, dx) with f32 scale, bias and statistics, against
+// the f32 CPU kernels on the rounded data: y and dx within 16-bit
+// rounding, the statistics and the parameter gradients (f32) as in f32.
+TEST(CudaHalf, BatchNormMatchesCpu) {
+  uint32_t seed = 5000;
+  for (const HalfType &t : halfTypes) {
+    const bool bf16 = t.type == DTRAIN_RT_BF16;
+    const auto train = bf16 ? dtrain_rt_cuda_batch_norm_train_bf16
+                            : dtrain_rt_cuda_batch_norm_train_f16;
+    const auto backward = bf16 ? dtrain_rt_cuda_batch_norm_backward_bf16
+                               : dtrain_rt_cuda_batch_norm_backward_f16;
+    const auto inference =
+        bf16 ? dtrain_rt_cuda_batch_norm_bf16 : dtrain_rt_cuda_batch_norm_f16;
+    for (const BatchNormCase &k : allBatchNormCases()) {
+      SCOPED_TRACE(testing::Message() << t.name << " " << k.n << "x" << k.c
+                                      << "x" << k.spatial << " epsilon "
+                                      << k.epsilon);
+      BatchNormData d(k, seed += 5);
+      auto dy = randomVector(d.x.size(), seed + 1000);
+      HalfBuffer x(t.type, d.x), gpuDy(t.type, dy);
+      const BatchNormRun cpu = cpuBatchNorm(k, d, dy);
+      Buffer scale(d.scale), bias(d.bias);
+      HalfBuffer y(t.type, d.x.size()), dx(t.type, d.x.size());
+      Output mean(size_t(k.c)), var(size_t(k.c)), dscale(size_t(k.c)),
+          dbias(size_t(k.c));
+      train(x.get(), scale.get(), bias.get(), y.get(), mean.get(), var.get(),
+            k.n, k.c, k.spatial, k.epsilon);
+      EXPECT_TRUE(matchesCpu(y.read(), cpu.y, -1, t.tolerance)) << "y";
+      EXPECT_TRUE(matchesCpu(mean.read(), cpu.mean)) << "batch mean";
+      EXPECT_TRUE(matchesCpu(var.read(), cpu.var)) << "batch variance";
+
+      // The gradients from the CPU's statistics.
+      Buffer cpuMean(cpu.mean), cpuVar(cpu.var);
+      backward(x.get(), gpuDy.get(), scale.get(), cpuMean.get(), cpuVar.get(),
+               dx.get(), dscale.get(), dbias.get(), k.n, k.c, k.spatial,
+               k.epsilon);
+      double terms = 0; // as in CudaBatchNorm.GradientMatchesCpu
+      for (int64_t c = 0; c < k.c; ++c)
+        terms = std::max(terms, std::fabs(double(d.scale[size_t(c)])) /
+                                    std::sqrt(double(cpu.var[size_t(c)]) +
+                                              double(k.epsilon)));
+      EXPECT_TRUE(matchesCpu(dx.read(), cpu.dx, terms * rms(dy), t.tolerance))
+          << "dx";
+      EXPECT_TRUE(matchesCpu(dscale.read(), cpu.dscale,
+                             rms(dy) * std::sqrt(double(k.n * k.spatial))))
+          << "dscale";
+      EXPECT_TRUE(matchesCpu(dbias.read(), cpu.dbias)) << "dbias";
+
+      std::vector<float> cpuY(d.x.size(), kNaN);
+      dtrain_rt_batch_norm_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                               d.mean.data(), d.var.data(), cpuY.data(), k.n,
+                               k.c, k.spatial, k.epsilon);
+      Buffer givenMean(d.mean), givenVar(d.var);
+      HalfBuffer inferred(t.type, d.x.size());
+      inference(x.get(), scale.get(), bias.get(), givenMean.get(),
+                givenVar.get(), inferred.get(), k.n, k.c, k.spatial,
+                k.epsilon);
+      EXPECT_TRUE(matchesCpu(inferred.read(), cpuY, -1, t.tolerance))
+          << "inference";
+    }
   }
 }
 

@@ -302,6 +302,55 @@ func.func @kernels_16_bit(%a: tensor<2x4xbf16>, %b: tensor<4x3xbf16>, %x: tensor
 
 // -----
 
+// A batch norm that --dtrain-mixed-precision keeps in f32 between casts
+// from and back to a 16-bit type: for target=cuda its kernels read and
+// write the 16-bit data (input, output gradient, result) themselves, the
+// scale, bias and statistics f32, and neither cast is left. On the CPU the
+// casts stay around the f32 kernel.
+// CUDA-DAG: func.func private @dtrain_rt_cuda_batch_norm_train_bf16(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f32) attributes {dtrain.step_stream}
+// CUDA-LABEL: func.func @batch_norm_16_bit
+// CUDA-NOT:   linalg.generic
+// CUDA:       bufferization.to_buffer %{{.*}} : tensor<2x3x4x5xbf16> to memref<2x3x4x5xbf16>
+// CUDA:       memref.alloc() {alignment = 64 : i64} : memref<2x3x4x5xbf16>
+// CUDA:       memref.alloc() {alignment = 64 : i64} : memref<3xf32>
+// CUDA:       call @dtrain_rt_cuda_batch_norm_train_bf16(
+// CUDA-NOT:   linalg.generic
+// CUDA:       call @dtrain_rt_cuda_batch_norm_backward_bf16(
+// CUDA-NOT:   linalg.generic
+// CUDA:       return
+// CHECK-LABEL: func.func @batch_norm_16_bit
+// CHECK:       arith.extf %{{.*}} : bf16 to f32
+// CHECK:       call @dtrain_rt_batch_norm_train_f32(
+// CHECK:       arith.truncf %{{.*}} : f32 to bf16
+func.func @batch_norm_16_bit(%x: tensor<2x3x4x5xbf16>, %dy: tensor<2x3x4x5xbf16>, %s: tensor<3xf32>, %b: tensor<3xf32>)
+    -> (tensor<2x3x4x5xbf16>, tensor<3xf32>, tensor<2x3x4x5xbf16>, tensor<3xf32>) {
+  %x32 = nn.cast %x : tensor<2x3x4x5xbf16> to tensor<2x3x4x5xf32>
+  %y, %mean, %var = nn.batch_norm_train %x32, %s, %b : tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  %y16 = nn.cast %y : tensor<2x3x4x5xf32> to tensor<2x3x4x5xbf16>
+  %dy32 = nn.cast %dy : tensor<2x3x4x5xbf16> to tensor<2x3x4x5xf32>
+  %dx, %ds, %db = nn.batch_norm_train_grad %dy32, %x32, %s, %mean, %var : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  %dx16 = nn.cast %dx : tensor<2x3x4x5xf32> to tensor<2x3x4x5xbf16>
+  return %y16, %mean, %dx16, %ds : tensor<2x3x4x5xbf16>, tensor<3xf32>, tensor<2x3x4x5xbf16>, tensor<3xf32>
+}
+
+// Where the widened input is read by another op too, or the result is
+// used in f32, the batch norm stays f32 between its casts.
+// CUDA-LABEL: func.func @batch_norm_f32_uses
+// CUDA:       arith.extf %{{.*}} : bf16 to f32
+// CUDA:       call @dtrain_rt_cuda_batch_norm_train_f32(
+// CUDA:       call @dtrain_rt_cuda_batch_norm_train_f32(
+func.func @batch_norm_f32_uses(%x: tensor<2x3x4x5xbf16>, %s: tensor<3xf32>, %b: tensor<3xf32>)
+    -> (tensor<2x3x4x5xbf16>, tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>) {
+  %x32 = nn.cast %x : tensor<2x3x4x5xbf16> to tensor<2x3x4x5xf32>
+  %y, %mean, %var = nn.batch_norm_train %x32, %s, %b : tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  %y16 = nn.cast %y : tensor<2x3x4x5xf32> to tensor<2x3x4x5xbf16>
+  %x2 = nn.cast %x : tensor<2x3x4x5xbf16> to tensor<2x3x4x5xf32>
+  %z, %mean2, %var2 = nn.batch_norm_train %x2, %s, %b : tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %y16, %x32, %z : tensor<2x3x4x5xbf16>, tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>
+}
+
+// -----
+
 // train.loss_seed is the constant 1; train.skip_update selects per element
 // between the old and the updated value, the flag read as a scalar.
 // CHECK-LABEL: func.func @loss_scaling

@@ -140,7 +140,11 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     convolutions and pooling call their 16-bit kernels on the 16-bit
     buffers themselves (`dtrain_rt_cuda_matmul_bf16`,
     `dtrain_rt_cuda_conv2d_f16`, `dtrain_rt_cuda_pool2d_bf16`, ...: tensor
-    cores for the products, f32 sums). A convolution's bias gradient (an
+    cores for the products, f32 sums). A batch norm (or its gradient)
+    whose f32 data come from `nn.cast`s of a 16-bit type and go back to it
+    (one that `--dtrain-mixed-precision` keeps in f32) reads and writes the
+    16-bit data itself (`dtrain_rt_cuda_batch_norm_train_bf16`, ...; f32
+    scale, bias and statistics), and the casts go. A convolution's bias gradient (an
     `nn.reduce_sum` of its output gradient over N, OH and OW) is computed
     by its weight gradient's call. The f64 reference loops stay on the
     host.

@@ -27,7 +27,9 @@
 // gradient run on kernels of our own (DnnKernels.cu), in f32, in every
 // element type.
 //
-// Batch norm: cuDNN's spatial mode over X viewed as N x C x SPATIAL x 1.
+// Batch norm: cuDNN's spatial mode over X viewed as N x C x SPATIAL x 1; for
+// bf16 and f16 data (X, Y and their gradients) with f32 scale, bias and
+// statistics, which cuDNN computes in f32.
 // cuDNN's training pass returns the unbiased variance in its running
 // statistics (which, zeroed and with an average factor of 1, are the
 // batch's); the biased variance that the ABI returns is that times
@@ -349,16 +351,17 @@ PoolShape poolShape(const PoolGeometry &g) {
 
 //===--- Batch normalization ----------------------------------------------===//
 
-/// X as N x C x SPATIAL x 1, and the per-channel tensors (1 x C x 1 x 1).
+/// X as N x C x SPATIAL x 1 (of the data's type), and the per-channel
+/// tensors (1 x C x 1 x 1, f32 for every data type).
 struct NormPlan {
   cudnnTensorDescriptor_t x = nullptr, channels = nullptr;
 };
 
-const NormPlan &normPlan(KernelCall &call, int64_t n, int64_t c,
+const NormPlan &normPlan(KernelCall &call, int32_t type, int64_t n, int64_t c,
                          int64_t spatial) {
   static auto *plans =
-      new std::map<std::array<int64_t, 3>, std::unique_ptr<NormPlan>>;
-  std::unique_ptr<NormPlan> &entry = (*plans)[{n, c, spatial}];
+      new std::map<std::array<int64_t, 4>, std::unique_ptr<NormPlan>>;
+  std::unique_ptr<NormPlan> &entry = (*plans)[{type, n, c, spatial}];
   if (entry)
     return *entry;
   auto plan = std::make_unique<NormPlan>();
@@ -366,7 +369,7 @@ const NormPlan &normPlan(KernelCall &call, int64_t n, int64_t c,
   DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan->x);
   DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan->channels);
   DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan->x, CUDNN_TENSOR_NCHW,
-                   CUDNN_DATA_FLOAT, int(n), int(c), int(spatial), 1);
+                   dnnType(type), int(n), int(c), int(spatial), 1);
   DTRAIN_HEAVY_DNN(call, cudnnDeriveBNTensorDescriptor, plan->channels, plan->x,
                    CUDNN_BATCHNORM_SPATIAL);
   entry = std::move(plan);
@@ -374,9 +377,9 @@ const NormPlan &normPlan(KernelCall &call, int64_t n, int64_t c,
 }
 
 /// Y = (X - MEAN) / sqrt(VAR + EPSILON) * SCALE + BIAS.
-void normalizeInference(KernelCall &call, const NormPlan &plan, const float *x,
+void normalizeInference(KernelCall &call, const NormPlan &plan, const void *x,
                         const float *scale, const float *bias,
-                        const float *mean, const float *var, float *y,
+                        const float *mean, const float *var, void *y,
                         float epsilon) {
   DTRAIN_HEAVY_DNN(call, cudnnBatchNormalizationForwardInference, call.dnn(),
                    CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, plan.x, x, plan.x, y,
@@ -539,67 +542,104 @@ DTRAIN_CUDA_POOL2D_KERNELS(f16, F16, uint16_t)
 
 #undef DTRAIN_CUDA_POOL2D_KERNELS
 
-void dtrain_rt_cuda_batch_norm_f32(const float *x, const float *scale,
-                                   const float *bias, const float *mean,
-                                   const float *var, float *y, int64_t n,
-                                   int64_t c, int64_t spatial, float epsilon) {
-  const char *kernel = "dtrain_rt_cuda_batch_norm_f32";
+namespace {
+
+/// Batch norm in inference: the statistics given.
+void normalize(const char *kernel, int32_t type, const void *x,
+               const float *scale, const float *bias, const float *mean,
+               const float *var, void *y, int64_t n, int64_t c,
+               int64_t spatial, float epsilon) {
   checkBatchNorm(kernel, x, scale, bias, mean, var, y, n, c, spatial, epsilon);
   KernelCall call(kernel);
-  normalizeInference(call, normPlan(call, n, c, spatial), x, scale, bias, mean,
-                     var, y, epsilon);
+  normalizeInference(call, normPlan(call, type, n, c, spatial), x, scale, bias,
+                     mean, var, y, epsilon);
 }
 
-void dtrain_rt_cuda_batch_norm_train_f32(const float *x, const float *scale,
-                                         const float *bias, float *y,
-                                         float *batch_mean, float *batch_var,
-                                         int64_t n, int64_t c, int64_t spatial,
-                                         float epsilon) {
-  const char *kernel = "dtrain_rt_cuda_batch_norm_train_f32";
-  checkBatchNormTrain(kernel, x, scale, bias, y, batch_mean, batch_var, n, c,
+/// Batch norm in training: the batch's statistics, returned.
+void normalizeTraining(const char *kernel, int32_t type, const void *x,
+                       const float *scale, const float *bias, void *y,
+                       float *batchMean, float *batchVar, int64_t n,
+                       int64_t c, int64_t spatial, float epsilon) {
+  checkBatchNormTrain(kernel, x, scale, bias, y, batchMean, batchVar, n, c,
                       spatial, epsilon);
   KernelCall call(kernel);
-  const NormPlan &plan = normPlan(call, n, c, spatial);
+  const NormPlan &plan = normPlan(call, type, n, c, spatial);
   const size_t channelBytes = size_t(c) * sizeof(float);
   const int64_t count = n * spatial;
   if (count == 1) {
     // One value per channel: its mean, a variance of 0.
-    DTRAIN_HEAVY_CUDA(call, cudaMemcpyAsync, batch_mean, x, channelBytes,
-                      cudaMemcpyDefault, call.stream());
-    DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, batch_var, 0, channelBytes,
+    DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, batchVar, 0, channelBytes,
                       call.stream());
-    normalizeInference(call, plan, x, scale, bias, batch_mean, batch_var, y,
+    launchWiden(call, type, x, batchMean, c);
+    normalizeInference(call, plan, x, scale, bias, batchMean, batchVar, y,
                        epsilon);
     return;
   }
   // The running statistics, from 0 with a factor of 1, are the batch's
   // (running = factor new + (1 - factor) running: 0 times a NaN left in the
   // output would not be 0).
-  DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, batch_mean, 0, channelBytes,
+  DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, batchMean, 0, channelBytes,
                     call.stream());
-  DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, batch_var, 0, channelBytes,
+  DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, batchVar, 0, channelBytes,
                     call.stream());
   DTRAIN_HEAVY_DNN(call, cudnnBatchNormalizationForwardTraining, call.dnn(),
                    CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, plan.x, x, plan.x, y,
-                   plan.channels, scale, bias, 1.0, batch_mean, batch_var,
+                   plan.channels, scale, bias, 1.0, batchMean, batchVar,
                    double(epsilon), nullptr, nullptr);
-  launchBiasVariance(call, batch_var, count, c);
+  launchBiasVariance(call, batchVar, count, c);
 }
 
-void dtrain_rt_cuda_batch_norm_backward_f32(
-    const float *x, const float *dy, const float *scale,
-    const float *batch_mean, const float *batch_var, float *dx, float *dscale,
-    float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon) {
-  const char *kernel = "dtrain_rt_cuda_batch_norm_backward_f32";
-  checkBatchNormBackward(kernel, x, dy, scale, batch_mean, batch_var, dx,
-                         dscale, dbias, n, c, spatial, epsilon);
+/// The gradients of batch norm in training.
+void normalizeBackward(const char *kernel, int32_t type, const void *x,
+                       const void *dy, const float *scale,
+                       const float *batchMean, const float *batchVar, void *dx,
+                       float *dscale, float *dbias, int64_t n, int64_t c,
+                       int64_t spatial, float epsilon) {
+  checkBatchNormBackward(kernel, x, dy, scale, batchMean, batchVar, dx, dscale,
+                         dbias, n, c, spatial, epsilon);
   KernelCall call(kernel);
-  const NormPlan &plan = normPlan(call, n, c, spatial);
+  const NormPlan &plan = normPlan(call, type, n, c, spatial);
   // cuDNN takes the saved statistics as the mean and 1 / sqrt(var + eps).
   float *invStd = static_cast<float *>(call.scratch(size_t(c) * sizeof(float)));
-  launchInverseStd(call, batch_var, epsilon, invStd, c);
+  launchInverseStd(call, batchVar, epsilon, invStd, c);
   DTRAIN_HEAVY_DNN(call, cudnnBatchNormalizationBackward, call.dnn(),
                    CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kZero,
                    plan.x, x, plan.x, dy, plan.x, dx, plan.channels, scale,
-                   dscale, dbias, double(epsilon), batch_mean, invStd);
+                   dscale, dbias, double(epsilon), batchMean, invStd);
 }
+
+} // namespace
+
+// Batch norm and its gradient for data (X, Y, DY, DX) of element type T
+// (DTRAIN_RT_<TYPE>), named with SUFFIX; the scale, bias and statistics
+// are f32 for every type.
+#define DTRAIN_CUDA_BATCH_NORM_KERNELS(SUFFIX, TYPE, T)                        \
+  void dtrain_rt_cuda_batch_norm_##SUFFIX(                                     \
+      const T *x, const float *scale, const float *bias, const float *mean,    \
+      const float *var, T *y, int64_t n, int64_t c, int64_t spatial,           \
+      float epsilon) {                                                         \
+    normalize("dtrain_rt_cuda_batch_norm_" #SUFFIX, DTRAIN_RT_##TYPE, x,       \
+              scale, bias, mean, var, y, n, c, spatial, epsilon);              \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_train_##SUFFIX(                               \
+      const T *x, const float *scale, const float *bias, T *y,                 \
+      float *batch_mean, float *batch_var, int64_t n, int64_t c,               \
+      int64_t spatial, float epsilon) {                                        \
+    normalizeTraining("dtrain_rt_cuda_batch_norm_train_" #SUFFIX,              \
+                      DTRAIN_RT_##TYPE, x, scale, bias, y, batch_mean,         \
+                      batch_var, n, c, spatial, epsilon);                      \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_backward_##SUFFIX(                            \
+      const T *x, const T *dy, const float *scale, const float *batch_mean,    \
+      const float *batch_var, T *dx, float *dscale, float *dbias, int64_t n,   \
+      int64_t c, int64_t spatial, float epsilon) {                             \
+    normalizeBackward("dtrain_rt_cuda_batch_norm_backward_" #SUFFIX,           \
+                      DTRAIN_RT_##TYPE, x, dy, scale, batch_mean, batch_var,   \
+                      dx, dscale, dbias, n, c, spatial, epsilon);              \
+  }
+
+DTRAIN_CUDA_BATCH_NORM_KERNELS(f32, F32, float)
+DTRAIN_CUDA_BATCH_NORM_KERNELS(bf16, BF16, uint16_t)
+DTRAIN_CUDA_BATCH_NORM_KERNELS(f16, F16, uint16_t)
+
+#undef DTRAIN_CUDA_BATCH_NORM_KERNELS

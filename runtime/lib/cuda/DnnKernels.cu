@@ -254,6 +254,11 @@ __global__ void biasGradient(int32_t type, const void *__restrict__ dy,
   }
 }
 
+__global__ void widen(int32_t type, const void *__restrict__ x,
+                      float *__restrict__ y, int64_t n) {
+  DTRAIN_GRID_LOOP(i, n) { y[i] = loadAsFloat(x, type, i); }
+}
+
 __global__ void inverseStd(const float *__restrict__ var, float epsilon,
                            float *__restrict__ invStd, int64_t c) {
   // sqrtf and the division are IEEE-rounded (no --use_fast_math), as the
@@ -340,6 +345,12 @@ void dtrain::rt::gpu::launchBiasGradient(const KernelCall &call, int32_t type,
   biasGradient<<<grid, kBlock, 0, call.stream()>>>(type, dy, db, n, c,
                                                    spatial);
   checkLaunched(call, "biasGradient launch");
+}
+
+void dtrain::rt::gpu::launchWiden(const KernelCall &call, int32_t type,
+                                  const void *x, float *y, int64_t n) {
+  widen<<<gridFor(n), kBlock, 0, call.stream()>>>(type, x, y, n);
+  checkLaunched(call, "widen launch");
 }
 
 void dtrain::rt::gpu::launchInverseStd(const KernelCall &call, const float *var,

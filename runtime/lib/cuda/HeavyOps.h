@@ -139,6 +139,9 @@ void launchAddBias(const KernelCall &call, int32_t type, const void *bias,
 /// tree in each channel's block), rounded once to TYPE.
 void launchBiasGradient(const KernelCall &call, int32_t type, const void *dy,
                         void *db, int64_t n, int64_t c, int64_t spatial);
+/// Y (N floats) = X (N elements of TYPE), exactly.
+void launchWiden(const KernelCall &call, int32_t type, const void *x, float *y,
+                 int64_t n);
 /// INV_STD[c] = 1 / sqrt(VAR[c] + EPSILON), for C channels, in float as the
 /// CPU computes it.
 void launchInverseStd(const KernelCall &call, const float *var, float epsilon,
