@@ -1,7 +1,7 @@
 """PyTorch's eager training step as dtrain's compiled steps run it: momentum
 SGD (lr 0.01, momentum 0.9, weight decay 5e-4 on the weights of rank > 1
 only), softmax cross-entropy, under torch.autocast(bfloat16) for bf16; and
-its timing. Shared by bench/train_bench.py and the GPU bundle's
+its timing; and a model's export for dtrain-compile --mode=step. Shared by bench/train_bench.py and the GPU bundle's
 scripts/gpu_bundle_steps.py, which runs where nothing but PyTorch is.
 """
 import time
@@ -10,6 +10,17 @@ import torch
 from torch import nn
 
 LR, MOMENTUM, DECAY = 0.01, 0.9, 5e-4
+
+
+def export_for_training(model, example, path):
+    """MODEL exported to PATH in training mode (batch norm on the batch's
+    statistics) for inputs like EXAMPLE (input x, output y), as
+    dtrain-compile --mode=step takes it."""
+    with torch.no_grad():
+        torch.onnx.export(model, example, path, opset_version=13,
+                          input_names=["x"], output_names=["y"],
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
 
 
 def optimizer_for(model):

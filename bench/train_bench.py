@@ -42,7 +42,8 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import forward_bench  # noqa: E402
-from torch_steps import DECAY, LR, MOMENTUM, make_step, time_step  # noqa: E402
+from torch_steps import (DECAY, LR, MOMENTUM, export_for_training,  # noqa: E402
+                         make_step, time_step)
 
 
 def make_step_model(name, work, batch):
@@ -55,12 +56,7 @@ def make_step_model(name, work, batch):
     model.train()
     shape = forward_bench.MODELS[name][1]
     path = os.path.join(work, name + "-train.onnx")
-    with torch.no_grad():
-        torch.onnx.export(model, torch.randn(batch, *shape), path,
-                          opset_version=13, input_names=["x"],
-                          output_names=["y"],
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False)
+    export_for_training(model, torch.randn(batch, *shape), path)
     return model, path
 
 

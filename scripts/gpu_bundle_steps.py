@@ -41,16 +41,12 @@ def build(name):
 def export(directory, batch, names):
     import onnx
     import torch
+    from torch_steps import export_for_training
     for name in names:
         torch.manual_seed(0)
-        model = build(name).train()
         path = os.path.join(directory, name + ".onnx")
-        with torch.no_grad():
-            torch.onnx.export(model, torch.randn(batch, *SHAPE), path,
-                              opset_version=13, input_names=["x"],
-                              output_names=["y"],
-                              training=torch.onnx.TrainingMode.TRAINING,
-                              do_constant_folding=False)
+        export_for_training(build(name).train(), torch.randn(batch, *SHAPE),
+                            path)
         proto = onnx.load(path)
         onnx.save_model(proto, path, save_as_external_data=True,
                         all_tensors_to_one_file=True,
