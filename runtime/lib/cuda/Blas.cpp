@@ -82,26 +82,19 @@ void multiply(const char *kernel, int32_t type, const void *a, const void *b,
 
 } // namespace
 
-void dtrain_rt_cuda_matmul_f32(const float *a, const float *b, float *c,
-                               int64_t m, int64_t n, int64_t k,
-                               int32_t transpose_a, int32_t transpose_b,
-                               float beta) {
-  multiply("dtrain_rt_cuda_matmul_f32", DTRAIN_RT_F32, a, b, c, m, n, k,
-           transpose_a, transpose_b, beta);
-}
+// The matrix product for matrices of element type T (DTRAIN_RT_<TYPE>),
+// named with SUFFIX.
+#define DTRAIN_CUDA_MATMUL_KERNEL(SUFFIX, TYPE, T)                             \
+  void dtrain_rt_cuda_matmul_##SUFFIX(const T *a, const T *b, T *c, int64_t m, \
+                                      int64_t n, int64_t k,                    \
+                                      int32_t transpose_a,                     \
+                                      int32_t transpose_b, float beta) {       \
+    multiply("dtrain_rt_cuda_matmul_" #SUFFIX, DTRAIN_RT_##TYPE, a, b, c, m,   \
+             n, k, transpose_a, transpose_b, beta);                            \
+  }
 
-void dtrain_rt_cuda_matmul_bf16(const uint16_t *a, const uint16_t *b,
-                                uint16_t *c, int64_t m, int64_t n, int64_t k,
-                                int32_t transpose_a, int32_t transpose_b,
-                                float beta) {
-  multiply("dtrain_rt_cuda_matmul_bf16", DTRAIN_RT_BF16, a, b, c, m, n, k,
-           transpose_a, transpose_b, beta);
-}
+DTRAIN_CUDA_MATMUL_KERNEL(f32, F32, float)
+DTRAIN_CUDA_MATMUL_KERNEL(bf16, BF16, uint16_t)
+DTRAIN_CUDA_MATMUL_KERNEL(f16, F16, uint16_t)
 
-void dtrain_rt_cuda_matmul_f16(const uint16_t *a, const uint16_t *b,
-                               uint16_t *c, int64_t m, int64_t n, int64_t k,
-                               int32_t transpose_a, int32_t transpose_b,
-                               float beta) {
-  multiply("dtrain_rt_cuda_matmul_f16", DTRAIN_RT_F16, a, b, c, m, n, k,
-           transpose_a, transpose_b, beta);
-}
+#undef DTRAIN_CUDA_MATMUL_KERNEL
