@@ -21,8 +21,8 @@ static constexpr llvm::StringLiteral kLowerToBuffers =
     // bufferization: a kernel's operand is read through the
     // `bufferization.to_buffer` just before its call, and merging two of
     // them would move the second call's read past in-place writes that
-    // bufferization cannot see.
-    "dtrain-lower-nn{target=%s},convert-elementwise-to-linalg,canonicalize,"
+    // bufferization cannot see. Then the target's own tensor passes.
+    "dtrain-lower-nn{target=%s},%sconvert-elementwise-to-linalg,canonicalize,"
     "linalg-fuse-elementwise-ops,canonicalize,"
     // Buffers: in place where possible.
     "eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries "
@@ -90,9 +90,15 @@ static std::string format(llvm::StringLiteral text,
   return result;
 }
 
-/// kLowerToBuffers for TARGET (cpu, cuda), which both its passes take.
+/// kLowerToBuffers for TARGET (cpu, cuda), which both its passes take. For
+/// CUDA, the scalar code on 0-d tensors goes into generics too, which
+/// become one-thread kernels rather than host code that waits for the
+/// kernels.
 static std::string lowerToBuffers(llvm::StringRef target) {
-  return format(kLowerToBuffers, {target, target});
+  return format(kLowerToBuffers,
+                {target, target,
+                 target == "cuda" ? "func.func(dtrain-scalar-code-to-linalg),"
+                                  : ""});
 }
 
 std::string mlir::dtrain::lower::getLowerToLLVMPipeline() {

@@ -272,6 +272,32 @@ def CopyConstantGlobals : Pass<"dtrain-copy-constant-globals",
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def ScalarCodeToLinalg : Pass<"dtrain-scalar-code-to-linalg",
+                               "func::FuncOp"> {
+  let summary = "Compute 0-d tensors made of scalar code in linalg.generics";
+  let description = [{
+    For `--target=cuda`, after `--dtrain-lower-nn`: a 0-d tensor built by
+    `tensor.from_elements` from scalar arithmetic on `tensor.extract`s of
+    0-d tensors (the loss scale's update and the overflow flag of
+    `--dtrain-mixed-precision`) would be host code once bufferized: the
+    host would wait for the step's stream to read what kernels wrote, and
+    fault the pages to the host. Each such tensor becomes a
+    `linalg.generic` with no loops over the extracted tensors, its body the
+    arithmetic (constants cloned into it), which
+    `--dtrain-parallelize-serial-generics` then makes a one-thread kernel.
+
+    The arithmetic is every operation without memory effects, and with
+    one block or none, that the element's value depends on, up to the
+    extracts and constants; an element that depends on anything else (a
+    block argument, an op with effects or regions) stays as it is. Shared
+    subexpressions are computed once per tensor that uses them.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def ParallelizeSerialGenerics : Pass<"dtrain-parallelize-serial-generics",
                                       "func::FuncOp"> {
   let summary = "Give linalg.generics without parallel loops a parallel "
