@@ -683,7 +683,10 @@ static Value splitMix64(OpBuilder &b, Location loc, Value z) {
 /// The mask as nn.dropout_mask documents it: the key from the seed, the
 /// step and the stream once, then per element a comparison of the top 24
 /// bits of its number with the ratio's integer threshold (exact: no
-/// rounding of the ratio in the element type).
+/// rounding of the ratio in the element type). The key is a 0-d tensor that
+/// the mask's loop nest reads, so that it can be computed where the mask is
+/// (for CUDA, --dtrain-scalar-code-to-linalg makes it a kernel): the host
+/// need not read the seed and step.
 Value NNLowering::dropoutMask(nn::DropoutMaskOp op) {
   Location loc = op.getLoc();
   RankedTensorType type = op.getType();
@@ -700,8 +703,13 @@ Value NNLowering::dropoutMask(nn::DropoutMaskOp op) {
   int64_t threshold = std::llround(ratio * double(1 << 24));
   double kept = 1.0 / (1.0 - ratio);
   ArrayRef<int64_t> shape = type.getShape();
+  Value keyTensor = tensor::FromElementsOp::create(
+      b, loc, RankedTensorType::get({}, i64), ValueRange{key});
   return buildParallel(
-      b, loc, type, {}, {}, [&](OpBuilder &b, Location loc, ValueRange) {
+      b, loc, type, {keyTensor},
+      {AffineMap::get(type.getRank(), 0, b.getContext())},
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        Value key = args[0];
         // The row-major linear index of the element.
         Value index = arith::ConstantIntOp::create(b, loc, i64, 0);
         for (auto [dim, size] : llvm::enumerate(shape)) {

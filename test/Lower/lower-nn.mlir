@@ -464,8 +464,8 @@ func.func @clip_grad(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x8xf3
 // -----
 
 // A dropout mask: the key from the seed, step and stream once (three
-// SplitMix64 steps), then one parallel generic hashing each element's
-// row-major index; elements whose top 24 bits are below 0.25 * 2^24 are 0,
+// SplitMix64 steps) into a 0-d tensor, then one parallel generic hashing
+// each element's row-major index with it; elements whose top 24 bits are below 0.25 * 2^24 are 0,
 // the others 1 / (1 - 0.25).
 // CHECK-LABEL: func.func @dropout_mask
 // CHECK-DAG: %[[KEPT:.*]] = arith.constant 1.33333337 : f32
@@ -479,7 +479,8 @@ func.func @clip_grad(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> tensor<4x8xf3
 // CHECK: arith.xori %{{.*}}, %[[STEP]] : i64
 // CHECK-COUNT-2: arith.muli
 // CHECK: arith.xori %{{.*}}, %[[STREAM]] : i64
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: %[[KEY:.*]] = tensor.from_elements %{{.*}} : tensor<i64>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}} ins(%[[KEY]] : tensor<i64>)
 // CHECK: linalg.index 0
 // CHECK: linalg.index 1
 // CHECK: %[[TOP:.*]] = arith.shrui %{{.*}}, %[[FORTY]] : i64
