@@ -34,18 +34,6 @@ __global__ void checkFiniteKernel(const void *x, int32_t type, int64_t n,
     *flag = 1;
 }
 
-const char *typeName(int32_t type) {
-  switch (type) {
-  case DTRAIN_RT_F32:
-    return "f32";
-  case DTRAIN_RT_F16:
-    return "f16";
-  case DTRAIN_RT_BF16:
-    return "bf16";
-  }
-  return "?";
-}
-
 } // namespace
 
 int dtrain_rt_cuda_convert(const void *src, int32_t src_type, void *dst,
@@ -66,7 +54,7 @@ int dtrain_rt_cuda_convert(const void *src, int32_t src_type, void *dst,
            (long long)n);
     if (n > 0 && (!src || !dst))
       fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT, "%s is NULL (%s to %s, n = %lld)",
-           !src ? "src" : "dst", typeName(src_type), typeName(dst_type),
+           !src ? "src" : "dst", floatTypeName(src_type), floatTypeName(dst_type),
            (long long)n);
     if (n == 0)
       return;

@@ -105,6 +105,20 @@ inline size_t floatTypeSize(int32_t type) {
   return type == DTRAIN_RT_F32 ? 4 : 2;
 }
 
+/// The name of TYPE, one of the float types here, for messages ("?" for
+/// another).
+inline const char *floatTypeName(int32_t type) {
+  switch (type) {
+  case DTRAIN_RT_F32:
+    return "f32";
+  case DTRAIN_RT_F16:
+    return "f16";
+  case DTRAIN_RT_BF16:
+    return "bf16";
+  }
+  return "?";
+}
+
 } // namespace dtrain::rt::gpu
 
 #endif // DTRAIN_RUNTIME_CUDA_CUDAINTERNAL_H

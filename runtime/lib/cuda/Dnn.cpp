@@ -88,16 +88,6 @@ cudnnDataType_t dnnType(int32_t type) {
   return CUDNN_DATA_FLOAT;
 }
 
-const char *typeName(int32_t type) {
-  switch (type) {
-  case DTRAIN_RT_BF16:
-    return "bf16";
-  case DTRAIN_RT_F16:
-    return "f16";
-  }
-  return "f32";
-}
-
 /// VALUE as a cuDNN int (every checked geometry scalar fits; a padded size
 /// may not).
 int toInt(const KernelCall &call, const char *name, int64_t value) {
@@ -194,7 +184,7 @@ void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
   } else {
     call.fail("cuDNN offers no %s %s algorithm for this convolution (of %d "
               "it rated)",
-              typeName(plan.type), direction, count);
+              floatTypeName(plan.type), direction, count);
   }
   // The algorithm runs in the math type it was rated with (without tensor
   // cores that is the descriptor's CUDNN_FMA_MATH, or the default, which is
