@@ -5,7 +5,8 @@
 // rather than host code that waits for the kernels and pulls their pages
 // to the host. A short one gets a parallel loop of one iteration (one
 // thread); a long reduction is split into partial results computed in
-// parallel, which one thread then combines.
+// parallel, which one thread then combines. A long reduction beside few
+// parallel iterations is split the same way beside them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,20 +78,14 @@ static void addUnitParallelLoop(RewriterBase &rewriter, linalg::GenericOp op) {
 }
 
 /// The op that combines each element into OP's one output, when OP is a
-/// reduction that a split keeps exact up to rounding: it reads its inputs,
-/// contiguous buffers of one shape, element by element (identity maps),
-/// uses no linalg.index, and yields COMBINER(output, value) where COMBINER
-/// is an arith op with a neutral element and the output has no other use.
-static Operation *getSplittableCombiner(linalg::GenericOp op) {
+/// reduction that a split keeps exact up to rounding: it uses no
+/// linalg.index, and yields COMBINER(output, value) where COMBINER is an
+/// arith op with a neutral element and the output has no other use. The
+/// callers check the inputs' maps.
+static Operation *getCombiner(linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || op.getNumDpsInputs() == 0 ||
       !op.getBody()->getOps<linalg::IndexOp>().empty())
     return nullptr;
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    auto type = dyn_cast<MemRefType>(input->get().getType());
-    if (!type || !type.getLayout().isIdentity() ||
-        !op.getMatchingIndexingMap(input).isIdentity())
-      return nullptr;
-  }
   BlockArgument output = op.getRegionOutputArgs().front();
   Operation *combiner = op.getBody()->getTerminator()->getOperand(0)
                             .getDefiningOp();
@@ -99,6 +94,18 @@ static Operation *getSplittableCombiner(linalg::GenericOp op) {
       !arith::getNeutralElement(combiner))
     return nullptr;
   return combiner;
+}
+
+/// getCombiner's op, when OP also reads its inputs, contiguous buffers of
+/// one shape, element by element (identity maps).
+static Operation *getSplittableCombiner(linalg::GenericOp op) {
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    if (!type || !type.getLayout().isIdentity() ||
+        !op.getMatchingIndexingMap(input).isIdentity())
+      return nullptr;
+  }
+  return getCombiner(op);
 }
 
 /// The largest divisor of N that is at most LIMIT and leaves rows of at
@@ -176,6 +183,146 @@ static linalg::GenericOp splitReduction(RewriterBase &rewriter,
   return combine;
 }
 
+/// Reductions shorter than this stay in their threads: their loop costs
+/// less than a second kernel.
+constexpr int64_t kMinSplitReduction = 256;
+
+/// The reduction loop of OP, a generic on buffers with parallel loops of
+/// PARALLEL iterations in all and one reduction loop (static ranges) that
+/// getCombiner takes, whose inputs have identity layouts and read the
+/// reduction loop at most once each, as one dimension; else nullopt.
+static std::optional<unsigned> getSplittableReduction(linalg::GenericOp op,
+                                                      int64_t &parallel) {
+  if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() != 1 ||
+      op.getNumParallelLoops() == 0 || !getCombiner(op))
+    return std::nullopt;
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  const unsigned r = reductions.front();
+  parallel = 1;
+  for (auto [d, extent] : llvm::enumerate(op.getStaticLoopRanges())) {
+    if (ShapedType::isDynamic(extent))
+      return std::nullopt;
+    if (d != r)
+      parallel *= extent;
+  }
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (!type || !type.getLayout().isIdentity() ||
+        !map.isProjectedPermutation() ||
+        llvm::count_if(map.getResults(), [&](AffineExpr e) {
+          return e.isFunctionOfDim(r);
+        }) > 1)
+      return std::nullopt;
+  }
+  if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0))
+           .isProjectedPermutation())
+    return std::nullopt;
+  return r;
+}
+
+/// MAP over one dimension more: dimension R as (R, R + 1), the others
+/// after R shifted by one.
+static AffineMap splitDim(AffineMap map, unsigned r) {
+  MLIRContext *ctx = map.getContext();
+  SmallVector<AffineExpr> results;
+  for (AffineExpr e : map.getResults()) {
+    unsigned d = cast<AffineDimExpr>(e).getPosition();
+    if (d == r) {
+      results.push_back(getAffineDimExpr(r, ctx));
+      results.push_back(getAffineDimExpr(r + 1, ctx));
+    } else {
+      results.push_back(getAffineDimExpr(d < r ? d : d + 1, ctx));
+    }
+  }
+  return AffineMap::get(map.getNumDims() + 1, 0, results, ctx);
+}
+
+/// Splits OP's reduction loop R (of N iterations) into ROWS rows computed
+/// in parallel beside its parallel loops: each of OP's inputs that reads R
+/// is viewed with that dimension as ROWS x N/ROWS, a generic reduces each
+/// row into a buffer of partial results (OP's output with a last dimension
+/// of ROWS, filled with COMBINER's neutral element), and a second one folds
+/// the partials into OP's output, in order.
+static void splitReductionBesideParallel(RewriterBase &rewriter,
+                                         linalg::GenericOp op,
+                                         Operation *combiner, unsigned r,
+                                         int64_t n, int64_t rows) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    Value value = input->get();
+    std::optional<unsigned> position = map.getResultPosition(
+        getAffineDimExpr(r, ctx));
+    if (position) {
+      auto type = cast<MemRefType>(value.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[*position] = n / rows;
+      shape.insert(shape.begin() + *position, rows);
+      SmallVector<ReassociationIndices> groups;
+      for (unsigned d = 0, next = 0; d < type.getRank(); ++d) {
+        ReassociationIndices group = {next++};
+        if (d == *position)
+          group.push_back(next++);
+        groups.push_back(group);
+      }
+      value = memref::ExpandShapeOp::create(
+          rewriter, loc, MemRefType::get(shape, type.getElementType()), value,
+          groups);
+    }
+    inputs.push_back(value);
+    maps.push_back(splitDim(map, r));
+  }
+  // The partials: the output's shape, then ROWS.
+  Value output = op.getDpsInits().front();
+  auto outputType = cast<MemRefType>(output.getType());
+  SmallVector<int64_t> partialShape(outputType.getShape());
+  partialShape.push_back(rows);
+  Value partials = memref::AllocOp::create(
+      rewriter, loc, MemRefType::get(partialShape, outputType.getElementType()));
+  Value neutral = arith::ConstantOp::create(
+      rewriter, loc, *arith::getNeutralElement(combiner));
+  linalg::FillOp::create(rewriter, loc, neutral, partials);
+  AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  SmallVector<AffineExpr> partialResults =
+      llvm::to_vector(splitDim(outputMap, r).getResults());
+  partialResults.push_back(getAffineDimExpr(r, ctx));
+  maps.push_back(AffineMap::get(op.getNumLoops() + 1, 0, partialResults, ctx));
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  iterators[r] = utils::IteratorType::parallel;
+  iterators.insert(iterators.begin() + r + 1, utils::IteratorType::reduction);
+  auto perRow = linalg::GenericOp::create(rewriter, loc, TypeRange(), inputs,
+                                          partials, maps, iterators);
+  rewriter.inlineRegionBefore(op.getRegion(), perRow.getRegion(),
+                              perRow.getRegion().begin());
+  // The partials into the output: its dimensions, then the rows.
+  const unsigned outRank = outputType.getRank();
+  SmallVector<utils::IteratorType> combineIterators(
+      outRank, utils::IteratorType::parallel);
+  combineIterators.push_back(utils::IteratorType::reduction);
+  const bool outputFirst =
+      combiner->getOperand(0) == perRow.getRegionOutputArgs().front();
+  linalg::GenericOp::create(
+      rewriter, loc, TypeRange(), partials, output,
+      {AffineMap::getMultiDimIdentityMap(outRank + 1, ctx),
+       AffineMap::getMultiDimIdentityMap(outRank + 1, ctx)
+           .getMajorSubMap(outRank)},
+      combineIterators, [&](OpBuilder &b, Location loc, ValueRange args) {
+        // args: the partial, the output.
+        Operation *folded = b.clone(*combiner);
+        folded->setOperands(outputFirst ? ValueRange{args[1], args[0]}
+                                        : ValueRange{args[0], args[1]});
+        linalg::YieldOp::create(b, loc, folded->getResults());
+      });
+  rewriter.eraseOp(op);
+  memref::DeallocOp::create(rewriter, loc, partials);
+}
+
 namespace {
 struct ParallelizeSerialGenericsPass
     : dtrain::lower::impl::ParallelizeSerialGenericsBase<
@@ -209,6 +356,25 @@ struct ParallelizeSerialGenericsPass
       if (std::optional<int64_t> iterations = getSerialIterations(op))
         serial.push_back({op, *iterations});
     });
+    // Long reductions beside few parallel iterations: as many rows as
+    // make about PARTIAL-SUMS threads.
+    SmallVector<std::tuple<linalg::GenericOp, Operation *, unsigned>> beside;
+    getOperation().walk([&](linalg::GenericOp op) {
+      int64_t parallel = 0;
+      if (std::optional<unsigned> r = getSplittableReduction(op, parallel))
+        if (2 * parallel <= partialSums)
+          beside.push_back({op, getCombiner(op), *r});
+    });
+    for (auto [op, combiner, r] : beside) {
+      int64_t parallel = 1;
+      for (auto [d, extent] : llvm::enumerate(op.getStaticLoopRanges()))
+        if (d != r)
+          parallel *= extent;
+      const int64_t n = op.getStaticLoopRanges()[r];
+      const int64_t rows = getPartialCount(n, partialSums / parallel);
+      if (n >= kMinSplitReduction && rows != 0)
+        splitReductionBesideParallel(rewriter, op, combiner, r, n, rows);
+    }
     for (auto [op, iterations] : serial) {
       if (iterations > maxSerialIterations) {
         Operation *combiner = getSplittableCombiner(op);

@@ -2,7 +2,8 @@
 // pass, then the CPU's lowering, compiled and run. Short serial generics
 // become one-iteration loops; long reductions are split into partial
 // results (max-serial-iterations=100: a sum of 4608 elements in 96 rows of
-// 48, then the 96 partials in order). The values are integers, so every
+// 48, then the 96 partials in order), and so are long reductions beside
+// few parallel iterations. The values are integers, so every
 // order of the sums gives the same bits: hand-computed below.
 // REQUIRES: mpi
 // RUN: dtrain-opt %s --dtrain-parallelize-serial-generics=max-serial-iterations=100 \
@@ -17,8 +18,10 @@
 // RUN: %t.exe | FileCheck %s
 
 // Each reduction of 4608 elements is split into 96 partials; the scalar
-// fill and the scaling become one-iteration loops.
+// fill and the scaling become one-iteration loops. The two reductions of
+// 1152 elements beside 4 parallel iterations are split into 576 rows each.
 // SPLIT-COUNT-3: memref.alloc() : memref<96x{{f32|i64}}>
+// SPLIT-COUNT-2: memref.alloc() : memref<4x576xi64>
 // SPLIT-NOT:     iterator_types = ["reduction"]
 // SPLIT-NOT:     iterator_types = []
 
@@ -131,6 +134,56 @@ func.func @main() -> i32 {
   // CHECK-NEXT: 285
   %h0 = memref.load %short[] : memref<i64>
   vector.print %h0 : i64
+
+  // Reductions beside parallel loops. v as 4 rows of 1152, less m[i] = i
+  // per row: row i sums 1152 * 1152 i + 1151 * 1152 / 2 - 1152 i, i.e.
+  // 662976 + 1325952 i.
+  %rows = memref.expand_shape %v [[0, 1]] output_shape [4, 1152] : memref<4608xi64> into memref<4x1152xi64>
+  %m = memref.alloc() : memref<4xi64>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      outs(%m : memref<4xi64>) {
+  ^bb0(%out: i64):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i64
+    linalg.yield %ii : i64
+  }
+  %rowSums = memref.alloc() : memref<4xi64>
+  linalg.fill ins(%zero : i64) outs(%rowSums : memref<4xi64>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%rows, %m : memref<4x1152xi64>, memref<4xi64>) outs(%rowSums : memref<4xi64>) {
+  ^bb0(%x: i64, %mi: i64, %acc: i64):
+    %d = arith.subi %x, %mi : i64
+    %r = arith.addi %acc, %d : i64
+    linalg.yield %r : i64
+  }
+  // CHECK-NEXT: 662976
+  // CHECK-NEXT: 4640832
+  %c0i = arith.constant 0 : index
+  %c3i = arith.constant 3 : index
+  %r0 = memref.load %rowSums[%c0i] : memref<4xi64>
+  vector.print %r0 : i64
+  %r3 = memref.load %rowSums[%c3i] : memref<4xi64>
+  vector.print %r3 : i64
+
+  // The reduction first, the output by the second dimension: v as 1152 x
+  // 4, column k sums 4 * 1151 * 1152 / 2 + 1152 k.
+  %cols = memref.expand_shape %v [[0, 1]] output_shape [1152, 4] : memref<4608xi64> into memref<1152x4xi64>
+  %colSums = memref.alloc() : memref<4xi64>
+  linalg.fill ins(%zero : i64) outs(%colSums : memref<4xi64>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
+                  iterator_types = ["reduction", "parallel"]}
+      ins(%cols : memref<1152x4xi64>) outs(%colSums : memref<4xi64>) {
+  ^bb0(%x: i64, %acc: i64):
+    %r = arith.addi %acc, %x : i64
+    linalg.yield %r : i64
+  }
+  // CHECK-NEXT: 2651904
+  // CHECK-NEXT: 2655360
+  %k0 = memref.load %colSums[%c0i] : memref<4xi64>
+  vector.print %k0 : i64
+  %k3 = memref.load %colSums[%c3i] : memref<4xi64>
+  vector.print %k3 : i64
   %ok = arith.constant 0 : i32
   return %ok : i32
 }

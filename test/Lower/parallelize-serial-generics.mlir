@@ -134,3 +134,56 @@ func.func @unchanged(%long: memref<5003xf32>, %any: memref<?xf32>, %rows: memref
   }
   return
 }
+
+// -----
+
+// A long reduction beside few parallel iterations (softmax's sum over 1000
+// classes at batch 32: 32 threads of 1000 iterations): the reduction is
+// split into rows, as many as make about partial-sums threads (125 rows of
+// 8 for 32 x 125 <= 4096), each reduced into a partial beside the parallel
+// loop, then the partials folded into the output, in order. The input
+// broadcast along the reduction keeps its map.
+// CHECK-LABEL: func.func @beside_parallel
+// CHECK:       %[[ROWS:.*]] = memref.expand_shape %{{.*}} {{\[}}[0], [1, 2]] output_shape [32, 125, 8] : memref<32x1000xf32> into memref<32x125x8xf32>
+// CHECK:       %[[PARTIALS:.*]] = memref.alloc() : memref<32x125xf32>
+// CHECK:       linalg.fill ins(%{{.*}} : f32) outs(%[[PARTIALS]] : memref<32x125xf32>)
+// CHECK:       linalg.generic {indexing_maps = [#[[IN:.*]], #[[BCAST:.*]], #[[PART:.*]]], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK-SAME:    ins(%[[ROWS]], %{{.*}} : memref<32x125x8xf32>, memref<32xf32>) outs(%[[PARTIALS]] : memref<32x125xf32>)
+// CHECK:         math.exp
+// CHECK:       linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]}
+// CHECK-SAME:    ins(%[[PARTIALS]] : memref<32x125xf32>) outs(%{{.*}} : memref<32xf32>)
+// CHECK:         arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK:       memref.dealloc %[[PARTIALS]]
+func.func @beside_parallel(%x: memref<32x1000xf32>, %m: memref<32xf32>, %out: memref<32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %m : memref<32x1000xf32>, memref<32xf32>) outs(%out : memref<32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %d = arith.subf %a, %b : f32
+    %e = math.exp %d : f32
+    %s = arith.addf %acc, %e : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// Shorter reductions (a bias gradient's sum over a batch of 32), and those
+// beside many parallel iterations, stay in their threads.
+// CHECK-LABEL: func.func @kept_in_threads
+// CHECK-NOT:   memref.alloc
+// CHECK:       iterator_types = ["reduction", "parallel"]
+// CHECK:       iterator_types = ["parallel", "reduction"]
+func.func @kept_in_threads(%dy: memref<32x1000xf32>, %db: memref<1000xf32>, %x: memref<4096x512xf32>, %s: memref<4096xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]}
+      ins(%dy : memref<32x1000xf32>) outs(%db : memref<1000xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4096x512xf32>) outs(%s : memref<4096xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  return
+}
