@@ -117,11 +117,64 @@ static int64_t getPartialCount(int64_t n, int64_t limit) {
   return 0;
 }
 
+/// Replaces OP, whose elements COMBINER folds into its one output, by a
+/// generic that runs OP's body over INPUTS with INPUT_MAPS and ITERATORS
+/// into ROWS partial results per output element (a buffer of the output's
+/// shape then ROWS, filled with COMBINER's neutral element, indexed by
+/// PARTIAL_MAP), then a generic that folds each element's partials into
+/// the output, in order, which is returned.
+static linalg::GenericOp
+reduceThroughPartials(RewriterBase &rewriter, linalg::GenericOp op,
+                      Operation *combiner, ValueRange inputs,
+                      ArrayRef<AffineMap> inputMaps, AffineMap partialMap,
+                      ArrayRef<utils::IteratorType> iterators, int64_t rows) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  Value output = op.getDpsInits().front();
+  auto outputType = cast<MemRefType>(output.getType());
+  SmallVector<int64_t> partialShape(outputType.getShape());
+  partialShape.push_back(rows);
+  Value partials = memref::AllocOp::create(
+      rewriter, loc,
+      MemRefType::get(partialShape, outputType.getElementType()));
+  Value neutral = arith::ConstantOp::create(
+      rewriter, loc, *arith::getNeutralElement(combiner));
+  linalg::FillOp::create(rewriter, loc, neutral, partials);
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(partialMap);
+  auto perRow = linalg::GenericOp::create(rewriter, loc, TypeRange(), inputs,
+                                          partials, maps, iterators);
+  rewriter.inlineRegionBefore(op.getRegion(), perRow.getRegion(),
+                              perRow.getRegion().begin());
+  // The partials into the output: its dimensions, then the rows.
+  const unsigned outRank = outputType.getRank();
+  SmallVector<utils::IteratorType> foldIterators(outRank,
+                                                 utils::IteratorType::parallel);
+  foldIterators.push_back(utils::IteratorType::reduction);
+  const bool outputFirst =
+      combiner->getOperand(0) == perRow.getRegionOutputArgs().front();
+  AffineMap all = AffineMap::getMultiDimIdentityMap(outRank + 1, ctx);
+  auto fold = linalg::GenericOp::create(
+      rewriter, loc, TypeRange(), partials, output,
+      {all, AffineMap::get(outRank + 1, 0, all.getResults().take_front(outRank),
+                           ctx)},
+      foldIterators, [&](OpBuilder &b, Location loc, ValueRange args) {
+        // args: the partial, the output.
+        Operation *folded = b.clone(*combiner);
+        folded->setOperands(outputFirst ? ValueRange{args[1], args[0]}
+                                        : ValueRange{args[0], args[1]});
+        linalg::YieldOp::create(b, loc, folded->getResults());
+      });
+  rewriter.eraseOp(op);
+  rewriter.setInsertionPointAfter(fold);
+  memref::DeallocOp::create(rewriter, loc, partials);
+  return fold;
+}
+
 /// Splits OP, whose N elements COMBINER folds into its output, into ROWS
 /// partial results: OP's inputs viewed as ROWS rows, each reduced into its
-/// partial result (filled with COMBINER's neutral element) by a parallel
-/// generic, then the partials folded into the output by a serial one,
-/// which is returned.
+/// partial result by a parallel generic, then the partials folded into the
+/// output by a serial one, which is returned.
 static linalg::GenericOp splitReduction(RewriterBase &rewriter,
                                         linalg::GenericOp op,
                                         Operation *combiner, int64_t n,
@@ -129,8 +182,6 @@ static linalg::GenericOp splitReduction(RewriterBase &rewriter,
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();
   rewriter.setInsertionPoint(op);
-  Value output = op.getDpsInits().front();
-  Type element = cast<MemRefType>(output.getType()).getElementType();
   // The inputs as ROWS x N/ROWS.
   SmallVector<Value> inputs;
   for (Value input : op.getDpsInputs()) {
@@ -147,40 +198,13 @@ static linalg::GenericOp splitReduction(RewriterBase &rewriter,
         rewriter, loc, MemRefType::get({rows, n / rows}, type.getElementType()),
         flat, ArrayRef<ReassociationIndices>{{0, 1}}));
   }
-  // The partials, each the combination of its row.
-  Value partials = memref::AllocOp::create(
-      rewriter, loc, MemRefType::get({rows}, element));
-  Value neutral = arith::ConstantOp::create(
-      rewriter, loc, *arith::getNeutralElement(combiner));
-  linalg::FillOp::create(rewriter, loc, neutral, partials);
+  // Each row into its partial, the partials into the output.
   AffineMap rowElement = AffineMap::getMultiDimIdentityMap(2, ctx);
-  AffineMap row = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
   SmallVector<AffineMap> maps(inputs.size(), rowElement);
-  maps.push_back(row);
-  auto perRow = linalg::GenericOp::create(
-      rewriter, loc, TypeRange(), inputs, partials, maps,
-      {utils::IteratorType::parallel, utils::IteratorType::reduction});
-  rewriter.inlineRegionBefore(op.getRegion(), perRow.getRegion(),
-                              perRow.getRegion().begin());
-  // The partials into the output, in order.
-  AffineMap each = AffineMap::getMultiDimIdentityMap(1, ctx);
-  AffineMap none = AffineMap::get(1, 0, ArrayRef<AffineExpr>{}, ctx);
-  auto combine = linalg::GenericOp::create(
-      rewriter, loc, TypeRange(), partials, output, {each, none},
-      {utils::IteratorType::reduction},
-      [&](OpBuilder &b, Location loc, ValueRange args) {
-        // args: the partial, the output.
-        Operation *folded = b.clone(*combiner);
-        const bool outputFirst =
-            combiner->getOperand(0) == perRow.getRegionOutputArgs().front();
-        folded->setOperands(outputFirst ? ValueRange{args[1], args[0]}
-                                        : ValueRange{args[0], args[1]});
-        linalg::YieldOp::create(b, loc, folded->getResults());
-      });
-  rewriter.eraseOp(op);
-  rewriter.setInsertionPointAfter(combine);
-  memref::DeallocOp::create(rewriter, loc, partials);
-  return combine;
+  return reduceThroughPartials(
+      rewriter, op, combiner, inputs, maps,
+      AffineMap::get(2, 0, getAffineDimExpr(0, ctx)),
+      {utils::IteratorType::parallel, utils::IteratorType::reduction}, rows);
 }
 
 /// Reductions shorter than this stay in their threads: their loop costs
@@ -278,49 +302,17 @@ static void splitReductionBesideParallel(RewriterBase &rewriter,
     inputs.push_back(value);
     maps.push_back(splitDim(map, r));
   }
-  // The partials: the output's shape, then ROWS.
-  Value output = op.getDpsInits().front();
-  auto outputType = cast<MemRefType>(output.getType());
-  SmallVector<int64_t> partialShape(outputType.getShape());
-  partialShape.push_back(rows);
-  Value partials = memref::AllocOp::create(
-      rewriter, loc, MemRefType::get(partialShape, outputType.getElementType()));
-  Value neutral = arith::ConstantOp::create(
-      rewriter, loc, *arith::getNeutralElement(combiner));
-  linalg::FillOp::create(rewriter, loc, neutral, partials);
   AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   SmallVector<AffineExpr> partialResults =
       llvm::to_vector(splitDim(outputMap, r).getResults());
   partialResults.push_back(getAffineDimExpr(r, ctx));
-  maps.push_back(AffineMap::get(op.getNumLoops() + 1, 0, partialResults, ctx));
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   iterators[r] = utils::IteratorType::parallel;
   iterators.insert(iterators.begin() + r + 1, utils::IteratorType::reduction);
-  auto perRow = linalg::GenericOp::create(rewriter, loc, TypeRange(), inputs,
-                                          partials, maps, iterators);
-  rewriter.inlineRegionBefore(op.getRegion(), perRow.getRegion(),
-                              perRow.getRegion().begin());
-  // The partials into the output: its dimensions, then the rows.
-  const unsigned outRank = outputType.getRank();
-  SmallVector<utils::IteratorType> combineIterators(
-      outRank, utils::IteratorType::parallel);
-  combineIterators.push_back(utils::IteratorType::reduction);
-  const bool outputFirst =
-      combiner->getOperand(0) == perRow.getRegionOutputArgs().front();
-  linalg::GenericOp::create(
-      rewriter, loc, TypeRange(), partials, output,
-      {AffineMap::getMultiDimIdentityMap(outRank + 1, ctx),
-       AffineMap::getMultiDimIdentityMap(outRank + 1, ctx)
-           .getMajorSubMap(outRank)},
-      combineIterators, [&](OpBuilder &b, Location loc, ValueRange args) {
-        // args: the partial, the output.
-        Operation *folded = b.clone(*combiner);
-        folded->setOperands(outputFirst ? ValueRange{args[1], args[0]}
-                                        : ValueRange{args[0], args[1]});
-        linalg::YieldOp::create(b, loc, folded->getResults());
-      });
-  rewriter.eraseOp(op);
-  memref::DeallocOp::create(rewriter, loc, partials);
+  reduceThroughPartials(
+      rewriter, op, combiner, inputs, maps,
+      AffineMap::get(op.getNumLoops() + 1, 0, partialResults, ctx), iterators,
+      rows);
 }
 
 namespace {
@@ -358,23 +350,20 @@ struct ParallelizeSerialGenericsPass
     });
     // Long reductions beside few parallel iterations: as many rows as
     // make about PARTIAL-SUMS threads.
-    SmallVector<std::tuple<linalg::GenericOp, Operation *, unsigned>> beside;
+    SmallVector<std::tuple<linalg::GenericOp, unsigned, int64_t, int64_t>>
+        beside; // the op, its reduction loop, its iterations, the rows
     getOperation().walk([&](linalg::GenericOp op) {
       int64_t parallel = 0;
-      if (std::optional<unsigned> r = getSplittableReduction(op, parallel))
-        if (2 * parallel <= partialSums)
-          beside.push_back({op, getCombiner(op), *r});
-    });
-    for (auto [op, combiner, r] : beside) {
-      int64_t parallel = 1;
-      for (auto [d, extent] : llvm::enumerate(op.getStaticLoopRanges()))
-        if (d != r)
-          parallel *= extent;
-      const int64_t n = op.getStaticLoopRanges()[r];
+      std::optional<unsigned> r = getSplittableReduction(op, parallel);
+      if (!r || 2 * parallel > partialSums)
+        return;
+      const int64_t n = op.getStaticLoopRanges()[*r];
       const int64_t rows = getPartialCount(n, partialSums / parallel);
       if (n >= kMinSplitReduction && rows != 0)
-        splitReductionBesideParallel(rewriter, op, combiner, r, n, rows);
-    }
+        beside.push_back({op, *r, n, rows});
+    });
+    for (auto [op, r, n, rows] : beside)
+      splitReductionBesideParallel(rewriter, op, getCombiner(op), r, n, rows);
     for (auto [op, iterations] : serial) {
       if (iterations > maxSerialIterations) {
         Operation *combiner = getSplittableCombiner(op);
