@@ -511,12 +511,11 @@ private:
   llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms;
 
   /// The batch-norm kernel call of OP (CALL, f32 data), on OP's 16-bit data
-  /// instead where OP is one of sixteenBitBatchNorms: the inputs that
-  /// WIDENED marks read the 16-bit tensors that they were widened from, the
-  /// first result is 16-bit, and it replaces the narrowing casts, which are
-  /// erased.
-  SmallVector<Value> buildBatchNormCall(Operation *op, KernelCall call,
-                                        ArrayRef<bool> widened);
+  /// instead where OP is one of sixteenBitBatchNorms: the inputs that its
+  /// widening casts made read the 16-bit tensors they were widened from,
+  /// the first result is 16-bit, and it replaces the narrowing casts, which
+  /// are erased.
+  SmallVector<Value> buildBatchNormCall(Operation *op, KernelCall call);
 };
 } // namespace
 
@@ -583,17 +582,17 @@ getSixteenBitBatchNorms(Operation *root) {
 }
 
 SmallVector<Value> NNLowering::buildBatchNormCall(Operation *op,
-                                                  KernelCall call,
-                                                  ArrayRef<bool> widened) {
+                                                  KernelCall call) {
   auto casts = sixteenBitBatchNorms.find(op);
   if (casts == sixteenBitBatchNorms.end())
     return buildKernelCall(b, op, target, call);
   // The widening casts stay as they were (the pass lowers them not), their
   // inputs the 16-bit data as lowered.
   const SixteenBitBatchNorm &sixteenBit = casts->second;
-  for (size_t i = 0, k = 0; i < call.inputs.size(); ++i)
-    if (widened[i])
-      call.inputs[i] = nn::CastOp(sixteenBit.widening[k++]).getInput();
+  for (Value &input : call.inputs)
+    if (auto cast = input.getDefiningOp<nn::CastOp>();
+        cast && llvm::is_contained(sixteenBit.widening, cast))
+      input = cast.getInput();
   call.element =
       cast<FloatType>(getTensorType(call.inputs.front()).getElementType());
   call.results.front() = call.results.front().clone(call.element);
@@ -1107,14 +1106,12 @@ FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
       createI64s(b, loc, getBatchNormGeometry(type));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildBatchNormCall(op,
-                            {"batch_norm",
-                             element,
-                             {op.getInput(), op.getScale(), op.getBias(),
-                              op.getMean(), op.getVar()},
-                             {type},
-                             scalars},
-                            {true, false, false, false, false})
+  return buildBatchNormCall(op, {"batch_norm",
+                                 element,
+                                 {op.getInput(), op.getScale(), op.getBias(),
+                                  op.getMean(), op.getVar()},
+                                 {type},
+                                 scalars})
       .front();
 }
 
@@ -1127,14 +1124,12 @@ NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
       createI64s(b, loc, getBatchNormGeometry(type));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildBatchNormCall(op,
-                            {"batch_norm_train",
-                             element,
-                             {op.getInput(), op.getScale(), op.getBias()},
-                             {type, getTensorType(op.getBatchMean()),
-                              getTensorType(op.getBatchVar())},
-                             scalars},
-                            {true, false, false});
+  return buildBatchNormCall(op, {"batch_norm_train",
+                                 element,
+                                 {op.getInput(), op.getScale(), op.getBias()},
+                                 {type, getTensorType(op.getBatchMean()),
+                                  getTensorType(op.getBatchVar())},
+                                 scalars});
 }
 
 // The optimizer updates follow PyTorch 1.13's single-tensor implementations
@@ -1324,15 +1319,13 @@ NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
   SmallVector<Value> scalars = createI64s(b, loc, getBatchNormGeometry(type));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildBatchNormCall(op,
-                            {"batch_norm_backward",
-                             element,
-                             {op.getInput(), op.getGrad(), op.getScale(),
-                              op.getBatchMean(), op.getBatchVar()},
-                             {type, getTensorType(op.getScaleGrad()),
-                              getTensorType(op.getBiasGrad())},
-                             scalars},
-                            {true, true, false, false, false});
+  return buildBatchNormCall(op, {"batch_norm_backward",
+                                 element,
+                                 {op.getInput(), op.getGrad(), op.getScale(),
+                                  op.getBatchMean(), op.getBatchVar()},
+                                 {type, getTensorType(op.getScaleGrad()),
+                                  getTensorType(op.getBiasGrad())},
+                                 scalars});
 }
 
 FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
