@@ -112,10 +112,8 @@ struct ConvPlan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
-  /// The direction's algorithm (a cudnnConvolution*Algo_t), its math type
-  /// and its workspace.
+  /// The direction's algorithm (a cudnnConvolution*Algo_t) and workspace.
   int algorithm = -1;
-  cudnnMathType_t mathType = CUDNN_FMA_MATH;
   size_t workspaceBytes = 0;
 
   size_t paddedBytes() const {
@@ -136,11 +134,11 @@ template <class Perf, class WorkspaceSize>
 void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
                      int count, WorkspaceSize workspaceSize,
                      const char *direction) {
-  int fitting = -1, deterministic = -1, smallest = -1;
-  cudnnMathType_t fittingMath = CUDNN_FMA_MATH,
-                  deterministicMath = CUDNN_FMA_MATH,
-                  smallestMath = CUDNN_FMA_MATH;
-  size_t fittingBytes = 0, deterministicBytes = 0, smallestBytes = 0;
+  // Each candidate as its index in PERF and its workspace.
+  struct Candidate {
+    int index = -1;
+    size_t bytes = 0;
+  } fitting, deterministic, smallest;
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS ||
         perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
@@ -150,48 +148,30 @@ void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
     size_t bytes = 0;
     if (workspaceSize(perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
       continue;
-    const int algo = int(perf[i].algo);
-    if (smallest < 0 || bytes < smallestBytes) {
-      smallest = algo;
-      smallestMath = perf[i].mathType;
-      smallestBytes = bytes;
-    }
+    if (smallest.index < 0 || bytes < smallest.bytes)
+      smallest = {i, bytes};
     if (bytes > kMaxWorkspace)
       continue;
-    if (fitting < 0) {
-      fitting = algo;
-      fittingMath = perf[i].mathType;
-      fittingBytes = bytes;
-    }
-    if (deterministic < 0 && perf[i].determinism == CUDNN_DETERMINISTIC) {
-      deterministic = algo;
-      deterministicMath = perf[i].mathType;
-      deterministicBytes = bytes;
-    }
+    if (fitting.index < 0)
+      fitting = {i, bytes};
+    if (deterministic.index < 0 && perf[i].determinism == CUDNN_DETERMINISTIC)
+      deterministic = {i, bytes};
   }
-  if (deterministic >= 0) {
-    plan.algorithm = deterministic;
-    plan.mathType = deterministicMath;
-    plan.workspaceBytes = deterministicBytes;
-  } else if (fitting >= 0) {
-    plan.algorithm = fitting;
-    plan.mathType = fittingMath;
-    plan.workspaceBytes = fittingBytes;
-  } else if (smallest >= 0) {
-    plan.algorithm = smallest;
-    plan.mathType = smallestMath;
-    plan.workspaceBytes = smallestBytes;
-  } else {
+  const Candidate &chosen = deterministic.index >= 0 ? deterministic
+                            : fitting.index >= 0     ? fitting
+                                                     : smallest;
+  if (chosen.index < 0)
     call.fail("cuDNN offers no %s %s algorithm for this convolution (of %d "
               "it rated)",
               floatTypeName(plan.type), direction, count);
-  }
+  plan.algorithm = int(perf[chosen.index].algo);
+  plan.workspaceBytes = chosen.bytes;
   // The algorithm runs in the math type it was rated with (without tensor
   // cores that is the descriptor's CUDNN_FMA_MATH, or the default, which is
   // then FMA).
   if (usesTensorCores(plan.type))
     DTRAIN_HEAVY_DNN(call, cudnnSetConvolutionMathType, plan.conv,
-                     plan.mathType);
+                     perf[chosen.index].mathType);
 }
 
 /// Creates the descriptors of PLAN for geometry G.
@@ -376,17 +356,23 @@ void normalizeInference(KernelCall &call, const NormPlan &plan, const void *x,
                    plan.channels, scale, bias, mean, var, double(epsilon));
 }
 
+/// X as PLAN's convolution reads it: X itself, or its padded copy in
+/// SCRATCH.
+const void *paddedInput(const KernelCall &call, const ConvPlan &plan,
+                        const ConvScratch &scratch, const void *x) {
+  if (!plan.needsPadding)
+    return x;
+  launchPadPlanes(call, plan.padded, plan.type, x, scratch.padded);
+  return scratch.padded;
+}
+
 /// Y = X * W (+ BIAS) for KEY's checked geometry, on tensors of TYPE.
 void convolve(const char *kernel, int32_t type, const ConvKey &key,
               const void *x, const void *w, const void *bias, void *y) {
   KernelCall call(kernel);
   const ConvPlan &plan = convPlan(call, ConvDirection::Forward, type, key);
   const ConvScratch scratch = convScratch(call, plan);
-  const void *input = x;
-  if (plan.needsPadding) {
-    launchPadPlanes(call, plan.padded, type, x, scratch.padded);
-    input = scratch.padded;
-  }
+  const void *input = paddedInput(call, plan, scratch, x);
   DTRAIN_HEAVY_DNN(call, cudnnConvolutionForward, call.dnn(), &kOne, plan.x,
                    input, plan.w, w, plan.conv,
                    cudnnConvolutionFwdAlgo_t(plan.algorithm), scratch.workspace,
@@ -421,11 +407,7 @@ void convolveBackwardWeights(const char *kernel, int32_t type,
   const ConvPlan &plan =
       convPlan(call, ConvDirection::BackwardWeights, type, key);
   const ConvScratch scratch = convScratch(call, plan);
-  const void *input = x;
-  if (plan.needsPadding) {
-    launchPadPlanes(call, plan.padded, type, x, scratch.padded);
-    input = scratch.padded;
-  }
+  const void *input = paddedInput(call, plan, scratch, x);
   DTRAIN_HEAVY_DNN(call, cudnnConvolutionBackwardFilter, call.dnn(), &kOne,
                    plan.x, input, plan.y, dy, plan.conv,
                    cudnnConvolutionBwdFilterAlgo_t(plan.algorithm),
