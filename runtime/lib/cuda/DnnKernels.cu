@@ -190,11 +190,18 @@ __global__ void poolBackward(PoolShape g, const int64_t *__restrict__ argmax,
 
 //===--- Around cuDNN -----------------------------------------------------===//
 
-/// Every element of the padded planes: the source element, or 0 outside
-/// (T holds the element's bits: 0 is +0 in every float type).
-template <typename T>
-__global__ void padPlanes(PaddedPlanes p, const T *__restrict__ src,
-                          T *__restrict__ dst) {
+/// The bits of one element of the float type TYPE: a copy moves them, and
+/// 0 is +0 in every float type.
+template <int32_t Type>
+using Bits = std::conditional_t<Type == DTRAIN_RT_F32, uint32_t, uint16_t>;
+
+/// Every element of the padded planes: the source element, or 0 outside.
+template <int32_t Type>
+__global__ void padPlanes(PaddedPlanes p, const void *__restrict__ source,
+                          void *__restrict__ target) {
+  using T = Bits<Type>;
+  const T *src = static_cast<const T *>(source);
+  T *dst = static_cast<T *>(target);
   DTRAIN_GRID_LOOP(i, p.planes * p.ph * p.pw) {
     const int64_t x = i % p.pw - p.left;
     const int64_t y = i / p.pw % p.ph - p.top;
@@ -206,9 +213,12 @@ __global__ void padPlanes(PaddedPlanes p, const T *__restrict__ src,
 }
 
 /// Every element of the unpadded planes, from the padded ones.
-template <typename T>
-__global__ void cropPlanes(PaddedPlanes p, const T *__restrict__ src,
-                           T *__restrict__ dst) {
+template <int32_t Type>
+__global__ void cropPlanes(PaddedPlanes p, const void *__restrict__ source,
+                           void *__restrict__ target) {
+  using T = Bits<Type>;
+  const T *src = static_cast<const T *>(source);
+  T *dst = static_cast<T *>(target);
   DTRAIN_GRID_LOOP(i, p.planes * p.h * p.w) {
     const int64_t x = i % p.w;
     const int64_t y = i / p.w % p.h;
@@ -307,26 +317,22 @@ void dtrain::rt::gpu::launchPoolBackward(KernelCall &call, const PoolShape &g,
 void dtrain::rt::gpu::launchPadPlanes(const KernelCall &call,
                                       const PaddedPlanes &p, int32_t type,
                                       const void *src, void *dst) {
-  const unsigned grid = gridFor(p.planes * p.ph * p.pw);
-  if (type == DTRAIN_RT_F32)
-    padPlanes<<<grid, kBlock, 0, call.stream()>>>(
-        p, static_cast<const uint32_t *>(src), static_cast<uint32_t *>(dst));
-  else
-    padPlanes<<<grid, kBlock, 0, call.stream()>>>(
-        p, static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst));
+  forFloatType(type, [&](auto t) {
+    padPlanes<decltype(t)::value>
+        <<<gridFor(p.planes * p.ph * p.pw), kBlock, 0, call.stream()>>>(
+            p, src, dst);
+  });
   checkLaunched(call, "padPlanes launch");
 }
 
 void dtrain::rt::gpu::launchCropPlanes(const KernelCall &call,
                                        const PaddedPlanes &p, int32_t type,
                                        const void *src, void *dst) {
-  const unsigned grid = gridFor(p.planes * p.h * p.w);
-  if (type == DTRAIN_RT_F32)
-    cropPlanes<<<grid, kBlock, 0, call.stream()>>>(
-        p, static_cast<const uint32_t *>(src), static_cast<uint32_t *>(dst));
-  else
-    cropPlanes<<<grid, kBlock, 0, call.stream()>>>(
-        p, static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst));
+  forFloatType(type, [&](auto t) {
+    cropPlanes<decltype(t)::value>
+        <<<gridFor(p.planes * p.h * p.w), kBlock, 0, call.stream()>>>(p, src,
+                                                                       dst);
+  });
   checkLaunched(call, "cropPlanes launch");
 }
 
