@@ -56,7 +56,7 @@ void multiply(const char *kernel, int32_t type, const void *a, const void *b,
     // No product: C = BETA C, and 0 for BETA == 0 (NaN in C included).
     if (beta == 0.0f)
       DTRAIN_HEAVY_CUDA(call, cudaMemsetAsync, c, 0,
-                        size_t(m) * size_t(n) * floatTypeSize(type),
+                        size_t(m) * size_t(n) * size_t(dtypeSize(type)),
                         call.stream());
     else
       DTRAIN_HEAVY_BLAS(call, cublasScalEx_64, call.blas(), m * n, &beta,

@@ -9,6 +9,7 @@
 #include "CudaInternal.h"
 
 #include "Float16.h"
+#include "Internal.h"
 
 using namespace dtrain::rt;
 using namespace dtrain::rt::gpu;
@@ -54,13 +55,13 @@ int dtrain_rt_cuda_convert(const void *src, int32_t src_type, void *dst,
            (long long)n);
     if (n > 0 && (!src || !dst))
       fail(DTRAIN_RT_CUDA_INVALID_ARGUMENT, "%s is NULL (%s to %s, n = %lld)",
-           !src ? "src" : "dst", floatTypeName(src_type), floatTypeName(dst_type),
+           !src ? "src" : "dst", dtypeName(src_type), dtypeName(dst_type),
            (long long)n);
     if (n == 0)
       return;
     if (src_type == dst_type) // a copy, NaN payloads and all
       DTRAIN_CUDA_CALL(cudaMemcpyAsync, dst, src,
-                       size_t(n) * floatTypeSize(src_type),
+                       size_t(n) * size_t(dtypeSize(src_type)),
                        cudaMemcpyDeviceToDevice, asStream(stream));
     else
       DTRAIN_CUDA_LAUNCH(convertKernel, gridFor(n), kBlock, asStream(stream),

@@ -18,7 +18,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -98,25 +97,6 @@ inline unsigned gridFor(int64_t n, int64_t perThread = 8) {
 inline bool isSupportedFloatType(int32_t type) {
   return type == DTRAIN_RT_F32 || type == DTRAIN_RT_F16 ||
          type == DTRAIN_RT_BF16;
-}
-
-/// The bytes of one element of TYPE, one of the float types here.
-inline size_t floatTypeSize(int32_t type) {
-  return type == DTRAIN_RT_F32 ? 4 : 2;
-}
-
-/// The name of TYPE, one of the float types here, for messages ("?" for
-/// another).
-inline const char *floatTypeName(int32_t type) {
-  switch (type) {
-  case DTRAIN_RT_F32:
-    return "f32";
-  case DTRAIN_RT_F16:
-    return "f16";
-  case DTRAIN_RT_BF16:
-    return "bf16";
-  }
-  return "?";
 }
 
 } // namespace dtrain::rt::gpu

@@ -119,7 +119,7 @@ struct ConvPlan {
   size_t paddedBytes() const {
     return needsPadding
                ? alignScratch(size_t(padded.planes * padded.ph * padded.pw) *
-                              floatTypeSize(type))
+                              size_t(dtypeSize(type)))
                : 0;
   }
   /// The scratch memory a call needs: the padded copy, then the workspace.
@@ -163,7 +163,7 @@ void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
   if (chosen.index < 0)
     call.fail("cuDNN offers no %s %s algorithm for this convolution (of %d "
               "it rated)",
-              floatTypeName(plan.type), direction, count);
+              dtypeName(plan.type), direction, count);
   plan.algorithm = int(perf[chosen.index].algo);
   plan.workspaceBytes = chosen.bytes;
   // The algorithm runs in the math type it was rated with (without tensor
