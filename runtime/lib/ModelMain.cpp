@@ -801,19 +801,19 @@ struct Workspace {
         buffers[i] = buffers[*updated];
         continue;
       }
-      // At least one cache line, so that an empty buffer is a valid pointer.
-      const size_t bytes = std::max<size_t>((a.bytes + 63) / 64 * 64, 64);
-      void *p = allocateBuffer(bytes);
-      if (!p)
-        fail("cannot allocate %zu bytes for %s %s", a.bytes,
-             roleNames[int(a.role)], quoted(a.name).c_str());
-      owned.emplace_back(p);
+      void *p = allocateLike(i);
       buffers[i] = p;
       // Optimizer state starts at zero, as in a fresh PyTorch optimizer.
       if (a.role == Role::Output || a.role == Role::State ||
           a.role == Role::Eval || a.role == Role::RankState)
-        std::memset(p, 0, bytes);
+        std::memset(p, 0, paddedBytes(a));
     }
+  }
+
+  /// The bytes of ARG's buffer: at least one cache line, so that an empty
+  /// buffer is a valid pointer.
+  static size_t paddedBytes(const Arg &a) {
+    return std::max<size_t>((a.bytes + 63) / 64 * 64, 64);
   }
 
   /// For the output at INDEX of a training step, the parameter, buffer or
@@ -859,13 +859,13 @@ struct Workspace {
   /// Runs RUN once: the new parameters, buffers and state replace the old.
   void step(void (*run)(void **)) { run(buffers.data()); }
 
-  /// Another buffer like the argument at INDEX (an input's, to fill while
-  /// a step reads the first), freed with the workspace.
+  /// A buffer for the argument at INDEX (also a second one for an input,
+  /// to fill while a step reads the first), freed with the workspace.
   void *allocateLike(size_t index) {
     const Arg &a = info.args[index];
-    void *p = allocateBuffer(std::max<size_t>((a.bytes + 63) / 64 * 64, 64));
+    void *p = allocateBuffer(paddedBytes(a));
     if (!p)
-      fail("cannot allocate %zu bytes for a second buffer of %s %s", a.bytes,
+      fail("cannot allocate %zu bytes for %s %s", a.bytes,
            roleNames[int(a.role)], quoted(a.name).c_str());
     owned.emplace_back(p);
     return p;
