@@ -15,7 +15,9 @@
 // adds zeros where the CPU kernels skip the padding. Each geometry and
 // direction gets its descriptors and algorithm once (cudnnGet*_v7's
 // heuristics, the first deterministic algorithm whose workspace fits under
-// kMaxWorkspace, else the first that fits, else the smallest), kept for the
+// kMaxWorkspace, else the first that fits, else the smallest; for 16-bit
+// tensors never an FFT or Winograd algorithm, which transform in 16 bits),
+// kept for the
 // life of the process: a training step calls the same shapes every step.
 // The f32 algorithms run in CUDNN_FMA_MATH, plain f32: cuDNN's default math
 // would allow TF32 tensor cores, whose 10-bit mantissa errs by about 1e-3
@@ -126,6 +128,28 @@ struct ConvPlan {
   size_t scratchBytes() const { return paddedBytes() + workspaceBytes; }
 };
 
+/// Whether ALGO transforms its operands (FFT, Winograd) in the precision
+/// of 16-bit tensors: measured on an H200, such algorithms missed the f32
+/// sums of bf16 and f16 5x5 convolutions by up to 7% where the others
+/// match them to the output's rounding.
+bool transformsIn16Bits(cudnnConvolutionFwdAlgo_t algo) {
+  return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
+         algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+         algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool transformsIn16Bits(cudnnConvolutionBwdDataAlgo_t algo) {
+  return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+         algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+         algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool transformsIn16Bits(cudnnConvolutionBwdFilterAlgo_t algo) {
+  return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+         algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 /// From cudnnGet*Algorithm_v7's results in heuristic order (PERF, COUNT),
 /// the algorithm to run, as the file's comment says; WORKSPACESIZE(algo,
 /// &bytes) asks cuDNN the exact workspace (and whether the algorithm takes
@@ -143,7 +167,8 @@ void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
     if (perf[i].status != CUDNN_STATUS_SUCCESS ||
         perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
         (!usesTensorCores(plan.type) &&
-         perf[i].mathType == CUDNN_TENSOR_OP_MATH))
+         perf[i].mathType == CUDNN_TENSOR_OP_MATH) ||
+        (plan.type != DTRAIN_RT_F32 && transformsIn16Bits(perf[i].algo)))
       continue;
     size_t bytes = 0;
     if (workspaceSize(perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
