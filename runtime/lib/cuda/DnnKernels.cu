@@ -21,6 +21,8 @@
 #include "Float16.h"
 #include "cuda/HeavyOps.h"
 
+#include <algorithm>
+#include <climits>
 #include <type_traits>
 
 using namespace dtrain::rt;
@@ -53,19 +55,36 @@ template <class Launch> void forFloatType(int32_t type, Launch launch) {
 
 //===--- Pooling ----------------------------------------------------------===//
 
+/// PoolDim and PoolShape with the sizes within a plane as 32-bit ints,
+/// which the kernels' index arithmetic uses: a 64-bit division costs a GPU
+/// tens of instructions, and with several per tap it made the backward
+/// pass of resnet's first pooling take 1 ms on an H200. planeShape checks
+/// that they fit.
+struct PlaneDim {
+  int in, kernel, stride, padBegin, padEnd, dilation;
+};
+struct PlaneShape {
+  int32_t kind;
+  int64_t planes;
+  PlaneDim h, w;
+  int oh, ow;
+  __device__ int inputs() const { return h.in * w.in; }
+  __device__ int outputs() const { return oh * ow; }
+};
+
 /// The taps of one window along one dimension: PADDED of them inside the
 /// padded input (ceil mode clips the rest), FIRST to LAST-1 inside the
 /// input proper (Kernels.h's TapRange and taps()).
 struct Taps {
-  int64_t padded, first, last;
-  __device__ int64_t inside() const { return last > first ? last - first : 0; }
+  int padded, first, last;
+  __device__ int inside() const { return last > first ? last - first : 0; }
 };
 
-__device__ Taps tapsOf(const PoolDim &d, int64_t o) {
-  const int64_t start = o * d.stride - d.padBegin;
+__device__ Taps tapsOf(const PlaneDim &d, int o) {
+  const int start = o * d.stride - d.padBegin;
   Taps range{0, d.kernel, 0};
-  for (int64_t i = 0; i < d.kernel; ++i) {
-    const int64_t at = start + i * d.dilation;
+  for (int i = 0; i < d.kernel; ++i) {
+    const int at = start + i * d.dilation;
     if (at >= d.in + d.padEnd)
       break;
     ++range.padded;
@@ -90,18 +109,20 @@ __device__ bool beats(float v, float best) {
 /// One output per thread, summed in the CPU loop's order (row-major over
 /// the window).
 template <int32_t Type>
-__global__ void poolForward(PoolShape g, const void *__restrict__ x,
+__global__ void poolForward(PlaneShape g, const void *__restrict__ x,
                             void *__restrict__ y) {
-  DTRAIN_GRID_LOOP(o, g.planes * g.oh * g.ow) {
-    const int64_t ox = o % g.ow, oy = o / g.ow % g.oh, plane = o / g.ow / g.oh;
+  DTRAIN_GRID_LOOP(o, g.planes * g.outputs()) {
+    const int64_t plane = o / g.outputs();
+    const int at = int(o - plane * g.outputs());
+    const int oy = at / g.ow, ox = at - oy * g.ow;
     const Taps rows = tapsOf(g.h, oy), cols = tapsOf(g.w, ox);
-    const int64_t y0 = oy * g.h.stride - g.h.padBegin;
-    const int64_t x0 = ox * g.w.stride - g.w.padBegin;
-    const int64_t in = plane * g.h.in * g.w.in;
+    const int y0 = oy * g.h.stride - g.h.padBegin;
+    const int x0 = ox * g.w.stride - g.w.padBegin;
+    const int64_t in = plane * g.inputs();
     float max = -INFINITY, sum = 0.0f;
-    for (int64_t i = rows.first; i < rows.last; ++i) {
+    for (int i = rows.first; i < rows.last; ++i) {
       const int64_t row = in + (y0 + i * g.h.dilation) * g.w.in;
-      for (int64_t j = cols.first; j < cols.last; ++j) {
+      for (int j = cols.first; j < cols.last; ++j) {
         const float v = loadAsFloat(x, Type, row + x0 + j * g.w.dilation);
         if (beats(v, max))
           max = v;
@@ -120,23 +141,28 @@ __global__ void poolForward(PoolShape g, const void *__restrict__ x,
 /// ARGMAX[o] = the offset in its plane of window o's first maximum in
 /// row-major window order (every window has an input element: checked).
 template <int32_t Type>
-__global__ void poolArgmax(PoolShape g, const void *__restrict__ x,
-                           int64_t *__restrict__ argmax) {
-  DTRAIN_GRID_LOOP(o, g.planes * g.oh * g.ow) {
-    const int64_t ox = o % g.ow, oy = o / g.ow % g.oh, plane = o / g.ow / g.oh;
+__global__ void poolArgmax(PlaneShape g, const void *__restrict__ x,
+                           int32_t *__restrict__ argmax) {
+  DTRAIN_GRID_LOOP(o, g.planes * g.outputs()) {
+    const int64_t plane = o / g.outputs();
+    const int at = int(o - plane * g.outputs());
+    const int oy = at / g.ow, ox = at - oy * g.ow;
     const Taps rows = tapsOf(g.h, oy), cols = tapsOf(g.w, ox);
-    const int64_t y0 = oy * g.h.stride - g.h.padBegin;
-    const int64_t x0 = ox * g.w.stride - g.w.padBegin;
-    const int64_t in = plane * g.h.in * g.w.in;
-    int64_t best = (y0 + rows.first * g.h.dilation) * g.w.in + x0 +
-                   cols.first * g.w.dilation;
-    for (int64_t i = rows.first; i < rows.last; ++i)
-      for (int64_t j = cols.first; j < cols.last; ++j) {
-        const int64_t at =
+    const int y0 = oy * g.h.stride - g.h.padBegin;
+    const int x0 = ox * g.w.stride - g.w.padBegin;
+    const int64_t in = plane * g.inputs();
+    int best = (y0 + rows.first * g.h.dilation) * g.w.in + x0 +
+               cols.first * g.w.dilation;
+    float max = loadAsFloat(x, Type, in + best);
+    for (int i = rows.first; i < rows.last; ++i)
+      for (int j = cols.first; j < cols.last; ++j) {
+        const int tap =
             (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
-        if (beats(loadAsFloat(x, Type, in + at),
-                  loadAsFloat(x, Type, in + best)))
-          best = at;
+        const float v = loadAsFloat(x, Type, in + tap);
+        if (beats(v, max)) {
+          best = tap;
+          max = v;
+        }
       }
     argmax[o] = best;
   }
@@ -147,28 +173,27 @@ __global__ void poolArgmax(PoolShape g, const void *__restrict__ x,
 /// I of window OY reads row OY * STRIDE - PAD + I * DILATION; going down
 /// the taps goes up the windows. ARGMAX is MAX's, else NULL.
 template <int32_t Type>
-__global__ void poolBackward(PoolShape g, const int64_t *__restrict__ argmax,
+__global__ void poolBackward(PlaneShape g, const int32_t *__restrict__ argmax,
                              const void *__restrict__ dy,
                              void *__restrict__ dx) {
-  DTRAIN_GRID_LOOP(e, g.planes * g.h.in * g.w.in) {
-    const int64_t ix = e % g.w.in, iy = e / g.w.in % g.h.in;
-    const int64_t plane = e / g.w.in / g.h.in;
-    const int64_t offset = iy * g.w.in + ix;
-    const int64_t outPlane = plane * g.oh * g.ow;
+  DTRAIN_GRID_LOOP(e, g.planes * g.inputs()) {
+    const int64_t plane = e / g.inputs();
+    const int offset = int(e - plane * g.inputs());
+    const int iy = offset / g.w.in, ix = offset - iy * g.w.in;
+    const int64_t outPlane = plane * g.outputs();
     float grad = 0.0f;
-    for (int64_t i = g.h.kernel - 1; i >= 0; --i) {
-      const int64_t t = iy + g.h.padBegin - i * g.h.dilation;
+    for (int i = g.h.kernel - 1; i >= 0; --i) {
+      const int t = iy + g.h.padBegin - i * g.h.dilation;
       if (t < 0 || t % g.h.stride)
         continue;
-      const int64_t oy = t / g.h.stride;
+      const int oy = t / g.h.stride;
       if (oy >= g.oh)
         continue;
-      const Taps rows = tapsOf(g.h, oy);
-      for (int64_t j = g.w.kernel - 1; j >= 0; --j) {
-        const int64_t u = ix + g.w.padBegin - j * g.w.dilation;
+      for (int j = g.w.kernel - 1; j >= 0; --j) {
+        const int u = ix + g.w.padBegin - j * g.w.dilation;
         if (u < 0 || u % g.w.stride)
           continue;
-        const int64_t ox = u / g.w.stride;
+        const int ox = u / g.w.stride;
         if (ox >= g.ow)
           continue;
         const int64_t o = outPlane + oy * g.ow + ox;
@@ -177,10 +202,10 @@ __global__ void poolBackward(PoolShape g, const int64_t *__restrict__ argmax,
             grad += loadAsFloat(dy, Type, o);
           continue;
         }
-        const Taps cols = tapsOf(g.w, ox);
-        const int64_t divisor = g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
-                                    ? rows.padded * cols.padded
-                                    : rows.inside() * cols.inside();
+        const Taps rows = tapsOf(g.h, oy), cols = tapsOf(g.w, ox);
+        const int divisor = g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
+                                ? rows.padded * cols.padded
+                                : rows.inside() * cols.inside();
         grad += loadAsFloat(dy, Type, o) / float(divisor);
       }
     }
@@ -282,12 +307,38 @@ __global__ void biasVariance(float *var, double factor, int64_t c) {
 
 } // namespace
 
+namespace {
+
+/// G with its plane's sizes as ints; fails where a plane is too large.
+PlaneShape planeShape(const KernelCall &call, const PoolShape &g) {
+  // A bound of every coordinate the kernels compute along D.
+  auto reach = [](const PoolDim &d, int64_t outputs) {
+    return outputs * d.stride + d.padBegin + (d.kernel - 1) * d.dilation +
+           d.in + d.padEnd;
+  };
+  const int64_t largest = std::max(
+      {g.h.in * g.w.in, g.oh * g.ow, reach(g.h, g.oh), reach(g.w, g.ow)});
+  if (largest > INT32_MAX)
+    call.fail("a pooling plane of %lld x %lld (windows %lld x %lld) is more "
+              "than the CUDA kernels' 32-bit plane indices take",
+              (long long)g.h.in, (long long)g.w.in, (long long)g.h.kernel,
+              (long long)g.w.kernel);
+  auto dim = [](const PoolDim &d) {
+    return PlaneDim{int(d.in),       int(d.kernel), int(d.stride),
+                    int(d.padBegin), int(d.padEnd), int(d.dilation)};
+  };
+  return {g.kind, g.planes, dim(g.h), dim(g.w), int(g.oh), int(g.ow)};
+}
+
+} // namespace
+
 void dtrain::rt::gpu::launchPool(const KernelCall &call, const PoolShape &g,
                                  int32_t type, const void *x, void *y) {
+  const PlaneShape plane = planeShape(call, g);
   forFloatType(type, [&](auto t) {
     poolForward<decltype(t)::value>
-        <<<gridFor(g.planes * g.oh * g.ow, 1), kBlock, 0, call.stream()>>>(g, x,
-                                                                           y);
+        <<<gridFor(g.planes * g.oh * g.ow, 1), kBlock, 0, call.stream()>>>(
+            plane, x, y);
   });
   checkLaunched(call, "poolForward launch");
 }
@@ -295,21 +346,22 @@ void dtrain::rt::gpu::launchPool(const KernelCall &call, const PoolShape &g,
 void dtrain::rt::gpu::launchPoolBackward(KernelCall &call, const PoolShape &g,
                                          int32_t type, const void *x,
                                          const void *dy, void *dx) {
-  int64_t *argmax = nullptr;
+  const PlaneShape plane = planeShape(call, g);
+  int32_t *argmax = nullptr;
   if (g.kind == DTRAIN_RT_POOL_MAX) {
     const int64_t outputs = g.planes * g.oh * g.ow;
     argmax =
-        static_cast<int64_t *>(call.scratch(size_t(outputs) * sizeof(int64_t)));
+        static_cast<int32_t *>(call.scratch(size_t(outputs) * sizeof(int32_t)));
     forFloatType(type, [&](auto t) {
       poolArgmax<decltype(t)::value>
-          <<<gridFor(outputs, 1), kBlock, 0, call.stream()>>>(g, x, argmax);
+          <<<gridFor(outputs, 1), kBlock, 0, call.stream()>>>(plane, x, argmax);
     });
     checkLaunched(call, "poolArgmax launch");
   }
   forFloatType(type, [&](auto t) {
     poolBackward<decltype(t)::value>
         <<<gridFor(g.planes * g.h.in * g.w.in, 1), kBlock, 0, call.stream()>>>(
-            g, argmax, dy, dx);
+            plane, argmax, dy, dx);
   });
   checkLaunched(call, "poolBackward launch");
 }
