@@ -202,8 +202,8 @@ fi
 if section "the digits CNN's --target=cuda trainer against the CPU's"; then
 # 3 steps, parameters and state within f32 tolerance of the CPU trainer's,
 # on 1 and 2 ranks; in bf16 (16-bit convolutions and products on tensor
-# cores against the CPU's f32 kernels on rounded inputs) within 16-bit
-# rounding.
+# cores against the CPU's f32 kernels on rounded inputs), no further from
+# the f32 run than the CPU's bf16 run, twice over.
 (
   cd "$BUNDLE/digits" || exit 1
   train() { # NAME RANKS TRAINER
@@ -217,9 +217,12 @@ if section "the digits CNN's --target=cuda trainer against the CPU's"; then
       && "$numpy_python" compare_checkpoints.py "cpu$np/checkpoint.npz" \
            "gpu$np/checkpoint.npz" 1e-4 1e-5 || status=1
   done
-  train gpu-bf16 1 gpu-bf16 && train cpu-bf16 1 cpu-bf16 \
-    && "$numpy_python" compare_checkpoints.py cpu-bf16/checkpoint.npz \
-         gpu-bf16/checkpoint.npz 1e-2 1e-3 || status=1
+  # bf16 roundings on two devices part after a step or two (2.6e-2
+  # relative L2 in a momentum buffer after 3 steps, measured on an H200),
+  # so the GPU's bf16 run must be as close to the f32 run as the CPU's is.
+  train bf16-on-gpu 1 gpu-bf16 && train bf16-on-cpu 1 cpu-bf16 \
+    && "$numpy_python" compare_checkpoints.py --as-close-as cpu1/checkpoint.npz \
+         bf16-on-gpu/checkpoint.npz bf16-on-cpu/checkpoint.npz 2 || status=1
   exit $status
 ) || failed "digits trainers (--target=cuda against the CPU's)"
 fi
