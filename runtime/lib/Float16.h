@@ -21,14 +21,10 @@
 #include "dtrain_rt.h"
 #pragma GCC visibility pop
 
+#include "HostDevice.h"
+
 #include <cstdint>
 #include <cstring>
-
-#ifdef __CUDACC__
-#define DTRAIN_RT_HOST_DEVICE __host__ __device__
-#else
-#define DTRAIN_RT_HOST_DEVICE
-#endif
 
 namespace dtrain::rt {
 
@@ -114,7 +110,8 @@ DTRAIN_RT_HOST_DEVICE inline uint16_t f32ToBF16(float f) {
 /// gives the largest finite bf16 of its sign instead.
 DTRAIN_RT_HOST_DEVICE inline float roundToBF16Saturated(float f) {
   const uint32_t q = floatBits(bf16ToF32(f32ToBF16(f)));
-  if ((q & 0x7fffffffu) == 0x7f800000u && (floatBits(f) & 0x7fffffffu) != q)
+  if ((q & 0x7fffffffu) == 0x7f800000u &&
+      (floatBits(f) & 0x7fffffffu) != 0x7f800000u)
     return bitsToFloat((q & 0x80000000u) | 0x7f7f0000u); // 0x1.fep127
   return bitsToFloat(q);
 }
@@ -123,7 +120,8 @@ DTRAIN_RT_HOST_DEVICE inline float roundToBF16Saturated(float f) {
 /// gives +-65504 instead.
 DTRAIN_RT_HOST_DEVICE inline float roundToF16Saturated(float f) {
   const uint32_t q = floatBits(f16ToF32(f32ToF16(f)));
-  if ((q & 0x7fffffffu) == 0x7f800000u && (floatBits(f) & 0x7fffffffu) != q)
+  if ((q & 0x7fffffffu) == 0x7f800000u &&
+      (floatBits(f) & 0x7fffffffu) != 0x7f800000u)
     return bitsToFloat((q & 0x80000000u) | 0x477fe000u); // 65504
   return bitsToFloat(q);
 }
@@ -139,6 +137,18 @@ DTRAIN_RT_HOST_DEVICE inline float roundToValueType(float f,
     return roundToF16Saturated(f);
   }
   return f;
+}
+
+/// What sending VALUE as SENT (roundToValueType) leaves in the residual:
+/// VALUE - SENT, but 0 where SENT is VALUE itself (an infinity too, whose
+/// difference would be NaN), and for a NaN VALUE the quiet NaN 0x7fc00000,
+/// whose bits do not depend on the processor (x86's NaN of a difference
+/// is negative, CUDA's positive).
+DTRAIN_RT_HOST_DEVICE inline float roundingResidual(float value, float sent) {
+  if (value == sent)
+    return 0.0f;
+  const float dropped = value - sent;
+  return dropped == dropped ? dropped : bitsToFloat(0x7fc00000u);
 }
 
 /// Element I of X, of float type TYPE (DTRAIN_RT_F32, _F16 or _BF16), as

@@ -7,12 +7,18 @@
 // same float thresholds, bit for bit; DGC's sampled threshold uses the same
 // acceptance window.
 //
-// Header-only and free of MPI and CUDA.
+// Header-only and free of MPI. The CUDA selection computes the threshold
+// on the device from the quantile the host computed (thresholdFromMoments,
+// whose operations are correctly rounded there as here), so that the
+// first pass over the data and the counts follow each other without a
+// wait.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DTRAIN_RUNTIME_GAUSSIANK_H
 #define DTRAIN_RUNTIME_GAUSSIANK_H
+
+#include "HostDevice.h"
 
 #include <algorithm>
 #include <cmath>
@@ -48,19 +54,55 @@ inline double inverseNormalCdf(double p) {
          q / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 }
 
+/// PhiInv(1 - k/2n), the part of Gaussian-k's first threshold that
+/// depends on K and N alone (1 <= K <= N).
+inline double gaussianQuantile(int64_t n, int64_t k) {
+  const double density = double(k) / double(n);
+  return inverseNormalCdf(1 - density / 2);
+}
+
+namespace detail {
+/// A * B and A - B, rounded once each: never fused into an FMA, which
+/// nvcc makes of a product and a sum by default (x86-64's baseline, which
+/// the CPU code is built for, has no FMA).
+DTRAIN_RT_HOST_DEVICE inline double product(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+DTRAIN_RT_HOST_DEVICE inline double difference(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+} // namespace detail
+
+/// Gaussian-k's first threshold for N values whose sum and sum of squares
+/// are SUM and SQUARES, with QUANTILE = gaussianQuantile(N, K):
+/// mean + std * QUANTILE, at least 0 (a large mean would make it negative
+/// and pass everything). Not finite when inf or NaN are among the values.
+/// The same float on the CPU and the GPU: its divisions and square root
+/// are correctly rounded on both, and its products and sums unfused.
+DTRAIN_RT_HOST_DEVICE inline float
+thresholdFromMoments(double sum, double squares, int64_t n, double quantile) {
+  const double mean = sum / double(n);
+  const double variance =
+      detail::difference(squares / double(n), detail::product(mean, mean));
+  const double deviation = sqrt(variance > 0 ? variance : 0.0);
+  const float threshold = float(mean + detail::product(deviation, quantile));
+  const bool finite = threshold - threshold == 0.0f; // not for inf or NaN
+  return finite && threshold < 0.0f ? 0.0f : threshold;
+}
+
 /// Gaussian-k's first threshold for K of N values (1 <= K <= N) whose sum
-/// and sum of squares are SUM and SQUARES: mean + std * PhiInv(1 - k/2n),
-/// at least 0 (a large mean would make it negative and pass everything).
-/// Not finite when inf or NaN are among the values.
+/// and sum of squares are SUM and SQUARES (thresholdFromMoments).
 inline float gaussianThreshold(double sum, double squares, int64_t n,
                                int64_t k) {
-  const double mean = sum / double(n);
-  const double deviation =
-      std::sqrt(std::max(0.0, squares / double(n) - mean * mean));
-  const double density = double(k) / double(n);
-  const float threshold =
-      float(mean + deviation * inverseNormalCdf(1 - density / 2));
-  return std::isfinite(threshold) ? std::max(threshold, 0.0f) : threshold;
+  return thresholdFromMoments(sum, squares, n, gaussianQuantile(n, k));
 }
 
 /// How many times Gaussian-k corrects its threshold at most.
@@ -68,7 +110,7 @@ constexpr int kGaussianCorrections = 3;
 
 /// Where COUNT lies for a target K: -1 below 2k/3, +1 above 4k/3, 0 within
 /// (the counts that Gaussian-k and DGC accept).
-inline int compareToTarget(int64_t count, int64_t k) {
+DTRAIN_RT_HOST_DEVICE inline int compareToTarget(int64_t count, int64_t k) {
   if (3 * count < 2 * k)
     return -1;
   return 3 * count > 4 * k ? 1 : 0;
@@ -76,7 +118,7 @@ inline int compareToTarget(int64_t count, int64_t k) {
 
 /// THRESHOLD corrected for a count on SIDE (compareToTarget): halved when
 /// too few pass, times 1.5 when too many.
-inline float correctThreshold(float threshold, int side) {
+DTRAIN_RT_HOST_DEVICE inline float correctThreshold(float threshold, int side) {
   return side < 0 ? threshold * 0.5f : threshold * 1.5f;
 }
 

@@ -38,7 +38,7 @@ int64_t cpuResidualSelect(void *, const float *grad, float *residual,
   for (int64_t j = 0; j < selected; ++j) {
     const float value = values[j];
     values[j] = roundToValueType(value, valueType);
-    residual[indices[j]] = value - values[j];
+    residual[indices[j]] = roundingResidual(value, values[j]);
   }
   return selected;
 }
@@ -64,7 +64,7 @@ void cpuDenseResidual(void *, float *grad, float *residual, int64_t count,
   for (int64_t i = 0; i < count; ++i) {
     const float u = grad[i] + residual[i];
     grad[i] = roundToValueType(u, valueType);
-    residual[i] = u - grad[i];
+    residual[i] = roundingResidual(u, grad[i]);
   }
 }
 

@@ -194,4 +194,30 @@ TEST(BF16, MatchesIndependentReference) {
   }
 }
 
+TEST(RoundingResidual, KeepsWhatRoundingDropped) {
+  // 1 + 2^-10 in bf16 (8 bits of mantissa) is 1: 2^-10 stays behind.
+  const float value = 1.0f + std::ldexp(1.0f, -10);
+  const float sent = roundToValueType(value, DTRAIN_RT_BF16);
+  EXPECT_EQ(sent, 1.0f);
+  EXPECT_EQ(roundingResidual(value, sent), std::ldexp(1.0f, -10));
+  // 1e6 saturates f16 at 65504: the rest stays behind.
+  EXPECT_EQ(roundingResidual(1e6f, roundToValueType(1e6f, DTRAIN_RT_F16)),
+            1e6f - 65504.0f);
+  // An infinity sent whole leaves nothing (inf - inf would be NaN), in
+  // every wire type.
+  for (int32_t type : {DTRAIN_RT_F32, DTRAIN_RT_BF16, DTRAIN_RT_F16}) {
+    EXPECT_EQ(floatBits(roundingResidual(inf, roundToValueType(inf, type))), 0u)
+        << type;
+    EXPECT_EQ(floatBits(roundingResidual(-inf, roundToValueType(-inf, type))),
+              0u)
+        << type;
+  }
+  // NaN leaves the one quiet NaN, whatever its sign and payload.
+  for (uint32_t nan : {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xffffffffu})
+    EXPECT_EQ(floatBits(roundingResidual(
+                  f(nan), roundToValueType(f(nan), DTRAIN_RT_BF16))),
+              0x7fc00000u)
+        << std::hex << nan;
+}
+
 } // namespace

@@ -7,15 +7,21 @@
 //             (11, 11 and 10 bits, each over the elements whose higher bits
 //             match the bins chosen so far); a one-block kernel chooses each
 //             bin, so the threshold never leaves the device;
-//   gaussian  one pass for the sums, one that counts |x| above all 15
-//             thresholds that 3 corrections can reach (each correction
-//             halves or multiplies by 1.5: a binary tree), so the host walks
-//             the correction rule (GaussianK.h) with two waits in all.
+//   gaussian  one pass for the sums, from which a one-block kernel makes
+//             the 15 thresholds that 3 corrections can reach (each
+//             correction halves or multiplies by 1.5: a binary tree), then
+//             one pass that counts, per tile, |x| above each of them, and
+//             a one-thread kernel that walks the correction rule
+//             (GaussianK.h) to the threshold to compact with; the host
+//             waits once, at the end, for the count (or the exact
+//             selection to run instead, which is rare).
 // Both end in the same compaction, which keeps index order: the entries
 // with magnitude bits above a bound T, and the first TIES (in index order)
-// equal to T. It counts per tile of 4096 elements, scans the tiles'
-// counts, and writes each entry at (entries above T before it) +
-// min(TIES, entries equal to T before it).
+// equal to T. It counts per tile of 4096 elements (the Gaussian count
+// pass has counted already, a column of counts per threshold), scans the
+// tiles' counts, and writes each
+// entry at (entries above T before it) + min(TIES, entries equal to T
+// before it), each warp finding its entries' places by ballots.
 //
 // The residual version forms u = grad + residual in the first pass over the
 // data, whichever it is, and after the selection rounds the values to the
@@ -54,10 +60,12 @@ __device__ constexpr int levelWidth(int level) { return level == 2 ? 10 : 11; }
 /// Threads of the bin search: two bins each.
 constexpr int kFindThreads = kBins / 2;
 
-/// The compaction's tiles: kTileThreads threads of kTileItems elements.
+/// The compaction's tiles: kTileThreads threads of kTileItems elements;
+/// each warp takes kTileItems runs of 32 consecutive elements.
 constexpr int kTileThreads = 256;
 constexpr int kTileItems = 16;
 constexpr int64_t kTile = kTileThreads * kTileItems;
+constexpr int kWarpRun = 32 * kTileItems;
 
 /// Gaussian-k's thresholds after 0..3 corrections, as a binary tree in
 /// heap order: node i is corrected to 2i+1 (halved) or 2i+2 (times 1.5).
@@ -66,13 +74,31 @@ struct ThresholdTree {
   float value[kTreeSize];
 };
 
+/// Gaussian-k's outcome: the tree node whose threshold it compacts with
+/// and how many entries pass it, or, where EXACTK > 0, the exact selection
+/// of EXACTK entries to run instead (nothing was compacted).
+struct GaussianChoice {
+  int node;
+  int64_t count, exactK;
+};
+
+/// A Gaussian selection's thresholds, how many |x| exceed each, and its
+/// choice; the host reads the choice back.
+struct GaussianCounts {
+  ThresholdTree tree;
+  unsigned long long above[kTreeSize];
+  GaussianChoice choice;
+};
+
 /// The bound of a compaction: the entries with magnitude bits above
-/// PREFIX, and the first NEED equal to it. While the radix select runs,
-/// PREFIX holds the bins chosen so far and NEED the rank sought among the
-/// entries that match them.
+/// PREFIX, and the first NEED equal to it; their tile counts are column
+/// COLUMN of the tile counts (the Gaussian count pass counts a column per
+/// threshold). While the radix select runs, PREFIX holds the bins chosen
+/// so far and NEED the rank sought among the entries that match them.
 struct RadixState {
   uint32_t prefix;
   int64_t need;
+  uint32_t column;
 };
 
 /// The selection's input X; with GRAD, the first pass reads
@@ -84,8 +110,8 @@ struct Input {
 };
 
 /// The bits of |x|: unsigned order is magnitude order (NaNs above inf).
-__device__ inline uint32_t magnitudeBits(float x) {
-  return __float_as_uint(x) & 0x7fffffffu;
+DTRAIN_RT_HOST_DEVICE inline uint32_t magnitudeBits(float x) {
+  return floatBits(x) & 0x7fffffffu;
 }
 
 __device__ inline float load(Input in, int64_t i) {
@@ -116,7 +142,7 @@ __global__ void initStateKernel(RadixState *state,
   for (int b = threadIdx.x; b < kBins; b += blockDim.x)
     histogram[b] = 0;
   if (threadIdx.x == 0)
-    *state = RadixState{prefix, need};
+    *state = RadixState{prefix, need, 0};
 }
 
 /// Adds the LEVEL bins of the entries matching the state's prefix to
@@ -145,9 +171,11 @@ __global__ void histogramKernel(Input in, int64_t n, const RadixState *state,
 
 /// One block of kFindThreads: the bin, from the top, that holds the
 /// state's NEED-th largest; appends it to the prefix, makes NEED the rank
-/// within it, and clears the histogram for the next level.
-__global__ void findBinKernel(RadixState *state,
-                              unsigned long long *histogram, int level) {
+/// within it, and clears the histogram for the next level. (The launch
+/// bound caps its registers: unbounded, it took 88, too many for a block
+/// of 1024 threads.)
+__global__ void __launch_bounds__(kFindThreads)
+    findBinKernel(RadixState *state, unsigned long long *histogram, int level) {
   using Scan = cub::BlockScan<unsigned long long, kFindThreads>;
   __shared__ typename Scan::TempStorage scanStorage;
   // Thread t holds the bins at positions 2t and 2t+1 from the top.
@@ -171,6 +199,31 @@ __global__ void findBinKernel(RadixState *state,
   }
 }
 
+/// The elements FIRST + STEP * j (j < kTileItems) of a tile, past N as 0;
+/// checked against N only in the last tile, so that the others' loads are
+/// issued together rather than each after the last one's check.
+__device__ inline void loadTile(const float *x, int64_t n, int64_t first,
+                                int step, float (&items)[kTileItems]) {
+  if ((blockIdx.x + 1) * kTile <= n) {
+#pragma unroll
+    for (int j = 0; j < kTileItems; ++j)
+      items[j] = x[first + step * j];
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    const int64_t i = first + step * j;
+    items[j] = i < n ? x[i] : 0.0f;
+  }
+}
+
+/// An entry of magnitude bits BITS against the bound THRESHOLD as the
+/// tile counts count it: 1 << 32 above, 1 equal, 0 below.
+__device__ inline unsigned long long packedCount(uint32_t bits,
+                                                 uint32_t threshold) {
+  return bits > threshold ? 1ull << 32 : (bits == threshold ? 1ull : 0);
+}
+
 /// Per tile: how many entries are above the bound (high 32 bits) and
 /// equal to it (low 32 bits). Each count is below 2^31, so the packed
 /// sums of the tile scan never carry from one half into the other.
@@ -182,10 +235,8 @@ __global__ void tileCountKernel(Input in, int64_t n, const RadixState *bound,
   const int64_t end = min(n, begin + kTile);
   const uint32_t threshold = bound->prefix;
   unsigned long long packed = 0;
-  for (int64_t i = begin + threadIdx.x; i < end; i += kTileThreads) {
-    const uint32_t bits = magnitudeBits(load(in, i));
-    packed += bits > threshold ? 1ull << 32 : (bits == threshold ? 1ull : 0);
-  }
+  for (int64_t i = begin + threadIdx.x; i < end; i += kTileThreads)
+    packed += packedCount(magnitudeBits(load(in, i)), threshold);
   const unsigned long long total = Reduce(storage).Sum(packed);
   if (threadIdx.x == 0)
     tileCounts[blockIdx.x] = total;
@@ -193,46 +244,60 @@ __global__ void tileCountKernel(Input in, int64_t n, const RadixState *bound,
 
 /// Writes the tile's selected entries at their places (see the file
 /// comment); TILEOFFSETS is the exclusive scan of the packed tile counts.
-__global__ void compactKernel(const float *x, int64_t n,
-                              const RadixState *bound,
-                              const unsigned long long *tileOffsets,
-                              int32_t *indices, float *values) {
-  using Load = cub::BlockLoad<float, kTileThreads, kTileItems,
-                              cub::BLOCK_LOAD_WARP_TRANSPOSE>;
-  using Scan = cub::BlockScan<unsigned long long, kTileThreads>;
-  __shared__ union {
-    typename Load::TempStorage load;
-    typename Scan::TempStorage scan;
-  } storage;
-  const int64_t begin = blockIdx.x * kTile;
-  const int valid = int(min(kTile, n - begin));
-  float items[kTileItems];
-  Load(storage.load).Load(x + begin, items, valid, 0.0f);
-  __syncthreads(); // the scan reuses the storage
+/// Warp w takes the tile's w-th run of kWarpRun elements, 32 consecutive
+/// ones at a time: a lane's place among the warp's 32 is the population
+/// count of the lower lanes in the ballot. (Three blocks to a
+/// multiprocessor at least: its registers, unbounded, would allow two.)
+__global__ void __launch_bounds__(kTileThreads, 3)
+    compactKernel(const float *x, int64_t n, const RadixState *bound,
+                  const unsigned long long *tileOffsets, int32_t *indices,
+                  float *values) {
+  __shared__ unsigned long long warpCounts[kTileThreads / 32];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int64_t begin = blockIdx.x * kTile + int64_t(warp) * kWarpRun + lane;
   const uint32_t threshold = bound->prefix;
   const uint64_t ties = uint64_t(bound->need);
-  // Thread t holds the tile's entries t * kTileItems + j, in index order.
-  const int first = int(threadIdx.x) * kTileItems;
+  float items[kTileItems];
+  loadTile(x, n, begin, 32, items);
   unsigned long long packed = 0;
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j)
+    if (begin + 32 * j < n)
+      packed += packedCount(magnitudeBits(items[j]), threshold);
+  packed = warpSum(packed);
+  if (lane == 0)
+    warpCounts[warp] = packed;
+  __syncthreads();
+  // The scan ran over all columns: the column's own offsets are the
+  // differences from its first (modulo 2^64, which the sums of other
+  // columns may pass; a column's own are below 2^63).
+  const unsigned long long *offsets =
+      tileOffsets + int64_t(bound->column) * gridDim.x;
+  unsigned long long before = offsets[blockIdx.x] - offsets[0];
+  for (int w = 0; w < warp; ++w)
+    before += warpCounts[w];
+  const unsigned lowerLanes = (1u << lane) - 1;
+#pragma unroll
   for (int j = 0; j < kTileItems; ++j) {
+    const int64_t i = begin + 32 * j;
     const uint32_t bits = magnitudeBits(items[j]);
-    if (first + j < valid)
-      packed += bits > threshold ? 1ull << 32 : (bits == threshold ? 1ull : 0);
-  }
-  unsigned long long before;
-  Scan(storage.scan).ExclusiveSum(packed, before);
-  before += tileOffsets[blockIdx.x];
-  for (int j = 0; j < kTileItems && first + j < valid; ++j) {
-    const uint32_t bits = magnitudeBits(items[j]);
-    const uint64_t aboveBefore = before >> 32, equalBefore = before & 0xffffffffu;
-    if (bits > threshold || (bits == threshold && equalBefore < ties)) {
-      const uint64_t at = aboveBefore + (equalBefore < ties ? equalBefore : ties);
+    const bool above = i < n && bits > threshold;
+    const bool equal = i < n && bits == threshold;
+    const unsigned aboveLanes = __ballot_sync(0xffffffffu, above);
+    const unsigned equalLanes = __ballot_sync(0xffffffffu, equal);
+    const uint64_t aboveBefore =
+        (before >> 32) + unsigned(__popc(aboveLanes & lowerLanes));
+    const uint64_t equalBefore =
+        (before & 0xffffffffu) + unsigned(__popc(equalLanes & lowerLanes));
+    if (above || (equal && equalBefore < ties)) {
+      const uint64_t at = aboveBefore + min(equalBefore, ties);
       if (indices)
-        indices[at] = int32_t(begin + first + j);
+        indices[at] = int32_t(i);
       if (values)
         values[at] = items[j];
     }
-    before += bits > threshold ? 1ull << 32 : (bits == threshold ? 1ull : 0);
+    before +=
+        (uint64_t(__popc(aboveLanes)) << 32) + unsigned(__popc(equalLanes));
   }
 }
 
@@ -254,31 +319,105 @@ __global__ void momentsKernel(Input in, int64_t n, double2 *partials) {
     partials[blockIdx.x] = make_double2(blockSum, blockSquares);
 }
 
-/// Per block: how many |x| exceed each threshold of the tree.
-__global__ void countAboveKernel(const float *x, int64_t n,
-                                 ThresholdTree tree,
-                                 unsigned long long *partials) {
+/// One block: Gaussian-k's thresholds (COUNTS->tree) from the moments'
+/// per-block PARTIALS (BLOCKS of them) of N values, QUANTILE being
+/// gaussianQuantile(N, K).
+__global__ void thresholdTreeKernel(const double2 *partials, int blocks,
+                                    int64_t n, double quantile,
+                                    GaussianCounts *counts) {
+  using Reduce = cub::BlockReduce<double, kBlock>;
+  __shared__ typename Reduce::TempStorage storage;
+  double sum = 0, squares = 0;
+  for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
+    sum += partials[b].x;
+    squares += partials[b].y;
+  }
+  sum = Reduce(storage).Sum(sum);
+  __syncthreads(); // the second reduction reuses the storage
+  squares = Reduce(storage).Sum(squares);
+  if (threadIdx.x != 0)
+    return;
+  ThresholdTree &tree = counts->tree;
+  tree.value[0] = thresholdFromMoments(sum, squares, n, quantile);
+  for (int t = 0; 2 * t + 2 < kTreeSize; ++t) {
+    tree.value[2 * t + 1] = correctThreshold(tree.value[t], -1);
+    tree.value[2 * t + 2] = correctThreshold(tree.value[t], 1);
+  }
+  for (int t = 0; t < kTreeSize; ++t)
+    counts->above[t] = 0; // for countTreeKernel's sums
+}
+
+/// Per tile: how many entries have magnitude bits above each threshold's
+/// (|x| above it: the thresholds are at least 0, and a NaN among the
+/// values makes them NaN, which chooseGaussianKernel sees), as packed tile
+/// counts (above << 32; the Gaussian compaction takes no ties) at
+/// TILECOUNTS[node * tiles + tile], and added to COUNTS->above.
+__global__ void __launch_bounds__(kTileThreads)
+    countTreeKernel(const float *x, int64_t n, GaussianCounts *counts,
+                    unsigned long long *tileCounts) {
   __shared__ unsigned blockCounts[kTreeSize];
   if (threadIdx.x < kTreeSize)
     blockCounts[threadIdx.x] = 0;
+  uint32_t bounds[kTreeSize];
+#pragma unroll
+  for (int t = 0; t < kTreeSize; ++t)
+    bounds[t] = magnitudeBits(counts->tree.value[t]);
   __syncthreads();
-  unsigned counts[kTreeSize] = {};
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const float magnitude = fabsf(x[i]);
+  float items[kTileItems];
+  loadTile(x, n, blockIdx.x * kTile + threadIdx.x, kTileThreads, items);
+  unsigned above[kTreeSize] = {};
+#pragma unroll
+  for (int j = 0; j < kTileItems; ++j) {
+    const uint32_t bits = magnitudeBits(items[j]); // 0 past the end
 #pragma unroll
     for (int t = 0; t < kTreeSize; ++t)
-      counts[t] += magnitude > tree.value[t];
+      above[t] += bits > bounds[t];
   }
 #pragma unroll
   for (int t = 0; t < kTreeSize; ++t) {
-    const unsigned warpCount = warpSum(counts[t]);
+    const unsigned warpCount = warpSum(above[t]);
     if (threadIdx.x % 32 == 0)
       atomicAdd(&blockCounts[t], warpCount);
   }
   __syncthreads();
-  if (threadIdx.x < kTreeSize)
-    partials[blockIdx.x * kTreeSize + threadIdx.x] = blockCounts[threadIdx.x];
+  if (threadIdx.x < kTreeSize) {
+    const unsigned count = blockCounts[threadIdx.x];
+    tileCounts[threadIdx.x * int64_t(gridDim.x) + blockIdx.x] =
+        (unsigned long long)count << 32;
+    atomicAdd(&counts->above[threadIdx.x], (unsigned long long)count);
+  }
+}
+
+/// One thread: Gaussian-k's choice for K, at most CAPACITY entries, from
+/// the counts (COUNTS->choice), and the compaction's bound in STATE: the
+/// chosen threshold, or, where the exact selection must run instead,
+/// nothing (no magnitude reaches 0xffffffff).
+__global__ void chooseGaussianKernel(GaussianCounts *counts, int64_t k,
+                                     int64_t capacity, RadixState *state) {
+  const float first = counts->tree.value[0];
+  GaussianChoice choice{0, 0, k};
+  if (magnitudeBits(first) < 0x7f800000u) { // else inf or NaN among the x
+    int node = 0;
+    for (int round = 0; round < kGaussianCorrections; ++round) {
+      const int side = compareToTarget(int64_t(counts->above[node]), k);
+      if (side == 0)
+        break;
+      node = side < 0 ? 2 * node + 1 : 2 * node + 2;
+    }
+    const int64_t count = int64_t(counts->above[node]);
+    // More pass than CAPACITY holds: the CAPACITY largest of them, which
+    // are the CAPACITY largest of all (the others are at most the
+    // threshold), ties to lower indices, as the CPU selects them.
+    choice = {node, count,
+              compareToTarget(count, k) != 0 ? k
+              : count > capacity             ? capacity
+                                             : 0};
+  }
+  counts->choice = choice;
+  *state = choice.exactK > 0
+               ? RadixState{0xffffffffu, 0, 0}
+               : RadixState{magnitudeBits(counts->tree.value[choice.node]), 0,
+                            uint32_t(choice.node)};
 }
 
 /// VALUES rounded to the wire type, what the rounding dropped left in the
@@ -291,13 +430,13 @@ __global__ void finishResidualKernel(float *residual, const int32_t *indices,
     const float value = values[j];
     const float sent = roundToValueType(value, valueType);
     values[j] = sent;
-    residual[indices[j]] = value - sent;
+    residual[indices[j]] = roundingResidual(value, sent);
   }
 }
 
 /// The dense choice of the exchange: u = GRAD + RESIDUAL sent whole,
 /// rounded to the wire type, the rounding left in the residual (in f32
-/// nothing, not even u - u's NaN for an infinite u: the CPU's bits).
+/// nothing, as on the CPU).
 __global__ void denseResidualKernel(float *grad, float *residual, int64_t n,
                                     int32_t valueType) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -305,20 +444,34 @@ __global__ void denseResidualKernel(float *grad, float *residual, int64_t n,
     const float u = grad[i] + residual[i];
     const float sent = roundToValueType(u, valueType);
     grad[i] = sent;
-    residual[i] = valueType == DTRAIN_RT_F32 ? 0.0f : u - sent;
+    residual[i] = valueType == DTRAIN_RT_F32 ? 0.0f : roundingResidual(u, sent);
   }
 }
 
 int64_t tilesOf(int64_t n) { return (n + kTile - 1) / kTile; }
+
+/// This thread's page-locked buffer for the choices of its Gaussian
+/// selections, made on its first and kept for the process (a copy into
+/// pageable memory would wait for a staging copy of the driver's).
+GaussianChoice &hostChoice() {
+  thread_local GaussianChoice *choice = [] {
+    void *buffer = nullptr;
+    DTRAIN_CUDA_CALL(cudaMallocHost, &buffer, sizeof(GaussianChoice));
+    return static_cast<GaussianChoice *>(buffer);
+  }();
+  return *choice;
+}
 
 /// The device workspace of a selection over N elements, carved from BASE
 /// (NULL: only the size is computed).
 struct Workspace {
   unsigned long long *histogram;
   RadixState *state;
+  /// A count per tile (a compaction's), or per tile and threshold of the
+  /// tree (the Gaussian count pass's).
   unsigned long long *tileCounts, *tileOffsets;
   double2 *moments;
-  unsigned long long *thresholdCounts;
+  GaussianCounts *gaussian;
   void *scanStorage;
   size_t scanBytes;
   size_t size;
@@ -327,7 +480,7 @@ struct Workspace {
     const int64_t tiles = tilesOf(n);
     checkCuda(cub::DeviceScan::ExclusiveSum(
                   nullptr, scanBytes, (unsigned long long *)nullptr,
-                  (unsigned long long *)nullptr, tiles),
+                  (unsigned long long *)nullptr, tiles * kTreeSize),
               "cub::DeviceScan::ExclusiveSum (workspace size)");
     // Every piece 256-byte aligned, from BASE rounded up (integers, not
     // pointers, so that a NULL base only sizes).
@@ -343,12 +496,11 @@ struct Workspace {
         take(kBins * sizeof(unsigned long long)));
     state = static_cast<RadixState *>(take(sizeof(RadixState)));
     tileCounts = static_cast<unsigned long long *>(
-        take(size_t(tiles) * sizeof(unsigned long long)));
+        take(size_t(tiles) * kTreeSize * sizeof(unsigned long long)));
     tileOffsets = static_cast<unsigned long long *>(
-        take(size_t(tiles) * sizeof(unsigned long long)));
+        take(size_t(tiles) * kTreeSize * sizeof(unsigned long long)));
     moments = static_cast<double2 *>(take(kMaxGrid * sizeof(double2)));
-    thresholdCounts = static_cast<unsigned long long *>(
-        take(kMaxGrid * kTreeSize * sizeof(unsigned long long)));
+    gaussian = static_cast<GaussianCounts *>(take(sizeof(GaussianCounts)));
     scanStorage = take(scanBytes);
     size = size_t(cursor - aligned) + 255; // room to align any base
   }
@@ -384,55 +536,21 @@ public:
   /// Gaussian-k for K (1 <= K <= N), at most CAPACITY entries.
   int64_t gaussian(int64_t k, int64_t capacity) {
     const unsigned blocks = gridFor(n);
-    std::vector<double2> moments(blocks);
+    const unsigned tiles = unsigned(tilesOf(n));
     DTRAIN_CUDA_LAUNCH(momentsKernel, blocks, kBlock, stream, firstPass(), n,
                        ws.moments);
-    DTRAIN_CUDA_CALL(cudaMemcpyAsync, moments.data(), ws.moments,
-                     blocks * sizeof(double2), cudaMemcpyDeviceToHost, stream);
+    DTRAIN_CUDA_LAUNCH(thresholdTreeKernel, 1, kBlock, stream, ws.moments,
+                       int(blocks), n, gaussianQuantile(n, k), ws.gaussian);
+    DTRAIN_CUDA_LAUNCH(countTreeKernel, tiles, kTileThreads, stream, in.x, n,
+                       ws.gaussian, ws.tileCounts);
+    DTRAIN_CUDA_LAUNCH(chooseGaussianKernel, 1, 1, stream, ws.gaussian, k,
+                       capacity, ws.state);
+    scanAndCompact(kTreeSize);
+    GaussianChoice &choice = hostChoice();
+    DTRAIN_CUDA_CALL(cudaMemcpyAsync, &choice, &ws.gaussian->choice,
+                     sizeof choice, cudaMemcpyDeviceToHost, stream);
     DTRAIN_CUDA_CALL(cudaStreamSynchronize, stream);
-    double sum = 0, squares = 0;
-    for (const double2 &part : moments) {
-      sum += part.x;
-      squares += part.y;
-    }
-    ThresholdTree tree;
-    tree.value[0] = gaussianThreshold(sum, squares, n, k);
-    if (!std::isfinite(tree.value[0])) // inf or NaN among the values
-      return exact(k);
-    for (int t = 0; 2 * t + 2 < kTreeSize; ++t) {
-      tree.value[2 * t + 1] = correctThreshold(tree.value[t], -1);
-      tree.value[2 * t + 2] = correctThreshold(tree.value[t], 1);
-    }
-    std::vector<unsigned long long> partials(size_t(blocks) * kTreeSize);
-    DTRAIN_CUDA_LAUNCH(countAboveKernel, blocks, kBlock, stream, in.x, n, tree,
-                       ws.thresholdCounts);
-    DTRAIN_CUDA_CALL(cudaMemcpyAsync, partials.data(), ws.thresholdCounts,
-                     partials.size() * sizeof(unsigned long long),
-                     cudaMemcpyDeviceToHost, stream);
-    DTRAIN_CUDA_CALL(cudaStreamSynchronize, stream);
-    auto countAt = [&](int node) {
-      int64_t count = 0;
-      for (unsigned b = 0; b < blocks; ++b)
-        count += int64_t(partials[size_t(b) * kTreeSize + node]);
-      return count;
-    };
-    int node = 0;
-    for (int round = 0; round < kGaussianCorrections; ++round) {
-      const int side = compareToTarget(countAt(node), k);
-      if (side == 0)
-        break;
-      node = side < 0 ? 2 * node + 1 : 2 * node + 2;
-    }
-    const int64_t count = countAt(node);
-    if (compareToTarget(count, k) != 0)
-      return exact(k);
-    // More pass than CAPACITY holds: the CAPACITY largest of them, which
-    // are the CAPACITY largest of all (the others are at most the
-    // threshold), ties to lower indices, as the CPU selects them.
-    if (count > capacity)
-      return exact(capacity);
-    compact(floatBits(tree.value[node]) & 0x7fffffffu, 0);
-    return count;
+    return choice.exactK > 0 ? exact(choice.exactK) : choice.count;
   }
 
   /// Forms u when no pass did (nothing was selected).
@@ -467,13 +585,19 @@ private:
   }
 
   void compactFromState() {
+    DTRAIN_CUDA_LAUNCH(tileCountKernel, unsigned(tilesOf(n)), kTileThreads,
+                       stream, firstPass(), n, ws.state, ws.tileCounts);
+    scanAndCompact(1);
+  }
+
+  /// The compaction of the state's bound, whose tile counts are among the
+  /// first COLUMNS columns of the tile counts.
+  void scanAndCompact(int columns) {
     const int64_t tiles = tilesOf(n);
-    DTRAIN_CUDA_LAUNCH(tileCountKernel, unsigned(tiles), kTileThreads, stream,
-                       firstPass(), n, ws.state, ws.tileCounts);
     size_t scanBytes = ws.scanBytes;
     checkCuda(cub::DeviceScan::ExclusiveSum(ws.scanStorage, scanBytes,
                                             ws.tileCounts, ws.tileOffsets,
-                                            tiles, stream),
+                                            tiles * columns, stream),
               "cub::DeviceScan::ExclusiveSum");
     DTRAIN_CUDA_LAUNCH(compactKernel, unsigned(tiles), kTileThreads, stream,
                        in.x, n, ws.state, ws.tileOffsets, indices, values);
