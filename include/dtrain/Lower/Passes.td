@@ -389,6 +389,15 @@ def TileParallelLoopsForGPU : Pass<"dtrain-tile-parallel-loops-for-gpu",
     contiguous dimension: coalesced loads and stores. Tiling the outermost
     dimension instead (`scf-parallel-loop-tiling`) puts a warp's threads a
     row apart, on a 2-D loop nest such as a bias broadcast over a batch.
+
+    A loop of more than three dimensions, or whose innermost dimension has
+    fewer than `threads` iterations, is first made one dimension
+    (`collapseParallelLoops`; the indices come back by division by
+    constants): `gpu-map-parallel-loops` gives processors to the first
+    three dimensions only, so a fourth, the tiled one, ran sequentially in
+    a block of one thread (resnet18's average-pool gradient: 114688 such
+    blocks, 0.9 ms of an 8.2 ms step on an H200), and a short innermost
+    dimension leaves most of each block idle.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "256",
