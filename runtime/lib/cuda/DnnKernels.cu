@@ -106,24 +106,40 @@ __device__ bool beats(float v, float best) {
 // _BF16 or _F16), widened exactly to f32 as they are read; each result is
 // computed in f32 and rounded once as it is stored.
 
+/// The window of output O: its taps, the input offset of its tap (0, 0)
+/// within the plane (Y0, X0: possibly in the padding), and where its
+/// input plane starts (IN).
+struct Window {
+  Taps rows, cols;
+  int y0, x0;
+  int64_t in;
+
+  /// The offset in the plane of tap (I, J).
+  __device__ int tap(const PlaneShape &g, int i, int j) const {
+    return (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
+  }
+};
+
+__device__ Window windowOf(const PlaneShape &g, int64_t o) {
+  const int64_t plane = o / g.outputs();
+  const int at = int(o - plane * g.outputs());
+  const int oy = at / g.ow, ox = at - oy * g.ow;
+  return {tapsOf(g.h, oy), tapsOf(g.w, ox), oy * g.h.stride - g.h.padBegin,
+          ox * g.w.stride - g.w.padBegin, plane * g.inputs()};
+}
+
 /// One output per thread, summed in the CPU loop's order (row-major over
 /// the window).
 template <int32_t Type>
 __global__ void poolForward(PlaneShape g, const void *__restrict__ x,
                             void *__restrict__ y) {
   DTRAIN_GRID_LOOP(o, g.planes * g.outputs()) {
-    const int64_t plane = o / g.outputs();
-    const int at = int(o - plane * g.outputs());
-    const int oy = at / g.ow, ox = at - oy * g.ow;
-    const Taps rows = tapsOf(g.h, oy), cols = tapsOf(g.w, ox);
-    const int y0 = oy * g.h.stride - g.h.padBegin;
-    const int x0 = ox * g.w.stride - g.w.padBegin;
-    const int64_t in = plane * g.inputs();
+    const Window w = windowOf(g, o);
+    const Taps &rows = w.rows, &cols = w.cols;
     float max = -INFINITY, sum = 0.0f;
     for (int i = rows.first; i < rows.last; ++i) {
-      const int64_t row = in + (y0 + i * g.h.dilation) * g.w.in;
       for (int j = cols.first; j < cols.last; ++j) {
-        const float v = loadAsFloat(x, Type, row + x0 + j * g.w.dilation);
+        const float v = loadAsFloat(x, Type, w.in + w.tap(g, i, j));
         if (beats(v, max))
           max = v;
         sum += v;
@@ -144,21 +160,13 @@ template <int32_t Type>
 __global__ void poolArgmax(PlaneShape g, const void *__restrict__ x,
                            int32_t *__restrict__ argmax) {
   DTRAIN_GRID_LOOP(o, g.planes * g.outputs()) {
-    const int64_t plane = o / g.outputs();
-    const int at = int(o - plane * g.outputs());
-    const int oy = at / g.ow, ox = at - oy * g.ow;
-    const Taps rows = tapsOf(g.h, oy), cols = tapsOf(g.w, ox);
-    const int y0 = oy * g.h.stride - g.h.padBegin;
-    const int x0 = ox * g.w.stride - g.w.padBegin;
-    const int64_t in = plane * g.inputs();
-    int best = (y0 + rows.first * g.h.dilation) * g.w.in + x0 +
-               cols.first * g.w.dilation;
-    float max = loadAsFloat(x, Type, in + best);
-    for (int i = rows.first; i < rows.last; ++i)
-      for (int j = cols.first; j < cols.last; ++j) {
-        const int tap =
-            (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
-        const float v = loadAsFloat(x, Type, in + tap);
+    const Window w = windowOf(g, o);
+    int best = w.tap(g, w.rows.first, w.cols.first);
+    float max = loadAsFloat(x, Type, w.in + best);
+    for (int i = w.rows.first; i < w.rows.last; ++i)
+      for (int j = w.cols.first; j < w.cols.last; ++j) {
+        const int tap = w.tap(g, i, j);
+        const float v = loadAsFloat(x, Type, w.in + tap);
         if (beats(v, max)) {
           best = tap;
           max = v;
