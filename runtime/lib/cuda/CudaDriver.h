@@ -33,7 +33,6 @@
   X(cuDeviceGetCount)                                                          \
   X(cuDeviceGet)                                                               \
   X(cuDeviceGetUuid)                                                           \
-  X(cuDeviceTotalMem)                                                          \
   X(cuDevicePrimaryCtxRetain)                                                  \
   X(cuCtxSetCurrent)                                                           \
   X(cuModuleLoadData)                                                          \
@@ -54,6 +53,7 @@
   X(cuMemAlloc)                                                                \
   X(cuMemAllocManaged)                                                         \
   X(cuMemFree)                                                                 \
+  X(cuMemGetInfo)                                                              \
   X(cuMemPrefetchAsync)                                                        \
   X(cuMemcpyAsync)                                                             \
   X(cuMemsetD32Async)                                                          \

@@ -122,18 +122,20 @@ private:
     }
   }
 
-  /// The most bytes of blocks the pool holds: the device's memory less a
-  /// reserve (a sixteenth of it, at least 1 GiB) for cuBLAS's and cuDNN's
-  /// workspaces, NCCL and the driver.
+  /// The most bytes of blocks the pool holds: the device's free memory
+  /// when the pool first grows, less a reserve (a sixteenth of the
+  /// device's memory, at least 1 GiB) for cuBLAS's and cuDNN's
+  /// workspaces, NCCL and the driver. Free rather than total memory:
+  /// ranks that share the device, or other processes, hold some, and
+  /// managed memory past what the device has free would be paged, which
+  /// can hang the GPU.
   static size_t capacity() {
     static const size_t bytes = [] {
-      const Driver &driver = cuda();
-      CUdevice device = 0;
-      DTRAIN_CU(cuDeviceGet, &device, driver.ordinal);
-      size_t total = 0;
-      DTRAIN_CU(cuDeviceTotalMem, &total, device);
+      cuda(); // the context that cuMemGetInfo asks about
+      size_t free = 0, total = 0;
+      DTRAIN_CU(cuMemGetInfo, &free, &total);
       const size_t reserve = std::max(total / 16, size_t(1) << 30);
-      return total > reserve ? total - reserve : 0;
+      return free > reserve ? free - reserve : 0;
     }();
     return bytes;
   }
