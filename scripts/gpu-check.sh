@@ -16,7 +16,8 @@
 # digits CNN's --target=cuda trainer against the CPU trainer (3 steps on 1
 # and 2 ranks, and in bf16), and resnet18 and resnet50 training steps at
 # batch 32 in f32 (strict, and TF32) and bf16 against PyTorch's eager
-# steps on the same GPU.
+# steps on the same GPU; then, where Nsight Compute is installed, the
+# resnet18 bf16 step's GPU time by kernel (scripts/gpu-profile.sh).
 # Where dtrain-compile and lit are built here too, also the lit tests'
 # GPU branches (every step case of train-step.test against PyTorch).
 #
@@ -38,6 +39,7 @@ if [ "${1:-}" = "--bundle" ]; then
 fi
 report=${1:-${OUT:+$OUT/gpu-report.txt}}
 report=${report:-gpu-report.txt}
+mkdir -p "$(dirname "$report")" || exit 1
 exec > >(tee "$report") 2>&1
 start=$(date +%s)
 
@@ -277,6 +279,19 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
   done
   exit $status
 ) || failed "training steps (bench)"
+fi
+
+if section "where resnet18's bf16 step spends its GPU time (scripts/gpu-profile.sh)"; then
+# Nsight Compute on the step's kernels, where the machine has it: not a
+# check, the figures for the next optimization.
+if command -v ncu > /dev/null || [ -x /usr/local/cuda/bin/ncu ]; then
+  # Its CSV beside the report.
+  OUT=$(dirname "$report") timeout "$(within 150)" \
+    scripts/gpu-profile.sh --bundle "$bundle_dir" resnet18-bf16 \
+    || failed "scripts/gpu-profile.sh"
+else
+  echo "skipped: no ncu (Nsight Compute) here"
+fi
 fi
 
 # (Sections of later GPU steps go here.)

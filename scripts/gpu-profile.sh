@@ -26,7 +26,7 @@ bundle_dir=$2
 shift 2
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(resnet18-bf16 resnet18-f32)
-out=${OUT:-$PWD}
+out=$(cd "${OUT:-.}" && pwd) || exit 1 # absolute: the steps run elsewhere
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -z "$ncu" ]; then
   echo "gpu-profile: no ncu (Nsight Compute) here" >&2
