@@ -358,17 +358,22 @@ struct EmitModelEntryPass
           b, loc, tensorType, argBuffers.back(), b.getUnitAttr(),
           updated ? b.getUnitAttr() : UnitAttr()));
     }
-    // Output buffers are loaded before the call so that they dominate the
-    // inlined body: --eliminate-empty-tensors can then make the ops that
-    // produce the outputs write into them directly.
-    SmallVector<Value> outputs;
-    for (auto [type, index] :
-         llvm::zip_equal(forward.getResultTypes(), resultSlots))
-      outputs.push_back(loadBuffer(cast<RankedTensorType>(type), index));
-    auto call = func::CallOp::create(b, loc, forward, args);
     auto updatedArg = [&](size_t result) {
       return result < updatedArgs.size() ? updatedArgs[result] : std::nullopt;
     };
+    // Output buffers are loaded before the call so that they dominate the
+    // inlined body: --eliminate-empty-tensors can then make the ops that
+    // produce the outputs write into them directly. Not an updated
+    // result's: the runtime passes its argument's buffer there too, which
+    // the code reaches through the argument's slot alone (so that distinct
+    // slots in the code are distinct buffers).
+    SmallVector<Value> outputs;
+    for (auto [i, type, index] :
+         llvm::enumerate(forward.getResultTypes(), resultSlots))
+      outputs.push_back(updatedArg(i)
+                            ? Value()
+                            : loadBuffer(cast<RankedTensorType>(type), index));
+    auto call = func::CallOp::create(b, loc, forward, args);
     for (auto [i, result] : llvm::enumerate(call.getResults()))
       if (!updatedArg(i))
         bufferization::MaterializeInDestinationOp::create(
