@@ -376,6 +376,37 @@ def InterchangeParallelOuter : Pass<"dtrain-interchange-parallel-outer",
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def FuseSiblingParallelLoops : Pass<"dtrain-fuse-sibling-parallel-loops",
+                                     "func::FuncOp"> {
+  let summary = "Merge runs of small independent 1-D scf.parallel loops "
+                "into one loop, so that a GPU runs them as one kernel";
+  let description = [{
+    For `--target=cuda`, after `convert-linalg-to-parallel-loops`: an
+    optimizer updates each parameter in a loop of its own, and a small
+    parameter (a batch norm's scale or bias, 64 to 512 values) is a kernel
+    launch of a few microseconds that does almost nothing (resnet18: 40 in
+    a row). A run of adjacent outermost 1-D loops of at most
+    `max-iterations` iterations each (bounds 0 to a constant, step 1, no
+    results), with only side-effect-free ops between them, becomes one 2-D
+    loop over (loop, iteration): an `scf.index_switch` on the first index
+    runs the original body where the second is in its bounds. Loops are
+    merged only when none writes a buffer that another of the run reads
+    or writes, buffers compared by the allocation or model slot their
+    memrefs view (every allocation is a buffer of its own, and so is every
+    slot that a compiled model's code reaches: a parameter and its updated
+    output share one buffer, which `--dtrain-emit-model-entry` reaches
+    through the parameter's slot alone, not loading the output's); a loop
+    whose body has other
+    memory effects, or reaches a buffer of unknown origin, stays alone.
+  }];
+  let options = [
+    Option<"maxIterations", "max-iterations", "int64_t", "4096",
+           "the largest loop merged (default 4096)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def TileParallelLoopsForGPU : Pass<"dtrain-tile-parallel-loops-for-gpu",
                                     "func::FuncOp"> {
   let summary = "Tile each outermost scf.parallel into blocks and threads "

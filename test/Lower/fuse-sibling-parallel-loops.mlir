@@ -1,0 +1,114 @@
+// RUN: dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops))" | FileCheck %s
+// RUN: dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops{max-iterations=100}))" | FileCheck %s --check-prefix=SMALL
+// RUN: not dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops{max-iterations=0}))" 2>&1 | FileCheck %s --check-prefix=ZERO
+
+// Three parameters' updates (64, 128 and 64 values; each buffer a slot or
+// an allocation of its own) with a constant between them: one loop over
+// (3 loops, 128 iterations), the shorter loops guarded by their bounds.
+// CHECK-LABEL: func.func @updates
+// CHECK:         %[[P1:.*]] = builtin.unrealized_conversion_cast %arg0
+// CHECK:         %[[P2:.*]] = builtin.unrealized_conversion_cast %arg2
+// CHECK:         %[[P3:.*]] = memref.alloc()
+// CHECK:         scf.parallel (%[[WHICH:.*]], %[[I:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c3{{.*}}, %c128{{.*}}) step
+// CHECK-NEXT:      scf.index_switch %[[WHICH]]
+// CHECK-NEXT:      case 0 {
+// CHECK:             %[[IN0:.*]] = arith.cmpi ult, %[[I]], %c64
+// CHECK-NEXT:        scf.if %[[IN0]] {
+// CHECK:               memref.load %{{.*}}[%[[I]]] : memref<64xf32>
+// CHECK:               arith.mulf
+// CHECK:               memref.store %{{.*}}, %[[P1]][%[[I]]] : memref<64xf32>
+// CHECK:           case 1 {
+// CHECK-NOT:         arith.cmpi
+// CHECK:             memref.store %{{.*}}, %[[P2]][%[[I]]] : memref<128xf32>
+// CHECK:           case 2 {
+// CHECK:             arith.cmpi ult, %[[I]], %c64
+// CHECK:               arith.addf
+// CHECK:               memref.store %{{.*}}, %[[P3]][%[[I]]] : memref<64xf32>
+// CHECK:           default {
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+// With a bound of 100, the 128-value loop stays alone, and so do its
+// neighbours (each run would have one loop).
+// SMALL-LABEL: func.func @updates
+// SMALL-COUNT-3: scf.parallel (%{{[^,]*}}) =
+// SMALL-NOT:     scf.index_switch
+// ZERO: error: --dtrain-fuse-sibling-parallel-loops: max-iterations must be at least 1
+func.func @updates(%p1: memref<64xf32>, %g1: memref<64xf32>,
+                   %p2: memref<128xf32>, %g2: memref<128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %lr = arith.constant 0.5 : f32
+  %b1 = builtin.unrealized_conversion_cast %p1 : memref<64xf32> to memref<64xf32>
+  %b2 = builtin.unrealized_conversion_cast %g1 : memref<64xf32> to memref<64xf32>
+  %b3 = builtin.unrealized_conversion_cast %p2 : memref<128xf32> to memref<128xf32>
+  %b4 = builtin.unrealized_conversion_cast %g2 : memref<128xf32> to memref<128xf32>
+  %p3 = memref.alloc() : memref<64xf32>
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %g = memref.load %b2[%i] : memref<64xf32>
+    %d = arith.mulf %g, %lr : f32
+    memref.store %d, %b1[%i] : memref<64xf32>
+    scf.reduce
+  }
+  %two = arith.constant 2.0 : f32
+  scf.parallel (%i) = (%c0) to (%c128) step (%c1) {
+    %g = memref.load %b4[%i] : memref<128xf32>
+    %d = arith.mulf %g, %two : f32
+    memref.store %d, %b3[%i] : memref<128xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %g = memref.load %b2[%i] : memref<64xf32>
+    %d = arith.addf %g, %g : f32
+    memref.store %d, %p3[%i] : memref<64xf32>
+    scf.reduce
+  }
+  memref.dealloc %p3 : memref<64xf32>
+  return
+}
+
+// Not merged: the second loop reads what the first writes; a call
+// between loops ends a run; a loop that reaches a buffer of unknown
+// origin (a function argument, not a slot or an allocation) stays alone.
+// CHECK-LABEL: func.func @kept
+// CHECK-NOT:     scf.index_switch
+// CHECK-COUNT-5: scf.parallel (%{{[^,]*}}) =
+// CHECK-NOT:     scf.index_switch
+// CHECK:         return
+func.func private @opaque()
+func.func @kept(%arg: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  %a = memref.alloc() : memref<64xf32>
+  %b = memref.alloc() : memref<64xf32>
+  %c = memref.alloc() : memref<64xf32>
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    memref.store %one, %a[%i] : memref<64xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %v = memref.load %a[%i] : memref<64xf32>
+    memref.store %v, %b[%i] : memref<64xf32>
+    scf.reduce
+  }
+  func.call @opaque() : () -> ()
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    memref.store %one, %c[%i] : memref<64xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    memref.store %one, %arg[%i] : memref<64xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    memref.store %one, %b[%i] : memref<64xf32>
+    scf.reduce
+  }
+  memref.dealloc %a : memref<64xf32>
+  memref.dealloc %b : memref<64xf32>
+  memref.dealloc %c : memref<64xf32>
+  return
+}
