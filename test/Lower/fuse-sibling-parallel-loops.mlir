@@ -112,3 +112,17 @@ func.func @kept(%arg: memref<64xf32>) {
   memref.dealloc %c : memref<64xf32>
   return
 }
+
+// A merged loop's kernel takes every buffer its loops use as parameters,
+// and PTX 8.0 takes at most 4352 bytes of them: runs stop at 4096. 30
+// loops, each writing a buffer of rank 8 of its own (152 bytes of
+// descriptor), make a run of 26 (3952 bytes) and one of 4.
+// RUN: %python -c "print('func.func @many() {'); print('%c0 = arith.constant 0 : index'); print('%c1 = arith.constant 1 : index'); print('%c2 = arith.constant 2 : index'); print('%v = arith.constant 1.0 : f32'); [print('%a' + str(k) + ' = memref.alloc() : memref<2x1x1x1x1x1x1x1xf32>') for k in range(30)]; [print('scf.parallel (%i) = (%c0) to (%c2) step (%c1) {\n  memref.store %v, %a' + str(k) + '[%i, %c0, %c0, %c0, %c0, %c0, %c0, %c0] : memref<2x1x1x1x1x1x1x1xf32>\n  scf.reduce\n}') for k in range(30)]; print('return'); print('}')" > %t.mlir
+// RUN: dtrain-opt %t.mlir --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops))" | FileCheck %s --check-prefix=BUDGET
+// BUDGET-LABEL: func.func @many
+// BUDGET:       scf.parallel ({{.*}}) = ({{.*}}) to (%c26{{.*}}, %c2{{.*}})
+// BUDGET:       case 25 {
+// BUDGET-NOT:   case 26 {
+// BUDGET:       scf.parallel ({{.*}}) = ({{.*}}) to (%c4{{.*}}, %c2{{.*}})
+// BUDGET:       case 3 {
+// BUDGET-NOT:   case 4 {
