@@ -193,6 +193,10 @@ struct FuseSiblingParallelLoopsPass
         run.clear();
         captured.clear();
       };
+      auto append = [&](Member member) {
+        captured.insert(member.captured.begin(), member.captured.end());
+        run.push_back(std::move(member));
+      };
       auto joins = [&](const Member &member) {
         SetVector<Value> joined = captured;
         joined.insert(member.captured.begin(), member.captured.end());
@@ -204,16 +208,10 @@ struct FuseSiblingParallelLoopsPass
       for (Operation &op : *block) {
         if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
           std::optional<Member> member = asMember(loop, maxIterations);
-          if (member && joins(*member)) {
-            captured.insert(member->captured.begin(), member->captured.end());
-            run.push_back(std::move(*member));
-            continue;
-          }
-          close();
-          if (member) {
-            captured.insert(member->captured.begin(), member->captured.end());
-            run.push_back(std::move(*member));
-          }
+          if (!member || !joins(*member))
+            close();
+          if (member)
+            append(std::move(*member));
           continue;
         }
         // Side-effect-free ops between the loops may stay where they are:
