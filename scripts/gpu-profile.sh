@@ -15,7 +15,7 @@
 # ncu-STEP.csv (in $OUT when set, else the current folder) and the
 # summary to the terminal. ncu runs each kernel alone, so the sum is the
 # GPU's busy time without overlap or launch gaps; compare it with the
-# step's own time (gpu-check.sh).
+# step's own time (gpu-check.sh). Exits 77 where there is no ncu.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 if [ "${1:-}" != "--bundle" ] || [ -z "${2:-}" ]; then
@@ -30,7 +30,7 @@ out=$(cd "${OUT:-.}" && pwd) || exit 1 # absolute: the steps run elsewhere
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -z "$ncu" ]; then
   echo "gpu-profile: no ncu (Nsight Compute) here" >&2
-  exit 1
+  exit 77
 fi
 [ -f "$bundle_dir/bundle.tar.xz" ] || {
   echo "gpu-profile: no $bundle_dir/bundle.tar.xz (scripts/gpu-bundle.sh makes it)" >&2
