@@ -106,13 +106,11 @@ __device__ bool beats(float v, float best) {
 // _BF16 or _F16), widened exactly to f32 as they are read; each result is
 // computed in f32 and rounded once as it is stored.
 
-/// The window of output O: its taps, the input offset of its tap (0, 0)
-/// within the plane (Y0, X0: possibly in the padding), and where its
-/// input plane starts (IN).
+/// The window of output AT (an offset within its plane): its taps and the
+/// input offset in the plane of its tap (0, 0), possibly in the padding.
 struct Window {
   Taps rows, cols;
   int y0, x0;
-  int64_t in;
 
   /// The offset in the plane of tap (I, J).
   __device__ int tap(const PlaneShape &g, int i, int j) const {
@@ -120,31 +118,46 @@ struct Window {
   }
 };
 
-__device__ Window windowOf(const PlaneShape &g, int64_t o) {
-  const int64_t plane = o / g.outputs();
-  const int at = int(o - plane * g.outputs());
+__device__ Window windowOf(const PlaneShape &g, int at) {
   const int oy = at / g.ow, ox = at - oy * g.ow;
   return {tapsOf(g.h, oy), tapsOf(g.w, ox), oy * g.h.stride - g.h.padBegin,
-          ox * g.w.stride - g.w.padBegin, plane * g.inputs()};
+          ox * g.w.stride - g.w.padBegin};
 }
+
+// The pooling kernels run on a grid of (offset in a plane, plane): a thread
+// takes one offset (blockIdx.x, threadIdx.x) in every gridDim.y-th plane,
+// so that what depends on the offset alone (the window, the divisions by
+// sizes known only at run time) is worked out once for all its planes.
+
+/// The offset in its plane of the calling thread's element.
+__device__ int offsetInPlane() { return blockIdx.x * blockDim.x + threadIdx.x; }
+
+/// Loops PLANE over the calling thread's planes.
+#define DTRAIN_PLANE_LOOP(plane, planes)                                       \
+  for (int64_t plane = blockIdx.y; plane < (planes); plane += gridDim.y)
 
 /// One output per thread, summed in the CPU loop's order (row-major over
 /// the window).
 template <int32_t Type>
 __global__ void poolForward(PlaneShape g, const void *__restrict__ x,
                             void *__restrict__ y) {
-  DTRAIN_GRID_LOOP(o, g.planes * g.outputs()) {
-    const Window w = windowOf(g, o);
-    const Taps &rows = w.rows, &cols = w.cols;
+  const int at = offsetInPlane();
+  if (at >= g.outputs())
+    return;
+  const Window w = windowOf(g, at);
+  const Taps &rows = w.rows, &cols = w.cols;
+  DTRAIN_PLANE_LOOP(plane, g.planes) {
+    const int64_t in = plane * g.inputs();
     float max = -INFINITY, sum = 0.0f;
     for (int i = rows.first; i < rows.last; ++i) {
       for (int j = cols.first; j < cols.last; ++j) {
-        const float v = loadAsFloat(x, Type, w.in + w.tap(g, i, j));
+        const float v = loadAsFloat(x, Type, in + w.tap(g, i, j));
         if (beats(v, max))
           max = v;
         sum += v;
       }
     }
+    const int64_t o = plane * g.outputs() + at;
     if (g.kind == DTRAIN_RT_POOL_MAX)
       storeFromFloat(y, Type, o, max);
     else if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
@@ -159,50 +172,69 @@ __global__ void poolForward(PlaneShape g, const void *__restrict__ x,
 template <int32_t Type>
 __global__ void poolArgmax(PlaneShape g, const void *__restrict__ x,
                            int32_t *__restrict__ argmax) {
-  DTRAIN_GRID_LOOP(o, g.planes * g.outputs()) {
-    const Window w = windowOf(g, o);
+  const int at = offsetInPlane();
+  if (at >= g.outputs())
+    return;
+  const Window w = windowOf(g, at);
+  DTRAIN_PLANE_LOOP(plane, g.planes) {
+    const int64_t in = plane * g.inputs();
     int best = w.tap(g, w.rows.first, w.cols.first);
-    float max = loadAsFloat(x, Type, w.in + best);
+    float max = loadAsFloat(x, Type, in + best);
     for (int i = w.rows.first; i < w.rows.last; ++i)
       for (int j = w.cols.first; j < w.cols.last; ++j) {
         const int tap = w.tap(g, i, j);
-        const float v = loadAsFloat(x, Type, w.in + tap);
+        const float v = loadAsFloat(x, Type, in + tap);
         if (beats(v, max)) {
           best = tap;
           max = v;
         }
       }
-    argmax[o] = best;
+    argmax[plane * g.outputs() + at] = best;
   }
 }
 
+/// The windows along D (of OUTPUTS) that read coordinate P: those from
+/// FIRST to LAST - 1 whose tap lands on P, which is every one of them
+/// where the dilation is 1. Window O's tap I reads O * STRIDE - PAD + I *
+/// DILATION, so the windows ascend as the taps descend.
+struct Readers {
+  int first, last;
+};
+
+__device__ Readers readersOf(const PlaneDim &d, int outputs, int p) {
+  const int top = p + d.padBegin; // window O's tap 0 is at TOP - O * STRIDE
+  const int low = top - (d.kernel - 1) * d.dilation;
+  const int first = low <= 0 ? 0 : (low + d.stride - 1) / d.stride;
+  const int last = top / d.stride + 1;
+  return {first, last < outputs ? last : outputs};
+}
+
+/// Whether window O along D, one of readersOf's, has a tap on P.
+__device__ bool reads(const PlaneDim &d, int o, int p) {
+  return d.dilation == 1 || (p + d.padBegin - o * d.stride) % d.dilation == 0;
+}
+
 /// One input element per thread: the sum of what the windows that read it
-/// send it, taken in the CPU loop's order (windows in row-major order). Tap
-/// I of window OY reads row OY * STRIDE - PAD + I * DILATION; going down
-/// the taps goes up the windows. ARGMAX is MAX's, else NULL.
+/// send it, taken in the CPU loop's order (windows in row-major order).
+/// ARGMAX is MAX's, else NULL.
 template <int32_t Type>
 __global__ void poolBackward(PlaneShape g, const int32_t *__restrict__ argmax,
                              const void *__restrict__ dy,
                              void *__restrict__ dx) {
-  DTRAIN_GRID_LOOP(e, g.planes * g.inputs()) {
-    const int64_t plane = e / g.inputs();
-    const int offset = int(e - plane * g.inputs());
-    const int iy = offset / g.w.in, ix = offset - iy * g.w.in;
+  const int offset = offsetInPlane();
+  if (offset >= g.inputs())
+    return;
+  const int iy = offset / g.w.in, ix = offset - iy * g.w.in;
+  const Readers rows = readersOf(g.h, g.oh, iy),
+                cols = readersOf(g.w, g.ow, ix);
+  DTRAIN_PLANE_LOOP(plane, g.planes) {
     const int64_t outPlane = plane * g.outputs();
     float grad = 0.0f;
-    for (int i = g.h.kernel - 1; i >= 0; --i) {
-      const int t = iy + g.h.padBegin - i * g.h.dilation;
-      if (t < 0 || t % g.h.stride)
+    for (int oy = rows.first; oy < rows.last; ++oy) {
+      if (!reads(g.h, oy, iy))
         continue;
-      const int oy = t / g.h.stride;
-      if (oy >= g.oh)
-        continue;
-      for (int j = g.w.kernel - 1; j >= 0; --j) {
-        const int u = ix + g.w.padBegin - j * g.w.dilation;
-        if (u < 0 || u % g.w.stride)
-          continue;
-        const int ox = u / g.w.stride;
-        if (ox >= g.ow)
+      for (int ox = cols.first; ox < cols.last; ++ox) {
+        if (!reads(g.w, ox, ix))
           continue;
         const int64_t o = outPlane + oy * g.ow + ox;
         if (g.kind == DTRAIN_RT_POOL_MAX) {
@@ -210,14 +242,14 @@ __global__ void poolBackward(PlaneShape g, const int32_t *__restrict__ argmax,
             grad += loadAsFloat(dy, Type, o);
           continue;
         }
-        const Taps rows = tapsOf(g.h, oy), cols = tapsOf(g.w, ox);
+        const Taps tapRows = tapsOf(g.h, oy), tapCols = tapsOf(g.w, ox);
         const int divisor = g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
-                                ? rows.padded * cols.padded
-                                : rows.inside() * cols.inside();
+                                ? tapRows.padded * tapCols.padded
+                                : tapRows.inside() * tapCols.inside();
         grad += loadAsFloat(dy, Type, o) / float(divisor);
       }
     }
-    storeFromFloat(dx, Type, e, grad);
+    storeFromFloat(dx, Type, plane * g.inputs() + offset, grad);
   }
 }
 
@@ -282,8 +314,8 @@ __global__ void biasGradient(int32_t type, const void *__restrict__ dy,
   for (int64_t channel = blockIdx.x; channel < c; channel += gridDim.x) {
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < count; j += blockDim.x)
-      sum += loadAsFloat(dy, type, (j / spatial * c + channel) * spatial +
-                                       j % spatial);
+      sum += loadAsFloat(dy, type,
+                         (j / spatial * c + channel) * spatial + j % spatial);
     partial[threadIdx.x] = sum;
     __syncthreads();
     for (int half = kBlock / 2; half > 0; half /= 2) {
@@ -338,15 +370,33 @@ PlaneShape planeShape(const KernelCall &call, const PoolShape &g) {
   return {g.kind, g.planes, dim(g.h), dim(g.w), int(g.oh), int(g.ow)};
 }
 
+/// The launch of a pooling kernel over PLANES planes of PERPLANE elements
+/// (see DTRAIN_PLANE_LOOP): blocks of up to kBlock threads along a plane,
+/// rows of them over about kPlaneBlocks blocks in all.
+struct PlaneLaunch {
+  dim3 grid, block;
+};
+
+PlaneLaunch planeLaunch(int64_t perPlane, int64_t planes) {
+  constexpr int64_t kPlaneBlocks = 4096;
+  constexpr int64_t kMaxGridY = 65535;
+  // A plane smaller than a block takes fewer threads, in whole warps.
+  const int64_t threads = std::min<int64_t>(kBlock, (perPlane + 31) / 32 * 32);
+  const int64_t across = (perPlane + threads - 1) / threads;
+  const int64_t rows = std::clamp<int64_t>(kPlaneBlocks / across, 1,
+                                           std::min(planes, kMaxGridY));
+  return {dim3(unsigned(across), unsigned(rows)), dim3(unsigned(threads))};
+}
+
 } // namespace
 
 void dtrain::rt::gpu::launchPool(const KernelCall &call, const PoolShape &g,
                                  int32_t type, const void *x, void *y) {
   const PlaneShape plane = planeShape(call, g);
+  const PlaneLaunch launch = planeLaunch(g.oh * g.ow, g.planes);
   forFloatType(type, [&](auto t) {
     poolForward<decltype(t)::value>
-        <<<gridFor(g.planes * g.oh * g.ow, 1), kBlock, 0, call.stream()>>>(
-            plane, x, y);
+        <<<launch.grid, launch.block, 0, call.stream()>>>(plane, x, y);
   });
   checkLaunched(call, "poolForward launch");
 }
@@ -360,16 +410,18 @@ void dtrain::rt::gpu::launchPoolBackward(KernelCall &call, const PoolShape &g,
     const int64_t outputs = g.planes * g.oh * g.ow;
     argmax =
         static_cast<int32_t *>(call.scratch(size_t(outputs) * sizeof(int32_t)));
+    const PlaneLaunch launch = planeLaunch(g.oh * g.ow, g.planes);
     forFloatType(type, [&](auto t) {
       poolArgmax<decltype(t)::value>
-          <<<gridFor(outputs, 1), kBlock, 0, call.stream()>>>(plane, x, argmax);
+          <<<launch.grid, launch.block, 0, call.stream()>>>(plane, x, argmax);
     });
     checkLaunched(call, "poolArgmax launch");
   }
+  const PlaneLaunch launch = planeLaunch(g.h.in * g.w.in, g.planes);
   forFloatType(type, [&](auto t) {
     poolBackward<decltype(t)::value>
-        <<<gridFor(g.planes * g.h.in * g.w.in, 1), kBlock, 0, call.stream()>>>(
-            plane, argmax, dy, dx);
+        <<<launch.grid, launch.block, 0, call.stream()>>>(plane, argmax, dy,
+                                                          dx);
   });
   checkLaunched(call, "poolBackward launch");
 }
@@ -379,8 +431,8 @@ void dtrain::rt::gpu::launchPadPlanes(const KernelCall &call,
                                       const void *src, void *dst) {
   forFloatType(type, [&](auto t) {
     padPlanes<decltype(t)::value>
-        <<<gridFor(p.planes * p.ph * p.pw), kBlock, 0, call.stream()>>>(
-            p, src, dst);
+        <<<gridFor(p.planes * p.ph * p.pw), kBlock, 0, call.stream()>>>(p, src,
+                                                                        dst);
   });
   checkLaunched(call, "padPlanes launch");
 }
@@ -391,7 +443,7 @@ void dtrain::rt::gpu::launchCropPlanes(const KernelCall &call,
   forFloatType(type, [&](auto t) {
     cropPlanes<decltype(t)::value>
         <<<gridFor(p.planes * p.h * p.w), kBlock, 0, call.stream()>>>(p, src,
-                                                                       dst);
+                                                                      dst);
   });
   checkLaunched(call, "cropPlanes launch");
 }
@@ -408,8 +460,7 @@ void dtrain::rt::gpu::launchBiasGradient(const KernelCall &call, int32_t type,
                                          const void *dy, void *db, int64_t n,
                                          int64_t c, int64_t spatial) {
   const unsigned grid = unsigned(c < kMaxGrid ? c : kMaxGrid);
-  biasGradient<<<grid, kBlock, 0, call.stream()>>>(type, dy, db, n, c,
-                                                   spatial);
+  biasGradient<<<grid, kBlock, 0, call.stream()>>>(type, dy, db, n, c, spatial);
   checkLaunched(call, "biasGradient launch");
 }
 
