@@ -1,10 +1,15 @@
 //===- cuda_select_bench.cpp - CUDA top-k selection benchmark -------------===//
 //
-// Times dtrain_rt_cuda_select_f32 (exact and Gaussian-k) on Gaussian data
-// of 25M and 100M floats at density 0.001: the median and the minimum of
-// several runs after a warm-up, by CUDA events around each call (the
-// Gaussian selection's host waits included). One key=value line per case:
-//   method=gaussian n=25000000 k=25000 selected=24893 median_ms=... min_ms=...
+// Times dtrain_rt_cuda_select_f32 (exact and Gaussian-k) on 25M and 100M
+// floats at density 0.001: the median and the minimum of several runs
+// after a warm-up, by CUDA events around each call (the Gaussian
+// selection's host wait included). The data, as SelectTest's: N(0.001,
+// 0.02), like gradients; Laplace (scale 0.02), whose heavier tails make
+// Gaussian-k raise its first threshold; uniform on (-0.05, 0.05), whose
+// light tails leave Gaussian-k no threshold within its corrections, so
+// that it runs the exact selection instead. One key=value line per case:
+//   method=gaussian data=normal n=25000000 k=25000 selected=24893 median_ms=...
+//   min_ms=...
 // Sizes can be given as arguments (element counts). Without a CUDA device
 // it prints why and exits 77.
 //
@@ -67,55 +72,68 @@ int main(int argc, char **argv) {
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
-  for (int64_t n : sizes) {
-    // Gradient-like data: N(0.001, 0.02), as SelectTest's Gaussian case.
-    std::vector<float> host(static_cast<size_t>(n));
-    std::mt19937 rng(1);
-    std::normal_distribution<float> normal(0.001f, 0.02f);
-    for (float &v : host)
-      v = normal(rng);
-    const int64_t k = std::max<int64_t>(1, int64_t(kDensity * double(n)));
-    const int64_t capacity = 2 * k;
-    const size_t workspaceBytes = dtrain_rt_cuda_select_workspace_size(n);
-    float *x, *values;
-    int32_t *indices;
-    void *workspace;
-    check(cudaMalloc(&x, size_t(n) * sizeof(float)), "cudaMalloc");
-    check(cudaMalloc(&values, size_t(capacity) * sizeof(float)), "cudaMalloc");
-    check(cudaMalloc(&indices, size_t(capacity) * sizeof(int32_t)),
-          "cudaMalloc");
-    check(cudaMalloc(&workspace, workspaceBytes), "cudaMalloc");
-    check(cudaMemcpy(x, host.data(), size_t(n) * sizeof(float),
-                     cudaMemcpyHostToDevice),
-          "cudaMemcpy");
-    for (auto [method, name] :
-         {std::pair{DTRAIN_RT_SELECT_GAUSSIAN, "gaussian"},
-          std::pair{DTRAIN_RT_SELECT_EXACT, "exact"}}) {
-      std::vector<float> times;
-      int64_t selected = 0;
-      for (int run = 0; run <= kRuns; ++run) { // run 0 warms up
-        check(cudaEventRecord(start, stream), "cudaEventRecord");
-        checkRt(dtrain_rt_cuda_select_f32(x, n, k, method, indices, values,
-                                          capacity, &selected, workspace,
-                                          workspaceBytes, stream));
-        check(cudaEventRecord(stop, stream), "cudaEventRecord");
-        check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-        float ms = 0;
-        check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-        if (run > 0)
-          times.push_back(ms);
+  for (int64_t n : sizes)
+    for (const char *data : {"normal", "laplace", "uniform"}) {
+      std::vector<float> host(static_cast<size_t>(n));
+      std::mt19937 rng(1);
+      std::normal_distribution<float> normal(0.001f, 0.02f);
+      std::exponential_distribution<float> exponential(50);
+      std::bernoulli_distribution negative(0.5);
+      std::uniform_real_distribution<float> uniform(-0.05f, 0.05f);
+      for (float &v : host)
+        switch (data[0]) {
+        case 'n':
+          v = normal(rng);
+          break;
+        case 'l':
+          v = negative(rng) ? -exponential(rng) : exponential(rng);
+          break;
+        default:
+          v = uniform(rng);
+        }
+      const int64_t k = std::max<int64_t>(1, int64_t(kDensity * double(n)));
+      const int64_t capacity = 2 * k;
+      const size_t workspaceBytes = dtrain_rt_cuda_select_workspace_size(n);
+      float *x, *values;
+      int32_t *indices;
+      void *workspace;
+      check(cudaMalloc(&x, size_t(n) * sizeof(float)), "cudaMalloc");
+      check(cudaMalloc(&values, size_t(capacity) * sizeof(float)),
+            "cudaMalloc");
+      check(cudaMalloc(&indices, size_t(capacity) * sizeof(int32_t)),
+            "cudaMalloc");
+      check(cudaMalloc(&workspace, workspaceBytes), "cudaMalloc");
+      check(cudaMemcpy(x, host.data(), size_t(n) * sizeof(float),
+                       cudaMemcpyHostToDevice),
+            "cudaMemcpy");
+      for (auto [method, name] :
+           {std::pair{DTRAIN_RT_SELECT_GAUSSIAN, "gaussian"},
+            std::pair{DTRAIN_RT_SELECT_EXACT, "exact"}}) {
+        std::vector<float> times;
+        int64_t selected = 0;
+        for (int run = 0; run <= kRuns; ++run) { // run 0 warms up
+          check(cudaEventRecord(start, stream), "cudaEventRecord");
+          checkRt(dtrain_rt_cuda_select_f32(x, n, k, method, indices, values,
+                                            capacity, &selected, workspace,
+                                            workspaceBytes, stream));
+          check(cudaEventRecord(stop, stream), "cudaEventRecord");
+          check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+          float ms = 0;
+          check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+          if (run > 0)
+            times.push_back(ms);
+        }
+        std::sort(times.begin(), times.end());
+        std::printf("method=%s data=%s n=%lld k=%lld selected=%lld "
+                    "median_ms=%.4f min_ms=%.4f\n",
+                    name, data, (long long)n, (long long)k, (long long)selected,
+                    times[times.size() / 2], times.front());
       }
-      std::sort(times.begin(), times.end());
-      std::printf("method=%s n=%lld k=%lld selected=%lld median_ms=%.4f "
-                  "min_ms=%.4f\n",
-                  name, (long long)n, (long long)k, (long long)selected,
-                  times[times.size() / 2], times.front());
+      check(cudaFree(workspace), "cudaFree");
+      check(cudaFree(indices), "cudaFree");
+      check(cudaFree(values), "cudaFree");
+      check(cudaFree(x), "cudaFree");
     }
-    check(cudaFree(workspace), "cudaFree");
-    check(cudaFree(indices), "cudaFree");
-    check(cudaFree(values), "cudaFree");
-    check(cudaFree(x), "cudaFree");
-  }
   check(cudaEventDestroy(start), "cudaEventDestroy");
   check(cudaEventDestroy(stop), "cudaEventDestroy");
   check(cudaStreamDestroy(stream), "cudaStreamDestroy");

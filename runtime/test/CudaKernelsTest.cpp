@@ -145,6 +145,29 @@ TEST(CudaSelect, GaussianKeepsTheLargestWithinCapacity) {
             (std::vector<int32_t>{0, 1, 10, 700}));
 }
 
+// Gaussian-k's count pass keeps a few entries a tile (Select.cu's slots);
+// a run of large entries in one tile is more than it keeps there, and the
+// compaction pass selects instead. Either way, the CPU's selection, for
+// thresholds at and above the first.
+TEST(CudaSelect, GaussianWithTheLargestInOneTile) {
+  std::vector<float> x = sample(Distribution::Gaussian, 1 << 20, 7);
+  for (int64_t run : {0, 8, 40, 400}) {
+    std::vector<float> clustered = x;
+    for (int64_t i = 0; i < run; ++i)
+      clustered[size_t(3 * 4096 + 100 + 2 * i)] =
+          (i % 2 ? -1.0f : 1.0f) * (0.5f + 0.001f * float(i));
+    for (int64_t k : {int64_t(1000), int64_t(1200), int64_t(700)}) {
+      const Selection cpu =
+          cpuSelect(clustered, k, DTRAIN_RT_SELECT_GAUSSIAN, 2 * k);
+      const Selection gpu =
+          gpuSelect(clustered, k, DTRAIN_RT_SELECT_GAUSSIAN, 2 * k);
+      ASSERT_EQ(gpu.indices, cpu.indices) << "run=" << run << " k=" << k;
+      ASSERT_EQ(bits(gpu.values), bits(cpu.values))
+          << "run=" << run << " k=" << k;
+    }
+  }
+}
+
 TEST(CudaSelect, NothingToSelect) {
   DeviceBuffer<float> x(std::vector<float>{1, 2, 3});
   DeviceBuffer<char> workspace = workspaceFor(3);

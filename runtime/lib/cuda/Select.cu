@@ -14,7 +14,12 @@
 //             a one-thread kernel that walks the correction rule
 //             (GaussianK.h) to the threshold to compact with; the host
 //             waits once, at the end, for the count (or the exact
-//             selection to run instead, which is rare).
+//             selection to run instead, which is rare). The count pass
+//             also keeps each tile's entries above the first threshold in
+//             kSlots slots (about 4 a tile at density 0.001): where the
+//             chosen threshold is at least the first and no tile had more,
+//             a kernel of a thread a tile gathers them, and the compaction
+//             pass over the data returns at once.
 // Both end in the same compaction, which keeps index order: the entries
 // with magnitude bits above a bound T, and the first TIES (in index order)
 // equal to T. It counts per tile of 4096 elements (the Gaussian count
@@ -67,6 +72,13 @@ constexpr int kTileItems = 16;
 constexpr int64_t kTile = kTileThreads * kTileItems;
 constexpr int kWarpRun = 32 * kTileItems;
 
+/// An entry kept by Gaussian-k's count pass, and how many a tile keeps.
+struct Slot {
+  int32_t index;
+  float value;
+};
+constexpr int kSlots = 16;
+
 /// Gaussian-k's thresholds after 0..3 corrections, as a binary tree in
 /// heap order: node i is corrected to 2i+1 (halved) or 2i+2 (times 1.5).
 constexpr int kTreeSize = (2 << kGaussianCorrections) - 1;
@@ -87,6 +99,8 @@ struct GaussianChoice {
 struct GaussianCounts {
   ThresholdTree tree;
   unsigned long long above[kTreeSize];
+  /// Nonzero where a tile had more than kSlots entries above the first.
+  unsigned slotsOverflowed;
   GaussianChoice choice;
 };
 
@@ -95,10 +109,13 @@ struct GaussianCounts {
 /// COLUMN of the tile counts (the Gaussian count pass counts a column per
 /// threshold). While the radix select runs, PREFIX holds the bins chosen
 /// so far and NEED the rank sought among the entries that match them.
+/// FROMSLOTS: Gaussian-k's entries are gathered from the count pass's
+/// slots instead (gatherSlotsKernel).
 struct RadixState {
   uint32_t prefix;
   int64_t need;
   uint32_t column;
+  uint32_t fromSlots;
 };
 
 /// The selection's input X; with GRAD, the first pass reads
@@ -142,7 +159,7 @@ __global__ void initStateKernel(RadixState *state,
   for (int b = threadIdx.x; b < kBins; b += blockDim.x)
     histogram[b] = 0;
   if (threadIdx.x == 0)
-    *state = RadixState{prefix, need, 0};
+    *state = RadixState{prefix, need, 0, 0};
 }
 
 /// Adds the LEVEL bins of the entries matching the state's prefix to
@@ -252,6 +269,8 @@ __global__ void __launch_bounds__(kTileThreads, 3)
     compactKernel(const float *x, int64_t n, const RadixState *bound,
                   const unsigned long long *tileOffsets, int32_t *indices,
                   float *values) {
+  if (bound->fromSlots)
+    return;
   __shared__ unsigned long long warpCounts[kTileThreads / 32];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int64_t begin = blockIdx.x * kTile + int64_t(warp) * kWarpRun + lane;
@@ -345,26 +364,34 @@ __global__ void thresholdTreeKernel(const double2 *partials, int blocks,
   }
   for (int t = 0; t < kTreeSize; ++t)
     counts->above[t] = 0; // for countTreeKernel's sums
+  counts->slotsOverflowed = 0;
 }
 
 /// Per tile: how many entries have magnitude bits above each threshold's
 /// (|x| above it: the thresholds are at least 0, and a NaN among the
 /// values makes them NaN, which chooseGaussianKernel sees), as packed tile
 /// counts (above << 32; the Gaussian compaction takes no ties) at
-/// TILECOUNTS[node * tiles + tile], and added to COUNTS->above.
+/// TILECOUNTS[node * tiles + tile], and added to COUNTS->above. The
+/// entries above the first threshold go to the tile's kSlots SLOTS, in no
+/// particular order, as far as there is room.
 __global__ void __launch_bounds__(kTileThreads)
     countTreeKernel(const float *x, int64_t n, GaussianCounts *counts,
-                    unsigned long long *tileCounts) {
+                    unsigned long long *tileCounts, Slot *slots) {
   __shared__ unsigned blockCounts[kTreeSize];
+  __shared__ unsigned slotsTaken;
   if (threadIdx.x < kTreeSize)
     blockCounts[threadIdx.x] = 0;
+  if (threadIdx.x == 0)
+    slotsTaken = 0;
   uint32_t bounds[kTreeSize];
 #pragma unroll
   for (int t = 0; t < kTreeSize; ++t)
     bounds[t] = magnitudeBits(counts->tree.value[t]);
   __syncthreads();
   float items[kTileItems];
-  loadTile(x, n, blockIdx.x * kTile + threadIdx.x, kTileThreads, items);
+  const int64_t first = blockIdx.x * kTile + threadIdx.x;
+  loadTile(x, n, first, kTileThreads, items);
+  Slot *tileSlots = slots + int64_t(blockIdx.x) * kSlots;
   unsigned above[kTreeSize] = {};
 #pragma unroll
   for (int j = 0; j < kTileItems; ++j) {
@@ -372,6 +399,11 @@ __global__ void __launch_bounds__(kTileThreads)
 #pragma unroll
     for (int t = 0; t < kTreeSize; ++t)
       above[t] += bits > bounds[t];
+    if (bits > bounds[0]) {
+      const unsigned slot = atomicAdd(&slotsTaken, 1u);
+      if (slot < kSlots)
+        tileSlots[slot] = Slot{int32_t(first + kTileThreads * j), items[j]};
+    }
   }
 #pragma unroll
   for (int t = 0; t < kTreeSize; ++t) {
@@ -385,6 +417,43 @@ __global__ void __launch_bounds__(kTileThreads)
     tileCounts[threadIdx.x * int64_t(gridDim.x) + blockIdx.x] =
         (unsigned long long)count << 32;
     atomicAdd(&counts->above[threadIdx.x], (unsigned long long)count);
+  }
+  if (threadIdx.x == 0 && slotsTaken > kSlots)
+    counts->slotsOverflowed = 1;
+}
+
+/// Gaussian-k's compaction where chooseGaussianKernel chose the slots
+/// (BOUND->fromSlots): a thread a tile sorts the tile's slots (TILECOUNTS'
+/// first column counts them) by index and writes those above the bound at
+/// their places, as compactKernel would.
+__global__ void gatherSlotsKernel(const RadixState *bound, const Slot *slots,
+                                  const unsigned long long *tileCounts,
+                                  const unsigned long long *tileOffsets,
+                                  int64_t tiles, int32_t *indices,
+                                  float *values) {
+  const int64_t tile = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (!bound->fromSlots || tile >= tiles)
+    return;
+  const unsigned taken = unsigned(tileCounts[tile] >> 32);
+  Slot sorted[kSlots];
+  for (unsigned s = 0; s < taken; ++s) { // insertion sort: a few entries
+    const Slot slot = slots[tile * kSlots + s];
+    unsigned at = s;
+    for (; at > 0 && sorted[at - 1].index > slot.index; --at)
+      sorted[at] = sorted[at - 1];
+    sorted[at] = slot;
+  }
+  const unsigned long long *offsets =
+      tileOffsets + int64_t(bound->column) * tiles;
+  uint64_t at = (offsets[tile] - offsets[0]) >> 32;
+  for (unsigned s = 0; s < taken; ++s) {
+    if (magnitudeBits(sorted[s].value) <= bound->prefix)
+      continue;
+    if (indices)
+      indices[at] = sorted[s].index;
+    if (values)
+      values[at] = sorted[s].value;
+    ++at;
   }
 }
 
@@ -414,10 +483,14 @@ __global__ void chooseGaussianKernel(GaussianCounts *counts, int64_t k,
                                              : 0};
   }
   counts->choice = choice;
+  // The slots hold every entry above the first threshold, so every entry
+  // above a threshold at least as high.
+  const uint32_t bound = magnitudeBits(counts->tree.value[choice.node]);
+  const bool fromSlots = choice.exactK == 0 && !counts->slotsOverflowed &&
+                         bound >= magnitudeBits(first);
   *state = choice.exactK > 0
-               ? RadixState{0xffffffffu, 0, 0}
-               : RadixState{magnitudeBits(counts->tree.value[choice.node]), 0,
-                            uint32_t(choice.node)};
+               ? RadixState{0xffffffffu, 0, 0, 0}
+               : RadixState{bound, 0, uint32_t(choice.node), fromSlots};
 }
 
 /// VALUES rounded to the wire type, what the rounding dropped left in the
@@ -472,6 +545,7 @@ struct Workspace {
   unsigned long long *tileCounts, *tileOffsets;
   double2 *moments;
   GaussianCounts *gaussian;
+  Slot *slots;
   void *scanStorage;
   size_t scanBytes;
   size_t size;
@@ -501,6 +575,7 @@ struct Workspace {
         take(size_t(tiles) * kTreeSize * sizeof(unsigned long long)));
     moments = static_cast<double2 *>(take(kMaxGrid * sizeof(double2)));
     gaussian = static_cast<GaussianCounts *>(take(sizeof(GaussianCounts)));
+    slots = static_cast<Slot *>(take(size_t(tiles) * kSlots * sizeof(Slot)));
     scanStorage = take(scanBytes);
     size = size_t(cursor - aligned) + 255; // room to align any base
   }
@@ -542,10 +617,13 @@ public:
     DTRAIN_CUDA_LAUNCH(thresholdTreeKernel, 1, kBlock, stream, ws.moments,
                        int(blocks), n, gaussianQuantile(n, k), ws.gaussian);
     DTRAIN_CUDA_LAUNCH(countTreeKernel, tiles, kTileThreads, stream, in.x, n,
-                       ws.gaussian, ws.tileCounts);
+                       ws.gaussian, ws.tileCounts, ws.slots);
     DTRAIN_CUDA_LAUNCH(chooseGaussianKernel, 1, 1, stream, ws.gaussian, k,
                        capacity, ws.state);
     scanAndCompact(kTreeSize);
+    DTRAIN_CUDA_LAUNCH(gatherSlotsKernel, gridFor(tiles, 1), kBlock, stream,
+                       ws.state, ws.slots, ws.tileCounts, ws.tileOffsets,
+                       int64_t(tiles), indices, values);
     GaussianChoice &choice = hostChoice();
     DTRAIN_CUDA_CALL(cudaMemcpyAsync, &choice, &ws.gaussian->choice,
                      sizeof choice, cudaMemcpyDeviceToHost, stream);
