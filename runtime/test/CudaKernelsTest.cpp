@@ -145,13 +145,13 @@ TEST(CudaSelect, GaussianKeepsTheLargestWithinCapacity) {
             (std::vector<int32_t>{0, 1, 10, 700}));
 }
 
-// Gaussian-k's count pass keeps a few entries a tile (Select.cu's slots);
-// a run of large entries in one tile is more than it keeps there, and the
-// compaction pass selects instead. Either way, the CPU's selection, for
-// thresholds at and above the first.
+// Gaussian-k's count pass keeps up to 64 entries a tile (Select.cu's
+// slots); a run of 100 large entries in one tile is more than it keeps
+// there, and the compaction pass selects instead (and with 400, the exact
+// selection). Either way, the CPU's selection.
 TEST(CudaSelect, GaussianWithTheLargestInOneTile) {
   std::vector<float> x = sample(Distribution::Gaussian, 1 << 20, 7);
-  for (int64_t run : {0, 8, 40, 400}) {
+  for (int64_t run : {0, 8, 40, 100, 400}) {
     std::vector<float> clustered = x;
     for (int64_t i = 0; i < run; ++i)
       clustered[size_t(3 * 4096 + 100 + 2 * i)] =

@@ -16,10 +16,11 @@
 //             waits once, at the end, for the count (or the exact
 //             selection to run instead, which is rare). The count pass
 //             also keeps each tile's entries above the first threshold in
-//             kSlots slots (about 4 a tile at density 0.001): where the
-//             chosen threshold is at least the first and no tile had more,
-//             a kernel of a thread a tile gathers them, and the compaction
-//             pass over the data returns at once.
+//             kSlots slots (about 4 a tile at density 0.001 on Gaussian
+//             data, 40 on Laplace data): where the chosen threshold is at
+//             least the first and no tile had more, a kernel of a warp a
+//             tile gathers them, and the compaction pass over the data
+//             returns at once.
 // Both end in the same compaction, which keeps index order: the entries
 // with magnitude bits above a bound T, and the first TIES (in index order)
 // equal to T. It counts per tile of 4096 elements (the Gaussian count
@@ -77,7 +78,9 @@ struct Slot {
   int32_t index;
   float value;
 };
-constexpr int kSlots = 16;
+constexpr int kSlots = 64;
+/// The slots a lane of gatherSlotsKernel holds.
+constexpr int kLaneSlots = kSlots / 32;
 
 /// Gaussian-k's thresholds after 0..3 corrections, as a binary tree in
 /// heap order: node i is corrected to 2i+1 (halved) or 2i+2 (times 1.5).
@@ -98,6 +101,14 @@ struct GaussianChoice {
 /// choice; the host reads the choice back.
 struct GaussianCounts {
   ThresholdTree tree;
+  /// The tree's distinct thresholds, DISTINCT of them, as |x| is compared
+  /// with them, and each node's among them. Halving is exact (but for
+  /// subnormals) and commutes with the other correction, so there are 10
+  /// where there would be 15 (at most 15).
+  float bound[kTreeSize];
+  int boundOf[kTreeSize];
+  int distinct;
+  /// How many |x| exceed each distinct threshold.
   unsigned long long above[kTreeSize];
   /// Nonzero where a tile had more than kSlots entries above the first.
   unsigned slotsOverflowed;
@@ -107,8 +118,8 @@ struct GaussianCounts {
 /// The bound of a compaction: the entries with magnitude bits above
 /// PREFIX, and the first NEED equal to it; their tile counts are column
 /// COLUMN of the tile counts (the Gaussian count pass counts a column per
-/// threshold). While the radix select runs, PREFIX holds the bins chosen
-/// so far and NEED the rank sought among the entries that match them.
+/// distinct threshold). While the radix select runs, PREFIX holds the bins
+/// chosen so far and NEED the rank sought among the entries that match them.
 /// FROMSLOTS: Gaussian-k's entries are gathered from the count pass's
 /// slots instead (gatherSlotsKernel).
 struct RadixState {
@@ -216,12 +227,13 @@ __global__ void __launch_bounds__(kFindThreads)
   }
 }
 
-/// The elements FIRST + STEP * j (j < kTileItems) of a tile, past N as 0;
-/// checked against N only in the last tile, so that the others' loads are
-/// issued together rather than each after the last one's check.
-__device__ inline void loadTile(const float *x, int64_t n, int64_t first,
-                                int step, float (&items)[kTileItems]) {
-  if ((blockIdx.x + 1) * kTile <= n) {
+/// The elements FIRST + STEP * j (j < kTileItems) of tile TILE, past N as
+/// 0; checked against N only in the last tile, so that the others' loads
+/// are issued together rather than each after the last one's check.
+__device__ inline void loadTile(const float *x, int64_t n, int64_t tile,
+                                int64_t first, int step,
+                                float (&items)[kTileItems]) {
+  if ((tile + 1) * kTile <= n) {
 #pragma unroll
     for (int j = 0; j < kTileItems; ++j)
       items[j] = x[first + step * j];
@@ -259,64 +271,69 @@ __global__ void tileCountKernel(Input in, int64_t n, const RadixState *bound,
     tileCounts[blockIdx.x] = total;
 }
 
-/// Writes the tile's selected entries at their places (see the file
-/// comment); TILEOFFSETS is the exclusive scan of the packed tile counts.
-/// Warp w takes the tile's w-th run of kWarpRun elements, 32 consecutive
-/// ones at a time: a lane's place among the warp's 32 is the population
-/// count of the lower lanes in the ballot. (Three blocks to a
-/// multiprocessor at least: its registers, unbounded, would allow two.)
+/// Writes the selected entries of TILES tiles at their places (see the
+/// file comment), a block a tile at a time; TILEOFFSETS is the exclusive
+/// scan of the packed tile counts. Warp w takes the tile's w-th run of
+/// kWarpRun elements, 32 consecutive ones at a time: a lane's place among
+/// the warp's 32 is the population count of the lower lanes in the
+/// ballot. (Three blocks to a multiprocessor at least: its registers,
+/// unbounded, would allow two.)
 __global__ void __launch_bounds__(kTileThreads, 3)
-    compactKernel(const float *x, int64_t n, const RadixState *bound,
+    compactKernel(const float *x, int64_t n, int64_t tiles,
+                  const RadixState *bound,
                   const unsigned long long *tileOffsets, int32_t *indices,
                   float *values) {
   if (bound->fromSlots)
     return;
   __shared__ unsigned long long warpCounts[kTileThreads / 32];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int64_t begin = blockIdx.x * kTile + int64_t(warp) * kWarpRun + lane;
   const uint32_t threshold = bound->prefix;
   const uint64_t ties = uint64_t(bound->need);
-  float items[kTileItems];
-  loadTile(x, n, begin, 32, items);
-  unsigned long long packed = 0;
-#pragma unroll
-  for (int j = 0; j < kTileItems; ++j)
-    if (begin + 32 * j < n)
-      packed += packedCount(magnitudeBits(items[j]), threshold);
-  packed = warpSum(packed);
-  if (lane == 0)
-    warpCounts[warp] = packed;
-  __syncthreads();
   // The scan ran over all columns: the column's own offsets are the
   // differences from its first (modulo 2^64, which the sums of other
   // columns may pass; a column's own are below 2^63).
   const unsigned long long *offsets =
-      tileOffsets + int64_t(bound->column) * gridDim.x;
-  unsigned long long before = offsets[blockIdx.x] - offsets[0];
-  for (int w = 0; w < warp; ++w)
-    before += warpCounts[w];
-  const unsigned lowerLanes = (1u << lane) - 1;
+      tileOffsets + int64_t(bound->column) * tiles;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t begin = tile * kTile + int64_t(warp) * kWarpRun + lane;
+    float items[kTileItems];
+    loadTile(x, n, tile, begin, 32, items);
+    unsigned long long packed = 0;
 #pragma unroll
-  for (int j = 0; j < kTileItems; ++j) {
-    const int64_t i = begin + 32 * j;
-    const uint32_t bits = magnitudeBits(items[j]);
-    const bool above = i < n && bits > threshold;
-    const bool equal = i < n && bits == threshold;
-    const unsigned aboveLanes = __ballot_sync(0xffffffffu, above);
-    const unsigned equalLanes = __ballot_sync(0xffffffffu, equal);
-    const uint64_t aboveBefore =
-        (before >> 32) + unsigned(__popc(aboveLanes & lowerLanes));
-    const uint64_t equalBefore =
-        (before & 0xffffffffu) + unsigned(__popc(equalLanes & lowerLanes));
-    if (above || (equal && equalBefore < ties)) {
-      const uint64_t at = aboveBefore + min(equalBefore, ties);
-      if (indices)
-        indices[at] = int32_t(i);
-      if (values)
-        values[at] = items[j];
+    for (int j = 0; j < kTileItems; ++j)
+      if (begin + 32 * j < n)
+        packed += packedCount(magnitudeBits(items[j]), threshold);
+    packed = warpSum(packed);
+    if (lane == 0)
+      warpCounts[warp] = packed;
+    __syncthreads();
+    unsigned long long before = offsets[tile] - offsets[0];
+    for (int w = 0; w < warp; ++w)
+      before += warpCounts[w];
+    __syncthreads(); // every warp has read the counts: the next tile's
+    const unsigned lowerLanes = (1u << lane) - 1;
+#pragma unroll
+    for (int j = 0; j < kTileItems; ++j) {
+      const int64_t i = begin + 32 * j;
+      const uint32_t bits = magnitudeBits(items[j]);
+      const bool above = i < n && bits > threshold;
+      const bool equal = i < n && bits == threshold;
+      const unsigned aboveLanes = __ballot_sync(0xffffffffu, above);
+      const unsigned equalLanes = __ballot_sync(0xffffffffu, equal);
+      const uint64_t aboveBefore =
+          (before >> 32) + unsigned(__popc(aboveLanes & lowerLanes));
+      const uint64_t equalBefore =
+          (before & 0xffffffffu) + unsigned(__popc(equalLanes & lowerLanes));
+      if (above || (equal && equalBefore < ties)) {
+        const uint64_t at = aboveBefore + min(equalBefore, ties);
+        if (indices)
+          indices[at] = int32_t(i);
+        if (values)
+          values[at] = items[j];
+      }
+      before +=
+          (uint64_t(__popc(aboveLanes)) << 32) + unsigned(__popc(equalLanes));
     }
-    before +=
-        (uint64_t(__popc(aboveLanes)) << 32) + unsigned(__popc(equalLanes));
   }
 }
 
@@ -362,18 +379,31 @@ __global__ void thresholdTreeKernel(const double2 *partials, int blocks,
     tree.value[2 * t + 1] = correctThreshold(tree.value[t], -1);
     tree.value[2 * t + 2] = correctThreshold(tree.value[t], 1);
   }
-  for (int t = 0; t < kTreeSize; ++t)
+  int distinct = 0;
+  for (int t = 0; t < kTreeSize; ++t) {
+    const float bound = fabsf(tree.value[t]);
+    int b = 0;
+    while (b < distinct && floatBits(counts->bound[b]) != floatBits(bound))
+      ++b;
+    if (b == distinct)
+      counts->bound[distinct++] = bound;
+    counts->boundOf[t] = b;
     counts->above[t] = 0; // for countTreeKernel's sums
+  }
+  counts->distinct = distinct;
   counts->slotsOverflowed = 0;
 }
 
-/// Per tile: how many entries have magnitude bits above each threshold's
-/// (|x| above it: the thresholds are at least 0, and a NaN among the
-/// values makes them NaN, which chooseGaussianKernel sees), as packed tile
-/// counts (above << 32; the Gaussian compaction takes no ties) at
-/// TILECOUNTS[node * tiles + tile], and added to COUNTS->above. The
-/// entries above the first threshold go to the tile's kSlots SLOTS, in no
-/// particular order, as far as there is room.
+/// Per tile: how many |x| exceed each distinct threshold (the thresholds
+/// are at least 0; a NaN or an infinity among the values makes the first
+/// one NaN or infinite, and chooseGaussianKernel the exact selection, so
+/// that the counts matter only where every |x| is finite, and compare as
+/// their bits do), as packed tile counts (above << 32; the Gaussian
+/// compaction takes no ties) at TILECOUNTS[bound * tiles + tile], and
+/// added to COUNTS->above. The entries above the first threshold go to the
+/// tile's kSlots SLOTS, in no particular order, as far as there is room.
+/// The compares and sums are in f32, whose pipes are twice as wide as the
+/// integer ones: a thread's counts are at most kTileItems.
 __global__ void __launch_bounds__(kTileThreads)
     countTreeKernel(const float *x, int64_t n, GaussianCounts *counts,
                     unsigned long long *tileCounts, Slot *slots) {
@@ -383,77 +413,103 @@ __global__ void __launch_bounds__(kTileThreads)
     blockCounts[threadIdx.x] = 0;
   if (threadIdx.x == 0)
     slotsTaken = 0;
-  uint32_t bounds[kTreeSize];
+  const int distinct = counts->distinct;
+  float bounds[kTreeSize];
 #pragma unroll
   for (int t = 0; t < kTreeSize; ++t)
-    bounds[t] = magnitudeBits(counts->tree.value[t]);
+    bounds[t] = counts->bound[t];
   __syncthreads();
   float items[kTileItems];
   const int64_t first = blockIdx.x * kTile + threadIdx.x;
-  loadTile(x, n, first, kTileThreads, items);
+  loadTile(x, n, blockIdx.x, first, kTileThreads, items);
+  // The first threshold is the first distinct one, and every tree has it.
   Slot *tileSlots = slots + int64_t(blockIdx.x) * kSlots;
-  unsigned above[kTreeSize] = {};
+  float above[kTreeSize] = {};
 #pragma unroll
-  for (int j = 0; j < kTileItems; ++j) {
-    const uint32_t bits = magnitudeBits(items[j]); // 0 past the end
-#pragma unroll
-    for (int t = 0; t < kTreeSize; ++t)
-      above[t] += bits > bounds[t];
-    if (bits > bounds[0]) {
+  for (int j = 0; j < kTileItems; ++j) { // 0 past the end: above none
+    if (fabsf(items[j]) > bounds[0]) {
+      above[0] += 1.0f;
       const unsigned slot = atomicAdd(&slotsTaken, 1u);
       if (slot < kSlots)
         tileSlots[slot] = Slot{int32_t(first + kTileThreads * j), items[j]};
     }
   }
 #pragma unroll
-  for (int t = 0; t < kTreeSize; ++t) {
-    const unsigned warpCount = warpSum(above[t]);
+  for (int t = 1; t < kTreeSize; ++t)
+    if (t < distinct) {
+#pragma unroll
+      for (int j = 0; j < kTileItems; ++j)
+        above[t] += fabsf(items[j]) > bounds[t] ? 1.0f : 0.0f;
+    }
+    // Three counts to a word, 10 bits each: a warp's are at most 512.
+#pragma unroll
+  for (int t = 0; t < kTreeSize; t += 3) {
+    if (t >= distinct)
+      break;
+    const unsigned packed = unsigned(above[t]) | unsigned(above[t + 1]) << 10 |
+                            unsigned(above[t + 2]) << 20;
+    const unsigned warpCounts = warpSum(packed);
     if (threadIdx.x % 32 == 0)
-      atomicAdd(&blockCounts[t], warpCount);
+      for (int r = 0; r < 3; ++r)
+        atomicAdd(&blockCounts[t + r], (warpCounts >> (10 * r)) & 1023u);
   }
   __syncthreads();
   if (threadIdx.x < kTreeSize) {
     const unsigned count = blockCounts[threadIdx.x];
     tileCounts[threadIdx.x * int64_t(gridDim.x) + blockIdx.x] =
         (unsigned long long)count << 32;
-    atomicAdd(&counts->above[threadIdx.x], (unsigned long long)count);
+    if (count)
+      atomicAdd(&counts->above[threadIdx.x], (unsigned long long)count);
   }
   if (threadIdx.x == 0 && slotsTaken > kSlots)
     counts->slotsOverflowed = 1;
 }
 
 /// Gaussian-k's compaction where chooseGaussianKernel chose the slots
-/// (BOUND->fromSlots): a thread a tile sorts the tile's slots (TILECOUNTS'
-/// first column counts them) by index and writes those above the bound at
-/// their places, as compactKernel would.
+/// (BOUND->fromSlots): a warp a tile, each lane holding kLaneSlots of the
+/// tile's slots (TILECOUNTS' first column counts them), writes those above
+/// the bound at their places, as compactKernel would: after the tile's
+/// selected entries before it (the scan) and the tile's selected slots of
+/// lower index.
 __global__ void gatherSlotsKernel(const RadixState *bound, const Slot *slots,
                                   const unsigned long long *tileCounts,
                                   const unsigned long long *tileOffsets,
                                   int64_t tiles, int32_t *indices,
                                   float *values) {
-  const int64_t tile = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (!bound->fromSlots || tile >= tiles)
+  const int lane = int(threadIdx.x) % 32;
+  const int64_t tile = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+  if (!bound->fromSlots || tile >= tiles) // the whole warp's
     return;
-  const unsigned taken = unsigned(tileCounts[tile] >> 32);
-  Slot sorted[kSlots];
-  for (unsigned s = 0; s < taken; ++s) { // insertion sort: a few entries
-    const Slot slot = slots[tile * kSlots + s];
-    unsigned at = s;
-    for (; at > 0 && sorted[at - 1].index > slot.index; --at)
-      sorted[at] = sorted[at - 1];
-    sorted[at] = slot;
+  const int taken = int(tileCounts[tile] >> 32); // at most kSlots: chosen
+  Slot mine[kLaneSlots];
+  bool selected[kLaneSlots];
+  unsigned place[kLaneSlots] = {};
+#pragma unroll
+  for (int r = 0; r < kLaneSlots; ++r) {
+    const int s = lane + 32 * r;
+    mine[r] = s < taken ? slots[tile * kSlots + s] : Slot{INT32_MAX, 0.0f};
+    selected[r] = s < taken && magnitudeBits(mine[r].value) > bound->prefix;
   }
+#pragma unroll
+  for (int r = 0; r < kLaneSlots; ++r)
+    for (int from = 0; from < 32 && from + 32 * r < taken; ++from) {
+      const int32_t index = __shfl_sync(0xffffffffu, mine[r].index, from);
+      const bool counts = __shfl_sync(0xffffffffu, selected[r], from);
+#pragma unroll
+      for (int q = 0; q < kLaneSlots; ++q)
+        place[q] += counts && index < mine[q].index;
+    }
   const unsigned long long *offsets =
       tileOffsets + int64_t(bound->column) * tiles;
-  uint64_t at = (offsets[tile] - offsets[0]) >> 32;
-  for (unsigned s = 0; s < taken; ++s) {
-    if (magnitudeBits(sorted[s].value) <= bound->prefix)
+  const uint64_t before = (offsets[tile] - offsets[0]) >> 32;
+#pragma unroll
+  for (int r = 0; r < kLaneSlots; ++r) {
+    if (!selected[r])
       continue;
     if (indices)
-      indices[at] = sorted[s].index;
+      indices[before + place[r]] = mine[r].index;
     if (values)
-      values[at] = sorted[s].value;
-    ++at;
+      values[before + place[r]] = mine[r].value;
   }
 }
 
@@ -468,12 +524,13 @@ __global__ void chooseGaussianKernel(GaussianCounts *counts, int64_t k,
   if (magnitudeBits(first) < 0x7f800000u) { // else inf or NaN among the x
     int node = 0;
     for (int round = 0; round < kGaussianCorrections; ++round) {
-      const int side = compareToTarget(int64_t(counts->above[node]), k);
+      const int side =
+          compareToTarget(int64_t(counts->above[counts->boundOf[node]]), k);
       if (side == 0)
         break;
       node = side < 0 ? 2 * node + 1 : 2 * node + 2;
     }
-    const int64_t count = int64_t(counts->above[node]);
+    const int64_t count = int64_t(counts->above[counts->boundOf[node]]);
     // More pass than CAPACITY holds: the CAPACITY largest of them, which
     // are the CAPACITY largest of all (the others are at most the
     // threshold), ties to lower indices, as the CPU selects them.
@@ -490,7 +547,8 @@ __global__ void chooseGaussianKernel(GaussianCounts *counts, int64_t k,
                          bound >= magnitudeBits(first);
   *state = choice.exactK > 0
                ? RadixState{0xffffffffu, 0, 0, 0}
-               : RadixState{bound, 0, uint32_t(choice.node), fromSlots};
+               : RadixState{bound, 0, uint32_t(counts->boundOf[choice.node]),
+                            fromSlots};
 }
 
 /// VALUES rounded to the wire type, what the rounding dropped left in the
@@ -621,7 +679,10 @@ public:
     DTRAIN_CUDA_LAUNCH(chooseGaussianKernel, 1, 1, stream, ws.gaussian, k,
                        capacity, ws.state);
     scanAndCompact(kTreeSize);
-    DTRAIN_CUDA_LAUNCH(gatherSlotsKernel, gridFor(tiles, 1), kBlock, stream,
+    // A warp a tile (no grid-stride loop: not gridFor's cap).
+    const unsigned gatherBlocks =
+        unsigned((int64_t(tiles) * 32 + kBlock - 1) / kBlock);
+    DTRAIN_CUDA_LAUNCH(gatherSlotsKernel, gatherBlocks, kBlock, stream,
                        ws.state, ws.slots, ws.tileCounts, ws.tileOffsets,
                        int64_t(tiles), indices, values);
     GaussianChoice &choice = hostChoice();
@@ -677,8 +738,10 @@ private:
                                             ws.tileCounts, ws.tileOffsets,
                                             tiles * columns, stream),
               "cub::DeviceScan::ExclusiveSum");
-    DTRAIN_CUDA_LAUNCH(compactKernel, unsigned(tiles), kTileThreads, stream,
-                       in.x, n, ws.state, ws.tileOffsets, indices, values);
+    DTRAIN_CUDA_LAUNCH(compactKernel,
+                       unsigned(std::min<int64_t>(tiles, kMaxGrid)),
+                       kTileThreads, stream, in.x, n, tiles, ws.state,
+                       ws.tileOffsets, indices, values);
   }
 };
 
