@@ -5,8 +5,11 @@
 // rather than host code that waits for the kernels and pulls their pages
 // to the host. A short one gets a parallel loop of one iteration (one
 // thread); a long reduction is split into partial results computed in
-// parallel, which one thread then combines. A long reduction beside few
-// parallel iterations is split the same way beside them.
+// parallel, which one thread then combines, after more such splits where
+// there are many partials (on an H200 a thread's loop of dependent loads
+// takes 80 to 180 ns an iteration). A long reduction beside few parallel
+// iterations is split the same way beside them, its rows balanced against
+// their length: the second stage's loop is as long as there are rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +118,17 @@ static int64_t getPartialCount(int64_t n, int64_t limit) {
     if (n % rows == 0)
       return rows;
   return 0;
+}
+
+/// getPartialCount's divisor that makes the shortest loops in all: ROWS +
+/// N / ROWS, a row's loop and then the partials' (the larger ROWS among
+/// equals); 0 when there is none above 1.
+static int64_t getBalancedPartialCount(int64_t n, int64_t limit) {
+  int64_t best = 0;
+  for (int64_t rows = std::min(limit, n / 2); rows > 1; --rows)
+    if (n % rows == 0 && (!best || rows + n / rows < best + n / best))
+      best = rows;
+  return best;
 }
 
 /// Replaces OP, whose elements COMBINER folds into its one output, by a
@@ -322,10 +336,12 @@ struct ParallelizeSerialGenericsPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (maxSerialIterations < 1 || partialSums < 2) {
+    if (maxSerialIterations < 1 || partialSums < 2 ||
+        maxCombineIterations < 2) {
       getOperation().emitError(
           "--dtrain-parallelize-serial-generics: max-serial-iterations must "
-          "be at least 1 and partial-sums at least 2");
+          "be at least 1, partial-sums and max-combine-iterations at least "
+          "2");
       return signalPassFailure();
     }
     IRRewriter rewriter(&getContext());
@@ -348,8 +364,8 @@ struct ParallelizeSerialGenericsPass
       if (std::optional<int64_t> iterations = getSerialIterations(op))
         serial.push_back({op, *iterations});
     });
-    // Long reductions beside few parallel iterations: as many rows as
-    // make about PARTIAL-SUMS threads.
+    // Long reductions beside few parallel iterations: rows as long as
+    // there are rows, within PARTIAL-SUMS threads.
     SmallVector<std::tuple<linalg::GenericOp, unsigned, int64_t, int64_t>>
         beside; // the op, its reduction loop, its iterations, the rows
     getOperation().walk([&](linalg::GenericOp op) {
@@ -358,7 +374,7 @@ struct ParallelizeSerialGenericsPass
       if (!r || 2 * parallel > partialSums)
         return;
       const int64_t n = op.getStaticLoopRanges()[*r];
-      const int64_t rows = getPartialCount(n, partialSums / parallel);
+      const int64_t rows = getBalancedPartialCount(n, partialSums / parallel);
       if (n >= kMinSplitReduction && rows != 0)
         beside.push_back({op, *r, n, rows});
     });
@@ -368,11 +384,20 @@ struct ParallelizeSerialGenericsPass
       if (iterations > maxSerialIterations) {
         Operation *combiner = getSplittableCombiner(op);
         // The partials' combination is one thread's loop too.
-        const int64_t rows = getPartialCount(
+        int64_t rows = getPartialCount(
             iterations, std::min<int64_t>(partialSums, maxSerialIterations));
         if (!combiner || rows == 0)
           continue;
         op = splitReduction(rewriter, op, combiner, iterations, rows);
+        // Many partials: split their combination again, and so on.
+        while (rows > maxCombineIterations) {
+          const int64_t partials = rows;
+          rows = getBalancedPartialCount(partials, maxCombineIterations);
+          if (rows == 0)
+            break;
+          op = splitReduction(rewriter, op, getSplittableCombiner(op), partials,
+                              rows);
+        }
       }
       addUnitParallelLoop(rewriter, op);
     }

@@ -2,8 +2,9 @@
 // pass, then the CPU's lowering, compiled and run. Short serial generics
 // become one-iteration loops; long reductions are split into partial
 // results (max-serial-iterations=100: a sum of 4608 elements in 96 rows of
-// 48, then the 96 partials in order), and so are long reductions beside
-// few parallel iterations. The values are integers, so every
+// 48; the 96 partials, more than max-combine-iterations, in 12 rows of 8;
+// then the 12 in order), and so are long reductions beside few parallel
+// iterations. The values are integers, so every
 // order of the sums gives the same bits: hand-computed below.
 // REQUIRES: mpi
 // RUN: dtrain-opt %s --dtrain-parallelize-serial-generics=max-serial-iterations=100 \
@@ -17,11 +18,18 @@
 // RUN:   -Wl,-rpath,%llvm_lib_dir
 // RUN: %t.exe | FileCheck %s
 
-// Each reduction of 4608 elements is split into 96 partials; the scalar
-// fill and the scaling become one-iteration loops. The two reductions of
-// 1152 elements beside 4 parallel iterations are split into 576 rows each.
-// SPLIT-COUNT-3: memref.alloc() : memref<96x{{f32|i64}}>
-// SPLIT-COUNT-2: memref.alloc() : memref<4x576xi64>
+// Each reduction of 4608 elements is split into 96 partials, and those
+// into 12; the scalar fill and the scaling become one-iteration loops. The
+// two reductions of 1152 elements beside 4 parallel iterations are split
+// into 36 rows of 32 each (68 iterations in all; 576 rows of 2 would make
+// 578).
+// SPLIT:         memref.alloc() : memref<96xf32>
+// SPLIT:         memref.alloc() : memref<12xf32>
+// SPLIT:         memref.alloc() : memref<96xf32>
+// SPLIT:         memref.alloc() : memref<12xf32>
+// SPLIT:         memref.alloc() : memref<96xi64>
+// SPLIT:         memref.alloc() : memref<12xi64>
+// SPLIT-COUNT-2: memref.alloc() : memref<4x36xi64>
 // SPLIT-NOT:     iterator_types = ["reduction"]
 // SPLIT-NOT:     iterator_types = []
 

@@ -2,8 +2,9 @@
 // RUN: dtrain-opt %s --split-input-file --dtrain-parallelize-serial-generics=max-serial-iterations=4 | FileCheck %s --check-prefix=SHORT
 // RUN: not dtrain-opt %s --split-input-file --dtrain-parallelize-serial-generics=max-serial-iterations=0 2>&1 | FileCheck %s --check-prefix=INVALID
 // RUN: not dtrain-opt %s --split-input-file --dtrain-parallelize-serial-generics=partial-sums=1 2>&1 | FileCheck %s --check-prefix=INVALID
+// RUN: not dtrain-opt %s --split-input-file --dtrain-parallelize-serial-generics=max-combine-iterations=1 2>&1 | FileCheck %s --check-prefix=INVALID
 
-// INVALID: error: --dtrain-parallelize-serial-generics: max-serial-iterations must be at least 1 and partial-sums at least 2
+// INVALID: error: --dtrain-parallelize-serial-generics: max-serial-iterations must be at least 1, partial-sums and max-combine-iterations at least 2
 
 // The loss's sum over the batch, which reads the logit of each sample's
 // label (linalg.index 0 becomes linalg.index 1), its scaling, and the fill
@@ -60,8 +61,9 @@ func.func @loss(%logits: memref<8x10xf32>, %labels: memref<8xi64>, %sum: memref<
 
 // A long norm: the 5000 squares in 2500 rows of 2 (5000's largest divisor
 // up to 4096 that leaves rows of two), each row's sum in a partial result
-// filled with 0; then the partials added to the output, in order, by one
-// thread.
+// filled with 0; the 2500 partials, more than max-combine-iterations (64),
+// in 50 rows of 50 (the shortest loops in all) the same way; then those 50
+// added to the output, in order, by one thread.
 // CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
 // CHECK-DAG: #[[PARTIAL:.*]] = affine_map<(d0, d1) -> (d1)>
@@ -74,11 +76,19 @@ func.func @loss(%logits: memref<8x10xf32>, %labels: memref<8xi64>, %sum: memref<
 // CHECK:         linalg.generic {indexing_maps = [#[[ROWS]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[VIEW]] : memref<2500x2xf32>) outs(%[[PARTIALS]] : memref<2500xf32>)
 // CHECK:           arith.mulf
 // CHECK:           arith.addf
-// CHECK:         %[[OUT1:.*]] = memref.expand_shape %[[OUT]] [] output_shape [1]
-// CHECK:         linalg.generic {indexing_maps = [#[[PARTIAL]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[PARTIALS]] : memref<2500xf32>) outs(%[[OUT1]] : memref<1xf32>)
+// CHECK:         %[[VIEW2:.*]] = memref.expand_shape %[[PARTIALS]] {{\[}}[0, 1]] output_shape [50, 50] : memref<2500xf32> into memref<50x50xf32>
+// CHECK:         %[[PARTIALS2:.*]] = memref.alloc() : memref<50xf32>
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%[[PARTIALS2]] : memref<50xf32>)
+// CHECK:         linalg.generic {indexing_maps = [#[[ROWS]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[VIEW2]] : memref<50x50xf32>) outs(%[[PARTIALS2]] : memref<50xf32>)
 // CHECK-NEXT:    ^bb0(%[[P:.*]]: f32, %[[ACC:.*]]: f32):
 // CHECK-NEXT:      %[[SUM:.*]] = arith.addf %[[ACC]], %[[P]] : f32
 // CHECK-NEXT:      linalg.yield %[[SUM]]
+// CHECK:         %[[OUT1:.*]] = memref.expand_shape %[[OUT]] [] output_shape [1]
+// CHECK:         linalg.generic {indexing_maps = [#[[PARTIAL]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[PARTIALS2]] : memref<50xf32>) outs(%[[OUT1]] : memref<1xf32>)
+// CHECK-NEXT:    ^bb0(%[[P2:.*]]: f32, %[[ACC2:.*]]: f32):
+// CHECK-NEXT:      %[[SUM2:.*]] = arith.addf %[[ACC2]], %[[P2]] : f32
+// CHECK-NEXT:      linalg.yield %[[SUM2]]
+// CHECK:         memref.dealloc %[[PARTIALS2]]
 // CHECK:         memref.dealloc %[[PARTIALS]]
 func.func @norm(%w: memref<50x100xf32>, %out: memref<f32>) {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
@@ -139,19 +149,20 @@ func.func @unchanged(%long: memref<5003xf32>, %any: memref<?xf32>, %rows: memref
 
 // A long reduction beside few parallel iterations (softmax's sum over 1000
 // classes at batch 32: 32 threads of 1000 iterations): the reduction is
-// split into rows, as many as make about partial-sums threads (125 rows of
-// 8 for 32 x 125 <= 4096), each reduced into a partial beside the parallel
-// loop, then the partials folded into the output, in order. The input
-// broadcast along the reduction keeps its map.
+// split into rows within partial-sums threads, as many as make the
+// shortest loops in all (40 rows of 25, then the 40 rows: 65 iterations,
+// against 125 rows of 8 for the most threads: 133), each reduced into a
+// partial beside the parallel loop, then the partials folded into the
+// output, in order. The input broadcast along the reduction keeps its map.
 // CHECK-LABEL: func.func @beside_parallel
-// CHECK:       %[[ROWS:.*]] = memref.expand_shape %{{.*}} {{\[}}[0], [1, 2]] output_shape [32, 125, 8] : memref<32x1000xf32> into memref<32x125x8xf32>
-// CHECK:       %[[PARTIALS:.*]] = memref.alloc() : memref<32x125xf32>
-// CHECK:       linalg.fill ins(%{{.*}} : f32) outs(%[[PARTIALS]] : memref<32x125xf32>)
+// CHECK:       %[[ROWS:.*]] = memref.expand_shape %{{.*}} {{\[}}[0], [1, 2]] output_shape [32, 40, 25] : memref<32x1000xf32> into memref<32x40x25xf32>
+// CHECK:       %[[PARTIALS:.*]] = memref.alloc() : memref<32x40xf32>
+// CHECK:       linalg.fill ins(%{{.*}} : f32) outs(%[[PARTIALS]] : memref<32x40xf32>)
 // CHECK:       linalg.generic {indexing_maps = [#[[IN:.*]], #[[BCAST:.*]], #[[PART:.*]]], iterator_types = ["parallel", "parallel", "reduction"]}
-// CHECK-SAME:    ins(%[[ROWS]], %{{.*}} : memref<32x125x8xf32>, memref<32xf32>) outs(%[[PARTIALS]] : memref<32x125xf32>)
+// CHECK-SAME:    ins(%[[ROWS]], %{{.*}} : memref<32x40x25xf32>, memref<32xf32>) outs(%[[PARTIALS]] : memref<32x40xf32>)
 // CHECK:         math.exp
 // CHECK:       linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]}
-// CHECK-SAME:    ins(%[[PARTIALS]] : memref<32x125xf32>) outs(%{{.*}} : memref<32xf32>)
+// CHECK-SAME:    ins(%[[PARTIALS]] : memref<32x40xf32>) outs(%{{.*}} : memref<32xf32>)
 // CHECK:         arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK:       memref.dealloc %[[PARTIALS]]
 func.func @beside_parallel(%x: memref<32x1000xf32>, %m: memref<32xf32>, %out: memref<32xf32>) {
