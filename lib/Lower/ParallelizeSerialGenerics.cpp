@@ -277,21 +277,15 @@ static AffineMap splitDim(AffineMap map, unsigned r) {
   return AffineMap::get(map.getNumDims() + 1, 0, results, ctx);
 }
 
-/// Splits OP's reduction loop R (of N iterations) into ROWS rows computed
-/// in parallel beside its parallel loops: each of OP's inputs that reads R
-/// is viewed with that dimension as ROWS x N/ROWS, a generic reduces each
-/// row into a buffer of partial results (OP's output with a last dimension
-/// of ROWS, filled with COMBINER's neutral element), and a second one folds
-/// the partials into OP's output, in order.
-static void splitReductionBesideParallel(RewriterBase &rewriter,
-                                         linalg::GenericOp op,
-                                         Operation *combiner, unsigned r,
-                                         int64_t n, int64_t rows) {
+/// OP's inputs and their maps with OP's reduction loop R (of N
+/// iterations) split into ROWS x N/ROWS loops (R, R + 1): each input that
+/// reads R viewed with that dimension as ROWS x N/ROWS.
+static void splitInputs(RewriterBase &rewriter, linalg::GenericOp op,
+                        unsigned r, int64_t n, int64_t rows,
+                        SmallVectorImpl<Value> &inputs,
+                        SmallVectorImpl<AffineMap> &maps) {
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();
-  rewriter.setInsertionPoint(op);
-  SmallVector<Value> inputs;
-  SmallVector<AffineMap> maps;
   for (OpOperand *input : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(input);
     Value value = input->get();
@@ -316,17 +310,210 @@ static void splitReductionBesideParallel(RewriterBase &rewriter,
     inputs.push_back(value);
     maps.push_back(splitDim(map, r));
   }
-  AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  SmallVector<AffineExpr> partialResults =
+}
+
+/// The map of partial results for an output of OP read by OUTPUTMAP, once
+/// OP's reduction loop R is split (splitInputs): the output's dimensions,
+/// then the rows (R).
+static AffineMap getPartialMap(linalg::GenericOp op, AffineMap outputMap,
+                               unsigned r) {
+  MLIRContext *ctx = op.getContext();
+  SmallVector<AffineExpr> results =
       llvm::to_vector(splitDim(outputMap, r).getResults());
-  partialResults.push_back(getAffineDimExpr(r, ctx));
+  results.push_back(getAffineDimExpr(r, ctx));
+  return AffineMap::get(op.getNumLoops() + 1, 0, results, ctx);
+}
+
+/// OP's iterators once its reduction loop R is split: the rows parallel,
+/// the rest of the reduction after them.
+static SmallVector<utils::IteratorType> getSplitIterators(linalg::GenericOp op,
+                                                          unsigned r) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   iterators[r] = utils::IteratorType::parallel;
   iterators.insert(iterators.begin() + r + 1, utils::IteratorType::reduction);
-  reduceThroughPartials(
-      rewriter, op, combiner, inputs, maps,
-      AffineMap::get(op.getNumLoops() + 1, 0, partialResults, ctx), iterators,
-      rows);
+  return iterators;
+}
+
+/// Splits OP's reduction loop R (of N iterations) into ROWS rows computed
+/// in parallel beside its parallel loops: each of OP's inputs that reads R
+/// is viewed with that dimension as ROWS x N/ROWS, a generic reduces each
+/// row into a buffer of partial results (OP's output with a last dimension
+/// of ROWS, filled with COMBINER's neutral element), and a second one folds
+/// the partials into OP's output, in order.
+static void splitReductionBesideParallel(RewriterBase &rewriter,
+                                         linalg::GenericOp op,
+                                         Operation *combiner, unsigned r,
+                                         int64_t n, int64_t rows) {
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  splitInputs(rewriter, op, r, n, rows, inputs, maps);
+  AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  reduceThroughPartials(rewriter, op, combiner, inputs, maps,
+                        getPartialMap(op, outputMap, r),
+                        getSplitIterators(op, r), rows);
+}
+
+/// Whether PREDICATE is a strict ordered compare: of CMP(X, BEST), X wins
+/// only over a BEST it strictly beats, and a NaN never wins.
+static bool isStrictOrder(Operation *compare) {
+  if (auto cmpf = dyn_cast<arith::CmpFOp>(compare))
+    return cmpf.getPredicate() == arith::CmpFPredicate::OGT ||
+           cmpf.getPredicate() == arith::CmpFPredicate::OLT;
+  if (auto cmpi = dyn_cast<arith::CmpIOp>(compare))
+    return llvm::is_contained(
+        {arith::CmpIPredicate::sgt, arith::CmpIPredicate::slt,
+         arith::CmpIPredicate::ugt, arith::CmpIPredicate::ult},
+        cmpi.getPredicate());
+  return false;
+}
+
+/// The compare of OP when OP is an arg-reduction that can be split beside
+/// its parallel loops: one input, read by its one reduction loop R, whose
+/// elements OP scans for the first that beats the best so far (outputs:
+/// the best value and its index along R), in a body of exactly
+///   i = linalg.index R [cast], c = CMP(x, best) (strict: isStrictOrder),
+///   yield select(c, x, best), select(c, i, bestIndex);
+/// PARALLEL is set as by getSplittableReduction. Else null.
+static Operation *getSplittableArgReduction(linalg::GenericOp op,
+                                            int64_t &parallel, unsigned &r) {
+  if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() != 1 ||
+      op.getNumParallelLoops() == 0 || op.getNumDpsInputs() != 1 ||
+      op.getNumDpsInits() != 2)
+    return nullptr;
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  r = reductions.front();
+  parallel = 1;
+  for (auto [d, extent] : llvm::enumerate(op.getStaticLoopRanges())) {
+    if (ShapedType::isDynamic(extent))
+      return nullptr;
+    if (d != r)
+      parallel *= extent;
+  }
+  OpOperand *input = op.getDpsInputOperand(0);
+  auto inputType = dyn_cast<MemRefType>(input->get().getType());
+  AffineMap inputMap = op.getMatchingIndexingMap(input);
+  if (!inputType || !inputType.getLayout().isIdentity() ||
+      !inputMap.isProjectedPermutation() ||
+      !inputMap.getResultPosition(getAffineDimExpr(r, op.getContext())))
+    return nullptr;
+  AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (!outputMap.isProjectedPermutation() ||
+      outputMap != op.getMatchingIndexingMap(op.getDpsInitOperand(1)))
+    return nullptr;
+  // The body, op by op.
+  Block *body = op.getBody();
+  BlockArgument x = body->getArgument(0), best = body->getArgument(1),
+                bestIndex = body->getArgument(2);
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto pickValue = yield.getOperand(0).getDefiningOp<arith::SelectOp>();
+  auto pickIndex = yield.getOperand(1).getDefiningOp<arith::SelectOp>();
+  if (!pickValue || !pickIndex ||
+      pickValue.getCondition() != pickIndex.getCondition() ||
+      pickValue.getTrueValue() != x || pickValue.getFalseValue() != best ||
+      pickIndex.getFalseValue() != bestIndex)
+    return nullptr;
+  Operation *compare = pickValue.getCondition().getDefiningOp();
+  if (!compare || !isStrictOrder(compare) || compare->getOperand(0) != x ||
+      compare->getOperand(1) != best)
+    return nullptr;
+  Value index = pickIndex.getTrueValue();
+  Operation *cast = nullptr;
+  if (auto indexCast = index.getDefiningOp<arith::IndexCastOp>()) {
+    cast = indexCast;
+    index = indexCast.getIn();
+  }
+  auto linalgIndex = index.getDefiningOp<linalg::IndexOp>();
+  if (!linalgIndex || linalgIndex.getDim() != r ||
+      body->getOperations().size() != (cast ? 6u : 5u))
+    return nullptr;
+  return compare;
+}
+
+/// Splits OP, an arg-reduction whose elements COMPARE picks from
+/// (getSplittableArgReduction), along its reduction loop R (of N
+/// iterations) into ROWS rows beside its parallel loops: each row's pick
+/// (its first winner's value and index along R) into partial results
+/// that start from OP's outputs, then the rows' picks folded into the
+/// outputs, in order, by the same compare. The first winner of a row
+/// that beats the rows before it is the first winner of all.
+static void splitArgReductionBesideParallel(RewriterBase &rewriter,
+                                            linalg::GenericOp op,
+                                            Operation *compare, unsigned r,
+                                            int64_t n, int64_t rows) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  splitInputs(rewriter, op, r, n, rows, inputs, maps);
+  AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  // The partials: each output with a last dimension of ROWS, every row
+  // starting from the output's value.
+  SmallVector<Value> outputs(op.getDpsInits());
+  auto outputType = cast<MemRefType>(outputs.front().getType());
+  const unsigned outRank = outputType.getRank();
+  SmallVector<int64_t> partialShape(outputType.getShape());
+  partialShape.push_back(rows);
+  SmallVector<Value> partials;
+  for (Value output : outputs)
+    partials.push_back(memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get(partialShape,
+                        cast<MemRefType>(output.getType()).getElementType())));
+  AffineMap all = AffineMap::getMultiDimIdentityMap(outRank + 1, ctx);
+  AffineMap outputOfRow =
+      AffineMap::get(outRank + 1, 0, all.getResults().take_front(outRank), ctx);
+  SmallVector<utils::IteratorType> rowIterators(outRank + 1,
+                                                utils::IteratorType::parallel);
+  linalg::GenericOp::create(rewriter, loc, TypeRange(), outputs, partials,
+                            {outputOfRow, outputOfRow, all, all}, rowIterators,
+                            [&](OpBuilder &b, Location loc, ValueRange args) {
+                              linalg::YieldOp::create(b, loc,
+                                                      args.take_front(2));
+                            });
+  // Each row's pick: OP's body, the index along R made of the row and the
+  // index in it.
+  AffineMap partialMap = getPartialMap(op, outputMap, r);
+  maps.append({partialMap, partialMap});
+  auto perRow =
+      linalg::GenericOp::create(rewriter, loc, TypeRange(), inputs, partials,
+                                maps, getSplitIterators(op, r));
+  rewriter.inlineRegionBefore(op.getRegion(), perRow.getRegion(),
+                              perRow.getRegion().begin());
+  linalg::IndexOp index = *perRow.getBody()->getOps<linalg::IndexOp>().begin();
+  rewriter.setInsertionPoint(index);
+  Value row = linalg::IndexOp::create(rewriter, loc, r);
+  Value inRow = linalg::IndexOp::create(rewriter, loc, r + 1);
+  Value rowLength = arith::ConstantIndexOp::create(rewriter, loc, n / rows);
+  Value along = arith::AddIOp::create(
+      rewriter, loc, arith::MulIOp::create(rewriter, loc, row, rowLength),
+      inRow);
+  rewriter.replaceOp(index, along);
+  // The rows' picks into the outputs, in order.
+  rewriter.setInsertionPoint(op);
+  SmallVector<utils::IteratorType> foldIterators(outRank,
+                                                 utils::IteratorType::parallel);
+  foldIterators.push_back(utils::IteratorType::reduction);
+  auto fold = linalg::GenericOp::create(
+      rewriter, loc, TypeRange(), partials, outputs,
+      {all, all, outputOfRow, outputOfRow}, foldIterators,
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        // args: the row's value and index, the best value and index.
+        Operation *wins = b.clone(*compare);
+        wins->setOperands({args[0], args[2]});
+        Value better = wins->getResult(0);
+        linalg::YieldOp::create(
+            b, loc,
+            ValueRange{
+                arith::SelectOp::create(b, loc, better, args[0], args[2]),
+                arith::SelectOp::create(b, loc, better, args[1], args[3])});
+      });
+  rewriter.eraseOp(op);
+  rewriter.setInsertionPointAfter(fold);
+  for (Value partial : partials)
+    memref::DeallocOp::create(rewriter, loc, partial);
 }
 
 namespace {
@@ -366,20 +553,37 @@ struct ParallelizeSerialGenericsPass
     });
     // Long reductions beside few parallel iterations: rows as long as
     // there are rows, within PARTIAL-SUMS threads.
-    SmallVector<std::tuple<linalg::GenericOp, unsigned, int64_t, int64_t>>
-        beside; // the op, its reduction loop, its iterations, the rows
+    // Arg-reductions (an argmax) the same way.
+    struct Beside {
+      linalg::GenericOp op;
+      unsigned r;         // the reduction loop
+      int64_t n, rows;    // its iterations and rows
+      Operation *compare; // an arg-reduction's, else null
+    };
+    SmallVector<Beside> beside;
     getOperation().walk([&](linalg::GenericOp op) {
       int64_t parallel = 0;
-      std::optional<unsigned> r = getSplittableReduction(op, parallel);
-      if (!r || 2 * parallel > partialSums)
+      unsigned r = 0;
+      Operation *compare = nullptr;
+      if (std::optional<unsigned> dim = getSplittableReduction(op, parallel))
+        r = *dim;
+      else if (!(compare = getSplittableArgReduction(op, parallel, r)))
         return;
-      const int64_t n = op.getStaticLoopRanges()[*r];
+      if (2 * parallel > partialSums)
+        return;
+      const int64_t n = op.getStaticLoopRanges()[r];
       const int64_t rows = getBalancedPartialCount(n, partialSums / parallel);
       if (n >= kMinSplitReduction && rows != 0)
-        beside.push_back({op, *r, n, rows});
+        beside.push_back({op, r, n, rows, compare});
     });
-    for (auto [op, r, n, rows] : beside)
-      splitReductionBesideParallel(rewriter, op, getCombiner(op), r, n, rows);
+    for (const Beside &split : beside) {
+      if (split.compare)
+        splitArgReductionBesideParallel(rewriter, split.op, split.compare,
+                                        split.r, split.n, split.rows);
+      else
+        splitReductionBesideParallel(rewriter, split.op, getCombiner(split.op),
+                                     split.r, split.n, split.rows);
+    }
     for (auto [op, iterations] : serial) {
       if (iterations > maxSerialIterations) {
         Operation *combiner = getSplittableCombiner(op);

@@ -30,6 +30,8 @@
 // SPLIT:         memref.alloc() : memref<96xi64>
 // SPLIT:         memref.alloc() : memref<12xi64>
 // SPLIT-COUNT-2: memref.alloc() : memref<4x36xi64>
+// SPLIT:         memref.alloc() : memref<4x36xf32>
+// SPLIT-NEXT:    memref.alloc() : memref<4x36xi64>
 // SPLIT-NOT:     iterator_types = ["reduction"]
 // SPLIT-NOT:     iterator_types = []
 
@@ -192,6 +194,71 @@ func.func @main() -> i32 {
   vector.print %k0 : i64
   %k3 = memref.load %colSums[%c3i] : memref<4xi64>
   vector.print %k3 : i64
+
+  // An argmax beside 4 rows of 1152, split as the sums (36 rows of 32):
+  // the first maximum of each row, strictly greater winning, NaN never.
+  // Row 0: j mod 97, first maximum 96 at 96 (again at 193, ...). Row 1:
+  // 5 everywhere: the first element. Row 2: NaN at 0, then j up to 499 and
+  // 0 after: 499 at 499. Row 3: j mod 13, and 1000000 at the last, 1151.
+  %scores = memref.alloc() : memref<4x1152xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      outs(%scores : memref<4x1152xf32>) {
+  ^bb0(%g_out: f32):
+    %g_i = linalg.index 0 : index
+    %g_j = linalg.index 1 : index
+    %g_c97 = arith.constant 97 : index
+    %g_c13 = arith.constant 13 : index
+    %g_c499 = arith.constant 499 : index
+    %g_c1151 = arith.constant 1151 : index
+    %g_c1 = arith.constant 1 : index
+    %g_c2 = arith.constant 2 : index
+    %g_mod97 = arith.remui %g_j, %g_c97 : index
+    %g_mod13 = arith.remui %g_j, %g_c13 : index
+    %g_upTo499 = arith.cmpi ule, %g_j, %g_c499 : index
+    %g_zeroIdx = arith.constant 0 : index
+    %g_ramp = arith.select %g_upTo499, %g_j, %g_zeroIdx : index
+    %g_isLast = arith.cmpi eq, %g_j, %g_c1151 : index
+    %g_isRow1 = arith.cmpi eq, %g_i, %g_c1 : index
+    %g_isRow2 = arith.cmpi eq, %g_i, %g_c2 : index
+    %g_isRow3 = arith.cmpi eq, %g_i, %c3 : index
+    %g_r3i = arith.select %g_isRow3, %g_mod13, %g_mod97 : index
+    %g_r2i = arith.select %g_isRow2, %g_ramp, %g_r3i : index
+    %g_asInt = arith.index_cast %g_r2i : index to i64
+    %g_asF = arith.sitofp %g_asInt : i64 to f32
+    %g_five = arith.constant 5.0 : f32
+    %g_nan = arith.constant 0x7FC00000 : f32
+    %g_peak = arith.constant 1000000.0 : f32
+    %g_v1 = arith.select %g_isRow1, %g_five, %g_asF : f32
+    %g_first = arith.cmpi eq, %g_j, %g_zeroIdx : index
+    %g_nanHere = arith.andi %g_isRow2, %g_first : i1
+    %g_v2 = arith.select %g_nanHere, %g_nan, %g_v1 : f32
+    %g_peakHere = arith.andi %g_isRow3, %g_isLast : i1
+    %g_v3 = arith.select %g_peakHere, %g_peak, %g_v2 : f32
+    linalg.yield %g_v3 : f32
+  }
+  %bestValue = memref.alloc() : memref<4xf32>
+  %minusInf = arith.constant 0xFF800000 : f32
+  linalg.fill ins(%minusInf : f32) outs(%bestValue : memref<4xf32>)
+  %bestAt = memref.alloc() : memref<4xi64>
+  linalg.fill ins(%zero : i64) outs(%bestAt : memref<4xi64>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}
+      ins(%scores : memref<4x1152xf32>) outs(%bestValue, %bestAt : memref<4xf32>, memref<4xi64>) {
+  ^bb0(%m_x: f32, %m_bv: f32, %m_bi: i64):
+    %m_j = linalg.index 1 : index
+    %m_ji = arith.index_cast %m_j : index to i64
+    %m_gt = arith.cmpf ogt, %m_x, %m_bv : f32
+    %m_v = arith.select %m_gt, %m_x, %m_bv : f32
+    %m_a = arith.select %m_gt, %m_ji, %m_bi : i64
+    linalg.yield %m_v, %m_a : f32, i64
+  }
+  // CHECK-NEXT: ( 96, 0, 499, 1151 )
+  // CHECK-NEXT: ( 96, 5, 499, 1e+06 )
+  %atVec = vector.transfer_read %bestAt[%c0i], %zero : memref<4xi64>, vector<4xi64>
+  vector.print %atVec : vector<4xi64>
+  %fzero = arith.constant 0.0 : f32
+  %valueVec = vector.transfer_read %bestValue[%c0i], %fzero : memref<4xf32>, vector<4xf32>
+  vector.print %valueVec : vector<4xf32>
   %ok = arith.constant 0 : i32
   return %ok : i32
 }

@@ -198,3 +198,78 @@ func.func @kept_in_threads(%dy: memref<32x1000xf32>, %db: memref<1000xf32>, %x: 
   }
   return
 }
+
+// -----
+
+// An argmax beside few parallel iterations (the count of correct answers'
+// first maximal logit over 1000 classes at batch 32): split as the sums,
+// 40 rows of 25. Every row's pick starts from the outputs (copied into
+// the partials), takes its index along the classes from the row and the
+// index in it, and the rows' picks are folded into the outputs, in order,
+// by the same strict compare: the first maximum of all.
+// CHECK-LABEL: func.func @argmax
+// CHECK-SAME:    (%[[X:.*]]: memref<32x1000xf32>, %[[BEST:.*]]: memref<32xf32>, %[[AT:.*]]: memref<32xi64>)
+// CHECK:         %[[ROWS:.*]] = memref.expand_shape %[[X]] {{\[}}[0], [1, 2]] output_shape [32, 40, 25]
+// CHECK:         %[[PV:.*]] = memref.alloc() : memref<32x40xf32>
+// CHECK:         %[[PI:.*]] = memref.alloc() : memref<32x40xi64>
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]} ins(%[[BEST]], %[[AT]] : memref<32xf32>, memref<32xi64>) outs(%[[PV]], %[[PI]] : memref<32x40xf32>, memref<32x40xi64>)
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[ROWS]] : memref<32x40x25xf32>) outs(%[[PV]], %[[PI]] : memref<32x40xf32>, memref<32x40xi64>)
+// CHECK-NEXT:    ^bb0(%[[E:.*]]: f32, %[[V:.*]]: f32, %[[I:.*]]: i64):
+// CHECK-NEXT:      %[[ROW:.*]] = linalg.index 1 : index
+// CHECK-NEXT:      %[[IN:.*]] = linalg.index 2 : index
+// CHECK-NEXT:      %[[LEN:.*]] = arith.constant 25 : index
+// CHECK-NEXT:      %[[START:.*]] = arith.muli %[[ROW]], %[[LEN]] : index
+// CHECK-NEXT:      %[[ALONG:.*]] = arith.addi %[[START]], %[[IN]] : index
+// CHECK-NEXT:      %[[ALONG64:.*]] = arith.index_cast %[[ALONG]] : index to i64
+// CHECK-NEXT:      %[[GT:.*]] = arith.cmpf ogt, %[[E]], %[[V]] : f32
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[PV]], %[[PI]] : memref<32x40xf32>, memref<32x40xi64>) outs(%[[BEST]], %[[AT]] : memref<32xf32>, memref<32xi64>)
+// CHECK-NEXT:    ^bb0(%[[RV:.*]]: f32, %[[RI:.*]]: i64, %[[BV:.*]]: f32, %[[BI:.*]]: i64):
+// CHECK-NEXT:      %[[WINS:.*]] = arith.cmpf ogt, %[[RV]], %[[BV]] : f32
+// CHECK-NEXT:      %[[NV:.*]] = arith.select %[[WINS]], %[[RV]], %[[BV]] : f32
+// CHECK-NEXT:      %[[NI:.*]] = arith.select %[[WINS]], %[[RI]], %[[BI]] : i64
+// CHECK-NEXT:      linalg.yield %[[NV]], %[[NI]]
+// CHECK:         memref.dealloc %[[PV]]
+// CHECK:         memref.dealloc %[[PI]]
+func.func @argmax(%x: memref<32x1000xf32>, %best: memref<32xf32>, %at: memref<32xi64>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x1000xf32>) outs(%best, %at : memref<32xf32>, memref<32xi64>) {
+  ^bb0(%in: f32, %v: f32, %i: i64):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %gt = arith.cmpf ogt, %in, %v : f32
+    %nv = arith.select %gt, %in, %v : f32
+    %ni = arith.select %gt, %ji, %i : i64
+    linalg.yield %nv, %ni : f32, i64
+  }
+  return
+}
+
+// Kept in their threads: a non-strict compare (the last maximum: rows
+// starting from the outputs would not fold to it), and a body that does
+// more than pick.
+// CHECK-LABEL: func.func @arg_reductions_kept
+// CHECK-NOT:   memref.alloc
+func.func @arg_reductions_kept(%x: memref<32x1000xf32>, %best: memref<32xf32>, %at: memref<32xi64>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x1000xf32>) outs(%best, %at : memref<32xf32>, memref<32xi64>) {
+  ^bb0(%in: f32, %v: f32, %i: i64):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %ge = arith.cmpf oge, %in, %v : f32
+    %nv = arith.select %ge, %in, %v : f32
+    %ni = arith.select %ge, %ji, %i : i64
+    linalg.yield %nv, %ni : f32, i64
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x1000xf32>) outs(%best, %at : memref<32xf32>, memref<32xi64>) {
+  ^bb0(%in: f32, %v: f32, %i: i64):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %sq = arith.mulf %in, %in : f32
+    %gt = arith.cmpf ogt, %sq, %v : f32
+    %nv = arith.select %gt, %sq, %v : f32
+    %ni = arith.select %gt, %ji, %i : i64
+    linalg.yield %nv, %ni : f32, i64
+  }
+  return
+}

@@ -343,7 +343,15 @@ def ParallelizeSerialGenerics : Pass<"dtrain-parallelize-serial-generics",
     then the rows': 1000 as 40 rows of 25), each row reduced into
     a buffer of partials (the output's shape, then the rows), which a
     second generic folds into the output in order, beside the same
-    parallel loops.
+    parallel loops. An arg-reduction beside them is split the same way
+    (the count of correct answers' argmax over 1000 classes): one input
+    scanned for the first element that a strict ordered compare (`ogt`,
+    `olt`, `sgt`, ...) finds better than the best so far, its value and
+    its index along the reduction (`linalg.index`) the two outputs, and
+    nothing else in the body; each row's pick starts from the outputs'
+    values and takes its index from the row and the index in it, and the
+    rows' picks are folded into the outputs, in order, by the same
+    compare: the first best of all, as the serial loop finds it.
 
     `max-serial-iterations`, 4096, is an estimate of where one thread's
     loop takes as long as the host's wait and migration. On an H200 a
