@@ -354,8 +354,8 @@ static void splitReductionBesideParallel(RewriterBase &rewriter,
                         getSplitIterators(op, r), rows);
 }
 
-/// Whether PREDICATE is a strict ordered compare: of CMP(X, BEST), X wins
-/// only over a BEST it strictly beats, and a NaN never wins.
+/// Whether COMPARE is a strict ordered compare: of COMPARE(X, BEST), X
+/// wins only over a BEST it strictly beats, and a NaN never wins.
 static bool isStrictOrder(Operation *compare) {
   if (auto cmpf = dyn_cast<arith::CmpFOp>(compare))
     return cmpf.getPredicate() == arith::CmpFPredicate::OGT ||
@@ -374,7 +374,8 @@ static bool isStrictOrder(Operation *compare) {
 /// the best value and its index along R), in a body of exactly
 ///   i = linalg.index R [cast], c = CMP(x, best) (strict: isStrictOrder),
 ///   yield select(c, x, best), select(c, i, bestIndex);
-/// PARALLEL is set as by getSplittableReduction. Else null.
+/// R is set to the reduction loop, PARALLEL as by getSplittableReduction.
+/// Else null.
 static Operation *getSplittableArgReduction(linalg::GenericOp op,
                                             int64_t &parallel, unsigned &r) {
   if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() != 1 ||
