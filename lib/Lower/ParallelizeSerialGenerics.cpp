@@ -131,58 +131,94 @@ static int64_t getBalancedPartialCount(int64_t n, int64_t limit) {
   return best;
 }
 
-/// Replaces OP, whose elements COMBINER folds into its one output, by a
-/// generic that runs OP's body over INPUTS with INPUT_MAPS and ITERATORS
-/// into ROWS partial results per output element (a buffer of the output's
-/// shape then ROWS, filled with COMBINER's neutral element, indexed by
-/// PARTIAL_MAP), then a generic that folds each element's partials into
-/// the output, in order, which is returned.
+/// Over an output's OUTRANK dimensions and the rows of its partials: the
+/// output's element.
+static AffineMap getRowOutputMap(MLIRContext *ctx, unsigned outRank) {
+  return AffineMap::getMultiDimIdentityMap(outRank + 1, ctx)
+      .dropResult(outRank);
+}
+
+/// The generics that replace a split op (reduceThroughPartials).
+struct SplitGenerics {
+  linalg::GenericOp perRow, fold;
+};
+
+/// Replaces OP by a generic that runs OP's body over INPUTS with
+/// INPUT_MAPS and ITERATORS into ROWS partial results per element of each
+/// output (a buffer of the output's shape then ROWS, indexed by
+/// PARTIAL_MAP, which FILL fills), then a generic over the outputs'
+/// dimensions and the rows that folds each element's partials into the
+/// outputs, in order, with the body FOLD builds (from the partials' and
+/// then the outputs' elements).
+static SplitGenerics reduceThroughPartials(
+    RewriterBase &rewriter, linalg::GenericOp op, ValueRange inputs,
+    ArrayRef<AffineMap> inputMaps, AffineMap partialMap,
+    ArrayRef<utils::IteratorType> iterators, int64_t rows,
+    function_ref<void(ValueRange partials)> fill,
+    function_ref<void(OpBuilder &, Location, ValueRange)> fold) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  SmallVector<Value> outputs(op.getDpsInits());
+  const unsigned outRank =
+      cast<MemRefType>(outputs.front().getType()).getRank();
+  SmallVector<Value> partials;
+  for (Value output : outputs) {
+    auto type = cast<MemRefType>(output.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape.push_back(rows);
+    partials.push_back(memref::AllocOp::create(
+        rewriter, loc, MemRefType::get(shape, type.getElementType())));
+  }
+  fill(partials);
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.append(partials.size(), partialMap);
+  auto perRow = linalg::GenericOp::create(rewriter, loc, TypeRange(), inputs,
+                                          partials, maps, iterators);
+  rewriter.inlineRegionBefore(op.getRegion(), perRow.getRegion(),
+                              perRow.getRegion().begin());
+  // The partials into the outputs: their dimensions, then the rows.
+  SmallVector<utils::IteratorType> foldIterators(outRank,
+                                                 utils::IteratorType::parallel);
+  foldIterators.push_back(utils::IteratorType::reduction);
+  AffineMap all = AffineMap::getMultiDimIdentityMap(outRank + 1, ctx);
+  SmallVector<AffineMap> foldMaps(partials.size(), all);
+  foldMaps.append(outputs.size(), getRowOutputMap(ctx, outRank));
+  auto folded =
+      linalg::GenericOp::create(rewriter, loc, TypeRange(), partials, outputs,
+                                foldMaps, foldIterators, fold);
+  rewriter.eraseOp(op);
+  rewriter.setInsertionPointAfter(folded);
+  for (Value partial : partials)
+    memref::DeallocOp::create(rewriter, loc, partial);
+  return {perRow, folded};
+}
+
+/// reduceThroughPartials for OP, whose elements COMBINER folds into its
+/// one output: the partials filled with COMBINER's neutral element and
+/// folded by COMBINER; returns the fold.
 static linalg::GenericOp
 reduceThroughPartials(RewriterBase &rewriter, linalg::GenericOp op,
                       Operation *combiner, ValueRange inputs,
                       ArrayRef<AffineMap> inputMaps, AffineMap partialMap,
                       ArrayRef<utils::IteratorType> iterators, int64_t rows) {
   Location loc = op.getLoc();
-  MLIRContext *ctx = op.getContext();
-  Value output = op.getDpsInits().front();
-  auto outputType = cast<MemRefType>(output.getType());
-  SmallVector<int64_t> partialShape(outputType.getShape());
-  partialShape.push_back(rows);
-  Value partials = memref::AllocOp::create(
-      rewriter, loc,
-      MemRefType::get(partialShape, outputType.getElementType()));
-  Value neutral = arith::ConstantOp::create(
-      rewriter, loc, *arith::getNeutralElement(combiner));
-  linalg::FillOp::create(rewriter, loc, neutral, partials);
-  SmallVector<AffineMap> maps(inputMaps);
-  maps.push_back(partialMap);
-  auto perRow = linalg::GenericOp::create(rewriter, loc, TypeRange(), inputs,
-                                          partials, maps, iterators);
-  rewriter.inlineRegionBefore(op.getRegion(), perRow.getRegion(),
-                              perRow.getRegion().begin());
-  // The partials into the output: its dimensions, then the rows.
-  const unsigned outRank = outputType.getRank();
-  SmallVector<utils::IteratorType> foldIterators(outRank,
-                                                 utils::IteratorType::parallel);
-  foldIterators.push_back(utils::IteratorType::reduction);
   const bool outputFirst =
-      combiner->getOperand(0) == perRow.getRegionOutputArgs().front();
-  AffineMap all = AffineMap::getMultiDimIdentityMap(outRank + 1, ctx);
-  auto fold = linalg::GenericOp::create(
-      rewriter, loc, TypeRange(), partials, output,
-      {all, AffineMap::get(outRank + 1, 0, all.getResults().take_front(outRank),
-                           ctx)},
-      foldIterators, [&](OpBuilder &b, Location loc, ValueRange args) {
-        // args: the partial, the output.
-        Operation *folded = b.clone(*combiner);
-        folded->setOperands(outputFirst ? ValueRange{args[1], args[0]}
-                                        : ValueRange{args[0], args[1]});
-        linalg::YieldOp::create(b, loc, folded->getResults());
-      });
-  rewriter.eraseOp(op);
-  rewriter.setInsertionPointAfter(fold);
-  memref::DeallocOp::create(rewriter, loc, partials);
-  return fold;
+      combiner->getOperand(0) == op.getRegionOutputArgs().front();
+  return reduceThroughPartials(
+             rewriter, op, inputs, inputMaps, partialMap, iterators, rows,
+             [&](ValueRange partials) {
+               Value neutral = arith::ConstantOp::create(
+                   rewriter, loc, *arith::getNeutralElement(combiner));
+               linalg::FillOp::create(rewriter, loc, neutral, partials);
+             },
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               // args: the partial, the output.
+               Operation *folded = b.clone(*combiner);
+               folded->setOperands(outputFirst ? ValueRange{args[1], args[0]}
+                                               : ValueRange{args[0], args[1]});
+               linalg::YieldOp::create(b, loc, folded->getResults());
+             })
+      .fold;
 }
 
 /// Splits OP, whose N elements COMBINER folds into its output, into ROWS
@@ -226,13 +262,14 @@ static linalg::GenericOp splitReduction(RewriterBase &rewriter,
 constexpr int64_t kMinSplitReduction = 256;
 
 /// The reduction loop of OP, a generic on buffers with parallel loops of
-/// PARALLEL iterations in all and one reduction loop (static ranges) that
-/// getCombiner takes, whose inputs have identity layouts and read the
-/// reduction loop at most once each, as one dimension; else nullopt.
-static std::optional<unsigned> getSplittableReduction(linalg::GenericOp op,
-                                                      int64_t &parallel) {
+/// PARALLEL iterations in all and one reduction loop (static ranges),
+/// whose inputs have identity layouts and read the reduction loop at most
+/// once each, as one dimension, and whose outputs' maps are projected
+/// permutations; else nullopt.
+static std::optional<unsigned> getReductionBesideParallel(linalg::GenericOp op,
+                                                          int64_t &parallel) {
   if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() != 1 ||
-      op.getNumParallelLoops() == 0 || !getCombiner(op))
+      op.getNumParallelLoops() == 0)
     return std::nullopt;
   SmallVector<unsigned> reductions;
   op.getReductionDims(reductions);
@@ -254,10 +291,18 @@ static std::optional<unsigned> getSplittableReduction(linalg::GenericOp op,
         }) > 1)
       return std::nullopt;
   }
-  if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0))
-           .isProjectedPermutation())
-    return std::nullopt;
+  for (OpOperand &output : op.getDpsInitsMutable())
+    if (!op.getMatchingIndexingMap(&output).isProjectedPermutation())
+      return std::nullopt;
   return r;
+}
+
+/// getReductionBesideParallel's loop, when getCombiner takes OP.
+static std::optional<unsigned> getSplittableReduction(linalg::GenericOp op,
+                                                      int64_t &parallel) {
+  if (!getCombiner(op))
+    return std::nullopt;
+  return getReductionBesideParallel(op, parallel);
 }
 
 /// MAP over one dimension more: dimension R as (R, R + 1), the others
@@ -369,40 +414,24 @@ static bool isStrictOrder(Operation *compare) {
 }
 
 /// The compare of OP when OP is an arg-reduction that can be split beside
-/// its parallel loops: one input, read by its one reduction loop R, whose
-/// elements OP scans for the first that beats the best so far (outputs:
-/// the best value and its index along R), in a body of exactly
+/// its parallel loops (getReductionBesideParallel): one input, whose
+/// elements along the reduction loop R OP scans for the first that beats the
+/// best so far (outputs: the best value and its index along R), in a body of
+/// exactly
 ///   i = linalg.index R [cast], c = CMP(x, best) (strict: isStrictOrder),
 ///   yield select(c, x, best), select(c, i, bestIndex);
 /// R is set to the reduction loop, PARALLEL as by getSplittableReduction.
 /// Else null.
 static Operation *getSplittableArgReduction(linalg::GenericOp op,
                                             int64_t &parallel, unsigned &r) {
-  if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() != 1 ||
-      op.getNumParallelLoops() == 0 || op.getNumDpsInputs() != 1 ||
-      op.getNumDpsInits() != 2)
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 2 ||
+      op.getMatchingIndexingMap(op.getDpsInitOperand(0)) !=
+          op.getMatchingIndexingMap(op.getDpsInitOperand(1)))
     return nullptr;
-  SmallVector<unsigned> reductions;
-  op.getReductionDims(reductions);
-  r = reductions.front();
-  parallel = 1;
-  for (auto [d, extent] : llvm::enumerate(op.getStaticLoopRanges())) {
-    if (ShapedType::isDynamic(extent))
-      return nullptr;
-    if (d != r)
-      parallel *= extent;
-  }
-  OpOperand *input = op.getDpsInputOperand(0);
-  auto inputType = dyn_cast<MemRefType>(input->get().getType());
-  AffineMap inputMap = op.getMatchingIndexingMap(input);
-  if (!inputType || !inputType.getLayout().isIdentity() ||
-      !inputMap.isProjectedPermutation() ||
-      !inputMap.getResultPosition(getAffineDimExpr(r, op.getContext())))
+  std::optional<unsigned> loop = getReductionBesideParallel(op, parallel);
+  if (!loop)
     return nullptr;
-  AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (!outputMap.isProjectedPermutation() ||
-      outputMap != op.getMatchingIndexingMap(op.getDpsInitOperand(1)))
-    return nullptr;
+  r = *loop;
   // The body, op by op.
   Block *body = op.getBody();
   BlockArgument x = body->getArgument(0), best = body->getArgument(1),
@@ -449,57 +478,26 @@ static void splitArgReductionBesideParallel(RewriterBase &rewriter,
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
   splitInputs(rewriter, op, r, n, rows, inputs, maps);
-  AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  // The partials: each output with a last dimension of ROWS, every row
-  // starting from the output's value.
   SmallVector<Value> outputs(op.getDpsInits());
-  auto outputType = cast<MemRefType>(outputs.front().getType());
-  const unsigned outRank = outputType.getRank();
-  SmallVector<int64_t> partialShape(outputType.getShape());
-  partialShape.push_back(rows);
-  SmallVector<Value> partials;
-  for (Value output : outputs)
-    partials.push_back(memref::AllocOp::create(
-        rewriter, loc,
-        MemRefType::get(partialShape,
-                        cast<MemRefType>(output.getType()).getElementType())));
-  AffineMap all = AffineMap::getMultiDimIdentityMap(outRank + 1, ctx);
-  AffineMap outputOfRow =
-      AffineMap::get(outRank + 1, 0, all.getResults().take_front(outRank), ctx);
-  SmallVector<utils::IteratorType> rowIterators(outRank + 1,
-                                                utils::IteratorType::parallel);
-  linalg::GenericOp::create(rewriter, loc, TypeRange(), outputs, partials,
-                            {outputOfRow, outputOfRow, all, all}, rowIterators,
-                            [&](OpBuilder &b, Location loc, ValueRange args) {
-                              linalg::YieldOp::create(b, loc,
-                                                      args.take_front(2));
-                            });
-  // Each row's pick: OP's body, the index along R made of the row and the
-  // index in it.
-  AffineMap partialMap = getPartialMap(op, outputMap, r);
-  maps.append({partialMap, partialMap});
-  auto perRow =
-      linalg::GenericOp::create(rewriter, loc, TypeRange(), inputs, partials,
-                                maps, getSplitIterators(op, r));
-  rewriter.inlineRegionBefore(op.getRegion(), perRow.getRegion(),
-                              perRow.getRegion().begin());
-  linalg::IndexOp index = *perRow.getBody()->getOps<linalg::IndexOp>().begin();
-  rewriter.setInsertionPoint(index);
-  Value row = linalg::IndexOp::create(rewriter, loc, r);
-  Value inRow = linalg::IndexOp::create(rewriter, loc, r + 1);
-  Value rowLength = arith::ConstantIndexOp::create(rewriter, loc, n / rows);
-  Value along = arith::AddIOp::create(
-      rewriter, loc, arith::MulIOp::create(rewriter, loc, row, rowLength),
-      inRow);
-  rewriter.replaceOp(index, along);
-  // The rows' picks into the outputs, in order.
-  rewriter.setInsertionPoint(op);
-  SmallVector<utils::IteratorType> foldIterators(outRank,
-                                                 utils::IteratorType::parallel);
-  foldIterators.push_back(utils::IteratorType::reduction);
-  auto fold = linalg::GenericOp::create(
-      rewriter, loc, TypeRange(), partials, outputs,
-      {all, all, outputOfRow, outputOfRow}, foldIterators,
+  const unsigned outRank =
+      cast<MemRefType>(outputs.front().getType()).getRank();
+  AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  SplitGenerics split = reduceThroughPartials(
+      rewriter, op, inputs, maps, getPartialMap(op, outputMap, r),
+      getSplitIterators(op, r), rows,
+      [&](ValueRange partials) {
+        // Every row starts from the outputs' values.
+        AffineMap all = AffineMap::getMultiDimIdentityMap(outRank + 1, ctx);
+        AffineMap output = getRowOutputMap(ctx, outRank);
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange(), outputs, partials,
+            {output, output, all, all},
+            SmallVector<utils::IteratorType>(outRank + 1,
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              linalg::YieldOp::create(b, loc, args.take_front(2));
+            });
+      },
       [&](OpBuilder &b, Location loc, ValueRange args) {
         // args: the row's value and index, the best value and index.
         Operation *wins = b.clone(*compare);
@@ -511,10 +509,17 @@ static void splitArgReductionBesideParallel(RewriterBase &rewriter,
                 arith::SelectOp::create(b, loc, better, args[0], args[2]),
                 arith::SelectOp::create(b, loc, better, args[1], args[3])});
       });
-  rewriter.eraseOp(op);
-  rewriter.setInsertionPointAfter(fold);
-  for (Value partial : partials)
-    memref::DeallocOp::create(rewriter, loc, partial);
+  // Each row's index along R: the row and the index in it.
+  linalg::IndexOp index =
+      *split.perRow.getBody()->getOps<linalg::IndexOp>().begin();
+  rewriter.setInsertionPoint(index);
+  Value row = linalg::IndexOp::create(rewriter, loc, r);
+  Value inRow = linalg::IndexOp::create(rewriter, loc, r + 1);
+  Value rowLength = arith::ConstantIndexOp::create(rewriter, loc, n / rows);
+  rewriter.replaceOp(
+      index, arith::AddIOp::create(
+                 rewriter, loc,
+                 arith::MulIOp::create(rewriter, loc, row, rowLength), inRow));
 }
 
 namespace {
