@@ -271,6 +271,18 @@ __global__ void tileCountKernel(Input in, int64_t n, const RadixState *bound,
     tileCounts[blockIdx.x] = total;
 }
 
+/// The packed count (above << 32, plus equal) of the entries before tile TILE
+/// in column COLUMN of TILEOFFSETS, the exclusive scan of TILES tiles'
+/// counts. The scan ran over all columns: a column's own offsets are the
+/// differences from its first (modulo 2^64, which the sums of other
+/// columns may pass; a column's own are below 2^63).
+__device__ inline unsigned long long
+countBefore(const unsigned long long *tileOffsets, uint32_t column,
+            int64_t tiles, int64_t tile) {
+  const unsigned long long *offsets = tileOffsets + int64_t(column) * tiles;
+  return offsets[tile] - offsets[0];
+}
+
 /// Writes the selected entries of TILES tiles at their places (see the
 /// file comment), a block a tile at a time; TILEOFFSETS is the exclusive
 /// scan of the packed tile counts. Warp w takes the tile's w-th run of
@@ -289,11 +301,6 @@ __global__ void __launch_bounds__(kTileThreads, 3)
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const uint32_t threshold = bound->prefix;
   const uint64_t ties = uint64_t(bound->need);
-  // The scan ran over all columns: the column's own offsets are the
-  // differences from its first (modulo 2^64, which the sums of other
-  // columns may pass; a column's own are below 2^63).
-  const unsigned long long *offsets =
-      tileOffsets + int64_t(bound->column) * tiles;
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int64_t begin = tile * kTile + int64_t(warp) * kWarpRun + lane;
     float items[kTileItems];
@@ -307,7 +314,8 @@ __global__ void __launch_bounds__(kTileThreads, 3)
     if (lane == 0)
       warpCounts[warp] = packed;
     __syncthreads();
-    unsigned long long before = offsets[tile] - offsets[0];
+    unsigned long long before =
+        countBefore(tileOffsets, bound->column, tiles, tile);
     for (int w = 0; w < warp; ++w)
       before += warpCounts[w];
     __syncthreads(); // every warp has read the counts: the next tile's
@@ -435,13 +443,14 @@ __global__ void __launch_bounds__(kTileThreads)
     }
   }
 #pragma unroll
-  for (int t = 1; t < kTreeSize; ++t)
+  for (int t = 1; t < kTreeSize; ++t) {
     if (t < distinct) {
 #pragma unroll
       for (int j = 0; j < kTileItems; ++j)
         above[t] += fabsf(items[j]) > bounds[t] ? 1.0f : 0.0f;
     }
-    // Three counts to a word, 10 bits each: a warp's are at most 512.
+  }
+  // Three counts to a word, 10 bits each: a warp's are at most 512.
 #pragma unroll
   for (int t = 0; t < kTreeSize; t += 3) {
     if (t >= distinct)
@@ -499,9 +508,8 @@ __global__ void gatherSlotsKernel(const RadixState *bound, const Slot *slots,
       for (int q = 0; q < kLaneSlots; ++q)
         place[q] += counts && index < mine[q].index;
     }
-  const unsigned long long *offsets =
-      tileOffsets + int64_t(bound->column) * tiles;
-  const uint64_t before = (offsets[tile] - offsets[0]) >> 32;
+  const uint64_t before =
+      countBefore(tileOffsets, bound->column, tiles, tile) >> 32;
 #pragma unroll
   for (int r = 0; r < kLaneSlots; ++r) {
     if (!selected[r])
