@@ -271,11 +271,11 @@ __global__ void tileCountKernel(Input in, int64_t n, const RadixState *bound,
     tileCounts[blockIdx.x] = total;
 }
 
-/// The packed count (above << 32, plus equal) of the entries before tile TILE
-/// in column COLUMN of TILEOFFSETS, the exclusive scan of TILES tiles'
-/// counts. The scan ran over all columns: a column's own offsets are the
-/// differences from its first (modulo 2^64, which the sums of other
-/// columns may pass; a column's own are below 2^63).
+/// The packed count (above << 32, plus equal) of the entries before tile
+/// TILE in column COLUMN of TILEOFFSETS, the exclusive scan of TILES
+/// tiles' counts. The scan ran over all columns: a column's own offsets
+/// are the differences from its first (modulo 2^64, which the sums of
+/// other columns may pass; a column's own are below 2^63).
 __device__ inline unsigned long long
 countBefore(const unsigned long long *tileOffsets, uint32_t column,
             int64_t tiles, int64_t tile) {
