@@ -3,18 +3,20 @@
 // Times dtrain_rt_cuda_select_f32 (exact and Gaussian-k) on 25M and 100M
 // floats at density 0.001: the median and the minimum of several runs
 // after a warm-up, by CUDA events around each call (the Gaussian
-// selection's host wait included). The data, as SelectTest's: N(0.001,
-// 0.02), like gradients; Laplace (scale 0.02), whose heavier tails make
-// Gaussian-k raise its first threshold; uniform on (-0.05, 0.05), whose
-// light tails leave Gaussian-k no threshold within its corrections, so
-// that it runs the exact selection instead. One key=value line per case:
-//   method=gaussian data=normal n=25000000 k=25000 selected=24893 median_ms=...
-//   min_ms=...
+// selection's host wait included). The data are the selection tests'
+// (GradientSamples.h): N(0.001, 0.02), like gradients; Laplace (scale
+// 0.02), whose heavier tails make Gaussian-k raise its first threshold;
+// uniform on (-0.05, 0.05), whose light tails leave Gaussian-k no
+// threshold within its corrections, so that it runs the exact selection
+// instead. One key=value line per case:
+//   method=gaussian data=gaussian n=25000000 k=25000 selected=24893
+//   median_ms=... min_ms=...
 // Sizes can be given as arguments (element counts). Without a CUDA device
 // it prints why and exits 77.
 //
 //===----------------------------------------------------------------------===//
 
+#include "GradientSamples.h"
 #include "dtrain_rt_cuda.h"
 
 #include <cuda_runtime.h>
@@ -22,8 +24,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <vector>
+
+using dtrain::rt::test::Distribution;
+using dtrain::rt::test::sample;
 
 namespace {
 
@@ -73,24 +77,9 @@ int main(int argc, char **argv) {
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
   for (int64_t n : sizes)
-    for (const char *data : {"normal", "laplace", "uniform"}) {
-      std::vector<float> host(static_cast<size_t>(n));
-      std::mt19937 rng(1);
-      std::normal_distribution<float> normal(0.001f, 0.02f);
-      std::exponential_distribution<float> exponential(50);
-      std::bernoulli_distribution negative(0.5);
-      std::uniform_real_distribution<float> uniform(-0.05f, 0.05f);
-      for (float &v : host)
-        switch (data[0]) {
-        case 'n':
-          v = normal(rng);
-          break;
-        case 'l':
-          v = negative(rng) ? -exponential(rng) : exponential(rng);
-          break;
-        default:
-          v = uniform(rng);
-        }
+    for (Distribution data : {Distribution::Gaussian, Distribution::Laplace,
+                              Distribution::Uniform}) {
+      const std::vector<float> host = sample(data, size_t(n), 1);
       const int64_t k = std::max<int64_t>(1, int64_t(kDensity * double(n)));
       const int64_t capacity = 2 * k;
       const size_t workspaceBytes = dtrain_rt_cuda_select_workspace_size(n);
@@ -126,8 +115,9 @@ int main(int argc, char **argv) {
         std::sort(times.begin(), times.end());
         std::printf("method=%s data=%s n=%lld k=%lld selected=%lld "
                     "median_ms=%.4f min_ms=%.4f\n",
-                    name, data, (long long)n, (long long)k, (long long)selected,
-                    times[times.size() / 2], times.front());
+                    name, dtrain::rt::test::name(data), (long long)n,
+                    (long long)k, (long long)selected, times[times.size() / 2],
+                    times.front());
       }
       check(cudaFree(workspace), "cudaFree");
       check(cudaFree(indices), "cudaFree");
