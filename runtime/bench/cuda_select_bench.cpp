@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -55,6 +56,23 @@ constexpr int kRuns = 11;
 } // namespace
 
 int main(int argc, char **argv) {
+  // The sizes first, so that a bad one is reported with or without a GPU.
+  std::vector<int64_t> sizes;
+  for (int i = 1; i < argc; ++i) {
+    char *end = nullptr;
+    const long long n = std::strtoll(argv[i], &end, 10);
+    if (end == argv[i] || *end || n < 1 || n > INT32_MAX) {
+      std::fprintf(stderr,
+                   "dtrain-rt-cuda-select-bench: '%s' is not a size (an "
+                   "element count from 1 to 2^31-1)\n",
+                   argv[i]);
+      return 1;
+    }
+    sizes.push_back(n);
+  }
+  if (sizes.empty())
+    sizes = {25000000, 100000000};
+
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: skipped (the benchmark needs a GPU)\n");
@@ -64,12 +82,6 @@ int main(int argc, char **argv) {
   check(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
   std::printf("device=\"%s\" runs=%d density=%g\n", properties.name, kRuns,
               kDensity);
-
-  std::vector<int64_t> sizes;
-  for (int i = 1; i < argc; ++i)
-    sizes.push_back(std::atoll(argv[i]));
-  if (sizes.empty())
-    sizes = {25000000, 100000000};
 
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
