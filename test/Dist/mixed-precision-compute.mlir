@@ -29,7 +29,7 @@ func.func @forward(%w: tensor<4x3xf32> {train.param = "fc.weight"}, %b: tensor<3
 // CHECK-NEXT: %[[LOSS:.*]] = nn.softmax_cross_entropy %[[Y32]], %{{.*}} : tensor<5x3xf32>, tensor<5xi64> -> tensor<f32>
 // CHECK:      %[[DY:.*]] = nn.softmax_cross_entropy_grad %{{.*}}, %[[Y32]], %{{.*}} -> tensor<5x3xf32>
 // CHECK-NEXT: %[[DY16:.*]] = nn.cast %[[DY]] : tensor<5x3xf32> to tensor<5x3xbf16>
-// CHECK-NEXT: %[[DH:.*]] = nn.relu_grad %[[DY16]], %[[H]] : tensor<5x3xbf16>
+// CHECK-NEXT: %[[DH:.*]] = nn.relu_grad %[[DY16]], %[[Y]] : tensor<5x3xbf16>
 // CHECK-NEXT: %[[DH32:.*]] = nn.cast %[[DH]] : tensor<5x3xbf16> to tensor<5x3xf32>
 // CHECK-NEXT: %[[DB:.*]] = nn.reduce_sum %[[DH32]] dims = [0] : tensor<5x3xf32> -> tensor<3xf32>
 // CHECK-NEXT: comm.all_reduce_start <mean> %[[DB]] on %{{.*}} : tensor<3xf32>

@@ -56,7 +56,7 @@
 // CHECK: %[[CORRECT:.*]] = nn.count_correct %[[Y]], %[[L]] : tensor<2x3xf32>, tensor<2xi64> -> tensor<i64>
 // CHECK: %[[ONE:.*]] = train.loss_seed : tensor<f32>
 // CHECK: %[[DY:.*]] = nn.softmax_cross_entropy_grad %[[ONE]], %[[Y]], %[[L]]
-// CHECK: %[[DH:.*]] = nn.relu_grad %[[DY]], %[[H]]
+// CHECK: %[[DH:.*]] = nn.relu_grad %[[DY]], %[[Y]]
 // CHECK: %[[DB:.*]] = nn.reduce_sum %[[DH]] dims = [0] : tensor<2x3xf32> -> tensor<3xf32>
 // CHECK-NOT: nn.matmul %[[DH]], %[[W]]
 // CHECK: %[[DW:.*]] = nn.matmul %[[DH]], %[[X]] {transpose_lhs} : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<3x4xf32>
@@ -208,4 +208,22 @@ func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
 func.func @forward(%w: tensor<3x8xf32> {train.param = "w"}) -> tensor<2x4xf32> {
   %0 = nn.slice %w {sizes = array<i64: 2, 4>, starts = array<i64: 1, 1>, steps = array<i64: 1, 2>} : tensor<3x8xf32> -> tensor<2x4xf32>
   return %0 : tensor<2x4xf32>
+}
+
+// -----
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="loss=mse" | FileCheck %s --check-prefix=MASK
+
+// ReLU6 (a clip) after a residual add: the clip's gradient masks with its
+// output, so that nothing in the backward pass reads the sum.
+// MASK: func.func @train_step(%[[W:[^:]+]]: tensor<2x4xf32> {train.param = "w"}
+// MASK: %[[SUM:.*]] = nn.add %[[W]], %[[W]]
+// MASK: %[[Y:.*]] = nn.clip %[[SUM]] {max = 6.000000e+00 : f64, min = 0.000000e+00 : f64}
+// MASK-NOT: %[[SUM]]
+// MASK: nn.clip_grad %{{.*}}, %[[Y]] {max = 6.000000e+00 : f64, min = 0.000000e+00 : f64}
+// MASK-NOT: %[[SUM]]
+// MASK: train.sgd_update %[[W]]
+func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
+  %0 = nn.add %w, %w : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %1 = nn.clip %0 {min = 0.0 : f64, max = 6.0 : f64} : tensor<2x4xf32>
+  return %1 : tensor<2x4xf32>
 }

@@ -122,10 +122,14 @@ LogicalResult DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+// relu(x) > 0 exactly where x > 0 (NaN in neither), so the mask reads the
+// output, which the next layer keeps anyway: the input need not outlive the
+// forward pass, and a producer that only relu reads (a residual add) fuses
+// into it.
 LogicalResult ReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
-      ReluGradOp::create(b, getLoc(), resultGrads[0], getInput()));
+      ReluGradOp::create(b, getLoc(), resultGrads[0], getResult()));
   return success();
 }
 
@@ -312,10 +316,12 @@ LogicalResult LeakyReluOp::buildGradients(OpBuilder &b,
   return success();
 }
 
+// clip(x) lies strictly between the bounds exactly where x does (min <=
+// max; NaN in neither), so the mask reads the output, as relu's does.
 LogicalResult ClipOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(ClipGradOp::create(b, getLoc(), resultGrads[0],
-                                            getInput(), getMinAttr(),
+                                            getResult(), getMinAttr(),
                                             getMaxAttr()));
   return success();
 }

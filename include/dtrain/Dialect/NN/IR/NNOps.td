@@ -211,10 +211,12 @@ def NN_ClipGradOp : NN_SameTypeOp<"clip_grad", [Pure]> {
     Given the gradient `grad` with respect to `clip(input)`, returns the
     gradient with respect to `input`: `grad` where `min < input < max`
     (strictly, as PyTorch's hardtanh and ReLU6, which export as Clip) and 0
-    elsewhere; an absent bound is unbounded.
+    elsewhere; an absent bound is unbounded. `clip(input)` lies strictly
+    between the bounds exactly where `input` does, so the gradient of
+    `nn.clip` passes its output here, as that of `nn.relu` does.
 
     ```mlir
-    %dx = nn.clip_grad %dy, %x {max = 6.000000e+00 : f64, min = 0.000000e+00 : f64} : tensor<32x128xf32>
+    %dx = nn.clip_grad %dy, %y {max = 6.000000e+00 : f64, min = 0.000000e+00 : f64} : tensor<32x128xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$grad, NN_FloatTensor:$input,
@@ -229,10 +231,12 @@ def NN_ReluGradOp : NN_SameTypeOp<"relu_grad", [Pure]> {
     Given the gradient `grad` of the loss with respect to `relu(input)`,
     returns the gradient with respect to `input`: `grad` where `input > 0`,
     and 0 elsewhere (the subgradient 0 is taken at `input == 0`, as PyTorch
-    does).
+    does). `relu(input)` is positive exactly where `input` is, so the
+    gradient of `nn.relu` passes its output here: the next layer keeps it
+    anyway, and the input need not outlive the forward pass.
 
     ```mlir
-    %dx = nn.relu_grad %dy, %x : tensor<32x128xf32>
+    %dx = nn.relu_grad %dy, %y : tensor<32x128xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$grad, NN_FloatTensor:$input);
