@@ -44,9 +44,9 @@ static constexpr llvm::StringLiteral kCPULoops =
     "reconcile-unrealized-casts,canonicalize,cse";
 
 /// CUDA: every loop nest a kernel (256 threads along its innermost
-/// dimension), outlined into
-/// gpu.modules compiled to a fatbin for CHIP with FEATURES; the host's
-/// allocations through MLIR's generic allocation functions, which
+/// dimension; an element-wise loop 16 bytes of vectors a thread), outlined
+/// into gpu.modules compiled to a fatbin for CHIP with FEATURES; the
+/// host's allocations through MLIR's generic allocation functions, which
 /// libdtrain_runtime_cuda defines over managed memory, and constant globals
 /// copied into such buffers, so that kernels reach every buffer. Launches
 /// and heavy-op kernels are queued on one stream, which the host waits for
@@ -57,7 +57,8 @@ static constexpr llvm::StringLiteral kCUDALoops =
     "dtrain-interchange-parallel-outer),"
     "convert-linalg-to-parallel-loops,"
     "func.func(dtrain-fuse-sibling-parallel-loops,"
-    "dtrain-tile-parallel-loops-for-gpu,gpu-map-parallel-loops),"
+    "dtrain-vectorize-parallel-loops,dtrain-tile-parallel-loops-for-gpu,"
+    "gpu-map-parallel-loops),"
     "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse,"
     "nvvm-attach-target{chip=%s features=%s},"
     "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"

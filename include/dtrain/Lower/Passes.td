@@ -425,6 +425,54 @@ def FuseSiblingParallelLoops : Pass<"dtrain-fuse-sibling-parallel-loops",
                            "::mlir::scf::SCFDialect"];
 }
 
+def VectorizeParallelLoops : Pass<"dtrain-vectorize-parallel-loops",
+                                   "func::FuncOp"> {
+  let summary = "Give each iteration of a 1-D element-wise scf.parallel "
+                "several elements, with vector loads and stores";
+  let description = [{
+    For `--target=cuda`, after `dtrain-fuse-sibling-parallel-loops` and
+    before `dtrain-tile-parallel-loops-for-gpu`. A kernel that moves one
+    16-bit element a thread (a ReLU or a residual add in bf16) is bound by
+    its instructions and by the scheduling of its many blocks, well below
+    the memory's bandwidth; one 128-bit access a thread is what the
+    hardware's widest load and store move.
+
+    A loop qualifies when it is 1-D from 0 to a constant in steps of 1,
+    without results, and its body holds only loads and stores at the
+    induction variable of rank-1 buffers of unit stride (floats of 16 to
+    64 bits, integers of 8 to 64), constants and element-wise `arith` ops
+    on scalars; values from above must be buffers or scalars. Its trip
+    count N becomes N / W for the widest W that divides N with W times the
+    narrowest element within `access-bytes` (8 for bf16, 4 for f32 with
+    the default 16); a loop where W would be 1 is left alone.
+
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%c1024) step (%c1) {
+      %x = memref.load %in[%i] : memref<1024xbf16>
+      %y = arith.maximumf %x, %zero : bf16
+      memref.store %y, %out[%i] : memref<1024xbf16>
+      scf.reduce
+    }
+    ```
+
+    becomes a loop of 128 iterations whose body, where both buffers start
+    at a multiple of 16 bytes (checked in the loop, on the buffers' aligned
+    pointers and offsets), loads a `vector<8xbf16>` at `8 * %j`, takes
+    `arith.maximumf` with the zero broadcast, and stores the vector, each
+    access with `alignment = 16`; where they do not, an `scf.for` runs the
+    original body for the 8 elements one by one.
+  }];
+  let options = [
+    Option<"accessBytes", "access-bytes", "int64_t", "16",
+           "bytes of a vector of the narrowest element type (a power of 2, "
+           "default 16)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def TileParallelLoopsForGPU : Pass<"dtrain-tile-parallel-loops-for-gpu",
                                     "func::FuncOp"> {
   let summary = "Tile each outermost scf.parallel into blocks and threads "
