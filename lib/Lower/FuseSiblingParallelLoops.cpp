@@ -77,19 +77,10 @@ Value getBuffer(Value memref) {
   return {};
 }
 
-/// LOOP as a member of a run, when it may be one: outermost, 1-D from 0 to
-/// a constant of at most MAXITERATIONS in steps of 1, without results, its
-/// body's only memory effects loads and stores of known buffers.
-std::optional<Member> asMember(scf::ParallelOp loop, int64_t maxIterations) {
-  if (loop.getNumLoops() != 1 || loop.getNumResults() != 0 ||
-      loop->getParentOfType<scf::ParallelOp>() ||
-      !isConstantIntValue(loop.getLowerBound()[0], 0) ||
-      !isConstantIntValue(loop.getStep()[0], 1))
-    return std::nullopt;
-  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound()[0]);
-  if (!upper || *upper < 1 || *upper > maxIterations)
-    return std::nullopt;
-  Member member{loop, *upper, {}, {}, {}};
+/// LOOP's accesses, when its body's only memory effects are loads and
+/// stores of known buffers.
+std::optional<Member> getAccesses(scf::ParallelOp loop) {
+  Member member{loop, 0, {}, {}, {}};
   WalkResult walk = loop.getBody()->walk([&](Operation *op) {
     Value buffer;
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
@@ -108,7 +99,26 @@ std::optional<Member> asMember(scf::ParallelOp loop, int64_t maxIterations) {
   });
   if (walk.wasInterrupted())
     return std::nullopt;
-  getUsedValuesDefinedAbove(loop.getRegion(), member.captured);
+  return member;
+}
+
+/// LOOP as a member of a run, when it may be one: outermost, 1-D from 0 to
+/// a constant of at most MAXITERATIONS in steps of 1, without results, its
+/// body's only memory effects loads and stores of known buffers.
+std::optional<Member> asMember(scf::ParallelOp loop, int64_t maxIterations) {
+  if (loop.getNumLoops() != 1 || loop.getNumResults() != 0 ||
+      loop->getParentOfType<scf::ParallelOp>() ||
+      !isConstantIntValue(loop.getLowerBound()[0], 0) ||
+      !isConstantIntValue(loop.getStep()[0], 1))
+    return std::nullopt;
+  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound()[0]);
+  if (!upper || *upper < 1 || *upper > maxIterations)
+    return std::nullopt;
+  std::optional<Member> member = getAccesses(loop);
+  if (!member)
+    return std::nullopt;
+  member->iterations = *upper;
+  getUsedValuesDefinedAbove(loop.getRegion(), member->captured);
   return member;
 }
 
@@ -208,8 +218,21 @@ struct FuseSiblingParallelLoopsPass
       for (Operation &op : *block) {
         if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
           std::optional<Member> member = asMember(loop, maxIterations);
-          if (!member || !joins(*member))
-            close();
+          if (member && joins(*member)) {
+            append(std::move(*member));
+            continue;
+          }
+          // A loop that no run takes (a large parameter's update between
+          // two small ones) may stay between the run's loops when those
+          // so far can move past it: the merged loop goes where the
+          // run's last loop was.
+          if (!member && !run.empty())
+            if (std::optional<Member> other = getAccesses(loop))
+              if (llvm::all_of(run, [&](const Member &m) {
+                    return areIndependent(m, *other);
+                  }))
+                continue;
+          close();
           if (member)
             append(std::move(*member));
           continue;

@@ -27,11 +27,14 @@
 // CHECK:           default {
 // CHECK-NOT:     scf.parallel
 // CHECK:         return
-// With a bound of 100, the 128-value loop stays alone, and so do its
-// neighbours (each run would have one loop).
+// With a bound of 100, the 128-value loop stays alone, and its
+// neighbours, independent of it, merge after it (where the second was).
 // SMALL-LABEL: func.func @updates
-// SMALL-COUNT-3: scf.parallel (%{{[^,]*}}) =
-// SMALL-NOT:     scf.index_switch
+// SMALL:         scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c128) step
+// SMALL:           memref.store %{{.*}} : memref<128xf32>
+// SMALL:         scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c2{{.*}}, %c64{{.*}}) step
+// SMALL-NOT:     scf.parallel
+// SMALL:         return
 // ZERO: error: --dtrain-fuse-sibling-parallel-loops: max-iterations must be at least 1
 func.func @updates(%p1: memref<64xf32>, %g1: memref<64xf32>,
                    %p2: memref<128xf32>, %g2: memref<128xf32>) {
@@ -110,6 +113,59 @@ func.func @kept(%arg: memref<64xf32>) {
   memref.dealloc %a : memref<64xf32>
   memref.dealloc %b : memref<64xf32>
   memref.dealloc %c : memref<64xf32>
+  return
+}
+
+// A loop too large to merge stays between a run's loops when those before
+// it may move past it: the first small loop writes what the first large
+// one reads, so it stays alone; the next two merge after the second large
+// loop, which touches none of their buffers.
+// CHECK-LABEL: func.func @across
+// CHECK:         scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c64) step
+// CHECK:           memref.store %{{.*}}, %[[A:.*]][%{{.*}}] : memref<64xf32>
+// CHECK:         scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c5000) step
+// CHECK:           memref.load %[[A]]
+// CHECK:         scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c5000) step
+// CHECK:         scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c2{{.*}}, %c64{{.*}}) step
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+func.func @across() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c5000 = arith.constant 5000 : index
+  %one = arith.constant 1.0 : f32
+  %a = memref.alloc() : memref<64xf32>
+  %big = memref.alloc() : memref<5000xf32>
+  %big2 = memref.alloc() : memref<5000xf32>
+  %c = memref.alloc() : memref<64xf32>
+  %d = memref.alloc() : memref<64xf32>
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    memref.store %one, %a[%i] : memref<64xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c5000) step (%c1) {
+    %v = memref.load %a[%c0] : memref<64xf32>
+    memref.store %v, %big[%i] : memref<5000xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    memref.store %one, %c[%i] : memref<64xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c5000) step (%c1) {
+    memref.store %one, %big2[%i] : memref<5000xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    memref.store %one, %d[%i] : memref<64xf32>
+    scf.reduce
+  }
+  memref.dealloc %a : memref<64xf32>
+  memref.dealloc %big : memref<5000xf32>
+  memref.dealloc %big2 : memref<5000xf32>
+  memref.dealloc %c : memref<64xf32>
+  memref.dealloc %d : memref<64xf32>
   return
 }
 

@@ -401,11 +401,15 @@ def FuseSiblingParallelLoops : Pass<"dtrain-fuse-sibling-parallel-loops",
     optimizer updates each parameter in a loop of its own, and a small
     parameter (a batch norm's scale or bias, 64 to 512 values) is a kernel
     launch of a few microseconds that does almost nothing (resnet18: 40 in
-    a row). A run of adjacent outermost 1-D loops of at most
-    `max-iterations` iterations each (bounds 0 to a constant, step 1, no
-    results), with only side-effect-free ops between them, becomes one 2-D
-    loop over (loop, iteration): an `scf.index_switch` on the first index
-    runs the original body where the second is in its bounds. Loops are
+    a row). A run of outermost 1-D loops of at most `max-iterations`
+    iterations each (bounds 0 to a constant, step 1, no results) becomes
+    one 2-D loop over (loop, iteration), where the run's last loop was: an
+    `scf.index_switch` on the first index runs the original body where the
+    second is in its bounds. Between a run's loops may lie side-effect-free
+    ops and loops that no run takes (a large parameter's update between
+    two batch norms' small ones) when those loads and stores alone, of
+    known buffers, and the run's loops before them are independent of
+    them, so that they may move past them. Loops are
     merged only when none writes a buffer that another of the run reads
     or writes, buffers compared by the allocation or model slot their
     memrefs view (every allocation is a buffer of its own, and so is every
