@@ -346,6 +346,9 @@ void writeTimeline(dtrain_rt_comm_t *comm, const std::string &path,
 /// --dtrain-merge-gradients reads (profile=).
 class DTRAIN_RT_TEST_API StepProfile {
 public:
+  /// ORIGIN: a clockSeconds() that every rank took at the same moment (as
+  /// they left a collective), which aligns the ranks' times.
+  explicit StepProfile(double origin) : origin(origin) {}
   /// Adds the spans of one step that began at STEPBEGIN (clockSeconds()),
   /// STEPBEGINCPU (computeCpuSeconds()).
   void addStep(const std::vector<TraceEvent> &events, double stepBegin,
@@ -359,9 +362,10 @@ private:
   /// before it, and the CPU seconds it used then.
   std::vector<double> computeSums, computeCpuSums;
   std::vector<int64_t> bytes;
-  /// Every exchange of the steps: bytes and seconds on the communication
-  /// thread.
-  std::vector<double> stepSizes, stepTimes;
+  double origin;
+  /// Every exchange of the steps: its bytes, and when it began and ended
+  /// on the communication thread (seconds from the origin).
+  std::vector<double> stepSizes, stepBegins, stepEnds;
   int64_t steps = 0;
 };
 

@@ -1754,7 +1754,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
   CommStats windowComm, totalComm;
   const bool tracing = !o.timeline.empty() || !o.profile.empty();
   std::vector<TraceEvent> timeline;
-  StepProfile profile;
+  StepProfile profile(origin);
   std::vector<int64_t> order(size_t(data->count));
   BatchLoader loader(*data, w, inputs[0], *label);
   Progress now = start;

@@ -8,7 +8,9 @@
 // the all-reduce cost T(M) = startup + perByte * M fitted by least squares:
 // to the steps' own exchanges when their sizes span a range (an exchange
 // there also waits for the slowest rank and shares the cores with the
-// computation, which isolated all-reduces do not show), else to
+// computation, which isolated all-reduces do not show; where the ranks
+// take turns, an exchange counts from when the last rank began it, the
+// turns before that being the computation's), else to
 // all-reduces of several sizes (from 4 bytes) timed on the job's ranks
 // after training. For the sparsified exchanges that
 // --dtrain-simulate-step predicts: the speed of a residual update and a
@@ -54,7 +56,8 @@ void StepProfile::addStep(const std::vector<TraceEvent> &events,
     bytes[i] = exchanges[i]->bytes;
     previous = exchanges[i]->queued;
     stepSizes.push_back(double(exchanges[i]->bytes));
-    stepTimes.push_back(exchanges[i]->end - exchanges[i]->begin);
+    stepBegins.push_back(exchanges[i]->begin - origin);
+    stepEnds.push_back(exchanges[i]->end - origin);
   }
   ++steps;
 }
@@ -210,6 +213,23 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   // the ranks happened to interleave in the profiled steps.
   const HostShare host = hostShare(comm);
   const double ranksPerCore = double(host.ranks) / double(host.cores);
+  // The steps' exchanges, each from when the last rank began it where the
+  // ranks take turns: the wait for the others' turns before it is the
+  // computation's, which counts it already (times ranks per core).
+  // (Every rank takes part in the collectives, whatever its machine.)
+  // MAX over [n, -n] gives every rank the most and the fewest.
+  double counts[2] = {double(stepBegins.size()), -double(stepBegins.size())};
+  dtrain_rt_all_reduce(comm, counts, 2, DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  if (counts[0] != -counts[1])
+    fail("--profile: the ranks profiled %g to %g exchanges", -counts[1],
+         counts[0]);
+  std::vector<double> lastBegins = stepBegins;
+  dtrain_rt_all_reduce(comm, lastBegins.data(), int64_t(lastBegins.size()),
+                       DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  const std::vector<double> &from = ranksPerCore > 1 ? lastBegins : stepBegins;
+  std::vector<double> stepTimes(stepBegins.size());
+  for (size_t i = 0; i < stepTimes.size(); ++i)
+    stepTimes[i] = std::max(stepEnds[i] - from[i], 0.0);
   // The cost inside the steps (an exchange there also waits for the
   // slowest rank, and shares the cores with the computation) when their
   // sizes span a range, else the timed one. Every rank takes the slowest
