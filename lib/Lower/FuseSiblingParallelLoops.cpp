@@ -7,13 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ParallelLoops.h"
 #include "dtrain/Lower/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -106,12 +106,7 @@ std::optional<Member> getAccesses(scf::ParallelOp loop) {
 /// a constant of at most MAXITERATIONS in steps of 1, without results, its
 /// body's only memory effects loads and stores of known buffers.
 std::optional<Member> asMember(scf::ParallelOp loop, int64_t maxIterations) {
-  if (loop.getNumLoops() != 1 || loop.getNumResults() != 0 ||
-      loop->getParentOfType<scf::ParallelOp>() ||
-      !isConstantIntValue(loop.getLowerBound()[0], 0) ||
-      !isConstantIntValue(loop.getStep()[0], 1))
-    return std::nullopt;
-  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound()[0]);
+  std::optional<int64_t> upper = dtrain::lower::getKernelTripCount(loop);
   if (!upper || *upper < 1 || *upper > maxIterations)
     return std::nullopt;
   std::optional<Member> member = getAccesses(loop);

@@ -11,13 +11,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ParallelLoops.h"
 #include "dtrain/Lower/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -80,12 +80,7 @@ bool isContiguousBuffer(Value memref) {
 /// ACCESSBYTES.
 std::optional<Candidate> getCandidate(scf::ParallelOp loop,
                                       int64_t accessBytes) {
-  if (loop.getNumLoops() != 1 || loop.getNumResults() != 0 ||
-      loop->getParentOfType<scf::ParallelOp>() ||
-      !isConstantIntValue(loop.getLowerBound()[0], 0) ||
-      !isConstantIntValue(loop.getStep()[0], 1))
-    return std::nullopt;
-  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound()[0]);
+  std::optional<int64_t> upper = dtrain::lower::getKernelTripCount(loop);
   if (!upper || *upper < 2)
     return std::nullopt;
   Candidate candidate{loop, *upper, 0, {}};
