@@ -14,7 +14,8 @@ optimal (both planned with that profile). Each trainer runs --steps steps
 (one kernel thread per rank, --bind-to none); the step time is the last
 half's, the fastest of --repeats runs (default 2) taken round robin over
 the strategies. The table gives the buckets, the measured step time, its
-ratio to none, and the step time that --dtrain-simulate-step predicts from
+spread (the slowest run's time over the fastest's), its ratio to none,
+and the step time that --dtrain-simulate-step predicts from
 the profile (network=profile: the measured compute before each exchange,
 the fitted all-reduce cost, the updates estimated) with its ratio to the
 measured one. Models: resnet18 (62 gradients, 45 MB), mobilenet_v2 (158
@@ -71,9 +72,9 @@ def simulate(compile_tool, onnx, batch, profile):
 def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
                   repeats):
     print("\n### " + title)
-    print("| model | strategy | buckets | step ms | vs none | predicted "
-          "step ms | predicted / measured |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| model | strategy | buckets | step ms | spread | vs none | "
+          "predicted step ms | predicted / measured |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for name, (onnx, data, batch) in models.items():
         base = os.path.join(work, "%s-none" % name)
         compile_trainer(compile_tool, onnx, batch, base, "none", "")
@@ -89,13 +90,14 @@ def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
                                    options.format(profile=profile))
             variants.append((label, strategy, exe, plan))
         # Round robin, the fastest of REPEATS runs: the machine's noise
-        # spreads over all strategies alike.
-        best = {}
+        # spreads over all strategies alike. The spread (slowest / fastest
+        # run) says how far apart two strategies must be to differ.
+        runs = {}
         for _ in range(repeats):
             for label, _, exe, _ in variants:
-                ms = dp.measure(exe, data, batch, ranks, steps,
-                                launcher)["step_ms"]
-                best[label] = min(best.get(label, ms), ms)
+                runs.setdefault(label, []).append(dp.measure(
+                    exe, data, batch, ranks, steps, launcher)["step_ms"])
+        best = {label: min(times) for label, times in runs.items()}
         for label, strategy, exe, plan in variants:
             buckets = plan[0] if plan else "-"
             if strategy == "none":
@@ -103,9 +105,10 @@ def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
             model = ("%.1f | %.2f" % (predicted[label],
                                       predicted[label] / best[label])
                      if label in predicted else "- | -")
-            print("| %s | %s | %s | %.1f | %.2f | %s |" % (
+            print("| %s | %s | %s | %.1f | %.2f | %.2f | %s |" % (
                 name, label, buckets, best[label],
-                best[label] / best["none"], model))
+                max(runs[label]) / best[label], best[label] / best["none"],
+                model))
             sys.stdout.flush()
 
 

@@ -16,7 +16,7 @@ bench/all_reduce.sh build/bin/dtrain-rt-allreduce-bench
 echo "== data-parallel trainers: 1, 2, 4 ranks, WFBP vs exchange after backward, shared memory and (as root) the 1 Gbit/s cluster"
 /usr/bin/python3 bench/data_parallel_bench.py build
 echo "== gradient merging: every --merge strategy on 4 ranks, measured and predicted (shared memory; as root the 1 Gbit/s cluster)"
-/usr/bin/python3 bench/merge_bench.py build
+/usr/bin/python3 bench/merge_bench.py build --repeats 3
 echo "== gradient merging where the start-ups dominate: resnet20_cifar at per-rank batch 1"
 /usr/bin/python3 bench/merge_bench.py build --models resnet20_cifar --batch 1 --steps 60 --repeats 3
 echo "== predicted scaling of resnet50, vgg16, alexnet at 8-1024 ranks (--dtrain-simulate-step; docs/scaling-predictions.md)"
