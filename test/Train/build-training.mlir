@@ -126,7 +126,7 @@ func.func @forward(%p: tensor<2x3xf32> {train.param = "p"},
 // CHECK: %[[DAVG:.*]] = nn.reshape %[[DFLAT]] : tensor<2x16xf32> -> tensor<2x4x2x2xf32>
 // CHECK: %[[DMAX:.*]] = nn.avg_pool2d_grad %[[DAVG]] {kernel = array<i64: 2, 2>} : tensor<2x4x2x2xf32> -> tensor<2x4x3x3xf32>
 // CHECK: %[[DACT:.*]] = nn.max_pool2d_grad %[[DMAX]], %[[ACT]] {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>}
-// CHECK: %[[POS:.*]] = nn.relu_grad %[[DACT]], %[[BN]]
+// CHECK: %[[POS:.*]] = nn.relu_grad %[[DACT]], %[[ACT]]
 // CHECK: %[[DBN:.*]] = nn.add %[[POS]], %{{.*}}
 // CHECK: %[[DCONV:.*]], %[[DSCALE:.*]], %[[DSHIFT:.*]] = nn.batch_norm_train_grad %[[DBN]], %[[CONV]], %{{.*}}, %[[MEAN]], %[[VAR]]
 // CHECK-NOT: nn.conv2d_backward_data
@@ -226,4 +226,17 @@ func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
   %0 = nn.add %w, %w : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
   %1 = nn.clip %0 {min = 0.0 : f64, max = 6.0 : f64} : tensor<2x4xf32>
   return %1 : tensor<2x4xf32>
+}
+
+// -----
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="loss=mse" | FileCheck %s --check-prefix=NEGATIVE
+
+// A leaky ReLU of negative slope is positive where its input is not: its
+// gradient masks with the input.
+// NEGATIVE: func.func @train_step(%[[W:[^:]+]]: tensor<2x4xf32> {train.param = "w"}
+// NEGATIVE: %[[Y:.*]] = nn.leaky_relu %[[W]] {alpha = -5.000000e-01 : f64}
+// NEGATIVE: nn.relu_grad %{{.*}}, %[[W]]
+func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
+  %0 = nn.leaky_relu %w {alpha = -0.5 : f64} : tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
 }

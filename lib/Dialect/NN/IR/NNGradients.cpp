@@ -301,17 +301,20 @@ LogicalResult SoftmaxCrossEntropyOp::buildGradients(
 //===----------------------------------------------------------------------===//
 
 // dx = g where x > 0 and alpha g elsewhere: relu_grad(g, x) passes the
-// first part, and alpha (g - relu_grad(g, x)) the second.
+// first part, and alpha (g - relu_grad(g, x)) the second. With alpha >= 0
+// the output is positive exactly where x is, and masks instead (as relu's
+// does).
 LogicalResult LeakyReluOp::buildGradients(OpBuilder &b,
                                           ArrayRef<Value> resultGrads,
                                           SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
   Value grad = resultGrads[0];
-  Value positive = ReluGradOp::create(b, loc, grad, getInput());
-  Value negative = MulOp::create(
-      b, loc, SubOp::create(b, loc, grad, positive),
-      scalar(b, loc, tensorType(grad).getElementType(),
-             getAlpha().convertToDouble()));
+  const double alpha = getAlpha().convertToDouble();
+  Value positive =
+      ReluGradOp::create(b, loc, grad, alpha >= 0 ? getResult() : getInput());
+  Value negative =
+      MulOp::create(b, loc, SubOp::create(b, loc, grad, positive),
+                    scalar(b, loc, tensorType(grad).getElementType(), alpha));
   operandGrads.push_back(AddOp::create(b, loc, positive, negative));
   return success();
 }
