@@ -52,7 +52,6 @@ bool isScalar(Type type) { return isa<FloatType, IntegerType>(type); }
 /// A loop the pass rewrites, and what the rewrite needs to know.
 struct Candidate {
   scf::ParallelOp loop;
-  int64_t iterations = 0;
   /// Elements an iteration of the rewritten loop.
   int64_t width = 0;
   /// The buffers the body loads or stores, each a rank-1 memref with unit
@@ -83,7 +82,7 @@ std::optional<Candidate> getCandidate(scf::ParallelOp loop,
   std::optional<int64_t> upper = dtrain::lower::getKernelTripCount(loop);
   if (!upper || *upper < 2)
     return std::nullopt;
-  Candidate candidate{loop, *upper, 0, {}};
+  Candidate candidate{loop, 0, {}};
   Value index = loop.getInductionVars()[0];
   Region &region = loop.getRegion();
   int64_t narrowest = 0;
@@ -182,8 +181,9 @@ void vectorize(const Candidate &c, int64_t accessBytes) {
     return arith::ConstantIndexOp::create(b, loc, value);
   };
   Value zero = constant(0), one = constant(1), width = constant(c.width);
+  const int64_t iterations = *dtrain::lower::getKernelTripCount(loop);
   auto vectorLoop = scf::ParallelOp::create(
-      b, loc, ValueRange{zero}, ValueRange{constant(c.iterations / c.width)},
+      b, loc, ValueRange{zero}, ValueRange{constant(iterations / c.width)},
       ValueRange{one});
   b.setInsertionPointToStart(vectorLoop.getBody());
   Value first =
