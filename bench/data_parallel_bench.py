@@ -65,10 +65,11 @@ def shm_launcher(ranks):
 
 
 @contextlib.contextmanager
-def emulated_cluster(ranks):
-    """The 1 Gbit/s cluster of RANKS namespaces for the block (torn down
-    after it, whatever happens); yields its launcher."""
-    run([CLUSTER, "up", str(ranks), "1gbit"])
+def emulated_cluster(ranks, rate="1gbit"):
+    """The cluster of RANKS namespaces, links shaped to RATE (a tc rate),
+    for the block (torn down after it, whatever happens); yields its
+    launcher."""
+    run([CLUSTER, "up", str(ranks), rate])
     try:
         yield lambda p: [CLUSTER, "run", "-np", str(p), "--"]
     finally:
@@ -236,6 +237,9 @@ def add_strategy_bench_arguments(parser, models, steps):
     parser.add_argument("--cluster", dest="cluster", action="store_true",
                         default=os.geteuid() == 0)
     parser.add_argument("--no-cluster", dest="cluster", action="store_false")
+    parser.add_argument("--cluster-rate", default="1gbit",
+                        help="the emulated cluster's link rate (a tc rate; "
+                             "default 1gbit)")
     parser.add_argument("--no-shm", dest="shm", action="store_false",
                         help="skip the shared-memory runs")
 
@@ -253,8 +257,9 @@ def run_strategy_bench(args, prefix, header, bench_network):
         models = make_models(work, args.models, args.batch)
         print(header)
         if args.cluster:
-            with emulated_cluster(args.ranks) as cluster:
-                bench_network("net: emulated cluster, 1 Gbit/s links (tbf)",
+            with emulated_cluster(args.ranks, args.cluster_rate) as cluster:
+                bench_network("net: emulated cluster, %s links (tbf)"
+                              % args.cluster_rate,
                               cluster, models, compile_tool, work)
         else:
             print("\n(emulated cluster skipped: needs root)")

@@ -3,7 +3,8 @@ each --merge strategy, measured on 4 ranks over shared memory and, as root,
 over the emulated 1 Gbit/s cluster (scripts/emulated-cluster.sh).
 
 usage: merge_bench.py [--models M ...] [--ranks P] [--steps N] [--batch B]
-                      [--cluster | --no-cluster] [--no-shm] BUILD_DIR
+                      [--repeats R] [--cluster | --no-cluster]
+                      [--cluster-rate RATE] [--no-shm] BUILD_DIR
 
 For each network: the unmerged trainer runs first with --profile (the
 planner's model measured there: computation before each exchange, and the
@@ -22,9 +23,13 @@ measured one. Models: resnet18 (62 gradients, 45 MB), mobilenet_v2 (158
 gradients, 9 MB) and the CIFAR ResNet-20 of MG-WFBP's own experiments
 (resnet20_cifar: 66 exchanges, 1.1 MB), 10 classes at 3x32x32, per-rank
 batch 8 (--batch: a small batch makes the start-ups dominate, as a fast
-accelerator does), random data.
+accelerator does), random data. After each network's table, what its
+profile makes of the unmerged step: computation, the exchanges' start-ups
+and transfers (--cluster-rate 10gbit: the start-ups dominate the exchanges
+of resnet20_cifar, where on 1 Gbit/s links the transfers weigh as much).
 """
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -69,12 +74,32 @@ def simulate(compile_tool, onnx, batch, profile):
                     fields[1:9:2]))
 
 
+def startup_share(name, profile):
+    """What PROFILE's fit makes of the unmerged step: its computation, the
+    exchanges' start-ups and transfers, and the start-ups' share of the
+    exchanges. Merging saves start-ups, so it has the most to gain where
+    they dominate the exchanges and the exchanges the step."""
+    with open(profile) as f:
+        fit = json.load(f)
+    sizes = fit["exchange_bytes"]
+    startups = len(sizes) * fit["startup_s"]
+    transfers = sum(sizes) * fit["per_byte_s"]
+    return ("- %s: %d exchanges, %.2f MB; all-reduce %.3f ms + %.3f ns/B "
+            "(%s); computation %.1f ms, start-ups %.1f ms, transfers "
+            "%.1f ms: start-ups %.0f%% of the exchanges" % (
+                name, len(sizes), sum(sizes) / 1e6, fit["startup_s"] * 1e3,
+                fit["per_byte_s"] * 1e9, fit["cost_from"],
+                sum(fit["compute_s"]) * 1e3, startups * 1e3,
+                transfers * 1e3, 100 * startups / (startups + transfers)))
+
+
 def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
                   repeats):
     print("\n### " + title)
     print("| model | strategy | buckets | step ms | spread | vs none | "
           "predicted step ms | predicted / measured |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
+    shares = []
     for name, (onnx, data, batch) in models.items():
         base = os.path.join(work, "%s-none" % name)
         compile_trainer(compile_tool, onnx, batch, base, "none", "")
@@ -83,6 +108,7 @@ def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
                                   "--data", data, "--steps", str(steps),
                                   "--no-shuffle", "--profile", profile])
         predicted = simulate(compile_tool, onnx, batch, profile)
+        shares.append(startup_share(name, profile))
         variants = []
         for label, strategy, options in STRATEGIES:
             exe = os.path.join(work, "%s-%s" % (name, label))
@@ -110,6 +136,8 @@ def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
                 max(runs[label]) / best[label], best[label] / best["none"],
                 model))
             sys.stdout.flush()
+    print("\nThe unmerged exchanges by the profile's fit:\n" +
+          "\n".join(shares))
 
 
 def main():
