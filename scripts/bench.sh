@@ -20,7 +20,7 @@ echo "== gradient merging: every --merge strategy on 4 ranks, measured and predi
 echo "== gradient merging with small exchanges: resnet20_cifar at per-rank batch 1"
 /usr/bin/python3 bench/merge_bench.py build --models resnet20_cifar --batch 1 --steps 60 --repeats 3
 echo "== gradient merging where the start-ups dominate: resnet20_cifar at per-rank batch 1 (as root) on 10 Gbit/s links"
-/usr/bin/python3 bench/merge_bench.py build --models resnet20_cifar --batch 1 --steps 60 --repeats 5 --no-shm --cluster-rate 10gbit
+/usr/bin/python3 bench/merge_bench.py build --models resnet20_cifar --batch 1 --steps 120 --repeats 5 --no-shm --cluster-rate 10gbit
 echo "== predicted scaling of resnet50, vgg16, alexnet at 8-1024 ranks (--dtrain-simulate-step; docs/scaling-predictions.md)"
 /usr/bin/python3 bench/scaling_predictions.py build
 echo "== top-k selection: exact, Gaussian-k, DGC, random-k vs torch.topk and introselect, 1M-100M floats, 2 threads"
