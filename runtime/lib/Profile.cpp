@@ -265,11 +265,12 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
     // longer: that also holds the turns of the communication threads,
     // which the unmerged exchanges take (a third of a core each on the
     // emulated cluster) and merged ones, outside the computation, do not.
-    // It made merged plans' predictions up to 1.5x too long.
-    const double seconds = ranksPerCore > 1
-                               ? computeCpuSums[i] * ranksPerCore
-                               : std::max(computeSums[i],
-                                          computeCpuSums[i] * ranksPerCore);
+    // It made merged plans' predictions up to 1.5x too long. (The CPU
+    // time, the process's less the communication thread's, can come out
+    // a little below 0 for exchanges queued back to back.)
+    const double cpu = std::max(computeCpuSums[i] * ranksPerCore, 0.0);
+    const double seconds =
+        ranksPerCore > 1 ? cpu : std::max(computeSums[i], cpu);
     std::snprintf(number, sizeof number, "%s%.9g", i ? ", " : "",
                   seconds / double(steps));
     json += number;

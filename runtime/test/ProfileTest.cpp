@@ -80,8 +80,10 @@ std::vector<double> numbers(const std::string &json, const std::string &key) {
 constexpr double kSkew = 5e-5;
 
 /// Two exchanges of 1 KiB and 64 KiB, queued 1 ms and 3 ms into the step
-/// after 0.8 ms of CPU time each, taking 1e-4 s + 1e-9 s per byte once
-/// rank 1 has begun them too.
+/// after 0.8 ms of CPU time each, and a third of 1 KiB 10 us after the
+/// second, with the computation's CPU time read 1 us lower (the process's
+/// less the communication thread's, read one after the other), each taking
+/// 1e-4 s + 1e-9 s per byte once rank 1 has begun them too.
 std::vector<TraceEvent> handMadeStep() {
   auto exchange = [](int64_t bytes, double queued, double queuedCpu) {
     const double last = queued + 1e-5 + kSkew;
@@ -93,7 +95,9 @@ std::vector<TraceEvent> handMadeStep() {
                       queued,
                       queuedCpu};
   };
-  return {exchange(1024, 1e-3, 0.8e-3), exchange(65536, 3e-3, 1.6e-3),
+  return {exchange(1024, 1e-3, 0.8e-3),
+          exchange(65536, 3e-3, 1.6e-3),
+          exchange(1024, 3.01e-3, 1.599e-3),
           {"step", TraceEvent::MainThread, 0, 4e-3, -1, -1}};
 }
 
@@ -142,11 +146,11 @@ TEST(StepProfile, RanksTakingTurnsOnOneCore) {
   const std::string json = profileOfHandMadeSteps();
   if (world()->rank != 0)
     return;
-  // Each rank gets half the core: 2 x CPU = 1.6 ms for both gaps, though
-  // the second took 2 ms of wall time (the rest went to other threads).
-  // Rank 0's wait for rank 1's turn is the computation's: the exchanges
-  // count from rank 1's start.
-  expectProfile(json, 1, {1.6e-3, 1.6e-3}, 1e-4);
+  // Each rank gets half the core: 2 x CPU = 1.6 ms for the first two
+  // gaps, though the second took 2 ms of wall time (the rest went to other
+  // threads), and none for the third. Rank 0's wait for rank 1's turn is
+  // the computation's: the exchanges count from rank 1's start.
+  expectProfile(json, 1, {1.6e-3, 1.6e-3, 0}, 1e-4);
 }
 
 TEST(StepProfile, RanksOnTheirOwnCores) {
@@ -157,9 +161,9 @@ TEST(StepProfile, RanksOnTheirOwnCores) {
   const std::string json = profileOfHandMadeSteps();
   if (world()->rank != 0)
     return;
-  // Wall time: 1 and 2 ms. Rank 0 waits for rank 1 in each exchange: the
-  // slowest rank's fit counts the wait.
-  expectProfile(json, 2, {1e-3, 2e-3}, 1e-4 + kSkew);
+  // Wall time: 1 ms, 2 ms and 10 us. Rank 0 waits for rank 1 in each
+  // exchange: the slowest rank's fit counts the wait.
+  expectProfile(json, 2, {1e-3, 2e-3, 1e-5}, 1e-4 + kSkew);
 }
 
 } // namespace
