@@ -121,6 +121,23 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
   }
   if (*startup < 0 || *perByte < 0)
     return fail("startup_s and per_byte_s must be >= 0");
+  // The exchanges' CPU time (optional), which the computation pays where
+  // the machine's ranks outnumber its cores.
+  std::optional<double> cpuStartup =
+                            object->getNumber("exchange_cpu_startup_s"),
+                        cpuPerByte =
+                            object->getNumber("exchange_cpu_per_byte_s");
+  std::optional<int64_t> hostRanks = object->getInteger("host_ranks"),
+                         hostCores = object->getInteger("host_cores");
+  if ((cpuStartup && *cpuStartup < 0) || (cpuPerByte && *cpuPerByte < 0) ||
+      (hostRanks && *hostRanks < 1) || (hostCores && *hostCores < 1))
+    return fail("exchange_cpu_startup_s and exchange_cpu_per_byte_s must be "
+                ">= 0, host_ranks and host_cores >= 1");
+  if (hostRanks && hostCores && *hostRanks > *hostCores) {
+    const double ranksPerCore = double(*hostRanks) / double(*hostCores);
+    profile.cost.cpuStartup = cpuStartup.value_or(0) * ranksPerCore;
+    profile.cost.cpuPerByte = cpuPerByte.value_or(0) * ranksPerCore;
+  }
   return profile;
 }
 

@@ -55,6 +55,16 @@ PlanTimeline mlir::dtrain::dist::simulatePlan(llvm::ArrayRef<GradientTask> tasks
   return timeline;
 }
 
+double mlir::dtrain::dist::planEnd(llvm::ArrayRef<GradientTask> tasks,
+                                   llvm::ArrayRef<unsigned> plan,
+                                   AllReduceCost cost) {
+  double cores = 0;
+  for (const GradientTask &task : tasks)
+    cores += task.backwardSeconds + cost.cpuPerByte * task.bytes;
+  cores += cost.cpuStartup * double(plan.size());
+  return std::max(simulatePlan(tasks, plan, cost).commEnd(), cores);
+}
+
 MergePlan mlir::dtrain::dist::planEachGradient(unsigned count) {
   MergePlan plan;
   for (unsigned i = 1; i <= count; ++i)
@@ -140,26 +150,41 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
                          std::max(best[s], ready[k - 1]) + cost.time(bytes));
     }
   }
-  const double target = best[n] * (1 + 1e-12);
-  // Then the fewest buckets that reach it: round c gives the earliest end
-  // of each prefix in exactly c buckets. Each exchange costs more than the
-  // model says (queueing, the ranks' skew, the CPU it takes), so among the
+  // The cores' bound of c buckets: the computation, the payload's CPU time
+  // per byte and c exchanges' CPU startups.
+  double cores = ready[n - 1];
+  for (const GradientTask &task : tasks)
+    cores += cost.cpuPerByte * task.bytes;
+  // Round c gives the earliest end of each prefix in exactly c buckets; a
+  // plan of c buckets ends at the later of that and the cores' bound. More
+  // buckets cannot help once the exchanges end as early as with any count
+  // (the bound only grows with c), or once the bound alone passes the best
+  // end so far. Of the optimal ends the fewest buckets: each exchange costs
+  // more than the model says (queueing, the ranks' skew), so among the
   // optimal plans the one with the fewest exchanges is the safest.
   llvm::SmallVector<double> earliest(n + 1,
                                      std::numeric_limits<double>::infinity());
   earliest[0] = 0;
   std::vector<llvm::SmallVector<unsigned>> firsts;
-  llvm::SmallVector<double> next;
+  llvm::SmallVector<double> ends, next;
+  double bestEnd = std::numeric_limits<double>::infinity();
   for (unsigned buckets = 1; buckets <= n; ++buckets) {
+    const double bound = cores + cost.cpuStartup * buckets;
+    if (bound > bestEnd * (1 + 1e-12))
+      break;
     firsts.emplace_back();
     extend(earliest, next, firsts.back());
     std::swap(earliest, next);
-    if (earliest[n] <= target)
+    ends.push_back(std::max(earliest[n], bound));
+    bestEnd = std::min(bestEnd, ends.back());
+    if (earliest[n] <= best[n] * (1 + 1e-12))
       break;
   }
+  unsigned rounds = 1;
+  while (ends[rounds - 1] > bestEnd * (1 + 1e-12))
+    ++rounds;
   MergePlan plan;
-  for (unsigned k = n, round = firsts.size(); k > 0;
-       k = firsts[--round][k])
+  for (unsigned k = n, round = rounds; k > 0; k = firsts[--round][k])
     plan.push_back(k);
   std::reverse(plan.begin(), plan.end());
   return plan;

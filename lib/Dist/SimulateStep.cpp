@@ -124,6 +124,11 @@ struct SimulateStepPass
       if (!measured->cost.measured.empty())
         os << llvm::formatv(", never below {0} timed all-reduces",
                             measured->cost.measured.size());
+      if (measured->cost.cpuStartup > 0 || measured->cost.cpuPerByte > 0)
+        os << llvm::formatv("; ranks take turns on the cores: each takes "
+                            "{0:f1} us + {1:f3} ns/byte from the computation",
+                            measured->cost.cpuStartup * 1e6,
+                            measured->cost.cpuPerByte * 1e9);
       os << "\n";
     }
     os << "ranks  none ms (eff)      threshold ms (eff) mgwfbp ms (eff)    "
@@ -142,8 +147,7 @@ struct SimulateStepPass
                                  planOptimal(tasks, cost)};
       os << llvm::formatv("{0,-6}", p);
       for (const MergePlan &plan : plans) {
-        const double end =
-            p == 1 ? 0 : simulatePlan(tasks, plan, cost).commEnd();
+        const double end = p == 1 ? 0 : planEnd(tasks, plan, cost);
         const double iteration = std::max(end, backward) + tail;
         os << llvm::formatv("{0,9:f2} ({1:f2})   ", iteration * 1e3,
                             single / iteration);

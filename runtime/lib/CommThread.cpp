@@ -77,11 +77,21 @@ State &state() {
 }
 
 /// Runs C and records it; called on the communication thread (or inline).
+/// Seconds on CLOCK.
+double cpuClockSeconds(clockid_t clock) {
+  timespec now;
+  if (clock_gettime(clock, &now) != 0)
+    return 0;
+  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+}
+
 void execute(State &s, Collective *c) {
   if (c->fence)
     s.fence.wait(s.fence.context, c->fence);
   c->started = clockSeconds();
+  const double cpuBegin = cpuClockSeconds(CLOCK_THREAD_CPUTIME_ID);
   c->run();
+  c->cpuSeconds = cpuClockSeconds(CLOCK_THREAD_CPUTIME_ID) - cpuBegin;
   c->finished = clockSeconds();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.inFlight -= 1;
@@ -96,7 +106,8 @@ void execute(State &s, Collective *c) {
   s.stats.busySeconds += c->finished - c->started;
   if (s.tracing)
     s.trace.push_back({c->label(), TraceEvent::CommThread, c->started,
-                       c->finished, c->payloadBytes, c->queued, c->queuedCpu});
+                       c->finished, c->payloadBytes, c->queued, c->queuedCpu,
+                       c->cpuSeconds});
   c->done = true;
 }
 
@@ -121,14 +132,6 @@ double dtrain::rt::clockSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                        clockStart)
       .count();
-}
-
-/// Seconds on CLOCK.
-static double cpuClockSeconds(clockid_t clock) {
-  timespec now;
-  if (clock_gettime(clock, &now) != 0)
-    return 0;
-  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
 }
 
 double dtrain::rt::computeCpuSeconds() {

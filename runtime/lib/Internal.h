@@ -259,6 +259,9 @@ struct Collective {
   double queued = 0, started = 0, finished = 0; // clockSeconds()
   /// computeCpuSeconds() when queued, while tracing (else -1).
   double queuedCpu = -1;
+  /// The CPU seconds run() took on its thread (transfers, reductions and
+  /// the waits' polling).
+  double cpuSeconds = 0;
   /// What the buffer fence recorded when C was submitted (null without
   /// one); waited for before run().
   void *fence = nullptr;
@@ -320,6 +323,8 @@ struct TraceEvent {
   double queued;
   /// A collective's computeCpuSeconds() when queued (-1: none).
   double queuedCpu = -1;
+  /// A collective's CPU seconds on the thread that ran it (-1: none).
+  double cpu = -1;
 };
 /// Recording of the timeline is off until enabled.
 DTRAIN_RT_TEST_API void setTracing(bool enabled);
@@ -363,9 +368,10 @@ private:
   std::vector<double> computeSums, computeCpuSums;
   std::vector<int64_t> bytes;
   double origin;
-  /// Every exchange of the steps: its bytes, and when it began and ended
-  /// on the communication thread (seconds from the origin).
-  std::vector<double> stepSizes, stepBegins, stepEnds;
+  /// Every exchange of the steps: its bytes, when it began and ended on
+  /// the communication thread (seconds from the origin), and the CPU
+  /// seconds it took there.
+  std::vector<double> stepSizes, stepBegins, stepEnds, stepCpus;
   int64_t steps = 0;
 };
 

@@ -58,6 +58,7 @@ void StepProfile::addStep(const std::vector<TraceEvent> &events,
     stepSizes.push_back(double(exchanges[i]->bytes));
     stepBegins.push_back(exchanges[i]->begin - origin);
     stepEnds.push_back(exchanges[i]->end - origin);
+    stepCpus.push_back(std::max(exchanges[i]->cpu, 0.0));
   }
   ++steps;
 }
@@ -244,6 +245,11 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   double both[2] = {cost.startup, cost.perByte};
   dtrain_rt_all_reduce(comm, both, 2, DTRAIN_RT_F64, DTRAIN_RT_MAX);
   const double startup = both[0], perByte = both[1];
+  // The CPU time an exchange takes on its thread, the mean rank's: where
+  // the ranks take turns on the cores, it is taken from the computation.
+  const Cost cpuFit = fit(stepSizes, stepCpus);
+  double cpu[2] = {cpuFit.startup / comm->size, cpuFit.perByte / comm->size};
+  dtrain_rt_all_reduce(comm, cpu, 2, DTRAIN_RT_F64, DTRAIN_RT_SUM);
   const double selectSpeed =
       timeSelection(comm, std::max<int64_t>(payload / 4, 1024));
   if (comm->rank != 0)
@@ -259,6 +265,10 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   json += ",\n  \"startup_s\": " + std::string(number);
   std::snprintf(number, sizeof number, "%.9g", perByte);
   json += ",\n  \"per_byte_s\": " + std::string(number);
+  std::snprintf(number, sizeof number, "%.9g", cpu[0]);
+  json += ",\n  \"exchange_cpu_startup_s\": " + std::string(number);
+  std::snprintf(number, sizeof number, "%.9g", cpu[1]);
+  json += ",\n  \"exchange_cpu_per_byte_s\": " + std::string(number);
   json += ",\n  \"compute_s\": [";
   for (size_t i = 0; i < computeSums.size(); ++i) {
     // Where the ranks take turns, not the wall time even where it is the

@@ -4,7 +4,9 @@
 // communication thread, the waits and the trainer), gathered to rank 0 and
 // written as a Chrome trace (JSON Object Format; viewable in Perfetto or
 // chrome://tracing): one process per rank, thread 0 the rank's computation,
-// thread 1 its communication thread. Between the spans the trainer records
+// thread 1 its communication thread (a collective's args: its bytes, when
+// it was queued, and the CPU time it took). Between the spans the trainer
+// records
 // ("step N"), the computation is split at the moments each collective was
 // queued: "compute -> all_reduce #k" ends when that gradient (or the loss)
 // was ready, so the backward pass shows per gradient, and the span after
@@ -69,6 +71,11 @@ std::string rankEvents(int rank, const std::vector<TraceEvent> &events,
                     (e.queued - origin) * 1e6);
       args += queued;
       collectives.push_back(&e);
+    }
+    if (e.cpu >= 0) {
+      char cpu[64];
+      std::snprintf(cpu, sizeof cpu, ",\"cpu_us\":%.3f", e.cpu * 1e6);
+      args += cpu;
     }
     appendEvent(json, e.name, rank, e.thread, e.begin, e.end, origin, args);
   }

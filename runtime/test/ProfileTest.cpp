@@ -83,7 +83,8 @@ constexpr double kSkew = 5e-5;
 /// after 0.8 ms of CPU time each, and a third of 1 KiB 10 us after the
 /// second, with the computation's CPU time read 1 us lower (the process's
 /// less the communication thread's, read one after the other), each taking
-/// 1e-4 s + 1e-9 s per byte once rank 1 has begun them too.
+/// 1e-4 s + 1e-9 s per byte once rank 1 has begun them too, and 2e-5 s +
+/// 5e-10 s per byte of CPU time on rank 0 (twice that on rank 1).
 std::vector<TraceEvent> handMadeStep() {
   auto exchange = [](int64_t bytes, double queued, double queuedCpu) {
     const double last = queued + 1e-5 + kSkew;
@@ -93,7 +94,8 @@ std::vector<TraceEvent> handMadeStep() {
                       last + 1e-4 + 1e-9 * double(bytes),
                       bytes,
                       queued,
-                      queuedCpu};
+                      queuedCpu,
+                      (world()->rank + 1) * (2e-5 + 5e-10 * double(bytes))};
   };
   return {exchange(1024, 1e-3, 0.8e-3),
           exchange(65536, 3e-3, 1.6e-3),
@@ -136,6 +138,9 @@ void expectProfile(const std::string &json, int hostCores,
       << json;
   EXPECT_NEAR(number(json, "startup_s"), startup, 1e-10);
   EXPECT_NEAR(number(json, "per_byte_s"), 1e-9, 1e-15);
+  // The mean rank's CPU time per exchange.
+  EXPECT_NEAR(number(json, "exchange_cpu_startup_s"), 3e-5, 1e-11);
+  EXPECT_NEAR(number(json, "exchange_cpu_per_byte_s"), 7.5e-10, 1e-16);
   EXPECT_EQ(numbers(json, "allreduce_bytes").front(), 4);
 }
 

@@ -2,9 +2,11 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=none" | FileCheck %s --check-prefix=NONE
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=mgwfbp report profile=%S/Inputs/merge-profile.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=MGWFBP
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=OPTIMAL
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-cores.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=CORES
 // RUN: not dtrain-opt %s --dtrain-merge-gradients="strategy=fastest" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-short.json" 2>&1 | FileCheck %s --check-prefix=SHORT
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-cores.json" 2>&1 | FileCheck %s --check-prefix=BAD-CORES
 
 // The step's exchanges, in production order: the loss (4 bytes), fc2.bias
 // (8), fc2.weight (24), fc1.weight (48). threshold-bytes=8 closes a bucket
@@ -48,9 +50,18 @@
 // OPTIMAL: remark: bucket 1: exchanges 1..3, 80 bytes, predicted 2.700000 s to 23.700000 s
 // OPTIMAL: remark: optimal: 2 buckets for 4 exchanges, predicted end 23.700000 s (none: 25.000000 s)
 
+// The same model on 4 ranks sharing 2 cores, each exchange taking 1.5 s +
+// 0.1 s per byte of CPU time: twice that is taken from the computation, so
+// no plan ends before 2.7 + 0.2 * 84 = 19.5 s plus 3 s per bucket. Two
+// buckets then end at 25.5 s, one at 24.7 s (its exchange), one exchange
+// each at 31.5 s.
+// CORES: remark: bucket 0: exchanges 0..3, 84 bytes, predicted 2.700000 s to 24.700000 s
+// CORES: remark: optimal: 1 buckets for 4 exchanges, predicted end 24.700000 s (none: 31.500000 s)
+
 // BAD: error: --dtrain-merge-gradients: strategy 'fastest' is not valid (accepted: none, threshold, mgwfbp, optimal)
 // MISSING: error: --dtrain-merge-gradients: profile {{.*}}missing.json: cannot read it: No such file or directory
 // SHORT: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-short.json has 2 compute_s values but @train_step has 4 exchanges
+// BAD-CORES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-cores.json: exchange_cpu_startup_s and exchange_cpu_per_byte_s must be >= 0, host_ranks and host_cores >= 1
 
 func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {
   %0 = nn.matmul %x, %w1 : tensor<5x4xf32>, tensor<4x3xf32> -> tensor<5x3xf32>

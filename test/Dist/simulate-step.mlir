@@ -4,6 +4,7 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-4.json" -o /dev/null | FileCheck %s --check-prefix=MEASURED
 // RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NO-RANKS
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-timed.json" -o /dev/null | FileCheck %s --check-prefix=TIMED
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-cores.json" -o /dev/null | FileCheck %s --check-prefix=CORES
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=2,32 network=1gbe profile=%S/Inputs/simulate-profile.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SPARSE
 // RUN: not dtrain-opt %s --dtrain-simulate-step="sparse-density=2" 2>&1 | FileCheck %s --check-prefix=BAD-DENSITY
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-select.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SELECT
@@ -63,6 +64,16 @@ func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tenso
 // TIMED:      all-reduce 1000.0 us + 1000.000 ns/byte measured on 4 ranks, never below 3 timed all-reduces
 // TIMED-NEXT: ranks
 // TIMED-NEXT: 4          5.55 (0.05)      100.30 (0.00)      100.30 (0.00)        3.83 (0.08)   2
+
+// A fast network (10 us + 10 ns per byte) on 4 ranks sharing 2 cores,
+// each exchange taking 10 us of CPU time: 20 us of the computation's. The
+// exchanges alone would end 10 us after fc1.weight is ready (0.31 ms) in
+// any plan, but each bucket also delays the computation: one bucket ends
+// at 0.32 ms (threshold and optimal), four (none, and MG-WFBP's rule,
+// which merges nothing: the gradients are 50 us apart) at 0.38 ms.
+// CORES:      all-reduce 10.0 us + 10.000 ns/byte measured on 4 ranks; ranks take turns on the cores: each takes 20.0 us + 0.000 ns/byte from the computation
+// CORES-NEXT: ranks
+// CORES-NEXT: 4          0.38 (0.79)        0.32 (0.94)        0.38 (0.79)        0.32 (0.94)   1
 
 // sparse-density=0.001: each exchange sends k = 1 entry (8 bytes: 68 ns at
 // 117.5 MB/s) after a pass over its 1, 2, 6 and 12 elements (1 ns each).

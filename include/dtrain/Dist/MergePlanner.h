@@ -10,7 +10,9 @@
 // ready(i) = backward[0] + ... + backward[i]. A bucket [s, e] is exchanged
 // once gradient e is ready and the previous bucket's exchange is done, and
 // takes startup + perByte * (bytes[s] + ... + bytes[e]); exchanges run one
-// at a time, in order. A plan's cost is when its last exchange ends.
+// at a time, in order. A plan's cost is when its last exchange ends, but no
+// earlier than the cores allow where ranks take turns on them: the
+// computation plus the CPU time each exchange takes from it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,9 +39,17 @@ struct AllReduceCost {
                 llvm::ArrayRef<std::pair<double, double>> measured = {})
       : startup(startup), perByte(perByte), measured(measured) {}
   double time(double bytes) const;
+  /// The CPU seconds an exchange of BYTES takes from the computation.
+  double cpuTime(double bytes) const { return cpuStartup + cpuPerByte * bytes; }
 
   double startup = 0, perByte = 0;
   llvm::SmallVector<std::pair<double, double>> measured;
+  /// Where a machine's ranks outnumber its cores, every thread's CPU time
+  /// has to fit in them: an exchange's CPU time (its transfers, reductions
+  /// and polling, measured by a trainer's --profile) times the ranks per
+  /// core is taken from the computation, wherever the exchange runs. 0
+  /// where each rank has cores of its own.
+  double cpuStartup = 0, cpuPerByte = 0;
 };
 
 /// One gradient: its size and the backward time from the previous
@@ -64,6 +74,12 @@ struct PlanTimeline {
 PlanTimeline simulatePlan(llvm::ArrayRef<GradientTask> tasks,
                           llvm::ArrayRef<unsigned> plan, AllReduceCost cost);
 
+/// When PLAN's exchanges are done under COST: the end of the last one, but
+/// no earlier than the computation plus the CPU time the exchanges take
+/// from it (the cores' bound; see AllReduceCost::cpuStartup).
+double planEnd(llvm::ArrayRef<GradientTask> tasks,
+               llvm::ArrayRef<unsigned> plan, AllReduceCost cost);
+
 /// One bucket per gradient (plain WFBP).
 MergePlan planEachGradient(unsigned count);
 
@@ -79,13 +95,15 @@ MergePlan planThreshold(llvm::ArrayRef<GradientTask> tasks,
 /// could start (Shi et al.); otherwise the bucket closes.
 MergePlan planMGWFBP(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
 
-/// The optimal plan under the same model: a dynamic program over
-/// contiguous buckets. Earliest[e] = min over s <= e of
+/// The optimal plan under the same model (the least planEnd): a dynamic
+/// program over contiguous buckets. Earliest[e] = min over s <= e of
 /// max(Earliest[s-1], ready(e)) + T(bytes[s..e]) (O(n^2)); finishing a
-/// prefix earlier never delays the rest, so the prefix optimum extends. Of
-/// the optimal plans it returns one with the fewest buckets (the same
-/// recurrence per bucket count, O(c n^2) for c buckets): every exchange
-/// costs more than the model says.
+/// prefix earlier never delays the rest, so the prefix optimum extends. The
+/// cores' bound depends on the bucket count c alone (c * cpuStartup plus
+/// the whole payload's cpuPerByte), so the same recurrence per bucket count
+/// (O(c n^2) for up to c buckets) gives the optimum of both. Of the optimal
+/// plans it returns one with the fewest buckets: every exchange costs more
+/// than the model says.
 MergePlan planOptimal(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
 
 } // namespace mlir::dtrain::dist
