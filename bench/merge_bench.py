@@ -84,13 +84,19 @@ def startup_share(name, profile):
     sizes = fit["exchange_bytes"]
     startups = len(sizes) * fit["startup_s"]
     transfers = sum(sizes) * fit["per_byte_s"]
+    cpu = (len(sizes) * fit["exchange_cpu_startup_s"] +
+           sum(sizes) * fit["exchange_cpu_per_byte_s"])
+    ranks_per_core = fit["host_ranks"] / fit["host_cores"]
     return ("- %s: %d exchanges, %.2f MB; all-reduce %.3f ms + %.3f ns/B "
             "(%s); computation %.1f ms, start-ups %.1f ms, transfers "
-            "%.1f ms: start-ups %.0f%% of the exchanges" % (
+            "%.1f ms: start-ups %.0f%% of the exchanges; their CPU time "
+            "%.1f ms (%.3f ms + %.3f ns/B), at %g ranks per core" % (
                 name, len(sizes), sum(sizes) / 1e6, fit["startup_s"] * 1e3,
                 fit["per_byte_s"] * 1e9, fit["cost_from"],
                 sum(fit["compute_s"]) * 1e3, startups * 1e3,
-                transfers * 1e3, 100 * startups / (startups + transfers)))
+                transfers * 1e3, 100 * startups / (startups + transfers),
+                cpu * 1e3, fit["exchange_cpu_startup_s"] * 1e3,
+                fit["exchange_cpu_per_byte_s"] * 1e9, ranks_per_core))
 
 
 def bench_network(title, launcher, models, compile_tool, work, ranks, steps,

@@ -124,13 +124,12 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     - `mgwfbp`: MG-WFBP's greedy rule (Shi et al., INFOCOM'19): a gradient
       joins the current bucket when it is ready less than one start-up time
       after that bucket's exchange could start.
-    - `optimal` (default): the plan with the earliest end of the last
-      exchange under the same model, by an O(n^2) dynamic program over
-      contiguous buckets; never worse than `mgwfbp` under the model. Of the
-      plans that end then, it takes one with the fewest buckets (the same
-      recurrence per bucket count): each exchange costs more than the
-      model says (queueing, the ranks' skew, CPU time on the cores that
-      compute).
+    - `optimal` (default): the plan with the earliest end under the same
+      model, by an O(n^2) dynamic program over contiguous buckets (per
+      bucket count, O(c n^2) for up to c buckets, where the cores' bound
+      below applies); never worse than `mgwfbp` under the model. Of the
+      plans that end then, it takes one with the fewest buckets: each
+      exchange costs more than the model says (queueing, the ranks' skew).
 
     The model (the wait-free backpropagation model of MG-WFBP): an
     all-reduce of M bytes takes `startup + per-byte * M` seconds, exchanges
@@ -142,7 +141,14 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     the start of the step), whose cost (a, b) replaces `startup` and
     `per-byte`; when it also has timed all-reduces (`"allreduce_bytes"`,
     `"allreduce_s"`, as a trainer's `--profile` writes them), the cost
-    never drops below their piecewise-linear interpolation. Otherwise the
+    never drops below their piecewise-linear interpolation. Where the
+    profile's `host_ranks` outnumber its `host_cores` (ranks that take
+    turns on a machine's cores), every thread's CPU time has to fit in the
+    cores: each exchange takes its CPU time (`exchange_cpu_startup_s +
+    exchange_cpu_per_byte_s * M`, its transfers, reductions and polling on
+    the communication thread) times the ranks per core from the
+    computation, and a plan ends no earlier than the computation plus
+    that for every bucket. Otherwise the
     computation is estimated from the ops in between: matmul and
     convolutions (with their gradients) at `flops-per-second` (2 flops per
     multiply-add), every other op at `elements-per-second` per result
@@ -181,7 +187,8 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     Option<"elementsPerSecond", "elements-per-second", "double", "1e9",
            "speed of other ops per result element">,
     Option<"profile", "profile", "std::string", "\"\"",
-           "JSON file with measured startup_s, per_byte_s and compute_s">,
+           "a trainer's --profile JSON: measured compute times and "
+           "all-reduce cost (startup_s, per_byte_s, compute_s, ...)">,
     Option<"report", "report", "bool", "false",
            "print the plan and its predicted timeline as remarks">,
     Option<"sparseDensity", "sparse-density", "double", "0",
@@ -441,15 +448,18 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
     over a link, each starting once its last gradient is ready and the
     previous exchange is done. Iteration time = max(end of the last
     exchange, end of the backward pass) + the computation after the last
-    exchange (the updates); efficiency = the iteration time of one rank
+    exchange (the updates), where a profile whose ranks take turns on the
+    cores also bounds the end of the last exchange from below by the
+    computation plus the exchanges' CPU time (see
+    `--dtrain-merge-gradients`); efficiency = the iteration time of one rank
     (no exchange) / that of P ranks, each rank with the same batch.
     Compute times are per rank and do not change with P. The IR is left
     unchanged.
 
     `network=profile` takes the all-reduce cost measured in the profile
     instead (its `startup_s` and `per_byte_s`, never below its timed
-    all-reduces, at its `ranks`): a prediction for the machine and rank count the profile came from, to
-    compare with measured step times.
+    all-reduces, at its `ranks`): a prediction for the machine and rank
+    count the profile came from, to compare with measured step times.
 
     `sparse-density=D` adds two columns: every exchange sparsified as
     `--dtrain-sparsify` does at density D (one per gradient, k = max(1,
