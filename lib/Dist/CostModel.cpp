@@ -124,9 +124,9 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
   // The exchanges' CPU time (optional), which the computation pays where
   // the machine's ranks outnumber its cores.
   std::optional<double> cpuStartup =
-                            object->getNumber("exchange_cpu_startup_s"),
-                        cpuPerByte =
-                            object->getNumber("exchange_cpu_per_byte_s");
+      object->getNumber("exchange_cpu_startup_s");
+  std::optional<double> cpuPerByte =
+      object->getNumber("exchange_cpu_per_byte_s");
   std::optional<int64_t> hostRanks = object->getInteger("host_ranks"),
                          hostCores = object->getInteger("host_cores");
   if ((cpuStartup && *cpuStartup < 0) || (cpuPerByte && *cpuPerByte < 0) ||

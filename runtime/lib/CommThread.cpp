@@ -76,7 +76,6 @@ State &state() {
   return *s;
 }
 
-/// Runs C and records it; called on the communication thread (or inline).
 /// Seconds on CLOCK.
 double cpuClockSeconds(clockid_t clock) {
   timespec now;
@@ -85,6 +84,7 @@ double cpuClockSeconds(clockid_t clock) {
   return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
 }
 
+/// Runs C and records it; called on the communication thread (or inline).
 void execute(State &s, Collective *c) {
   if (c->fence)
     s.fence.wait(s.fence.context, c->fence);

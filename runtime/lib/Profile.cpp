@@ -12,8 +12,11 @@
 // take turns, an exchange counts from when the last rank began it, the
 // turns before that being the computation's), else to
 // all-reduces of several sizes (from 4 bytes) timed on the job's ranks
-// after training. For the sparsified exchanges that
-// --dtrain-simulate-step predicts: the speed of a residual update and a
+// after training; and the CPU time an exchange takes on the thread that
+// runs it, fitted by least squares to the steps' exchanges (the mean
+// rank's), which ranks that take turns on the cores take from the
+// computation. For the sparsified exchanges that --dtrain-simulate-step
+// predicts: the speed of a residual update and a
 // Gaussian-k selection over the whole payload, timed on all ranks at once
 // (so that ranks sharing cores slow each other as they do in a step).
 //

@@ -6,11 +6,11 @@
 // chrome://tracing): one process per rank, thread 0 the rank's computation,
 // thread 1 its communication thread (a collective's args: its bytes, when
 // it was queued, and the CPU time it took). Between the spans the trainer
-// records
-// ("step N"), the computation is split at the moments each collective was
-// queued: "compute -> all_reduce #k" ends when that gradient (or the loss)
-// was ready, so the backward pass shows per gradient, and the span after
-// the last one holds the optimizer updates and the waits before them.
+// records ("step N"), the computation is split at the moments each
+// collective was queued: "compute -> all_reduce #k" ends when that
+// gradient (or the loss) was ready, so the backward pass shows per
+// gradient, and the span after the last one holds the optimizer updates
+// and the waits before them.
 //
 //===----------------------------------------------------------------------===//
 

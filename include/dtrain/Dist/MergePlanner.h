@@ -39,8 +39,6 @@ struct AllReduceCost {
                 llvm::ArrayRef<std::pair<double, double>> measured = {})
       : startup(startup), perByte(perByte), measured(measured) {}
   double time(double bytes) const;
-  /// The CPU seconds an exchange of BYTES takes from the computation.
-  double cpuTime(double bytes) const { return cpuStartup + cpuPerByte * bytes; }
 
   double startup = 0, perByte = 0;
   llvm::SmallVector<std::pair<double, double>> measured;
