@@ -2,7 +2,8 @@
 format, one process per rank, every step on every rank, and per step the
 collectives a data-parallel step issues (their count and total bytes),
 each on the communication thread, started after it was queued and waited
-for inside its step.
+for inside its step, with a CPU time between 0 and its duration (one
+thread's CPU time cannot exceed the wall time).
 
 usage: check_timeline.py TRACE.json RANKS STEPS COLLECTIVES BYTES
 """
@@ -39,6 +40,12 @@ def main():
                         c["ts"] + c["dur"] > end + 1e-3:
                     problems.append("rank %d %s: %s outside its step" %
                                     (rank, step["name"], c["name"]))
+                if not 0 <= c["args"]["cpu_us"] <= c["dur"] + 5:
+                    problems.append("rank %d %s: %s took %g us of CPU time "
+                                    "in %g us" % (rank, step["name"],
+                                                  c["name"],
+                                                  c["args"]["cpu_us"],
+                                                  c["dur"]))
         if len(waits) != steps * per_step:
             problems.append("rank %d: %d waits" % (rank, len(waits)))
     names = collections.Counter(e["name"].split(" #")[0] for e in spans)
