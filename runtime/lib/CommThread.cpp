@@ -64,6 +64,9 @@ struct State {
   CommStats stats;
   bool tracing = false;
   std::vector<TraceEvent> trace;
+  /// The CPU seconds of the collectives run inline, on the threads that
+  /// compute: not the computation's.
+  double inlineCpuSeconds = 0;
   int64_t sequence = 0;
   /// dtrain_rt_set_buffer_fence's; installed only while no collective is
   /// in flight, so a queued collective's fence is this one's.
@@ -143,6 +146,7 @@ double dtrain::rt::computeCpuSeconds() {
     if (s.running &&
         pthread_getcpuclockid(s.thread.native_handle(), &clock) == 0)
       comm = cpuClockSeconds(clock);
+    comm += s.inlineCpuSeconds;
   }
   return cpuClockSeconds(CLOCK_PROCESS_CPUTIME_ID) - comm;
 }
@@ -175,6 +179,8 @@ void dtrain::rt::submitCollective(Collective *c) {
     c->fence = s.fence.record(s.fence.context);
   if (!useThread || !mpiThreadMultiple() || P == 1) {
     execute(s, c);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.inlineCpuSeconds += c->cpuSeconds;
     return;
   }
   {

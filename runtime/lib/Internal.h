@@ -293,9 +293,10 @@ void stopCommThread();
 /// Seconds since the runtime was loaded (steady clock): the time base of
 /// the statistics and of the timeline.
 DTRAIN_RT_TEST_API double clockSeconds();
-/// CPU seconds this process has used outside the communication thread:
-/// the computation's, on all its threads.
-double computeCpuSeconds();
+/// CPU seconds this process has used outside the collectives (on the
+/// communication thread, or inline): the computation's, on all its
+/// threads.
+DTRAIN_RT_TEST_API double computeCpuSeconds();
 
 /// Communication since the previous call: collectives finished, bytes
 /// all-reduced or broadcast (payload) and sent by this rank in a

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <fstream>
 #include <sched.h>
 #include <sstream>
@@ -169,6 +170,31 @@ TEST(StepProfile, RanksOnTheirOwnCores) {
   // Wall time: 1 ms, 2 ms and 10 us. Rank 0 waits for rank 1 in each
   // exchange: the slowest rank's fit counts the wait.
   expectProfile(json, 2, {1e-3, 2e-3, 1e-5}, 1e-4 + kSkew);
+}
+
+// The computation's CPU time leaves out the collectives' wherever they run:
+// on the communication thread, or inline on the calling thread
+// (DTRAIN_COMM_THREAD=0, runtime-profile-inline-np2). The profile's
+// exchange CPU fit counts them, so counting them here too would count them
+// twice.
+TEST(ComputeCpuSeconds, LeavesOutTheCollectives) {
+  ASSERT_EQ(world()->size, 2) << "run with 2 ranks";
+  // 16 MB per all-reduce: milliseconds of copies and sums on each rank.
+  std::vector<float> buffer(size_t(4) << 20, 1.0f);
+  timespec now;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  const double processBegin = double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+  const double computeBegin = computeCpuSeconds();
+  for (int i = 0; i < 4; ++i)
+    dtrain_rt_all_reduce(world(), buffer.data(), int64_t(buffer.size()),
+                         DTRAIN_RT_F32, DTRAIN_RT_SUM);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  const double process =
+      double(now.tv_sec) + 1e-9 * double(now.tv_nsec) - processBegin;
+  const double compute = computeCpuSeconds() - computeBegin;
+  EXPECT_GT(process, 1e-3);
+  EXPECT_LT(compute, 0.2 * process)
+      << "the process used " << process << " s of CPU time";
 }
 
 } // namespace
