@@ -18,6 +18,16 @@ llvm::SmallVector<double> readyTimes(llvm::ArrayRef<GradientTask> tasks) {
   return ready;
 }
 
+/// The cores' bound of a plan of BUCKETS buckets: the computation, the
+/// payload's CPU time per byte and each exchange's CPU startup.
+double coresBound(llvm::ArrayRef<GradientTask> tasks, unsigned buckets,
+                  const AllReduceCost &cost) {
+  double cores = cost.cpuStartup * double(buckets);
+  for (const GradientTask &task : tasks)
+    cores += task.backwardSeconds + cost.cpuPerByte * task.bytes;
+  return cores;
+}
+
 } // namespace
 
 double AllReduceCost::time(double bytes) const {
@@ -58,11 +68,8 @@ PlanTimeline mlir::dtrain::dist::simulatePlan(llvm::ArrayRef<GradientTask> tasks
 double mlir::dtrain::dist::planEnd(llvm::ArrayRef<GradientTask> tasks,
                                    llvm::ArrayRef<unsigned> plan,
                                    AllReduceCost cost) {
-  double cores = 0;
-  for (const GradientTask &task : tasks)
-    cores += task.backwardSeconds + cost.cpuPerByte * task.bytes;
-  cores += cost.cpuStartup * double(plan.size());
-  return std::max(simulatePlan(tasks, plan, cost).commEnd(), cores);
+  return std::max(simulatePlan(tasks, plan, cost).commEnd(),
+                  coresBound(tasks, plan.size(), cost));
 }
 
 MergePlan mlir::dtrain::dist::planEachGradient(unsigned count) {
@@ -150,11 +157,6 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
                          std::max(best[s], ready[k - 1]) + cost.time(bytes));
     }
   }
-  // The cores' bound of c buckets: the computation, the payload's CPU time
-  // per byte and c exchanges' CPU startups.
-  double cores = ready[n - 1];
-  for (const GradientTask &task : tasks)
-    cores += cost.cpuPerByte * task.bytes;
   // Round c gives the earliest end of each prefix in exactly c buckets; a
   // plan of c buckets ends at the later of that and the cores' bound. More
   // buckets cannot help once the exchanges end as early as with any count
@@ -169,7 +171,7 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
   llvm::SmallVector<double> ends, next;
   double bestEnd = std::numeric_limits<double>::infinity();
   for (unsigned buckets = 1; buckets <= n; ++buckets) {
-    const double bound = cores + cost.cpuStartup * buckets;
+    const double bound = coresBound(tasks, buckets, cost);
     if (bound > bestEnd * (1 + 1e-12))
       break;
     firsts.emplace_back();

@@ -97,6 +97,8 @@ void execute(State &s, Collective *c) {
   c->cpuSeconds = cpuClockSeconds(CLOCK_THREAD_CPUTIME_ID) - cpuBegin;
   c->finished = clockSeconds();
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (std::this_thread::get_id() != s.thread.get_id())
+    s.inlineCpuSeconds += c->cpuSeconds;
   s.inFlight -= 1;
   s.stats.collectives += 1;
   s.stats.payloadBytes += c->payloadBytes;
@@ -179,8 +181,6 @@ void dtrain::rt::submitCollective(Collective *c) {
     c->fence = s.fence.record(s.fence.context);
   if (!useThread || !mpiThreadMultiple() || P == 1) {
     execute(s, c);
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.inlineCpuSeconds += c->cpuSeconds;
     return;
   }
   {

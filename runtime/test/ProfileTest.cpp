@@ -181,16 +181,17 @@ TEST(ComputeCpuSeconds, LeavesOutTheCollectives) {
   ASSERT_EQ(world()->size, 2) << "run with 2 ranks";
   // 16 MB per all-reduce: milliseconds of copies and sums on each rank.
   std::vector<float> buffer(size_t(4) << 20, 1.0f);
-  timespec now;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-  const double processBegin = double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+  auto processCpuSeconds = [] {
+    timespec now;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+  };
+  const double processBegin = processCpuSeconds();
   const double computeBegin = computeCpuSeconds();
   for (int i = 0; i < 4; ++i)
     dtrain_rt_all_reduce(world(), buffer.data(), int64_t(buffer.size()),
                          DTRAIN_RT_F32, DTRAIN_RT_SUM);
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-  const double process =
-      double(now.tv_sec) + 1e-9 * double(now.tv_nsec) - processBegin;
+  const double process = processCpuSeconds() - processBegin;
   const double compute = computeCpuSeconds() - computeBegin;
   EXPECT_GT(process, 1e-3);
   EXPECT_LT(compute, 0.2 * process)
