@@ -1,8 +1,10 @@
 //===- - Ring.cpp - ring all-reduce ---------------------------------------===//
 //
 // Bandwidth-optimal ring all-reduce over the transport's point-to-point
-// messages (send_recv to the neighbours). The buffer is split into P chunks
-// (sizes differ by at most one element; some are empty when count < P). In
+// messages (send_recv to the neighbours), one pass per slice of the buffer
+// (kRingChunkBytes in Internal.h says why slices). A slice is split into P
+// chunks (sizes differ by at most one element; some are empty when the
+// slice holds fewer than P elements). In
 // P-1 reduce-scatter steps every rank sends one chunk to its right
 // neighbour and reduces the chunk arriving from its left one into place,
 // after which rank r holds the full reduction of chunk (r+1) mod P. P-1
@@ -77,10 +79,10 @@ void dtrain::rt::ringAllReduce(dtrain_rt_comm_t *comm, void *buffer,
   const int P = comm->size;
   if (P == 1 || count == 0)
     return;
-  // Passes over slices of at most P chunks of maxMessageCount() bytes keep
-  // every step within one transport call.
+  // Slices of P chunks, each within the cache and one transport call.
   const int64_t elem = dtypeSize(dtype);
-  const int64_t slice = P * std::max<int64_t>(1, maxMessageCount() / elem);
+  const int64_t chunkBytes = std::min(kRingChunkBytes, maxMessageCount());
+  const int64_t slice = P * std::max<int64_t>(1, chunkBytes / elem);
   char *data = static_cast<char *>(buffer);
   for (int64_t first = 0; first < count; first += slice)
     ringPass(comm, data + first * elem, std::min(slice, count - first), dtype,

@@ -386,6 +386,27 @@ TEST(Broadcast, CopiesTheRootsBytesInOrderWithStartedAllReduces) {
   dtrain_rt_broadcast(world, nullptr, 0, 0);
 }
 
+//===--- The ring's slices ------------------------------------------------===//
+
+TEST(RingSlices, EveryBoundaryAndShortTails) {
+  // Around whole slices of P chunks of kRingChunkBytes: one element short,
+  // exact, a tail of one and of P - 1 elements (chunks left empty), and
+  // three slices; f32 and f16 (a different element count per slice).
+  const int P = size();
+  for (int32_t dtype : {DTRAIN_RT_F32, DTRAIN_RT_F16}) {
+    const int64_t slice = P * (kRingChunkBytes / dtypeSize(dtype));
+    for (int64_t count : {slice - 1, slice, slice + 1, 2 * slice + P - 1,
+                          3 * slice}) {
+      SCOPED_TRACE(std::string(dtypeName(dtype)) + " count " +
+                   std::to_string(count));
+      Buffer b = makeInput(dtype, count, rank());
+      dtrain_rt_all_reduce_with(dtrain_rt_comm_world(), b.data(), b.count,
+                                dtype, DTRAIN_RT_SUM, DTRAIN_RT_ALLREDUCE_RING);
+      expectReduced(b, DTRAIN_RT_SUM);
+    }
+  }
+}
+
 //===--- Messages split at the MPI count limit ----------------------------===//
 
 class SplitMessages : public ::testing::Test {

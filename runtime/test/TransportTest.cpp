@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -187,18 +188,24 @@ std::vector<std::string> ringCalls(int64_t count, int64_t elemBytes) {
   std::vector<std::string> calls;
   if (P == 1)
     return calls;
-  auto chunk = [&](int c) {
-    return std::to_string((count / P + (c < count % P)) * elemBytes);
-  };
   const std::string right = std::to_string((r + 1) % P),
                     left = std::to_string((r + P - 1) % P);
-  for (int s = 0; s < P - 1; ++s)
-    calls.push_back("send_recv " + chunk((r - s + 2 * P) % P) + " to " + right +
-                    ", " + chunk((r - s - 1 + 2 * P) % P) + " from " + left);
-  for (int s = 0; s < P - 1; ++s)
-    calls.push_back("send_recv " + chunk((r + 1 - s + 2 * P) % P) + " to " +
-                    right + ", " + chunk((r - s + 2 * P) % P) + " from " +
-                    left);
+  // One pass per slice of P chunks of kRingChunkBytes.
+  const int64_t slice = P * (kRingChunkBytes / elemBytes);
+  for (int64_t first = 0; first < count; first += slice) {
+    const int64_t n = std::min(slice, count - first);
+    auto chunk = [&](int c) {
+      return std::to_string((n / P + (c < n % P)) * elemBytes);
+    };
+    for (int s = 0; s < P - 1; ++s)
+      calls.push_back("send_recv " + chunk((r - s + 2 * P) % P) + " to " +
+                      right + ", " + chunk((r - s - 1 + 2 * P) % P) +
+                      " from " + left);
+    for (int s = 0; s < P - 1; ++s)
+      calls.push_back("send_recv " + chunk((r + 1 - s + 2 * P) % P) + " to " +
+                      right + ", " + chunk((r - s + 2 * P) % P) + " from " +
+                      left);
+  }
   return calls;
 }
 
