@@ -119,6 +119,11 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
       return fail("compute_s holds a value that is not a number >= 0");
     profile.computeSeconds.push_back(*seconds);
   }
+  if (const llvm::json::Value *tail = object->get("tail_s")) {
+    profile.tailSeconds = tail->getAsNumber();
+    if (!profile.tailSeconds || *profile.tailSeconds < 0)
+      return fail("tail_s must be a number >= 0");
+  }
   if (*startup < 0 || *perByte < 0)
     return fail("startup_s and per_byte_s must be >= 0");
   // The exchanges' CPU time (optional), which the computation pays where

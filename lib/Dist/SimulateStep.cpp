@@ -90,6 +90,10 @@ struct SimulateStepPass
            llvm::zip_equal(tasks, measured->computeSeconds))
         task.backwardSeconds = seconds;
       source = "measured (" + profile + ")";
+      if (measured->tailSeconds)
+        tail = *measured->tailSeconds;
+      else
+        source += ", the updates estimated";
     }
 
     double bytes = 0, backward = 0;

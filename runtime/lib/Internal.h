@@ -363,9 +363,9 @@ public:
   /// they left a collective), which aligns the ranks' times.
   explicit StepProfile(double origin) : origin(origin) {}
   /// Adds the spans of one step that began at STEPBEGIN (clockSeconds()),
-  /// STEPBEGINCPU (computeCpuSeconds()).
+  /// STEPBEGINCPU (computeCpuSeconds()) and ended at STEPEND, STEPENDCPU.
   void addStep(const std::vector<TraceEvent> &events, double stepBegin,
-               double stepBeginCpu);
+               double stepBeginCpu, double stepEnd, double stepEndCpu);
   /// Times all-reduces of several sizes over COMM, fits the cost, and rank
   /// 0 writes PATH. Collective; throws a Failure (ArrayFile.h).
   void write(dtrain_rt_comm_t *comm, const std::string &path) const;
@@ -374,6 +374,10 @@ private:
   /// Per exchange, summed over the steps: the computation's seconds
   /// before it, and the CPU seconds it used then.
   std::vector<double> computeSums, computeCpuSums;
+  /// Summed over the steps: the computation after the last exchange was
+  /// queued (the updates), its seconds less the waits for the exchanges,
+  /// and the CPU seconds it used.
+  double tailSum = 0, tailCpuSum = 0;
   std::vector<int64_t> bytes;
   double origin;
   /// Every exchange of the steps: its bytes, when it began and ended on

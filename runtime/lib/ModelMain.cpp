@@ -1047,8 +1047,10 @@ void printTrainerHelp(const char *program, const ModelInfo &info) {
       "                    measures what merging the exchanges into buckets "
       "depends on\n"
       "                    here: the computation before each exchange "
-      "(averaged over the\n"
-      "                    steps after the first; where the ranks of a machine "
+      "and after the\n"
+      "                    last (the updates, less the waits), averaged over "
+      "the steps\n"
+      "                    after the first; where the ranks of a machine "
       "outnumber\n"
       "                    its cores, its CPU time times ranks per core); the "
       "all-reduce\n"
@@ -1812,12 +1814,14 @@ int trainerMain(int argc, char **argv, const char *infoText,
       const double stepBeginCpu = o.profile.empty() ? 0 : computeCpuSeconds();
       const int64_t skippedBefore = skippedCount();
       w.step(run);
-      traceSpan("step " + std::to_string(step + 1), stepBegin, clockSeconds());
+      const double stepEnd = clockSeconds();
+      const double stepEndCpu = o.profile.empty() ? 0 : computeCpuSeconds();
+      traceSpan("step " + std::to_string(step + 1), stepBegin, stepEnd);
       setTracing(false);
       if (tracing) {
         std::vector<TraceEvent> events = takeTrace();
         if (!o.profile.empty() && step > start.step) // after a warm-up step
-          profile.addStep(events, stepBegin, stepBeginCpu);
+          profile.addStep(events, stepBegin, stepBeginCpu, stepEnd, stepEndCpu);
         if (!o.timeline.empty())
           timeline.insert(timeline.end(), events.begin(), events.end());
       }

@@ -2,12 +2,13 @@
 //
 // What --dtrain-merge-gradients needs to plan buckets for this machine and
 // network (its profile= option): the computation before each exchange of a
-// step, averaged over the profiled steps from the times the exchanges were
-// queued (where the ranks of a machine outnumber its cores they take turns,
-// and a gap counts the CPU time used in it times the ranks per core), and
-// the all-reduce cost T(M) = startup + perByte * M fitted by least squares:
-// to the steps' own exchanges when their sizes span a range (an exchange
-// there also waits for the slowest rank and shares the cores with the
+// step and after the last one (the updates, less the waits for the
+// exchanges), averaged over the profiled steps from the times the
+// exchanges were queued (where the ranks of a machine outnumber its cores they
+// take turns, and a gap counts the CPU time used in it times the ranks per
+// core), and the all-reduce cost T(M) = startup + perByte * M fitted by least
+// squares: to the steps' own exchanges when their sizes span a range (an
+// exchange there also waits for the slowest rank and shares the cores with the
 // computation, which isolated all-reduces do not show; where the ranks
 // take turns, an exchange counts from when the last rank began it, the
 // turns before that being the computation's), else to
@@ -36,7 +37,8 @@
 using namespace dtrain::rt;
 
 void StepProfile::addStep(const std::vector<TraceEvent> &events,
-                          double stepBegin, double stepBeginCpu) {
+                          double stepBegin, double stepBeginCpu, double stepEnd,
+                          double stepEndCpu) {
   std::vector<const TraceEvent *> exchanges;
   for (const TraceEvent &e : events)
     if (e.thread == TraceEvent::CommThread && e.queued >= 0)
@@ -63,6 +65,13 @@ void StepProfile::addStep(const std::vector<TraceEvent> &events,
     stepEnds.push_back(exchanges[i]->end - origin);
     stepCpus.push_back(std::max(exchanges[i]->cpu, 0.0));
   }
+  double waits = 0;
+  for (const TraceEvent &e : events)
+    if (e.thread == TraceEvent::MainThread && e.name.rfind("wait ", 0) == 0)
+      waits +=
+          std::max(std::min(e.end, stepEnd) - std::max(e.begin, previous), 0.0);
+  tailSum += stepEnd - previous - waits;
+  tailCpuSum += stepEndCpu - previousCpu;
   ++steps;
 }
 
@@ -272,23 +281,27 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   json += ",\n  \"exchange_cpu_startup_s\": " + std::string(number);
   std::snprintf(number, sizeof number, "%.9g", cpu[1]);
   json += ",\n  \"exchange_cpu_per_byte_s\": " + std::string(number);
+  // Where the ranks take turns, the CPU time times ranks per core, not the
+  // wall time even where it is the longer: that also holds the turns of
+  // the communication threads, which the unmerged exchanges take (a third
+  // of a core each on the emulated cluster) and merged ones, outside the
+  // computation, do not. It made merged plans' predictions up to 1.5x too
+  // long. (The CPU time, the process's less the communication thread's,
+  // can come out a little below 0 for exchanges queued back to back.)
+  auto computation = [&](double wall, double cpuSeconds) {
+    const double turns = std::max(cpuSeconds * ranksPerCore, 0.0);
+    return (ranksPerCore > 1 ? turns : std::max(wall, turns)) / double(steps);
+  };
   json += ",\n  \"compute_s\": [";
   for (size_t i = 0; i < computeSums.size(); ++i) {
-    // Where the ranks take turns, not the wall time even where it is the
-    // longer: that also holds the turns of the communication threads,
-    // which the unmerged exchanges take (a third of a core each on the
-    // emulated cluster) and merged ones, outside the computation, do not.
-    // It made merged plans' predictions up to 1.5x too long. (The CPU
-    // time, the process's less the communication thread's, can come out
-    // a little below 0 for exchanges queued back to back.)
-    const double cpu = std::max(computeCpuSums[i] * ranksPerCore, 0.0);
-    const double seconds =
-        ranksPerCore > 1 ? cpu : std::max(computeSums[i], cpu);
     std::snprintf(number, sizeof number, "%s%.9g", i ? ", " : "",
-                  seconds / double(steps));
+                  computation(computeSums[i], computeCpuSums[i]));
     json += number;
   }
-  json += "],\n  \"exchange_bytes\": [";
+  std::snprintf(number, sizeof number, "%.9g",
+                computation(tailSum, tailCpuSum));
+  json += "],\n  \"tail_s\": " + std::string(number);
+  json += ",\n  \"exchange_bytes\": [";
   for (size_t i = 0; i < bytes.size(); ++i)
     json += (i ? ", " : "") + std::to_string(bytes[i]);
   json += "],\n  \"allreduce_bytes\": [";

@@ -79,13 +79,16 @@ std::vector<double> numbers(const std::string &json, const std::string &key) {
 
 /// Rank 1 begins each exchange this much later than rank 0.
 constexpr double kSkew = 5e-5;
+constexpr double kStepEnd = 4e-3, kStepEndCpu = 2e-3;
 
 /// Two exchanges of 1 KiB and 64 KiB, queued 1 ms and 3 ms into the step
 /// after 0.8 ms of CPU time each, and a third of 1 KiB 10 us after the
 /// second, with the computation's CPU time read 1 us lower (the process's
 /// less the communication thread's, read one after the other), each taking
 /// 1e-4 s + 1e-9 s per byte once rank 1 has begun them too, and 2e-5 s +
-/// 5e-10 s per byte of CPU time on rank 0 (twice that on rank 1).
+/// 5e-10 s per byte of CPU time on rank 0 (twice that on rank 1). Then the
+/// updates, with a wait of 0.3 ms among them, until the step ends at 4 ms
+/// (kStepEnd) with the computation's CPU time at 2 ms (kStepEndCpu).
 std::vector<TraceEvent> handMadeStep() {
   auto exchange = [](int64_t bytes, double queued, double queuedCpu) {
     const double last = queued + 1e-5 + kSkew;
@@ -98,17 +101,19 @@ std::vector<TraceEvent> handMadeStep() {
                       queuedCpu,
                       (world()->rank + 1) * (2e-5 + 5e-10 * double(bytes))};
   };
-  return {exchange(1024, 1e-3, 0.8e-3),
-          exchange(65536, 3e-3, 1.6e-3),
-          exchange(1024, 3.01e-3, 1.599e-3),
-          {"step", TraceEvent::MainThread, 0, 4e-3, -1, -1}};
+  return {
+      exchange(1024, 1e-3, 0.8e-3),
+      exchange(65536, 3e-3, 1.6e-3),
+      exchange(1024, 3.01e-3, 1.599e-3),
+      {"wait all_reduce #1", TraceEvent::MainThread, 3.2e-3, 3.5e-3, 65536, -1},
+      {"step", TraceEvent::MainThread, 0, kStepEnd, -1, -1}};
 }
 
 /// Rank 0's profile of 3 hand-made steps (the text, on rank 0 only).
 std::string profileOfHandMadeSteps() {
   StepProfile profile(0);
   for (int step = 0; step < 3; ++step)
-    profile.addStep(handMadeStep(), 0, 0);
+    profile.addStep(handMadeStep(), 0, 0, kStepEnd, kStepEndCpu);
   double pid = world()->rank == 0 ? double(getpid()) : 0;
   dtrain_rt_all_reduce(world(), &pid, 1, DTRAIN_RT_F64, DTRAIN_RT_SUM);
   const std::string path = ::testing::TempDir() + "dtrain-profile-test-" +
@@ -126,13 +131,14 @@ std::string profileOfHandMadeSteps() {
 /// Rank 0: what the profile says of the machine, the computation and the
 /// all-reduce cost.
 void expectProfile(const std::string &json, int hostCores,
-                   std::vector<double> compute, double startup) {
+                   std::vector<double> compute, double tail, double startup) {
   EXPECT_EQ(number(json, "host_ranks"), 2);
   EXPECT_EQ(number(json, "host_cores"), hostCores);
   const std::vector<double> written = numbers(json, "compute_s");
   ASSERT_EQ(written.size(), compute.size());
   for (size_t i = 0; i < compute.size(); ++i)
     EXPECT_NEAR(written[i], compute[i], 1e-12) << "exchange " << i;
+  EXPECT_NEAR(number(json, "tail_s"), tail, 1e-12);
   // Fitted to the exchanges exactly; all-reduces timed from 4 bytes.
   EXPECT_NE(json.find("\"cost_from\": \"exchanges in the steps\""),
             std::string::npos)
@@ -155,8 +161,9 @@ TEST(StepProfile, RanksTakingTurnsOnOneCore) {
   // Each rank gets half the core: 2 x CPU = 1.6 ms for the first two
   // gaps, though the second took 2 ms of wall time (the rest went to other
   // threads), and none for the third. Rank 0's wait for rank 1's turn is
-  // the computation's: the exchanges count from rank 1's start.
-  expectProfile(json, 1, {1.6e-3, 1.6e-3, 0}, 1e-4);
+  // the computation's: the exchanges count from rank 1's start. The
+  // updates: 2 x 0.401 ms of CPU time.
+  expectProfile(json, 1, {1.6e-3, 1.6e-3, 0}, 0.802e-3, 1e-4);
 }
 
 TEST(StepProfile, RanksOnTheirOwnCores) {
@@ -168,8 +175,9 @@ TEST(StepProfile, RanksOnTheirOwnCores) {
   if (world()->rank != 0)
     return;
   // Wall time: 1 ms, 2 ms and 10 us. Rank 0 waits for rank 1 in each
-  // exchange: the slowest rank's fit counts the wait.
-  expectProfile(json, 2, {1e-3, 2e-3, 1e-5}, 1e-4 + kSkew);
+  // exchange: the slowest rank's fit counts the wait. The updates: 0.99 ms
+  // from the last exchange to the step's end, less the 0.3 ms wait.
+  expectProfile(json, 2, {1e-3, 2e-3, 1e-5}, 0.69e-3, 1e-4 + kSkew);
 }
 
 // The computation's CPU time leaves out the collectives' wherever they run:

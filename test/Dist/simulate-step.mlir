@@ -3,6 +3,8 @@
 // RUN: not dtrain-opt %s --dtrain-simulate-step="network=carrier-pigeon" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-4.json" -o /dev/null | FileCheck %s --check-prefix=MEASURED
 // RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NO-RANKS
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-tail.json" -o /dev/null | FileCheck %s --check-prefix=TAIL
+// RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-bad-tail.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-TAIL
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-timed.json" -o /dev/null | FileCheck %s --check-prefix=TIMED
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-cores.json" -o /dev/null | FileCheck %s --check-prefix=CORES
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=2,32 network=1gbe profile=%S/Inputs/simulate-profile.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SPARSE
@@ -20,7 +22,7 @@
 // loss and fc2's two gradients together before it (0.1 to 0.200306): 2
 // buckets. On 1 rank exchanges cost nothing, so one bucket; on 1024 ranks
 // a start-up is 102.3 ms, so again one bucket.
-// CHECK:      @train_step: 4 exchanges, 0.0 MB; compute 0.30 ms per step (measured ({{.*}}simulate-profile.json); 0.30 ms up to the last exchange, 0.00 ms after it); network 1gbe (50.00 us, 0.117 GB/s)
+// CHECK:      @train_step: 4 exchanges, 0.0 MB; compute 0.30 ms per step (measured ({{.*}}simulate-profile.json), the updates estimated; 0.30 ms up to the last exchange, 0.00 ms after it); network 1gbe (50.00 us, 0.117 GB/s)
 // CHECK-NEXT: ranks  none ms (eff)      threshold ms (eff) mgwfbp ms (eff)    optimal ms (eff)   optimal buckets
 // CHECK-NEXT: 1          0.30 (1.00)        0.30 (1.00)        0.30 (1.00)        0.30 (1.00)   1
 // CHECK-NEXT: 2          0.40 (0.75)        0.40 (0.75)        0.40 (0.75)        0.40 (0.75)   2
@@ -44,6 +46,14 @@
 // MEASURED:      all-reduce 1000.0 us + 1000.000 ns/byte measured on 4 ranks
 // MEASURED-NEXT: ranks
 // MEASURED-NEXT: 4          4.08 (0.07)        1.38 (0.22)        1.38 (0.22)        1.38 (0.22)   1
+
+// The profile's updates (tail_s, 0.5 ms) follow the last exchange: 4.084 +
+// 0.5 ms unmerged, 1.384 + 0.5 ms in one bucket; efficiency (0.3 + 0.5) /
+// 4.584 = 0.17 and 0.8 / 1.884 = 0.42.
+// TAIL:      @train_step: 4 exchanges, 0.0 MB; compute 0.80 ms per step (measured ({{.*}}simulate-profile-tail.json); 0.30 ms up to the last exchange, 0.50 ms after it); all-reduce 1000.0 us + 1000.000 ns/byte measured on 4 ranks
+// TAIL-NEXT: ranks
+// TAIL-NEXT: 4          4.58 (0.17)        1.88 (0.42)        1.88 (0.42)        1.88 (0.42)   1
+// BAD-TAIL: error: --dtrain-simulate-step: profile {{.*}}simulate-profile-bad-tail.json: tail_s must be a number >= 0
 // NO-RANKS: error: --dtrain-simulate-step: network=profile needs the profile's "ranks"
 
 func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {

@@ -60,6 +60,9 @@ SmallVector<Exchange> collectExchanges(Block &body, ComputeSpeed speed,
 struct Profile {
   AllReduceCost cost;
   std::vector<double> computeSeconds;
+  /// The computation after the last exchange ("tail_s": the updates), if
+  /// given.
+  std::optional<double> tailSeconds;
   /// The rank count the cost was measured at ("ranks"), if given.
   std::optional<int64_t> ranks;
   /// Elements per second of a sparsified exchange's residual update and

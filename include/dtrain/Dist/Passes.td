@@ -448,7 +448,8 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
     over a link, each starting once its last gradient is ready and the
     previous exchange is done. Iteration time = max(end of the last
     exchange, end of the backward pass) + the computation after the last
-    exchange (the updates), where a profile whose ranks take turns on the
+    exchange (the updates: the profile's `tail_s` where it has one, else
+    estimated from the ops; the header line says which), where a profile whose ranks take turns on the
     cores also bounds the end of the last exchange from below by the
     computation plus the exchanges' CPU time (see
     `--dtrain-merge-gradients`); efficiency = the iteration time of one rank
