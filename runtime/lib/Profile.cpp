@@ -4,22 +4,22 @@
 // network (its profile= option): the computation before each exchange of a
 // step and after the last one (the updates, less the waits for the
 // exchanges), averaged over the profiled steps from the times the
-// exchanges were queued (where the ranks of a machine outnumber its cores they
-// take turns, and a gap counts the CPU time used in it times the ranks per
-// core), and the all-reduce cost T(M) = startup + perByte * M fitted by least
-// squares: to the steps' own exchanges when their sizes span a range (an
-// exchange there also waits for the slowest rank and shares the cores with the
-// computation, which isolated all-reduces do not show; where the ranks
-// take turns, an exchange counts from when the last rank began it, the
-// turns before that being the computation's), else to
-// all-reduces of several sizes (from 4 bytes) timed on the job's ranks
-// after training; and the CPU time an exchange takes on the thread that
-// runs it, fitted by least squares to the steps' exchanges (the mean
+// exchanges were queued (where the ranks of a machine outnumber its cores
+// they take turns, and a gap counts the CPU time used in it times the
+// ranks per core), and the all-reduce cost T(M) = startup + perByte * M
+// fitted by least squares: to the steps' own exchanges when their sizes
+// span a range (an exchange there also waits for the slowest rank and
+// shares the cores with the computation, which isolated all-reduces do
+// not show; where the ranks take turns, an exchange counts from when the
+// last rank began it, the turns before that being the computation's),
+// else to all-reduces of several sizes (from 4 bytes) timed on the job's
+// ranks after training; and the CPU time an exchange takes on the thread
+// that runs it, fitted by least squares to the steps' exchanges (the mean
 // rank's), which ranks that take turns on the cores take from the
 // computation. For the sparsified exchanges that --dtrain-simulate-step
-// predicts: the speed of a residual update and a
-// Gaussian-k selection over the whole payload, timed on all ranks at once
-// (so that ranks sharing cores slow each other as they do in a step).
+// predicts: the speed of a residual update and a Gaussian-k selection
+// over the whole payload, timed on all ranks at once (so that ranks
+// sharing cores slow each other as they do in a step).
 //
 //===----------------------------------------------------------------------===//
 
