@@ -214,8 +214,8 @@ void dtrain::rt::waitCollective(Collective *c) {
   const double end = clockSeconds();
   s.stats.blockedSeconds += end - begin;
   if (s.tracing)
-    s.trace.push_back({"wait " + c->label(), TraceEvent::MainThread, begin,
-                       end, c->payloadBytes, -1});
+    s.trace.push_back({kWaitSpanPrefix + c->label(), TraceEvent::MainThread,
+                       begin, end, c->payloadBytes, -1});
 }
 
 bool dtrain::rt::collectiveDone(Collective *c) {

@@ -319,6 +319,10 @@ struct CommStats {
 };
 DTRAIN_RT_TEST_API CommStats takeCommStats();
 
+/// The name of the span in which the main thread waits for a collective:
+/// this prefix, then the collective's label.
+constexpr const char kWaitSpanPrefix[] = "wait ";
+
 /// A span of the timeline: on the calling (main) thread or the
 /// communication thread, BYTES >= 0 for collectives, QUEUED >= 0 the time
 /// a collective was submitted.
@@ -353,8 +357,9 @@ void writeTimeline(dtrain_rt_comm_t *comm, const std::string &path,
                    const std::vector<TraceEvent> &events, double origin);
 
 /// A trainer's --profile (Profile.cpp): the computation before each
-/// exchange of a step, averaged over the steps added (its CPU time times
-/// ranks per core where a machine's ranks outnumber its cores), the
+/// exchange of a step and after the last one, averaged over the steps
+/// added (its CPU time times ranks per core where a machine's ranks
+/// outnumber its cores), the
 /// all-reduce cost fitted on the job's ranks and the exchanges' CPU time,
 /// written as the JSON that --dtrain-merge-gradients reads (profile=).
 class DTRAIN_RT_TEST_API StepProfile {

@@ -67,7 +67,8 @@ void StepProfile::addStep(const std::vector<TraceEvent> &events,
   }
   double waits = 0;
   for (const TraceEvent &e : events)
-    if (e.thread == TraceEvent::MainThread && e.name.rfind("wait ", 0) == 0)
+    if (e.thread == TraceEvent::MainThread &&
+        e.name.rfind(kWaitSpanPrefix, 0) == 0)
       waits +=
           std::max(std::min(e.end, stepEnd) - std::max(e.begin, previous), 0.0);
   tailSum += stepEnd - previous - waits;

@@ -101,12 +101,12 @@ std::vector<TraceEvent> handMadeStep() {
                       queuedCpu,
                       (world()->rank + 1) * (2e-5 + 5e-10 * double(bytes))};
   };
-  return {
-      exchange(1024, 1e-3, 0.8e-3),
-      exchange(65536, 3e-3, 1.6e-3),
-      exchange(1024, 3.01e-3, 1.599e-3),
-      {"wait all_reduce #1", TraceEvent::MainThread, 3.2e-3, 3.5e-3, 65536, -1},
-      {"step", TraceEvent::MainThread, 0, kStepEnd, -1, -1}};
+  return {exchange(1024, 1e-3, 0.8e-3),
+          exchange(65536, 3e-3, 1.6e-3),
+          exchange(1024, 3.01e-3, 1.599e-3),
+          {kWaitSpanPrefix + std::string("all_reduce #1"),
+           TraceEvent::MainThread, 3.2e-3, 3.5e-3, 65536, -1},
+          {"step", TraceEvent::MainThread, 0, kStepEnd, -1, -1}};
 }
 
 /// Rank 0's profile of 3 hand-made steps (the text, on rank 0 only).
