@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::dtrain::lower {
@@ -35,9 +36,13 @@ getFlattenableDims(linalg::LinalgOp op) {
     return {};
   for (OpOperand &operand : generic->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
-    // Projected permutations only: a broadcast's constant index would not
-    // survive the collapse.
-    if (!type || !type.getLayout().isIdentity() ||
+    // Contiguous buffers: the identity layout, or a view into a larger
+    // buffer that is still one row-major run (a gradient's slice of a
+    // merged bucket). Projected permutations only: a broadcast's constant
+    // index would not survive the collapse.
+    if (!type ||
+        !(type.getLayout().isIdentity() ||
+          memref::isStaticShapeAndContiguousRowMajor(type)) ||
         !generic.getMatchingIndexingMap(&operand).isProjectedPermutation())
       return {};
   }

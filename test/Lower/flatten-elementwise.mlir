@@ -22,6 +22,25 @@ func.func @relu_and_copy(%x: memref<2x3x4x5xf32>, %y: memref<2x3x4x5xf32>, %z: m
 
 // -----
 
+// A gradient's slice of a merged bucket: a view at an offset into a larger
+// buffer, but still one row-major run, so also one loop (not four, whose
+// innermost runs over 5 elements and which LLVM vectorizes with gathers).
+// CHECK-LABEL: func.func @bucket_slice
+// CHECK-DAG: %[[G1:.*]] = memref.collapse_shape %{{.*}} {{\[}}[0, 1, 2, 3]] : memref<2x3x4x5xf32, strided<[60, 20, 5, 1], offset: 7>> into memref<120xf32, strided<[1], offset: 7>>
+// CHECK-DAG: %[[P1:.*]] = memref.collapse_shape %{{.*}} {{\[}}[0, 1, 2, 3]] : memref<2x3x4x5xf32> into memref<120xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%[[G1]] : memref<120xf32, strided<[1], offset: 7>>) outs(%[[P1]] : memref<120xf32>)
+#id4s = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @bucket_slice(%g: memref<2x3x4x5xf32, strided<[60, 20, 5, 1], offset: 7>>, %p: memref<2x3x4x5xf32>) {
+  linalg.generic {indexing_maps = [#id4s, #id4s], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g : memref<2x3x4x5xf32, strided<[60, 20, 5, 1], offset: 7>>) outs(%p : memref<2x3x4x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.subf %out, %in : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // A bias gradient, the sum over N, H and W: H and W, adjacent reductions
 // that both maps keep in order, become one contiguous dimension.
 // CHECK-LABEL: func.func @bias_gradient
@@ -41,7 +60,7 @@ func.func @bias_gradient(%g: memref<2x3x4x5xf32>, %db: memref<3xf32>) {
 // -----
 
 // Left alone: broadcast operands (a missing dim, a size-1 dim read at index
-// 0), a reduction, a strided view, tensors.
+// 0), a reduction, a view that is not one contiguous run, tensors.
 // CHECK-LABEL: func.func @not_flattened
 // CHECK-NOT: collapse_shape
 // CHECK-COUNT-5: linalg.generic

@@ -223,7 +223,9 @@ def PlanBuffers : Pass<"dtrain-plan-buffers", "ModuleOp"> {
 def FlattenElementwise : Pass<"dtrain-flatten-elementwise"> {
   let summary = "Collapse runs of loops of linalg.generic ops on buffers";
   let description = [{
-    Rewrites a `linalg.generic` on contiguous buffers (identity layout):
+    Rewrites a `linalg.generic` on contiguous buffers (the identity layout,
+    or a view that is one row-major run at an offset, as a gradient's
+    slice of a merged bucket):
     each run of adjacent loops of one iterator type (parallel or
     reduction) that every operand's indexing map also keeps together, in
     order, becomes one loop, the operands viewed through
@@ -232,8 +234,8 @@ def FlattenElementwise : Pass<"dtrain-flatten-elementwise"> {
     and `W` runs over `H x W` as one contiguous dimension; LLVM vectorizes
     both with contiguous loads, where the short innermost loops of the
     nests led it to gathers across an outer dimension. Runs that a map
-    splits or reorders (broadcasts, transposes) and strided views are left
-    alone.
+    splits or reorders (broadcasts, transposes) and views with gaps are
+    left alone.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect",
