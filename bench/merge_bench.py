@@ -12,7 +12,8 @@ all-reduce cost fitted on the P ranks); then the strategies: none (one
 exchange per gradient, WFBP), threshold 25 MiB with a 1 MiB first bucket
 (PyTorch DDP), threshold 128 MiB (Horovod), a single bucket, mgwfbp and
 optimal (both planned with that profile). Each trainer runs --steps steps
-(one kernel thread per rank, --bind-to none); the step time is the last
+(one kernel thread per rank, rank r pinned to core r mod cores, with its
+communication thread); the step time is the last
 half's, the fastest of --repeats runs (default 2) taken round robin over
 the strategies. The table gives the buckets, the measured step time, its
 spread (the slowest run's time over the fastest's), its ratio to none,
@@ -99,8 +100,9 @@ def startup_share(name, profile):
                 fit["exchange_cpu_per_byte_s"] * 1e9, ranks_per_core))
 
 
-def bench_network(title, launcher, models, compile_tool, work, ranks, steps,
+def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
                   repeats):
+    launcher = lambda p: unpinned(p) + dp.PIN_RANK_TO_CORE
     print("\n### " + title)
     print("| model | strategy | buckets | step ms | spread | vs none | "
           "predicted step ms | predicted / measured |")
