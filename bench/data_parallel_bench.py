@@ -205,12 +205,14 @@ def parse(output):
 RANK_ENV = ["env", "OMP_NUM_THREADS=1", "DTRAIN_COLLECTIVE_TIMEOUT=120"]
 
 # Put after a launcher: each rank (with its communication thread) runs on
-# core `rank mod cores` only. Unbound, 4 ranks on 2 cores settle into a
-# placement that differs from run to run, and so do their step times
-# (resnet20_cifar at batch 1 on 10 Gbit/s: up to 1.3x between runs of
-# one trainer, 1.03x pinned).
-PIN_RANK_TO_CORE = ["sh", "-c", 'exec taskset -c "$((OMPI_COMM_WORLD_RANK %'
-                    ' $(nproc)))" "$@"', "pin-rank-to-core"]
+# core `rank mod cores` only (the rank from Open MPI's or MPICH's
+# environment). Unbound, 4 ranks on 2 cores settle into a placement that
+# differs from run to run, and so do their step times (resnet20_cifar at
+# batch 1 on 10 Gbit/s: up to 1.3x between runs of one trainer, 1.03x
+# pinned).
+PIN_RANK_TO_CORE = ["sh", "-c", 'exec taskset -c "$((${OMPI_COMM_WORLD_RANK:-'
+                    '${PMI_RANK:?no MPI rank}} % $(nproc)))" "$@"',
+                    "pin-rank-to-core"]
 
 
 def measure(trainer, data, batch, ranks, steps, launcher):
