@@ -13,22 +13,23 @@ exchange per gradient, WFBP), threshold 25 MiB with a 1 MiB first bucket
 (PyTorch DDP), threshold 128 MiB (Horovod), a single bucket, mgwfbp and
 optimal (both planned with that profile). Each trainer runs --steps steps
 (one kernel thread per rank, rank r pinned to core r mod cores, with its
-communication thread); the step time is the last
-half's, the fastest of --repeats runs (default 2) taken round robin over
-the strategies. The table gives the buckets, the measured step time, its
-spread (the slowest run's time over the fastest's), its ratio to none,
-and the step time that --dtrain-simulate-step predicts from
-the profile (network=profile: the measured compute before each exchange,
-the fitted all-reduce cost, the measured updates) with its ratio to the
-measured one; after it, optimal's step time over the fastest strategy's
-for each model, and how many predictions lie within 15%. Models: resnet18 (62 gradients, 45 MB), mobilenet_v2 (158
-gradients, 9 MB) and the CIFAR ResNet-20 of MG-WFBP's own experiments
-(resnet20_cifar: 66 exchanges, 1.1 MB), 10 classes at 3x32x32, per-rank
-batch 8 (--batch: a small batch makes the start-ups dominate, as a fast
-accelerator does), random data. After each network's table, what its
-profile makes of the unmerged step: computation, the exchanges' start-ups
-and transfers (--cluster-rate 10gbit: the start-ups dominate the exchanges
-of resnet20_cifar, where on 1 Gbit/s links the transfers weigh as much).
+communication thread); the step time is the last half's, the fastest of
+--repeats runs (default 2) taken round robin over the strategies. The
+table gives the buckets, the measured step time, its spread (the slowest
+run's time over the fastest's), its ratio to none, and the step time that
+--dtrain-simulate-step predicts from the profile (network=profile: the
+measured compute before each exchange, the fitted all-reduce cost, the
+measured updates) with its ratio to the measured one; after it, optimal's
+step time over the fastest strategy's for each model, and how many
+predictions lie within 15%. Models: resnet18 (62 gradients, 45 MB),
+mobilenet_v2 (158 gradients, 9 MB) and the CIFAR ResNet-20 of MG-WFBP's
+own experiments (resnet20_cifar: 66 exchanges, 1.1 MB), 10 classes at
+3x32x32, per-rank batch 8 (--batch: a small batch makes the start-ups
+dominate, as a fast accelerator does), random data. After each network's
+table, what its profile makes of the unmerged step: computation, the
+exchanges' start-ups and transfers (--cluster-rate 10gbit: the start-ups
+dominate the exchanges of resnet20_cifar, where on 1 Gbit/s links the
+transfers weigh as much).
 """
 import argparse
 import json
