@@ -359,9 +359,9 @@ void writeTimeline(dtrain_rt_comm_t *comm, const std::string &path,
 /// A trainer's --profile (Profile.cpp): the computation before each
 /// exchange of a step and after the last one, averaged over the steps
 /// added (its CPU time times ranks per core where a machine's ranks
-/// outnumber its cores), the
-/// all-reduce cost fitted on the job's ranks and the exchanges' CPU time,
-/// written as the JSON that --dtrain-merge-gradients reads (profile=).
+/// outnumber its cores), the all-reduce cost fitted on the job's ranks and
+/// the exchanges' CPU time, written as the JSON that
+/// --dtrain-merge-gradients reads (profile=).
 class DTRAIN_RT_TEST_API StepProfile {
 public:
   /// ORIGIN: a clockSeconds() that every rank took at the same moment (as

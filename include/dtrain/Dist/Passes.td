@@ -452,8 +452,9 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
     estimated from the ops; the header line says which), where a profile
     whose ranks take turns on the cores also bounds the end of the last
     exchange from below by the computation plus the exchanges' CPU time
-    (see `--dtrain-merge-gradients`); efficiency = the iteration time of one rank
-    (no exchange) / that of P ranks, each rank with the same batch.
+    (see `--dtrain-merge-gradients`); efficiency = the iteration time of
+    one rank (no exchange) / that of P ranks, each rank with the same
+    batch.
     Compute times are per rank and do not change with P. The IR is left
     unchanged.
 
