@@ -28,7 +28,10 @@
 # "host" has one slot, so Open MPI would busy-poll; all of them share this
 # machine's cores, so `run` sets mpi_yield_when_idle (without it a 1 KB
 # all-reduce on 4 ranks and 2 cores took 8-20 ms instead of 0.1 ms, and
-# large messages lost 15% of the bandwidth).
+# large messages lost 15% of the bandwidth), and --bind-to none: each
+# "host" would bind its rank to its own first core, the same core of this
+# machine for all of them (Open MPI binds to cores at 2 ranks or fewer),
+# so 2 ranks ran on one core.
 #
 # State (hostfile, rsh agent, settings) lives in $DTRAIN_CLUSTER_DIR
 # (default /tmp/dtrain-cluster).
@@ -208,6 +211,7 @@ cmd_run() {
     # stdout passes through fd 3; stderr goes through tee into $err.
     set +e
     timeout --kill-after=10 "$limit" mpirun -np "$np" --oversubscribe \
+      --bind-to none \
       --leave-session-attached \
       --hostfile "$STATE_DIR/hostfile" \
       --mca plm_rsh_agent "$STATE_DIR/rsh-agent" \
