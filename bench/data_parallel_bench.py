@@ -28,6 +28,7 @@ shared memory (network cost alone) for the cluster.
 """
 import argparse
 import contextlib
+import json
 import os
 import re
 import subprocess
@@ -215,15 +216,34 @@ PIN_RANK_TO_CORE = ["sh", "-c", 'exec taskset -c "$((${OMPI_COMM_WORLD_RANK:-'
                     "pin-rank-to-core"]
 
 
-def measure(trainer, data, batch, ranks, steps, launcher):
+def timed_steps(timeline, first):
+    """Rank 0's step times (ms) from step FIRST on, from a trainer's
+    --timeline trace."""
+    with open(timeline) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    durations = {int(e["name"].split()[1]): e["dur"] / 1e3 for e in events
+                 if e.get("ph") == "X" and e.get("pid") == 0
+                 and e.get("tid") == 0 and e["name"].startswith("step ")}
+    return [durations[s] for s in sorted(durations) if s >= first]
+
+
+def measure(trainer, data, batch, ranks, steps, launcher, timeline=None):
+    """One run of TRAINER: the last half of its STEPS timed; with TIMELINE
+    (a path for its --timeline trace), also each of those steps' time
+    (step_times, ms)."""
     window = steps // 2
     command = launcher(ranks) + RANK_ENV + [trainer, "--data",
         data, "--steps", str(steps), "--log-every", str(window),
         "--no-shuffle"]
+    if timeline:
+        command += ["--timeline", timeline]
     last, final = parse(run(command))
     samples = float(last["samples/s"])
     result = dict(ranks=ranks, samples=samples,
                   step_ms=1e3 * batch * ranks / samples)
+    if timeline:
+        result["step_times"] = timed_steps(timeline, steps - window + 1)
     if ranks > 1:
         result.update(comm_ms=float(last["comm_ms"]),
                       wait_ms=float(last["wait_ms"]),

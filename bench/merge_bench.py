@@ -20,8 +20,11 @@ run's time over the fastest's), its ratio to none, and the step time that
 --dtrain-simulate-step predicts from the profile (network=profile: the
 measured compute before each exchange, the fitted all-reduce cost, the
 measured updates) with its ratio to the measured one; after it, optimal's
-step time over the fastest strategy's for each model, and how many
-predictions lie within 15%. Models: resnet18 (62 gradients, 45 MB),
+step time over the fastest strategy's for each model, how many
+predictions lie within 15%, and optimal's mean step time over each other
+strategy's with a 95% bootstrap interval (the timed steps of every run,
+from the trainers' --timeline): where the interval holds 1, the runs do
+not tell the two apart. Models: resnet18 (62 gradients, 45 MB),
 mobilenet_v2 (158 gradients, 9 MB) and the CIFAR ResNet-20 of MG-WFBP's
 own experiments (resnet20_cifar: 66 exchanges, 1.1 MB), 10 classes at
 3x32x32, per-rank batch 8 (--batch: a small batch makes the start-ups
@@ -38,6 +41,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data_parallel_bench as dp  # noqa: E402
@@ -102,6 +106,28 @@ def startup_share(name, profile):
                 fit["exchange_cpu_per_byte_s"] * 1e9, ranks_per_core))
 
 
+def mean_ratio_interval(runs_a, runs_b, resamples=2000):
+    """The mean step time of A over B's (each a list of runs, each run its
+    timed steps' times), with a 95% interval from a two-stage bootstrap:
+    runs drawn with replacement, then steps within each drawn run (steps of
+    one run share its placement on the cores, so they are not independent
+    of each other)."""
+    rng = np.random.default_rng(0)
+
+    def resampled_means(runs):
+        means = np.empty(resamples)
+        for i in range(resamples):
+            drawn = rng.integers(len(runs), size=len(runs))
+            means[i] = np.concatenate([rng.choice(runs[d], len(runs[d]))
+                                       for d in drawn]).mean()
+        return means
+
+    ratios = resampled_means(runs_a) / resampled_means(runs_b)
+    mean = lambda runs: np.concatenate(runs).mean()
+    return (mean(runs_a) / mean(runs_b), np.percentile(ratios, 2.5),
+            np.percentile(ratios, 97.5))
+
+
 def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
                   repeats):
     launcher = lambda p: unpinned(p) + dp.PIN_RANK_TO_CORE
@@ -109,8 +135,8 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
     print("| model | strategy | buckets | step ms | spread | vs none | "
           "predicted step ms | predicted / measured |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    shares, verdicts = [], []
-    predictions = within = 0
+    shares, verdicts, intervals = [], [], []
+    predictions = within = comparisons = slower = 0
     for name, (onnx, data, batch) in models.items():
         base = os.path.join(work, "%s-none" % name)
         compile_trainer(compile_tool, onnx, batch, base, "none", "")
@@ -129,11 +155,14 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
         # Round robin, the fastest of REPEATS runs: the machine's noise
         # spreads over all strategies alike. The spread (slowest / fastest
         # run) says how far apart two strategies must be to differ.
-        runs = {}
+        runs, step_times = {}, {}
+        timeline = os.path.join(work, "timeline.json")
         for _ in range(repeats):
             for label, _, exe, _ in variants:
-                runs.setdefault(label, []).append(dp.measure(
-                    exe, data, batch, ranks, steps, launcher)["step_ms"])
+                result = dp.measure(exe, data, batch, ranks, steps, launcher,
+                                    timeline)
+                runs.setdefault(label, []).append(result["step_ms"])
+                step_times.setdefault(label, []).append(result["step_times"])
         best = {label: min(times) for label, times in runs.items()}
         for label, strategy, exe, plan in variants:
             buckets = plan[0] if plan else "-"
@@ -153,9 +182,22 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
         fastest = min(best, key=best.get)
         verdicts.append("%s %.3f of %s" % (name, best["optimal"] /
                                            best[fastest], fastest))
+        for label in runs:
+            if label == "optimal":
+                continue
+            ratio, low, high = mean_ratio_interval(step_times["optimal"],
+                                                   step_times[label])
+            intervals.append("%s %s %.3f [%.3f, %.3f]" % (name, label, ratio,
+                                                        low, high))
+            comparisons += 1
+            slower += low > 1
     print("\n`optimal` against the fastest strategy: %s; predictions within "
           "15%% of measured: %d of %d" % ("; ".join(verdicts), within,
                                          predictions))
+    print("\n`optimal`'s mean step time over each other strategy's (every "
+          "run's timed steps; 95%% interval of a bootstrap over runs, then "
+          "steps): %s; the interval lies above 1 in %d of %d"
+          % ("; ".join(intervals), slower, comparisons))
     print("\nThe unmerged exchanges by the profile's fit:\n" +
           "\n".join(shares))
 
