@@ -97,13 +97,15 @@ def startup_share(name, profile):
     return ("- %s: %d exchanges, %.2f MB; all-reduce %.3f ms + %.3f ns/B "
             "(%s); computation %.1f ms, start-ups %.1f ms, transfers "
             "%.1f ms: start-ups %.0f%% of the exchanges; their CPU time "
-            "%.1f ms (%.3f ms + %.3f ns/B), at %g ranks per core" % (
+            "%.1f ms (%.3f ms + %.3f ns/B), at %g ranks and %g computing "
+            "threads per core" % (
                 name, len(sizes), sum(sizes) / 1e6, fit["startup_s"] * 1e3,
                 fit["per_byte_s"] * 1e9, fit["cost_from"],
                 sum(fit["compute_s"]) * 1e3, startups * 1e3,
                 transfers * 1e3, 100 * startups / (startups + transfers),
                 cpu * 1e3, fit["exchange_cpu_startup_s"] * 1e3,
-                fit["exchange_cpu_per_byte_s"] * 1e9, ranks_per_core))
+                fit["exchange_cpu_per_byte_s"] * 1e9, ranks_per_core,
+                fit["host_threads"] / fit["host_cores"]))
 
 
 def mean_ratio_interval(runs_a, runs_b, resamples=2000):

@@ -127,18 +127,21 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
   if (*startup < 0 || *perByte < 0)
     return fail("startup_s and per_byte_s must be >= 0");
   // The exchanges' CPU time (optional), which the computation pays where
-  // the machine's ranks outnumber its cores.
+  // its threads fill the machine's cores (one per rank unless said).
   std::optional<double> cpuStartup =
       object->getNumber("exchange_cpu_startup_s");
   std::optional<double> cpuPerByte =
       object->getNumber("exchange_cpu_per_byte_s");
   std::optional<int64_t> hostRanks = object->getInteger("host_ranks"),
                          hostCores = object->getInteger("host_cores");
+  const int64_t hostThreads =
+      object->getInteger("host_threads").value_or(hostRanks.value_or(1));
   if ((cpuStartup && *cpuStartup < 0) || (cpuPerByte && *cpuPerByte < 0) ||
-      (hostRanks && *hostRanks < 1) || (hostCores && *hostCores < 1))
+      (hostRanks && *hostRanks < 1) || (hostCores && *hostCores < 1) ||
+      hostThreads < 1)
     return fail("exchange_cpu_startup_s and exchange_cpu_per_byte_s must be "
-                ">= 0, host_ranks and host_cores >= 1");
-  if (hostRanks && hostCores && *hostRanks > *hostCores) {
+                ">= 0, host_ranks, host_threads and host_cores >= 1");
+  if (hostRanks && hostCores && hostThreads >= *hostCores) {
     const double ranksPerCore = double(*hostRanks) / double(*hostCores);
     profile.cost.cpuStartup = cpuStartup.value_or(0) * ranksPerCore;
     profile.cost.cpuPerByte = cpuPerByte.value_or(0) * ranksPerCore;

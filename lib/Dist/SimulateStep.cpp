@@ -129,8 +129,9 @@ struct SimulateStepPass
         os << llvm::formatv(", never below {0} timed all-reduces",
                             measured->cost.measured.size());
       if (measured->cost.cpuStartup > 0 || measured->cost.cpuPerByte > 0)
-        os << llvm::formatv("; ranks take turns on the cores: each takes "
-                            "{0:f1} us + {1:f3} ns/byte from the computation",
+        os << llvm::formatv("; the computing threads fill the cores: each "
+                            "exchange takes {0:f1} us + {1:f3} ns/byte from "
+                            "the computation",
                             measured->cost.cpuStartup * 1e6,
                             measured->cost.cpuPerByte * 1e9);
       os << "\n";

@@ -313,3 +313,5 @@ void dtrain_rt_set_buffer_fence(const dtrain_rt_buffer_fence_t *fence) {
                           {{"record", fence->record}, {"wait", fence->wait}});
   state().fence = fence ? *fence : dtrain_rt_buffer_fence_t{};
 }
+
+bool dtrain::rt::deviceComputes() { return state().fence.record != nullptr; }

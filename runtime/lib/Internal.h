@@ -304,6 +304,14 @@ DTRAIN_RT_TEST_API double clockSeconds();
 /// communication thread, or inline): the computation's, on all its
 /// threads.
 DTRAIN_RT_TEST_API double computeCpuSeconds();
+/// The threads a process computes on: OMP_NUM_THREADS (oneDNN's OpenMP
+/// and the runtime's own parallel passes), else, as OpenMP does, the CPUs
+/// of the calling thread's affinity mask.
+DTRAIN_RT_TEST_API int computeThreads();
+/// Whether a device computes the step (a buffer fence is installed,
+/// dtrain_rt_set_buffer_fence): the host's threads then only queue its
+/// work.
+bool deviceComputes();
 
 /// Communication since the previous call: collectives finished, bytes
 /// all-reduced or broadcast (payload) and sent by this rank in a
@@ -356,11 +364,32 @@ DTRAIN_RT_TEST_API std::vector<TraceEvent> takeTrace();
 void writeTimeline(dtrain_rt_comm_t *comm, const std::string &path,
                    const std::vector<TraceEvent> &events, double origin);
 
+/// A machine as the ranks of a job share it: how many of them run on it,
+/// the threads they compute on (computeThreads(), summed; none for a rank
+/// whose device computes), and its cores (the union of their affinity
+/// masks).
+struct HostShare {
+  int64_t ranks = 1, threads = 1, cores = 1;
+  /// Whether the computing threads fill the cores: every other thread's
+  /// CPU time, the communication threads' included, is then taken from
+  /// the computation.
+  bool computationFillsCores() const { return threads >= cores; }
+};
+
+/// The computation's seconds in a span of WALL seconds in which it used
+/// CPUSECONDS of CPU time (computeCpuSeconds()), on a machine shared as
+/// HOST. Where the computing threads fill the cores, its CPU time times
+/// ranks per core (the machine's CPU time spread over its cores), even
+/// where the wall time is longer: the rest went to the communication
+/// threads, whose share a profile's plans differ in. Elsewhere its wall
+/// time.
+DTRAIN_RT_TEST_API double computationSeconds(const HostShare &host, double wall,
+                                             double cpuSeconds);
+
 /// A trainer's --profile (Profile.cpp): the computation before each
 /// exchange of a step and after the last one, averaged over the steps
-/// added (its CPU time times ranks per core where a machine's ranks
-/// outnumber its cores), the all-reduce cost fitted on the job's ranks and
-/// the exchanges' CPU time, written as the JSON that
+/// added (computationSeconds), the all-reduce cost fitted on the job's ranks
+/// and the exchanges' CPU time, written as the JSON that
 /// --dtrain-merge-gradients reads (profile=).
 class DTRAIN_RT_TEST_API StepProfile {
 public:

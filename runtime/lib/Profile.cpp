@@ -3,23 +3,23 @@
 // What --dtrain-merge-gradients needs to plan buckets for this machine and
 // network (its profile= option): the computation before each exchange of a
 // step and after the last one (the updates, less the waits for the
-// exchanges), averaged over the profiled steps from the times the
-// exchanges were queued (where the ranks of a machine outnumber its cores
-// they take turns, and a gap counts the CPU time used in it times the
-// ranks per core), and the all-reduce cost T(M) = startup + perByte * M
-// fitted by least squares: to the steps' own exchanges when their sizes
-// span a range (an exchange there also waits for the slowest rank and
-// shares the cores with the computation, which isolated all-reduces do
-// not show; where the ranks take turns, an exchange counts from when the
-// last rank began it, the turns before that being the computation's),
-// else to all-reduces of several sizes (from 4 bytes) timed on the job's
-// ranks after training; and the CPU time an exchange takes on the thread
-// that runs it, fitted by least squares to the steps' exchanges (the mean
-// rank's), which ranks that take turns on the cores take from the
-// computation. For the sparsified exchanges that --dtrain-simulate-step
-// predicts: the speed of a residual update and a Gaussian-k selection
-// over the whole payload, timed on all ranks at once (so that ranks
-// sharing cores slow each other as they do in a step).
+// exchanges), averaged over the profiled steps from the times the exchanges
+// were queued (where the computing threads fill a machine's cores, which the
+// communication threads then share, a gap counts the CPU time used in it
+// times the ranks per core), and the all-reduce cost T(M) = startup +
+// perByte * M fitted by least squares: to the steps' own exchanges when
+// their sizes span a range (an exchange there also waits for the slowest
+// rank and shares the cores with the computation, which isolated all-reduces
+// do not show; where the ranks outnumber the cores and take turns on them,
+// an exchange counts from when the last rank began it, the turns before that
+// being the computation's), else to all-reduces of several sizes (from 4
+// bytes) timed on the job's ranks after training; and the CPU time an
+// exchange takes on the thread that runs it, fitted by least squares to the
+// steps' exchanges (the mean rank's), which is taken from the computation
+// where its threads fill the cores. For the sparsified exchanges that
+// --dtrain-simulate-step predicts: the speed of a residual update and a
+// Gaussian-k selection over the whole payload, timed on all ranks at once
+// (so that ranks sharing cores slow each other as they do in a step).
 //
 //===----------------------------------------------------------------------===//
 
@@ -148,24 +148,22 @@ double timeSelection(dtrain_rt_comm_t *comm, int64_t count) {
   return double(count) / std::max(times[times.size() / 2], 1e-9);
 }
 
-/// This rank's machine as the ranks of COMM share it: how many of them run
-/// on it (same host name) and on how many cores (the union of their CPU
-/// affinity masks). Collective.
-struct HostShare {
-  int64_t ranks = 1, cores = 1;
-};
+/// This rank's machine as the ranks of COMM share it (same host name).
+/// Collective.
 HostShare hostShare(dtrain_rt_comm_t *comm) {
-  // Each rank fills its slot (a host name hash, then its mask in 32-bit
-  // words), exact in f64; a sum of the slots gathers them all.
-  constexpr int words = CPU_SETSIZE / 32;
-  std::vector<double> slots(size_t(comm->size) * (1 + words), 0);
-  double *mine = &slots[size_t(comm->rank) * (1 + words)];
+  // Each rank fills its slot (a host name hash, its computing threads,
+  // then its mask in 32-bit words), exact in f64; a sum of the slots
+  // gathers them all.
+  constexpr int words = CPU_SETSIZE / 32, slotSize = 2 + words;
+  std::vector<double> slots(size_t(comm->size) * slotSize, 0);
+  double *mine = &slots[size_t(comm->rank) * slotSize];
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
   for (const char *c = host; *c; ++c)
     hash = (hash ^ uint8_t(*c)) * 0x100000001b3ull;
   mine[0] = double(hash >> 11);
+  mine[1] = deviceComputes() ? 0 : double(computeThreads());
   cpu_set_t mask;
   CPU_ZERO(&mask);
   if (sched_getaffinity(0, sizeof mask, &mask) != 0)
@@ -176,19 +174,20 @@ HostShare hostShare(dtrain_rt_comm_t *comm) {
     for (int bit = 0; bit < 32; ++bit)
       if (CPU_ISSET(32 * w + bit, &mask))
         word |= uint32_t(1) << bit;
-    mine[1 + w] = double(word);
+    mine[2 + w] = double(word);
   }
   dtrain_rt_all_reduce(comm, slots.data(), int64_t(slots.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_SUM);
-  HostShare share{0, 0};
+  HostShare share{0, 0, 0};
   std::vector<uint32_t> cores(words, 0);
   for (int r = 0; r < comm->size; ++r) {
-    const double *slot = &slots[size_t(r) * (1 + words)];
+    const double *slot = &slots[size_t(r) * slotSize];
     if (slot[0] != mine[0])
       continue;
     ++share.ranks;
+    share.threads += int64_t(slot[1]);
     for (int w = 0; w < words; ++w)
-      cores[size_t(w)] |= uint32_t(slot[1 + w]);
+      cores[size_t(w)] |= uint32_t(slot[2 + w]);
   }
   for (uint32_t word : cores)
     share.cores += __builtin_popcount(word);
@@ -197,6 +196,15 @@ HostShare hostShare(dtrain_rt_comm_t *comm) {
 }
 
 } // namespace
+
+double dtrain::rt::computationSeconds(const HostShare &host, double wall,
+                                      double cpuSeconds) {
+  if (!host.computationFillsCores())
+    return wall;
+  // The CPU time can come out a little below 0 for exchanges queued back
+  // to back: it is the process's less the communication thread's.
+  return std::max(cpuSeconds, 0.0) * double(host.ranks) / double(host.cores);
+}
 
 void StepProfile::write(dtrain_rt_comm_t *comm,
                         const std::string &path) const {
@@ -222,12 +230,7 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
     times.push_back(timeAllReduce(comm, buffer, count,
                                   count <= (int64_t(1) << 18) ? 9 : 3));
   }
-  // Where the ranks of a machine outnumber its cores, they take turns: a
-  // step's computation takes its CPU time times ranks per core, however
-  // the ranks happened to interleave in the profiled steps. Elsewhere it
-  // takes its wall time (or more, where its threads outnumber its cores).
   const HostShare host = hostShare(comm);
-  const double ranksPerCore = double(host.ranks) / double(host.cores);
   // The steps' exchanges, each from when the last rank began it where the
   // ranks take turns: the wait for the others' turns before it is the
   // computation's, which counts it already (times ranks per core).
@@ -241,7 +244,8 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   std::vector<double> lastBegins = stepBegins;
   dtrain_rt_all_reduce(comm, lastBegins.data(), int64_t(lastBegins.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
-  const std::vector<double> &from = ranksPerCore > 1 ? lastBegins : stepBegins;
+  const std::vector<double> &from =
+      host.ranks > host.cores ? lastBegins : stepBegins;
   std::vector<double> stepTimes(stepBegins.size());
   for (size_t i = 0; i < stepTimes.size(); ++i)
     stepTimes[i] = std::max(stepEnds[i] - from[i], 0.0);
@@ -259,7 +263,7 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   dtrain_rt_all_reduce(comm, both, 2, DTRAIN_RT_F64, DTRAIN_RT_MAX);
   const double startup = both[0], perByte = both[1];
   // The CPU time an exchange takes on its thread, the mean rank's: where
-  // the ranks take turns on the cores, it is taken from the computation.
+  // the computing threads fill the cores, it is taken from the computation.
   const Cost cpuFit = fit(stepSizes, stepCpus);
   double cpu[2] = {cpuFit.startup / comm->size, cpuFit.perByte / comm->size};
   dtrain_rt_all_reduce(comm, cpu, 2, DTRAIN_RT_F64, DTRAIN_RT_SUM);
@@ -282,16 +286,15 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   json += ",\n  \"exchange_cpu_startup_s\": " + std::string(number);
   std::snprintf(number, sizeof number, "%.9g", cpu[1]);
   json += ",\n  \"exchange_cpu_per_byte_s\": " + std::string(number);
-  // Where the ranks take turns, the CPU time times ranks per core, not the
-  // wall time even where it is the longer: that also holds the turns of
-  // the communication threads, which the unmerged exchanges take (a third
-  // of a core each on the emulated cluster) and merged ones, outside the
-  // computation, do not. It made merged plans' predictions up to 1.5x too
-  // long. (The CPU time, the process's less the communication thread's,
-  // can come out a little below 0 for exchanges queued back to back.)
+  // Where the computing threads fill the cores (computationSeconds), the
+  // CPU time times ranks per core, not the wall time even where it is the
+  // longer: that also holds the communication threads' time, which the
+  // unmerged exchanges take from the computation (a third of a core each
+  // on the emulated cluster) and merged ones, after it, do not. Wall time
+  // made merged plans' predictions up to 1.5x too long at 2 ranks per
+  // core, and up to 2x at one rank per core.
   auto computation = [&](double wall, double cpuSeconds) {
-    const double turns = std::max(cpuSeconds * ranksPerCore, 0.0);
-    return (ranksPerCore > 1 ? turns : std::max(wall, turns)) / double(steps);
+    return computationSeconds(host, wall, cpuSeconds) / double(steps);
   };
   json += ",\n  \"compute_s\": [";
   for (size_t i = 0; i < computeSums.size(); ++i) {
@@ -316,6 +319,7 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   std::snprintf(number, sizeof number, "%.9g", selectSpeed);
   json += "],\n  \"select_elements_per_s\": " + std::string(number);
   json += ",\n  \"host_ranks\": " + std::to_string(host.ranks) +
+          ",\n  \"host_threads\": " + std::to_string(host.threads) +
           ",\n  \"host_cores\": " + std::to_string(host.cores) + "\n}\n";
 
   writeFileAtomically(path, json, "--profile");

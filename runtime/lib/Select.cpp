@@ -30,22 +30,29 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+
 using namespace dtrain::rt;
+
+int dtrain::rt::computeThreads() {
+  const char *value = std::getenv("OMP_NUM_THREADS");
+  const int fromEnv = value ? std::atoi(value) : 0;
+  if (fromEnv > 0)
+    return fromEnv;
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    return std::max(1, CPU_COUNT(&mask));
+  return std::max(1, int(std::thread::hardware_concurrency()));
+}
 
 namespace {
 
-/// Threads for a pass over N elements: OMP_NUM_THREADS (else the cores),
-/// and one below 256K elements, where starting threads costs more.
+/// Threads for a pass over N elements: computeThreads(), and one below
+/// 256K elements, where starting threads costs more.
 int passThreads(int64_t n) {
   if (n < (int64_t(1) << 18))
     return 1;
-  static const int threads = [] {
-    const char *value = std::getenv("OMP_NUM_THREADS");
-    const int fromEnv = value ? std::atoi(value) : 0;
-    if (fromEnv > 0)
-      return fromEnv;
-    return std::max(1, int(std::thread::hardware_concurrency()));
-  }();
+  static const int threads = computeThreads();
   return threads;
 }
 

@@ -6,8 +6,10 @@
 // computation before each exchange and the all-reduce cost fitted to the
 // steps' exchanges must be the ones computed by hand, both where the ranks
 // take turns on one core (their CPU time counts twice, and an exchange
-// counts from the last rank's start) and where each has its own core
-// (wall time, and an exchange from this rank's start).
+// counts from the last rank's start) and where each has its own core,
+// which its communication thread shares (CPU time, and an exchange from
+// this rank's start). Also where the wall time counts instead
+// (computationSeconds), and the computing threads a rank counts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <sched.h>
@@ -109,8 +112,10 @@ std::vector<TraceEvent> handMadeStep() {
           {"step", TraceEvent::MainThread, 0, kStepEnd, -1, -1}};
 }
 
-/// Rank 0's profile of 3 hand-made steps (the text, on rank 0 only).
+/// Rank 0's profile of 3 hand-made steps (the text, on rank 0 only), each
+/// rank computing on one thread.
 std::string profileOfHandMadeSteps() {
+  setenv("OMP_NUM_THREADS", "1", 1);
   StepProfile profile(0);
   for (int step = 0; step < 3; ++step)
     profile.addStep(handMadeStep(), 0, 0, kStepEnd, kStepEndCpu);
@@ -133,6 +138,7 @@ std::string profileOfHandMadeSteps() {
 void expectProfile(const std::string &json, int hostCores,
                    std::vector<double> compute, double tail, double startup) {
   EXPECT_EQ(number(json, "host_ranks"), 2);
+  EXPECT_EQ(number(json, "host_threads"), 2);
   EXPECT_EQ(number(json, "host_cores"), hostCores);
   const std::vector<double> written = numbers(json, "compute_s");
   ASSERT_EQ(written.size(), compute.size());
@@ -174,10 +180,44 @@ TEST(StepProfile, RanksOnTheirOwnCores) {
   const std::string json = profileOfHandMadeSteps();
   if (world()->rank != 0)
     return;
-  // Wall time: 1 ms, 2 ms and 10 us. Rank 0 waits for rank 1 in each
-  // exchange: the slowest rank's fit counts the wait. The updates: 0.99 ms
-  // from the last exchange to the step's end, less the 0.3 ms wait.
-  expectProfile(json, 2, {1e-3, 2e-3, 1e-5}, 0.69e-3, 1e-4 + kSkew);
+  // Each rank's computing thread fills its core, which its communication
+  // thread shares: the CPU time, 0.8 ms for the first two gaps (not the
+  // 2 ms of wall time of the second), none for the third, 0.401 ms for the
+  // updates. The ranks do not take turns: rank 0 waits for rank 1 in each
+  // exchange, and the slowest rank's fit counts the wait.
+  expectProfile(json, 2, {0.8e-3, 0.8e-3, 0}, 0.401e-3, 1e-4 + kSkew);
+}
+
+TEST(ComputationSeconds, CpuTimeWhereTheComputingThreadsFillTheCores) {
+  const double wall = 2e-3, cpu = 0.8e-3;
+  // 2 ranks of 1 thread on 4 cores: the communication threads have cores
+  // of their own.
+  EXPECT_EQ(computationSeconds({2, 2, 4}, wall, cpu), wall);
+  // 2 ranks of 2 threads on 8 cores: the wall time too.
+  EXPECT_EQ(computationSeconds({2, 4, 8}, wall, cpu), wall);
+  // Filled: the CPU time times ranks per core, however long the wall time.
+  EXPECT_EQ(computationSeconds({2, 2, 2}, wall, cpu), cpu);
+  EXPECT_EQ(computationSeconds({4, 4, 2}, wall, cpu), 2 * cpu);
+  EXPECT_EQ(computationSeconds({1, 16, 16}, wall, cpu), cpu / 16);
+  EXPECT_EQ(computationSeconds({2, 2, 2}, wall, -1e-6), 0);
+}
+
+TEST(ComputeThreads, OmpNumThreadsElseTheAffinityMask) {
+  const char *saved = std::getenv("OMP_NUM_THREADS");
+  const std::string savedValue = saved ? saved : "";
+  setenv("OMP_NUM_THREADS", "3", 1);
+  EXPECT_EQ(computeThreads(), 3);
+  unsetenv("OMP_NUM_THREADS");
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  EXPECT_EQ(computeThreads(), CPU_COUNT(&mask));
+  {
+    const PinnedTo pinned(0, 0);
+    if (pinned.pinned())
+      EXPECT_EQ(computeThreads(), 1);
+  }
+  if (saved)
+    setenv("OMP_NUM_THREADS", savedValue.c_str(), 1);
 }
 
 // The computation's CPU time leaves out the collectives' wherever they run:

@@ -3,6 +3,8 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=mgwfbp report profile=%S/Inputs/merge-profile.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=MGWFBP
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=OPTIMAL
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-cores.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=CORES
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-filled.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=FILLED
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-spare-cores.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=SPARE
 // RUN: not dtrain-opt %s --dtrain-merge-gradients="strategy=fastest" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-short.json" 2>&1 | FileCheck %s --check-prefix=SHORT
@@ -58,10 +60,19 @@
 // CORES: remark: bucket 0: exchanges 0..3, 84 bytes, predicted 2.700000 s to 24.700000 s
 // CORES: remark: optimal: 1 buckets for 4 exchanges, predicted end 24.700000 s (none: 31.500000 s)
 
+// 2 ranks, one computing thread each, on 2 cores: the communication threads
+// share the cores with the computation, which pays each exchange's CPU
+// time, 6 s + 0.1 s per byte (times 1 rank per core): no plan ends before
+// 2.7 + 0.1 * 84 = 11.1 s plus 6 s per bucket. One exchange each then ends
+// at 35.1 s; two buckets at 23.7 s (their exchanges), as without the bound.
+// FILLED: remark: optimal: 2 buckets for 4 exchanges, predicted end 23.700000 s (none: 35.100000 s)
+// The same on 4 cores: the communication threads have cores to spare.
+// SPARE: remark: optimal: 2 buckets for 4 exchanges, predicted end 23.700000 s (none: 25.000000 s)
+
 // BAD: error: --dtrain-merge-gradients: strategy 'fastest' is not valid (accepted: none, threshold, mgwfbp, optimal)
 // MISSING: error: --dtrain-merge-gradients: profile {{.*}}missing.json: cannot read it: No such file or directory
 // SHORT: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-short.json has 2 compute_s values but @train_step has 4 exchanges
-// BAD-CORES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-cores.json: exchange_cpu_startup_s and exchange_cpu_per_byte_s must be >= 0, host_ranks and host_cores >= 1
+// BAD-CORES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-cores.json: exchange_cpu_startup_s and exchange_cpu_per_byte_s must be >= 0, host_ranks, host_threads and host_cores >= 1
 
 func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {
   %0 = nn.matmul %x, %w1 : tensor<5x4xf32>, tensor<4x3xf32> -> tensor<5x3xf32>

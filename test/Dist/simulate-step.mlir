@@ -81,7 +81,7 @@ func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tenso
 // any plan, but each bucket also delays the computation: one bucket ends
 // at 0.32 ms (threshold and optimal), four (none, and MG-WFBP's rule,
 // which merges nothing: the gradients are 50 us apart) at 0.38 ms.
-// CORES:      all-reduce 10.0 us + 10.000 ns/byte measured on 4 ranks; ranks take turns on the cores: each takes 20.0 us + 0.000 ns/byte from the computation
+// CORES:      all-reduce 10.0 us + 10.000 ns/byte measured on 4 ranks; the computing threads fill the cores: each exchange takes 20.0 us + 0.000 ns/byte from the computation
 // CORES-NEXT: ranks
 // CORES-NEXT: 4          0.38 (0.79)        0.32 (0.94)        0.38 (0.79)        0.32 (0.94)   1
 

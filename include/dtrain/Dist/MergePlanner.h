@@ -11,7 +11,7 @@
 // once gradient e is ready and the previous bucket's exchange is done, and
 // takes startup + perByte * (bytes[s] + ... + bytes[e]); exchanges run one
 // at a time, in order. A plan's cost is when its last exchange ends, but no
-// earlier than the cores allow where ranks take turns on them: the
+// earlier than the cores allow where the computation fills them: the
 // computation plus the CPU time each exchange takes from it.
 //
 //===----------------------------------------------------------------------===//
@@ -42,11 +42,11 @@ struct AllReduceCost {
 
   double startup = 0, perByte = 0;
   llvm::SmallVector<std::pair<double, double>> measured;
-  /// Where a machine's ranks outnumber its cores, every thread's CPU time
-  /// has to fit in them: an exchange's CPU time (its transfers, reductions
-  /// and polling, measured by a trainer's --profile) times the ranks per
-  /// core is taken from the computation, wherever the exchange runs. 0
-  /// where each rank has cores of its own.
+  /// Where the computing threads fill a machine's cores, every thread's
+  /// CPU time has to fit in them: an exchange's CPU time (its transfers,
+  /// reductions and polling, measured by a trainer's --profile) times the
+  /// ranks per core is taken from the computation, wherever the exchange
+  /// runs. 0 where the communication threads have cores of their own.
   double cpuStartup = 0, cpuPerByte = 0;
 };
 

@@ -142,9 +142,10 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     `per-byte`; when it also has timed all-reduces (`"allreduce_bytes"`,
     `"allreduce_s"`, as a trainer's `--profile` writes them), the cost
     never drops below their piecewise-linear interpolation. Where the
-    profile's `host_ranks` outnumber its `host_cores` (ranks that take
-    turns on a machine's cores), every thread's CPU time has to fit in the
-    cores: each exchange takes its CPU time (`exchange_cpu_startup_s +
+    profile's `host_threads` (the ranks' computing threads on a machine,
+    default `host_ranks`) fill its `host_cores`, so that the communication
+    threads share the cores with the computation, every thread's CPU time
+    has to fit in the cores: each exchange takes its CPU time (`exchange_cpu_startup_s +
     exchange_cpu_per_byte_s * M`, its transfers, reductions and polling on
     the communication thread) times the ranks per core from the
     computation, and a plan ends no earlier than the computation plus
@@ -450,7 +451,7 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
     exchange, end of the backward pass) + the computation after the last
     exchange (the updates: the profile's `tail_s` where it has one, else
     estimated from the ops; the header line says which), where a profile
-    whose ranks take turns on the cores also bounds the end of the last
+    whose computation fills the cores also bounds the end of the last
     exchange from below by the computation plus the exchanges' CPU time
     (see `--dtrain-merge-gradients`); efficiency = the iteration time of
     one rank (no exchange) / that of P ranks, each rank with the same
