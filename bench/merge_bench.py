@@ -19,9 +19,10 @@ table gives the buckets, the measured step time, its spread (the slowest
 run's time over the fastest's), its ratio to none, and the step time that
 --dtrain-simulate-step predicts from the profile (network=profile: the
 measured compute before each exchange, the fitted all-reduce cost, the
-measured updates) with its ratio to the measured one; after it, optimal's
-step time over the fastest strategy's for each model, how many
-predictions lie within 15%, and optimal's mean step time over each other
+measured updates; the threshold strategies' at their thresholds) with
+its ratio to the measured one; after it, optimal's step time over the
+fastest strategy's for each model, how many predictions lie within 15%,
+and optimal's mean step time over each other
 strategy's with a 95% bootstrap interval (the timed steps of every run,
 from the trainers' --timeline): where the interval holds 1, the runs do
 not tell the two apart. Models: resnet18 (62 gradients, 45 MB),
@@ -74,11 +75,22 @@ def compile_trainer(compile_tool, onnx, batch, exe, strategy, options):
 
 def simulate(compile_tool, onnx, batch, profile):
     """--dtrain-simulate-step network=profile: the predicted iteration ms of
-    none, threshold (25 MiB / 1 MiB), mgwfbp and optimal."""
+    every strategy (its threshold column at each of STRATEGIES'
+    thresholds)."""
+    predicted = {}
+    for label, strategy, options in STRATEGIES:
+        if strategy == "threshold":
+            if "first-bucket-bytes" not in options:
+                options += " first-bucket-bytes=0"
+            fields = dp.simulate_step(
+                compile_tool, onnx, batch,
+                "network=profile profile=%s %s" % (profile, options))
+            predicted[label] = fields[3]
+    # ranks, then none, threshold, mgwfbp and optimal with efficiencies.
     fields = dp.simulate_step(compile_tool, onnx, batch,
                               "network=profile profile=" + profile)
-    return dict(zip(["none", "ddp-25MB", "mgwfbp", "optimal"],
-                    fields[1:9:2]))
+    predicted.update(none=fields[1], mgwfbp=fields[5], optimal=fields[7])
+    return predicted
 
 
 def startup_share(name, profile):
@@ -170,13 +182,10 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
             buckets = plan[0] if plan else "-"
             if strategy == "none":
                 buckets = "one per gradient"
-            model = ("%.1f | %.2f" % (predicted[label],
-                                      predicted[label] / best[label])
-                     if label in predicted else "- | -")
-            print("| %s | %s | %s | %.1f | %.2f | %.2f | %s |" % (
+            print("| %s | %s | %s | %.1f | %.2f | %.2f | %.1f | %.2f |" % (
                 name, label, buckets, best[label],
                 max(runs[label]) / best[label], best[label] / best["none"],
-                model))
+                predicted[label], predicted[label] / best[label]))
             sys.stdout.flush()
         for label, seconds in predicted.items():
             predictions += 1

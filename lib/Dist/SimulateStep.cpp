@@ -55,6 +55,10 @@ struct SimulateStepPass
       return emitError(UnknownLoc::get(context))
              << "--dtrain-simulate-step: flops-per-second and "
                 "elements-per-second must be > 0";
+    if (thresholdBytes < 0 || firstBucketBytes < 0)
+      return emitError(UnknownLoc::get(context))
+             << "--dtrain-simulate-step: threshold-bytes and "
+                "first-bucket-bytes must be >= 0";
     return success();
   }
 
@@ -147,7 +151,8 @@ struct SimulateStepPass
       const AllReduceCost cost =
           net ? ringAllReduceCost(p, *net) : measured->cost;
       const MergePlan plans[] = {planEachGradient(tasks.size()),
-                                 planThreshold(tasks, 25 << 20, 1 << 20),
+                                 planThreshold(tasks, double(thresholdBytes),
+                                               double(firstBucketBytes)),
                                  planMGWFBP(tasks, cost),
                                  planOptimal(tasks, cost)};
       os << llvm::formatv("{0,-6}", p);

@@ -9,6 +9,8 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-cores.json" -o /dev/null | FileCheck %s --check-prefix=CORES
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=2,32 network=1gbe profile=%S/Inputs/simulate-profile.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SPARSE
 // RUN: not dtrain-opt %s --dtrain-simulate-step="sparse-density=2" 2>&1 | FileCheck %s --check-prefix=BAD-DENSITY
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=1024 network=1gbe profile=%S/Inputs/simulate-profile.json threshold-bytes=8 first-bucket-bytes=0" -o /dev/null | FileCheck %s --check-prefix=THRESHOLD
+// RUN: not dtrain-opt %s --dtrain-simulate-step="threshold-bytes=-1" 2>&1 | FileCheck %s --check-prefix=BAD-THRESHOLD
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-select.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SELECT
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-slow-select.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SLOW-SELECT
 // RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-bad-select.json sparse-density=0.001" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-SELECT
@@ -98,6 +100,13 @@ func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tenso
 // SPARSE-NEXT: 2 {{.*}} 2 0.35 (0.86) 0.60 (0.50)
 // SPARSE-NEXT: 32 {{.*}} 1 6.21 (0.05) 3.00 (0.10)
 // BAD-DENSITY: error: --dtrain-simulate-step: sparse-density must be in [0, 1]
+
+// 8-byte buckets (no first bucket of its own): the loss and fc2.bias (12
+// bytes, ready at 0.05 ms), fc2.weight, fc1.weight. On 1024 ranks over
+// 1 GbE each costs a 102.3 ms start-up (2 x 1023 x 50 us): 0.05 + 3 x
+// 102.3 = 306.95 ms, where the default 25 MiB bucket ends at 0.3 + 102.3.
+// THRESHOLD: 1024 409.20 (0.00) 306.95 (0.00) 102.60 (0.00) 102.60 (0.00) 1
+// BAD-THRESHOLD: error: --dtrain-simulate-step: threshold-bytes and first-bucket-bytes must be >= 0
 
 // A profile with a measured selection speed (1e6 elements/s) and an
 // all-reduce of 600 us + 15 ns/byte on 4 ranks, which the ring model gives

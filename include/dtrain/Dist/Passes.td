@@ -431,9 +431,10 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
     An analysis: prints, for a step with gradient exchanges (after
     `--dtrain-data-parallel`), the predicted iteration time and weak-scaling
     efficiency at each rank count of `ranks`, for the merge strategies none
-    (one exchange per gradient, WFBP), threshold (25 MiB buckets with a
-    1 MiB first one, PyTorch DDP's), mgwfbp and optimal, planned for each
-    rank count, on `network`:
+    (one exchange per gradient, WFBP), threshold (`threshold-bytes`
+    buckets with a `first-bucket-bytes` first one; by default 25 MiB and
+    1 MiB, PyTorch DDP's), mgwfbp and optimal, planned for each rank
+    count, on `network`:
 
     | network | latency per message | bandwidth per link |
     |---|---|---|
@@ -489,6 +490,12 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
            "speed of other ops per result element">,
     Option<"profile", "profile", "std::string", "\"\"",
            "a trainer's --profile JSON: measured compute times">,
+    Option<"thresholdBytes", "threshold-bytes", "int64_t", "25 << 20",
+           "the threshold column: bytes at which a bucket closes (default "
+           "25 MiB)">,
+    Option<"firstBucketBytes", "first-bucket-bytes", "int64_t", "1 << 20",
+           "the threshold column: bytes at which the first bucket closes "
+           "(default 1 MiB; 0: threshold-bytes)">,
     Option<"sparseDensity", "sparse-density", "double", "0",
            "also predict top-k sparsified exchanges at this density, "
            "aggregated by all-gather and by gTop-k (0: not)">,
