@@ -145,11 +145,11 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     profile's `host_threads` (the ranks' computing threads on a machine,
     default `host_ranks`) fill its `host_cores`, so that the communication
     threads share the cores with the computation, every thread's CPU time
-    has to fit in the cores: each exchange takes its CPU time (`exchange_cpu_startup_s +
-    exchange_cpu_per_byte_s * M`, its transfers, reductions and polling on
-    the communication thread) times the ranks per core from the
-    computation, and a plan ends no earlier than the computation plus
-    that for every bucket. Otherwise the
+    has to fit in the cores: each exchange takes its CPU time
+    (`exchange_cpu_startup_s + exchange_cpu_per_byte_s * M`, its
+    transfers, reductions and polling on the communication thread) times
+    the ranks per core from the computation, and a plan ends no earlier
+    than the computation plus that for every bucket. Otherwise the
     computation is estimated from the ops in between: matmul and
     convolutions (with their gradients) at `flops-per-second` (2 flops per
     multiply-add), every other op at `elements-per-second` per result
