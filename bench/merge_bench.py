@@ -51,8 +51,10 @@ STRATEGIES = [
     ("none", "none", ""),
     ("ddp-25MB", "threshold", "threshold-bytes=26214400 "
                               "first-bucket-bytes=1048576"),
-    ("horovod-128MB", "threshold", "threshold-bytes=134217728"),
-    ("single", "threshold", "threshold-bytes=1125899906842624"),
+    ("horovod-128MB", "threshold", "threshold-bytes=134217728 "
+                                   "first-bucket-bytes=0"),
+    ("single", "threshold", "threshold-bytes=1125899906842624 "
+                            "first-bucket-bytes=0"),
     ("mgwfbp", "mgwfbp", "profile={profile}"),
     ("optimal", "optimal", "profile={profile}"),
 ]
@@ -80,8 +82,6 @@ def simulate(compile_tool, onnx, batch, profile):
     predicted = {}
     for label, strategy, options in STRATEGIES:
         if strategy == "threshold":
-            if "first-bucket-bytes" not in options:
-                options += " first-bucket-bytes=0"
             fields = dp.simulate_step(
                 compile_tool, onnx, batch,
                 "network=profile profile=%s %s" % (profile, options))
@@ -150,7 +150,7 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
           "predicted step ms | predicted / measured |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     shares, verdicts, intervals = [], [], []
-    predictions = within = comparisons = slower = 0
+    predictions = within = slower = 0
     for name, (onnx, data, batch) in models.items():
         base = os.path.join(work, "%s-none" % name)
         compile_trainer(compile_tool, onnx, batch, base, "none", "")
@@ -200,7 +200,6 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
                                                    step_times[label])
             intervals.append("%s %s %.3f [%.3f, %.3f]" % (name, label, ratio,
                                                         low, high))
-            comparisons += 1
             slower += low > 1
     print("\n`optimal` against the fastest strategy: %s; predictions within "
           "15%% of measured: %d of %d" % ("; ".join(verdicts), within,
@@ -208,7 +207,7 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
     print("\n`optimal`'s mean step time over each other strategy's (every "
           "run's timed steps; 95%% interval of a bootstrap over runs, then "
           "steps): %s; the interval lies above 1 in %d of %d"
-          % ("; ".join(intervals), slower, comparisons))
+          % ("; ".join(intervals), slower, len(intervals)))
     print("\nThe unmerged exchanges by the profile's fit:\n" +
           "\n".join(shares))
 
