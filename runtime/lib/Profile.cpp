@@ -16,10 +16,11 @@
 // bytes) timed on the job's ranks after training, each the fastest of its
 // repeats; and the CPU time an exchange takes on the thread that runs it,
 // fitted by least squares to the steps' exchanges (the mean rank's), which
-// is taken from the computation where its threads fill the cores. For the sparsified exchanges that
-// --dtrain-simulate-step predicts: the speed of a residual update and a
-// Gaussian-k selection over the whole payload, timed on all ranks at once
-// (so that ranks sharing cores slow each other as they do in a step).
+// is taken from the computation where its threads fill the cores. For the
+// sparsified exchanges that --dtrain-simulate-step predicts: the speed of a
+// residual update and a Gaussian-k selection over the whole payload, timed
+// on all ranks at once (so that ranks sharing cores slow each other as they
+// do in a step).
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,9 +101,9 @@ Cost fit(const std::vector<double> &sizes,
 
 /// The fastest of REPEATS all-reduces of COUNT floats, each the slowest
 /// rank's time. The planners never cost a bucket below these, so they must
-/// be a floor: a shared machine's noise only adds time, and one slow
-/// repeat in a median of 3 raised every bucket between its neighbours
-/// (4 MB on the emulated cluster: 106 ms timed, 53-67 ms in five other
+/// be a floor: a shared machine's noise only adds time, and a median of 3
+/// with two slow repeats raised every bucket between its neighbours (4 MB
+/// on the emulated cluster: 106 ms, against 53-67 ms in five other
 /// profiles).
 double timeAllReduce(dtrain_rt_comm_t *comm, std::vector<float> &buffer,
                      int64_t count, int repeats) {
@@ -113,8 +114,8 @@ double timeAllReduce(dtrain_rt_comm_t *comm, std::vector<float> &buffer,
                          DTRAIN_RT_MEAN);
     double seconds = clockSeconds() - start;
     dtrain_rt_all_reduce(comm, &seconds, 1, DTRAIN_RT_F64, DTRAIN_RT_MAX);
-    if (r == 1 || (r > 1 && seconds < fastest)) // the first is a warm-up
-      fastest = seconds;
+    if (r > 0) // the first is a warm-up
+      fastest = r == 1 ? seconds : std::min(fastest, seconds);
   }
   return fastest;
 }
