@@ -132,19 +132,24 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
       object->getNumber("exchange_cpu_startup_s");
   std::optional<double> cpuPerByte =
       object->getNumber("exchange_cpu_per_byte_s");
+  std::optional<double> callerCpu = object->getNumber("exchange_caller_cpu_s");
   std::optional<int64_t> hostRanks = object->getInteger("host_ranks"),
                          hostCores = object->getInteger("host_cores");
   const int64_t hostThreads =
       object->getInteger("host_threads").value_or(hostRanks.value_or(1));
   if ((cpuStartup && *cpuStartup < 0) || (cpuPerByte && *cpuPerByte < 0) ||
-      (hostRanks && *hostRanks < 1) || (hostCores && *hostCores < 1) ||
-      hostThreads < 1)
-    return fail("exchange_cpu_startup_s and exchange_cpu_per_byte_s must be "
-                ">= 0, host_ranks, host_threads and host_cores >= 1");
+      (callerCpu && *callerCpu < 0) || (hostRanks && *hostRanks < 1) ||
+      (hostCores && *hostCores < 1) || hostThreads < 1)
+    return fail("exchange_cpu_startup_s, exchange_cpu_per_byte_s and "
+                "exchange_caller_cpu_s must be >= 0, host_ranks, "
+                "host_threads and host_cores >= 1");
   if (hostRanks && hostCores && hostThreads >= *hostCores) {
     const double ranksPerCore = double(*hostRanks) / double(*hostCores);
     profile.cost.cpuStartup = cpuStartup.value_or(0) * ranksPerCore;
     profile.cost.cpuPerByte = cpuPerByte.value_or(0) * ranksPerCore;
+    // The computation's CPU time leaves out its thread's calls to submit
+    // and wait for each exchange; elsewhere its wall time holds them.
+    profile.cost.callerCpu = callerCpu.value_or(0) * ranksPerCore;
   }
   return profile;
 }

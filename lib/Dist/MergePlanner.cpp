@@ -69,7 +69,8 @@ double mlir::dtrain::dist::planEnd(llvm::ArrayRef<GradientTask> tasks,
                                    llvm::ArrayRef<unsigned> plan,
                                    AllReduceCost cost) {
   return std::max(simulatePlan(tasks, plan, cost).commEnd(),
-                  coresBound(tasks, plan.size(), cost));
+                  coresBound(tasks, plan.size(), cost)) +
+         double(plan.size()) * cost.callerCpu;
 }
 
 MergePlan mlir::dtrain::dist::planEachGradient(unsigned count) {
@@ -158,10 +159,11 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
     }
   }
   // Round c gives the earliest end of each prefix in exactly c buckets; a
-  // plan of c buckets ends at the later of that and the cores' bound. More
-  // buckets cannot help once the exchanges end as early as with any count
-  // (the bound only grows with c), or once the bound alone passes the best
-  // end so far. Of the optimal ends the fewest buckets: each exchange costs
+  // plan of c buckets ends at the later of that and the cores' bound, then
+  // c calls of the computing thread. More buckets cannot help once the
+  // exchanges end as early as with any count (the bound and the calls only
+  // grow with c), or once the bound and the calls alone pass the best end
+  // so far. Of the optimal ends the fewest buckets: each exchange costs
   // more than the model says (queueing, the ranks' skew), so among the
   // optimal plans the one with the fewest exchanges is the safest.
   llvm::SmallVector<double> earliest(n + 1,
@@ -171,13 +173,14 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
   llvm::SmallVector<double> ends, next;
   double bestEnd = std::numeric_limits<double>::infinity();
   for (unsigned buckets = 1; buckets <= n; ++buckets) {
+    const double calls = double(buckets) * cost.callerCpu;
     const double bound = coresBound(tasks, buckets, cost);
-    if (bound > bestEnd * (1 + 1e-12))
+    if (bound + calls > bestEnd * (1 + 1e-12))
       break;
     firsts.emplace_back();
     extend(earliest, next, firsts.back());
     std::swap(earliest, next);
-    ends.push_back(std::max(earliest[n], bound));
+    ends.push_back(std::max(earliest[n], bound) + calls);
     bestEnd = std::min(bestEnd, ends.back());
     if (earliest[n] <= best[n] * (1 + 1e-12))
       break;

@@ -132,12 +132,13 @@ struct SimulateStepPass
       if (!measured->cost.measured.empty())
         os << llvm::formatv(", never below {0} timed all-reduces",
                             measured->cost.measured.size());
-      if (measured->cost.cpuStartup > 0 || measured->cost.cpuPerByte > 0)
+      const AllReduceCost &cost = measured->cost;
+      if (cost.cpuStartup > 0 || cost.cpuPerByte > 0 || cost.callerCpu > 0)
         os << llvm::formatv("; the computing threads fill the cores: each "
                             "exchange takes {0:f1} us + {1:f3} ns/byte from "
-                            "the computation",
-                            measured->cost.cpuStartup * 1e6,
-                            measured->cost.cpuPerByte * 1e9);
+                            "the computation, and {2:f1} us of its thread's",
+                            cost.cpuStartup * 1e6, cost.cpuPerByte * 1e9,
+                            cost.callerCpu * 1e6);
       os << "\n";
     }
     os << "ranks  none ms (eff)      threshold ms (eff) mgwfbp ms (eff)    "

@@ -65,8 +65,9 @@ struct State {
   bool tracing = false;
   std::vector<TraceEvent> trace;
   /// The CPU seconds of the collectives run inline, on the threads that
-  /// compute: not the computation's.
-  double inlineCpuSeconds = 0;
+  /// compute, and those threads' in the calls that submit collectives and
+  /// wait for them (while tracing): not the computation's.
+  double inlineCpuSeconds = 0, callerCpuSeconds = 0;
   int64_t sequence = 0;
   /// dtrain_rt_set_buffer_fence's; installed only while no collective is
   /// in flight, so a queued collective's fence is this one's.
@@ -85,6 +86,17 @@ double cpuClockSeconds(clockid_t clock) {
   if (clock_gettime(clock, &now) != 0)
     return 0;
   return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+}
+
+/// Adds the calling thread's CPU seconds since BEGIN, less EXCLUDED, to C's
+/// and to the callers' total (while tracing: BEGIN >= 0); S's mutex held.
+void addCallerCpu(State &s, Collective *c, double begin, double excluded = 0) {
+  if (begin < 0)
+    return;
+  const double seconds =
+      cpuClockSeconds(CLOCK_THREAD_CPUTIME_ID) - begin - excluded;
+  c->callerCpu += seconds;
+  s.callerCpuSeconds += seconds;
 }
 
 /// Runs C and records it; called on the communication thread (or inline).
@@ -148,7 +160,7 @@ double dtrain::rt::computeCpuSeconds() {
     if (s.running &&
         pthread_getcpuclockid(s.thread.native_handle(), &clock) == 0)
       comm = cpuClockSeconds(clock);
-    comm += s.inlineCpuSeconds;
+    comm += s.inlineCpuSeconds + s.callerCpuSeconds;
   }
   return cpuClockSeconds(CLOCK_PROCESS_CPUTIME_ID) - comm;
 }
@@ -175,12 +187,21 @@ void dtrain::rt::submitCollective(Collective *c) {
     s.inFlight += 1;
     tracing = s.tracing;
   }
+  // What this call and the wait for C spend (the submitting thread's side
+  // of an exchange, which merged exchanges pay once per bucket), and what
+  // the computation spent until now. That reading holds a little of this
+  // call, which the next one leaves out again.
+  const double callerBegin =
+      tracing ? cpuClockSeconds(CLOCK_THREAD_CPUTIME_ID) : -1;
   if (tracing) // computeCpuSeconds takes the mutex
     c->queuedCpu = computeCpuSeconds();
   if (s.fence.record)
     c->fence = s.fence.record(s.fence.context);
   if (!useThread || !mpiThreadMultiple() || P == 1) {
     execute(s, c);
+    // Less run()'s CPU time, which inlineCpuSeconds counts.
+    std::lock_guard<std::mutex> lock(s.mutex);
+    addCallerCpu(s, c, callerBegin, c->cpuSeconds);
     return;
   }
   {
@@ -192,11 +213,15 @@ void dtrain::rt::submitCollective(Collective *c) {
     s.queue.push_back(c);
   }
   s.submitted.notify_one();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  addCallerCpu(s, c, callerBegin);
 }
 
 void dtrain::rt::waitCollective(Collective *c) {
   State &s = state();
   const double begin = clockSeconds();
+  const double callerBegin =
+      c->queuedCpu >= 0 ? cpuClockSeconds(CLOCK_THREAD_CPUTIME_ID) : -1;
   static const double timeout = readTimeoutEnv();
   std::unique_lock<std::mutex> lock(s.mutex);
   if (timeout == 0) {
@@ -216,6 +241,9 @@ void dtrain::rt::waitCollective(Collective *c) {
   if (s.tracing)
     s.trace.push_back({kWaitSpanPrefix + c->label(), TraceEvent::MainThread,
                        begin, end, c->payloadBytes, -1});
+  addCallerCpu(s, c, callerBegin);
+  if (s.tracing && callerBegin >= 0)
+    s.trace.back().cpu = c->callerCpu;
 }
 
 bool dtrain::rt::collectiveDone(Collective *c) {

@@ -266,6 +266,9 @@ struct Collective {
   double queued = 0, started = 0, finished = 0; // clockSeconds()
   /// computeCpuSeconds() when queued, while tracing (else -1).
   double queuedCpu = -1;
+  /// While tracing: the CPU seconds the submitting thread spent in
+  /// submitCollective, then also in waitCollective.
+  double callerCpu = 0;
   /// The CPU seconds run() took on its thread (transfers, reductions and
   /// the waits' polling).
   double cpuSeconds = 0;
@@ -301,7 +304,8 @@ void stopCommThread();
 /// the statistics and of the timeline.
 DTRAIN_RT_TEST_API double clockSeconds();
 /// CPU seconds this process has used outside the collectives (on the
-/// communication thread, or inline): the computation's, on all its
+/// communication thread, or inline) and, while tracing, outside the calls
+/// that submit them and wait for them: the computation's, on all its
 /// threads.
 DTRAIN_RT_TEST_API double computeCpuSeconds();
 /// The threads a process computes on: OMP_NUM_THREADS (oneDNN's OpenMP
@@ -343,7 +347,9 @@ struct TraceEvent {
   double queued;
   /// A collective's computeCpuSeconds() when queued (-1: none).
   double queuedCpu = -1;
-  /// A collective's CPU seconds on the thread that ran it (-1: none).
+  /// A collective's CPU seconds on the thread that ran it; a wait span's,
+  /// the waiting thread's to submit the collective and wait for it (-1:
+  /// none).
   double cpu = -1;
 };
 /// Recording of the timeline is off until enabled.
@@ -412,6 +418,9 @@ private:
   /// queued (the updates), its seconds less the waits for the exchanges,
   /// and the CPU seconds it used.
   double tailSum = 0, tailCpuSum = 0;
+  /// The computing thread's CPU seconds to submit and wait for the
+  /// exchanges (the wait spans' cpu), summed, and how many there were.
+  double callerCpuSum = 0, callerCount = 0;
   std::vector<int64_t> bytes;
   double origin;
   /// Every exchange of the steps: its bytes, when it began and ended on

@@ -16,7 +16,10 @@
 // bytes) timed on the job's ranks after training, each the fastest of its
 // repeats; and the CPU time an exchange takes on the thread that runs it,
 // fitted by least squares to the steps' exchanges (the mean rank's), which
-// is taken from the computation where its threads fill the cores. For the
+// is taken from the computation where its threads fill the cores, and the
+// CPU time the computing thread takes to submit an exchange and wait for
+// it (the mean rank's mean), which the computation's CPU time leaves out
+// since merged plans pay it once per bucket. For the
 // sparsified exchanges that --dtrain-simulate-step predicts: the speed of a
 // residual update and a Gaussian-k selection over the whole payload, timed
 // on all ranks at once (so that ranks sharing cores slow each other as they
@@ -67,11 +70,17 @@ void StepProfile::addStep(const std::vector<TraceEvent> &events,
     stepCpus.push_back(std::max(exchanges[i]->cpu, 0.0));
   }
   double waits = 0;
-  for (const TraceEvent &e : events)
-    if (e.thread == TraceEvent::MainThread &&
-        e.name.rfind(kWaitSpanPrefix, 0) == 0)
-      waits +=
-          std::max(std::min(e.end, stepEnd) - std::max(e.begin, previous), 0.0);
+  for (const TraceEvent &e : events) {
+    if (e.thread != TraceEvent::MainThread ||
+        e.name.rfind(kWaitSpanPrefix, 0) != 0)
+      continue;
+    waits +=
+        std::max(std::min(e.end, stepEnd) - std::max(e.begin, previous), 0.0);
+    if (e.cpu >= 0) {
+      callerCpuSum += e.cpu;
+      callerCount += 1;
+    }
+  }
   tailSum += stepEnd - previous - waits;
   tailCpuSum += stepEndCpu - previousCpu;
   ++steps;
@@ -270,8 +279,10 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   // The CPU time an exchange takes on its thread, the mean rank's: where
   // the computing threads fill the cores, it is taken from the computation.
   const Cost cpuFit = fit(stepSizes, stepCpus);
-  double cpu[2] = {cpuFit.startup / comm->size, cpuFit.perByte / comm->size};
-  dtrain_rt_all_reduce(comm, cpu, 2, DTRAIN_RT_F64, DTRAIN_RT_SUM);
+  // And the computing thread's, to submit it and wait for it.
+  double cpu[3] = {cpuFit.startup / comm->size, cpuFit.perByte / comm->size,
+                   callerCpuSum / std::max(callerCount, 1.0) / comm->size};
+  dtrain_rt_all_reduce(comm, cpu, 3, DTRAIN_RT_F64, DTRAIN_RT_SUM);
   const double selectSpeed =
       timeSelection(comm, std::max<int64_t>(payload / 4, 1024));
   if (comm->rank != 0)
@@ -291,6 +302,8 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   json += ",\n  \"exchange_cpu_startup_s\": " + std::string(number);
   std::snprintf(number, sizeof number, "%.9g", cpu[1]);
   json += ",\n  \"exchange_cpu_per_byte_s\": " + std::string(number);
+  std::snprintf(number, sizeof number, "%.9g", cpu[2]);
+  json += ",\n  \"exchange_caller_cpu_s\": " + std::string(number);
   // Where the computing threads fill the cores (computationSeconds), the
   // CPU time times ranks per core, not the wall time even where it is the
   // longer: that also holds the communication threads' time, which the

@@ -90,8 +90,10 @@ constexpr double kStepEnd = 4e-3, kStepEndCpu = 2e-3;
 /// less the communication thread's, read one after the other), each taking
 /// 1e-4 s + 1e-9 s per byte once rank 1 has begun them too, and 2e-5 s +
 /// 5e-10 s per byte of CPU time on rank 0 (twice that on rank 1). Then the
-/// updates, with a wait of 0.3 ms among them, until the step ends at 4 ms
-/// (kStepEnd) with the computation's CPU time at 2 ms (kStepEndCpu).
+/// updates, with a wait of 0.3 ms among them (its thread's calls for that
+/// exchange taking 10 us of CPU time on rank 0, 20 us on rank 1), until the
+/// step ends at 4 ms (kStepEnd) with the computation's CPU time at 2 ms
+/// (kStepEndCpu).
 std::vector<TraceEvent> handMadeStep() {
   auto exchange = [](int64_t bytes, double queued, double queuedCpu) {
     const double last = queued + 1e-5 + kSkew;
@@ -108,7 +110,8 @@ std::vector<TraceEvent> handMadeStep() {
           exchange(65536, 3e-3, 1.6e-3),
           exchange(1024, 3.01e-3, 1.599e-3),
           {kWaitSpanPrefix + std::string("all_reduce #1"),
-           TraceEvent::MainThread, 3.2e-3, 3.5e-3, 65536, -1},
+           TraceEvent::MainThread, 3.2e-3, 3.5e-3, 65536, -1, -1,
+           (world()->rank + 1) * 1e-5},
           {"step", TraceEvent::MainThread, 0, kStepEnd, -1, -1}};
 }
 
@@ -154,6 +157,7 @@ void expectProfile(const std::string &json, int hostCores,
   // The mean rank's CPU time per exchange.
   EXPECT_NEAR(number(json, "exchange_cpu_startup_s"), 3e-5, 1e-11);
   EXPECT_NEAR(number(json, "exchange_cpu_per_byte_s"), 7.5e-10, 1e-16);
+  EXPECT_NEAR(number(json, "exchange_caller_cpu_s"), 1.5e-5, 1e-12);
   EXPECT_EQ(numbers(json, "allreduce_bytes").front(), 4);
 }
 
@@ -220,6 +224,13 @@ TEST(ComputeThreads, OmpNumThreadsElseTheAffinityMask) {
     setenv("OMP_NUM_THREADS", savedValue.c_str(), 1);
 }
 
+/// This process's CPU seconds.
+double processCpuSeconds() {
+  timespec now;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+}
+
 // The computation's CPU time leaves out the collectives' wherever they run:
 // on the communication thread, or inline on the calling thread
 // (DTRAIN_COMM_THREAD=0, runtime-profile-inline-np2). The profile's
@@ -229,11 +240,6 @@ TEST(ComputeCpuSeconds, LeavesOutTheCollectives) {
   ASSERT_EQ(world()->size, 2) << "run with 2 ranks";
   // 16 MB per all-reduce: milliseconds of copies and sums on each rank.
   std::vector<float> buffer(size_t(4) << 20, 1.0f);
-  auto processCpuSeconds = [] {
-    timespec now;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-    return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
-  };
   const double processBegin = processCpuSeconds();
   const double computeBegin = computeCpuSeconds();
   for (int i = 0; i < 4; ++i)
@@ -244,6 +250,50 @@ TEST(ComputeCpuSeconds, LeavesOutTheCollectives) {
   EXPECT_GT(process, 1e-3);
   EXPECT_LT(compute, 0.2 * process)
       << "the process used " << process << " s of CPU time";
+}
+
+/// This thread's CPU seconds.
+double threadCpuSeconds() {
+  timespec now;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+}
+
+// While tracing, it also leaves out the calling thread's CPU time in the
+// calls that submit a collective and wait for it, which each wait span
+// records: between tiny all-reduces, 20 us of computation each.
+TEST(ComputeCpuSeconds, LeavesOutTheCallsWhileTracing) {
+  ASSERT_EQ(world()->size, 2) << "run with 2 ranks";
+  constexpr int kCalls = 2000;
+  constexpr double kSpin = 2e-5;
+  float value = 1;
+  setTracing(true);
+  const double computeBegin = computeCpuSeconds();
+  for (int i = 0; i < kCalls; ++i) {
+    const double spinEnd = threadCpuSeconds() + kSpin;
+    while (threadCpuSeconds() < spinEnd) {
+    }
+    dtrain_rt_all_reduce(world(), &value, 1, DTRAIN_RT_F32, DTRAIN_RT_SUM);
+  }
+  const double compute = computeCpuSeconds() - computeBegin;
+  setTracing(false);
+  double calls = 0;
+  int waits = 0;
+  for (const TraceEvent &e : takeTrace()) {
+    if (e.thread != TraceEvent::MainThread)
+      continue;
+    EXPECT_GE(e.cpu, 0) << e.name;
+    calls += e.cpu;
+    ++waits;
+  }
+  EXPECT_EQ(waits, kCalls);
+  EXPECT_GT(calls, 0);
+  // Counting the calls would put them over the spins; what remains is the
+  // all-reduces' argument checks and request objects.
+  EXPECT_GE(compute, kCalls * kSpin);
+  EXPECT_LT(compute - kCalls * kSpin, calls)
+      << "the computation took " << compute << " s of CPU time, the calls "
+      << calls << " s";
 }
 
 } // namespace

@@ -65,14 +65,19 @@
 // time, 6 s + 0.1 s per byte (times 1 rank per core): no plan ends before
 // 2.7 + 0.1 * 84 = 11.1 s plus 6 s per bucket. One exchange each then ends
 // at 35.1 s; two buckets at 23.7 s (their exchanges), as without the bound.
-// FILLED: remark: optimal: 2 buckets for 4 exchanges, predicted end 23.700000 s (none: 35.100000 s)
-// The same on 4 cores: the communication threads have cores to spare.
+// Then the computing thread submits and waits for each bucket, 1.5 s of its
+// CPU time, which its measured CPU time left out: two buckets end at 26.7
+// s, one at 24.7 + 1.5 = 26.2 s, one exchange each at 41.1 s.
+// FILLED: remark: bucket 0: exchanges 0..3, 84 bytes, predicted 2.700000 s to 24.700000 s
+// FILLED: remark: optimal: 1 buckets for 4 exchanges, predicted end 26.200000 s (none: 41.100000 s)
+// The same on 4 cores: the communication threads have cores to spare, and
+// the computation's wall time holds its thread's calls.
 // SPARE: remark: optimal: 2 buckets for 4 exchanges, predicted end 23.700000 s (none: 25.000000 s)
 
 // BAD: error: --dtrain-merge-gradients: strategy 'fastest' is not valid (accepted: none, threshold, mgwfbp, optimal)
 // MISSING: error: --dtrain-merge-gradients: profile {{.*}}missing.json: cannot read it: No such file or directory
 // SHORT: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-short.json has 2 compute_s values but @train_step has 4 exchanges
-// BAD-CORES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-cores.json: exchange_cpu_startup_s and exchange_cpu_per_byte_s must be >= 0, host_ranks, host_threads and host_cores >= 1
+// BAD-CORES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-cores.json: exchange_cpu_startup_s, exchange_cpu_per_byte_s and exchange_caller_cpu_s must be >= 0, host_ranks, host_threads and host_cores >= 1
 
 func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {
   %0 = nn.matmul %x, %w1 : tensor<5x4xf32>, tensor<4x3xf32> -> tensor<5x3xf32>

@@ -53,11 +53,13 @@ SmallVector<Exchange> collectExchanges(Block &body, ComputeSpeed speed,
 /// A trainer's --profile file: {"startup_s", "per_byte_s", "compute_s":
 /// [...], "allreduce_bytes": [...], "allreduce_s": [...],
 /// "select_elements_per_s", "exchange_cpu_startup_s",
-/// "exchange_cpu_per_byte_s", "host_ranks", "host_threads", "host_cores",
-/// ...} (all but the first three are optional; other keys are ignored).
-/// Where host_threads (default host_ranks) >= host_cores, the computing
-/// threads fill the cores: the exchanges' CPU time times the ranks per core
-/// is the cost's cpuStartup and cpuPerByte.
+/// "exchange_cpu_per_byte_s", "exchange_caller_cpu_s", "host_ranks",
+/// "host_threads", "host_cores", ...} (all but the first three are
+/// optional; other keys are ignored). Where host_threads (default
+/// host_ranks) >= host_cores, the computing threads fill the cores: the
+/// exchanges' CPU time times the ranks per core is the cost's cpuStartup
+/// and cpuPerByte, and the computing thread's per exchange times the ranks
+/// per core its callerCpu.
 struct Profile {
   AllReduceCost cost;
   std::vector<double> computeSeconds;

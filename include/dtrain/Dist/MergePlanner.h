@@ -48,6 +48,10 @@ struct AllReduceCost {
   /// ranks per core is taken from the computation, wherever the exchange
   /// runs. 0 where the communication threads have cores of their own.
   double cpuStartup = 0, cpuPerByte = 0;
+  /// The computing thread's time per exchange to submit it and wait for
+  /// it (its CPU time times the ranks per core where the computation fills
+  /// the cores, as cpuStartup): each bucket adds it to the step.
+  double callerCpu = 0;
 };
 
 /// One gradient: its size and the backward time from the previous
@@ -72,9 +76,10 @@ struct PlanTimeline {
 PlanTimeline simulatePlan(llvm::ArrayRef<GradientTask> tasks,
                           llvm::ArrayRef<unsigned> plan, AllReduceCost cost);
 
-/// When PLAN's exchanges are done under COST: the end of the last one, but
-/// no earlier than the computation plus the CPU time the exchanges take
-/// from it (the cores' bound; see AllReduceCost::cpuStartup).
+/// When PLAN's exchanges are done and waited for under COST: the end of the
+/// last one, but no earlier than the computation plus the CPU time the
+/// exchanges take from it (the cores' bound; see AllReduceCost::cpuStartup),
+/// then the computing thread's calls for each bucket (callerCpu).
 double planEnd(llvm::ArrayRef<GradientTask> tasks,
                llvm::ArrayRef<unsigned> plan, AllReduceCost cost);
 
@@ -98,8 +103,9 @@ MergePlan planMGWFBP(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
 /// max(Earliest[s-1], ready(e)) + T(bytes[s..e]) (O(n^2)); finishing a
 /// prefix earlier never delays the rest, so the prefix optimum extends. The
 /// cores' bound depends on the bucket count c alone (c * cpuStartup plus
-/// the whole payload's cpuPerByte), so the same recurrence per bucket count
-/// (O(c n^2) for up to c buckets) gives the optimum of both. Of the optimal
+/// the whole payload's cpuPerByte), as do the computing thread's calls (c *
+/// callerCpu), so the same recurrence per bucket count (O(c n^2) for up to
+/// c buckets) gives the optimum of both. Of the optimal
 /// plans it returns one with the fewest buckets: every exchange costs more
 /// than the model says.
 MergePlan planOptimal(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
