@@ -228,14 +228,15 @@ def timed_steps(timeline, first):
     return [durations[s] for s in sorted(durations) if s >= first]
 
 
-def measure(trainer, data, batch, ranks, steps, launcher, timeline=None):
-    """One run of TRAINER: the last half of its STEPS timed; with TIMELINE
-    (a path for its --timeline trace), also each of those steps' time
-    (step_times, ms)."""
+def measure(trainer, data, batch, ranks, steps, launcher, timeline=None,
+            extra=()):
+    """One run of TRAINER (with the options EXTRA): the last half of its
+    STEPS timed; with TIMELINE (a path for its --timeline trace), also each
+    of those steps' time (step_times, ms)."""
     window = steps // 2
     command = launcher(ranks) + RANK_ENV + [trainer, "--data",
         data, "--steps", str(steps), "--log-every", str(window),
-        "--no-shuffle"]
+        "--no-shuffle"] + list(extra)
     if timeline:
         command += ["--timeline", timeline]
     last, final = parse(run(command))

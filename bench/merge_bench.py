@@ -6,9 +6,12 @@ usage: merge_bench.py [--models M ...] [--ranks P] [--steps N] [--batch B]
                       [--repeats R] [--cluster | --no-cluster]
                       [--cluster-rate RATE] [--no-shm] BUILD_DIR
 
-For each network: the unmerged trainer runs first with --profile (the
-planner's model measured there: computation before each exchange, and the
-all-reduce cost fitted on the P ranks); then the strategies: none (one
+For each network: the unmerged trainer runs first --repeats times with
+--profile (the planner's model measured there: computation before each
+exchange, and the all-reduce cost fitted on the P ranks), and the fastest
+run's profile is kept: the machine's noise only adds time, so that one is
+the least disturbed, as the fastest run of each strategy it predicts;
+then the strategies: none (one
 exchange per gradient, WFBP), threshold 25 MiB with a 1 MiB first bucket
 (PyTorch DDP), threshold 128 MiB (Horovod), a single bucket, mgwfbp and
 optimal (both planned with that profile). Each trainer runs --steps steps
@@ -96,11 +99,14 @@ def simulate(compile_tool, onnx, batch, profile):
 def startup_share(name, profile):
     """What PROFILE's fit makes of the unmerged step: its computation, the
     exchanges' start-ups and transfers, and the start-ups' share of the
-    exchanges. Merging saves start-ups, so it has the most to gain where
-    they dominate the exchanges and the exchanges the step."""
+    exchanges, and the CPU time of the exchanges and of the computing
+    thread's calls for them (per rank). Merging saves start-ups, so it has
+    the most to gain where they dominate the exchanges and the exchanges
+    the step."""
     with open(profile) as f:
         fit = json.load(f)
     sizes = fit["exchange_bytes"]
+    calls = len(sizes) * fit["exchange_caller_cpu_s"]
     startups = len(sizes) * fit["startup_s"]
     transfers = sum(sizes) * fit["per_byte_s"]
     cpu = (len(sizes) * fit["exchange_cpu_startup_s"] +
@@ -109,14 +115,16 @@ def startup_share(name, profile):
     return ("- %s: %d exchanges, %.2f MB; all-reduce %.3f ms + %.3f ns/B "
             "(%s); computation %.1f ms, start-ups %.1f ms, transfers "
             "%.1f ms: start-ups %.0f%% of the exchanges; their CPU time "
-            "%.1f ms (%.3f ms + %.3f ns/B), at %g ranks and %g computing "
+            "%.1f ms (%.3f ms + %.3f ns/B) and their calls' on the "
+            "computing thread %.1f ms, at %g ranks and %g computing "
             "threads per core" % (
                 name, len(sizes), sum(sizes) / 1e6, fit["startup_s"] * 1e3,
                 fit["per_byte_s"] * 1e9, fit["cost_from"],
                 sum(fit["compute_s"]) * 1e3, startups * 1e3,
                 transfers * 1e3, 100 * startups / (startups + transfers),
                 cpu * 1e3, fit["exchange_cpu_startup_s"] * 1e3,
-                fit["exchange_cpu_per_byte_s"] * 1e9, ranks_per_core,
+                fit["exchange_cpu_per_byte_s"] * 1e9, calls * 1e3,
+                ranks_per_core,
                 fit["host_threads"] / fit["host_cores"]))
 
 
@@ -154,12 +162,17 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
     for name, (onnx, data, batch) in models.items():
         base = os.path.join(work, "%s-none" % name)
         compile_trainer(compile_tool, onnx, batch, base, "none", "")
-        profile = os.path.join(work, "%s-%s.json" % (name, title[:3]))
-        dp.run(launcher(ranks) + dp.RANK_ENV + [base,
-                                  "--data", data, "--steps", str(steps),
-                                  "--no-shuffle", "--profile", profile])
+        profiled = []
+        for r in range(repeats):
+            path = os.path.join(work, "%s-%s-%d.json" % (name, title[:3], r))
+            result = dp.measure(base, data, batch, ranks, steps, launcher,
+                                extra=["--profile", path])
+            profiled.append((result["step_ms"], path))
+        profile = min(profiled)[1]
         predicted = simulate(compile_tool, onnx, batch, profile)
-        shares.append(startup_share(name, profile))
+        shares.append(startup_share(name, profile) + "; the fastest of %s"
+                      % ", ".join("%.1f" % ms for ms, _ in profiled)
+                      + " ms unmerged runs with --profile")
         variants = []
         for label, strategy, options in STRATEGIES:
             exe = os.path.join(work, "%s-%s" % (name, label))
