@@ -224,10 +224,10 @@ TEST(ComputeThreads, OmpNumThreadsElseTheAffinityMask) {
     setenv("OMP_NUM_THREADS", savedValue.c_str(), 1);
 }
 
-/// This process's CPU seconds.
-double processCpuSeconds() {
+/// Seconds on CLOCK (a CPU-time clock).
+double cpuSeconds(clockid_t clock) {
   timespec now;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  clock_gettime(clock, &now);
   return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
 }
 
@@ -240,23 +240,16 @@ TEST(ComputeCpuSeconds, LeavesOutTheCollectives) {
   ASSERT_EQ(world()->size, 2) << "run with 2 ranks";
   // 16 MB per all-reduce: milliseconds of copies and sums on each rank.
   std::vector<float> buffer(size_t(4) << 20, 1.0f);
-  const double processBegin = processCpuSeconds();
+  const double processBegin = cpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
   const double computeBegin = computeCpuSeconds();
   for (int i = 0; i < 4; ++i)
     dtrain_rt_all_reduce(world(), buffer.data(), int64_t(buffer.size()),
                          DTRAIN_RT_F32, DTRAIN_RT_SUM);
-  const double process = processCpuSeconds() - processBegin;
+  const double process = cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - processBegin;
   const double compute = computeCpuSeconds() - computeBegin;
   EXPECT_GT(process, 1e-3);
   EXPECT_LT(compute, 0.2 * process)
       << "the process used " << process << " s of CPU time";
-}
-
-/// This thread's CPU seconds.
-double threadCpuSeconds() {
-  timespec now;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
 }
 
 // While tracing, it also leaves out the calling thread's CPU time in the
@@ -270,8 +263,8 @@ TEST(ComputeCpuSeconds, LeavesOutTheCallsWhileTracing) {
   setTracing(true);
   const double computeBegin = computeCpuSeconds();
   for (int i = 0; i < kCalls; ++i) {
-    const double spinEnd = threadCpuSeconds() + kSpin;
-    while (threadCpuSeconds() < spinEnd) {
+    const double spinEnd = cpuSeconds(CLOCK_THREAD_CPUTIME_ID) + kSpin;
+    while (cpuSeconds(CLOCK_THREAD_CPUTIME_ID) < spinEnd) {
     }
     dtrain_rt_all_reduce(world(), &value, 1, DTRAIN_RT_F32, DTRAIN_RT_SUM);
   }
