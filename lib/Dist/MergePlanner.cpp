@@ -18,11 +18,15 @@ llvm::SmallVector<double> readyTimes(llvm::ArrayRef<GradientTask> tasks) {
   return ready;
 }
 
-/// The cores' bound of a plan of BUCKETS buckets: the computation, the
-/// payload's CPU time per byte and each exchange's CPU startup.
+/// The cores' bound of a plan of BUCKETS buckets whose last one holds
+/// LASTBYTES: the computation, and the CPU time of the exchanges before
+/// the last one (each one's startup, their bytes' CPU time per byte). The
+/// last bucket starts once the backward pass has ended, so it takes
+/// nothing from the computation.
 double coresBound(llvm::ArrayRef<GradientTask> tasks, unsigned buckets,
-                  const AllReduceCost &cost) {
-  double cores = cost.cpuStartup * double(buckets);
+                  double lastBytes, const AllReduceCost &cost) {
+  double cores =
+      cost.cpuStartup * double(buckets - 1) - cost.cpuPerByte * lastBytes;
   for (const GradientTask &task : tasks)
     cores += task.backwardSeconds + cost.cpuPerByte * task.bytes;
   return cores;
@@ -30,19 +34,25 @@ double coresBound(llvm::ArrayRef<GradientTask> tasks, unsigned buckets,
 
 } // namespace
 
-double AllReduceCost::time(double bytes) const {
-  const double line = startup + perByte * bytes;
-  if (measured.empty())
-    return line;
+double AllReduceCost::interpolated(double bytes) const {
   if (measured.size() == 1 || bytes <= measured.front().first)
-    return std::max(line, measured.front().second);
+    return measured.front().second;
   // The segment that holds BYTES, or the last one beyond it.
   size_t upper = 1;
   while (upper + 1 < measured.size() && measured[upper].first < bytes)
     ++upper;
   const auto [x0, y0] = measured[upper - 1];
   const auto [x1, y1] = measured[upper];
-  return std::max(line, y0 + (y1 - y0) / (x1 - x0) * (bytes - x0));
+  return y0 + (y1 - y0) / (x1 - x0) * (bytes - x0);
+}
+
+double AllReduceCost::time(double bytes) const {
+  const double line = startup + perByte * bytes;
+  return measured.empty() ? line : std::max(line, interpolated(bytes));
+}
+
+double AllReduceCost::aloneTime(double bytes) const {
+  return measured.empty() ? startup + perByte * bytes : interpolated(bytes);
 }
 
 PlanTimeline mlir::dtrain::dist::simulatePlan(llvm::ArrayRef<GradientTask> tasks,
@@ -57,7 +67,8 @@ PlanTimeline mlir::dtrain::dist::simulatePlan(llvm::ArrayRef<GradientTask> tasks
     for (unsigned i = first; i < end; ++i)
       bytes += tasks[i].bytes;
     const double start = std::max(free, ready[end - 1]);
-    free = start + cost.time(bytes);
+    free = start +
+           (end == tasks.size() ? cost.aloneTime(bytes) : cost.time(bytes));
     timeline.starts.push_back(start);
     timeline.ends.push_back(free);
     first = end;
@@ -68,8 +79,14 @@ PlanTimeline mlir::dtrain::dist::simulatePlan(llvm::ArrayRef<GradientTask> tasks
 double mlir::dtrain::dist::planEnd(llvm::ArrayRef<GradientTask> tasks,
                                    llvm::ArrayRef<unsigned> plan,
                                    AllReduceCost cost) {
+  if (plan.empty())
+    return 0;
+  double lastBytes = 0;
+  for (unsigned i = plan.size() > 1 ? plan[plan.size() - 2] : 0;
+       i < tasks.size(); ++i)
+    lastBytes += tasks[i].bytes;
   return std::max(simulatePlan(tasks, plan, cost).commEnd(),
-                  coresBound(tasks, plan.size(), cost)) +
+                  coresBound(tasks, plan.size(), lastBytes, cost)) +
          double(plan.size()) * cost.callerCpu;
 }
 
@@ -122,21 +139,33 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
   if (n == 0)
     return {};
   const llvm::SmallVector<double> ready = readyTimes(tasks);
+  // A bucket that ends with gradient K - 1 takes: the last one runs alone,
+  // once the backward pass has ended.
+  auto bucketTime = [&](unsigned k, double bytes) {
+    return k == n ? cost.aloneTime(bytes) : cost.time(bytes);
+  };
   // One round of the recurrence: from EARLIEST (the earliest end of the
   // exchanges of gradients [0, s) in some number of buckets, or infinity),
-  // the earliest end of [0, k) in one more bucket, and in FIRST where that
-  // last bucket starts.
-  auto extend = [&](llvm::ArrayRef<double> earliest,
+  // the earliest end of [0, k) in one more bucket (BUCKETS in all), and in
+  // FIRST where that last bucket starts. For the whole step (k = n), the
+  // later of that and the cores' bound, which depends on the last
+  // bucket's bytes, and in COMMEND the earliest end of the exchanges
+  // alone.
+  auto extend = [&](llvm::ArrayRef<double> earliest, unsigned buckets,
                     llvm::SmallVectorImpl<double> &next,
-                    llvm::SmallVectorImpl<unsigned> &first) {
+                    llvm::SmallVectorImpl<unsigned> &first, double &commEnd) {
     next.assign(n + 1, std::numeric_limits<double>::infinity());
     first.assign(n + 1, 0);
+    commEnd = std::numeric_limits<double>::infinity();
     for (unsigned k = 1; k <= n; ++k) {
       double bytes = 0;
       for (unsigned s = k; s-- > 0;) {
         bytes += tasks[s].bytes;
-        const double end =
-            std::max(earliest[s], ready[k - 1]) + cost.time(bytes);
+        double end = std::max(earliest[s], ready[k - 1]) + bucketTime(k, bytes);
+        if (k == n) {
+          commEnd = std::min(commEnd, end);
+          end = std::max(end, coresBound(tasks, buckets, bytes, cost));
+        }
         if (end < next[k]) {
           next[k] = end;
           first[k] = s;
@@ -154,16 +183,18 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
     double bytes = 0;
     for (unsigned s = k; s-- > 0;) {
       bytes += tasks[s].bytes;
-      best[k] = std::min(best[k],
-                         std::max(best[s], ready[k - 1]) + cost.time(bytes));
+      best[k] = std::min(best[k], std::max(best[s], ready[k - 1]) +
+                                      bucketTime(k, bytes));
     }
   }
   // Round c gives the earliest end of each prefix in exactly c buckets; a
   // plan of c buckets ends at the later of that and the cores' bound, then
   // c calls of the computing thread. More buckets cannot help once the
-  // exchanges end as early as with any count (the bound and the calls only
-  // grow with c), or once the bound and the calls alone pass the best end
-  // so far. Of the optimal ends the fewest buckets: each exchange costs
+  // bound (at least the computation and c - 1 CPU startups) and the calls
+  // alone pass the best end so far, or, where the bound does not depend on
+  // the last bucket's bytes (no CPU time per byte), once the exchanges end
+  // as early as with any count (the bound and the calls only grow with
+  // c). Of the optimal ends the fewest buckets: each exchange costs
   // more than the model says (queueing, the ranks' skew), so among the
   // optimal plans the one with the fewest exchanges is the safest.
   llvm::SmallVector<double> earliest(n + 1,
@@ -172,17 +203,19 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
   std::vector<llvm::SmallVector<unsigned>> firsts;
   llvm::SmallVector<double> ends, next;
   double bestEnd = std::numeric_limits<double>::infinity();
+  const double computation = ready.back();
   for (unsigned buckets = 1; buckets <= n; ++buckets) {
     const double calls = double(buckets) * cost.callerCpu;
-    const double bound = coresBound(tasks, buckets, cost);
-    if (bound + calls > bestEnd * (1 + 1e-12))
+    if (computation + double(buckets - 1) * cost.cpuStartup + calls >
+        bestEnd * (1 + 1e-12))
       break;
     firsts.emplace_back();
-    extend(earliest, next, firsts.back());
+    double commEnd;
+    extend(earliest, buckets, next, firsts.back(), commEnd);
     std::swap(earliest, next);
-    ends.push_back(std::max(earliest[n], bound) + calls);
+    ends.push_back(earliest[n] + calls);
     bestEnd = std::min(bestEnd, ends.back());
-    if (earliest[n] <= best[n] * (1 + 1e-12))
+    if (cost.cpuPerByte == 0 && commEnd <= best[n] * (1 + 1e-12))
       break;
   }
   unsigned rounds = 1;

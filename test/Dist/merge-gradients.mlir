@@ -52,24 +52,25 @@
 // OPTIMAL: remark: bucket 1: exchanges 1..3, 80 bytes, predicted 2.700000 s to 23.700000 s
 // OPTIMAL: remark: optimal: 2 buckets for 4 exchanges, predicted end 23.700000 s (none: 25.000000 s)
 
-// The same model on 4 ranks sharing 2 cores, each exchange taking 1.5 s +
-// 0.1 s per byte of CPU time: twice that is taken from the computation, so
-// no plan ends before 2.7 + 0.2 * 84 = 19.5 s plus 3 s per bucket. Two
-// buckets then end at 25.5 s, one at 24.7 s (its exchange), one exchange
-// each at 31.5 s.
+// The same model on 4 ranks sharing 2 cores, each exchange taking 11 s +
+// 0.1 s per byte of CPU time: twice that is taken from the computation,
+// but for the last bucket's, which starts once the backward pass has
+// ended. Two buckets then end no earlier than 2.7 + 22 + 0.2 * 4 = 25.5 s
+// (the loss alone first), one at 24.7 s (its exchange), one exchange each
+// at 2.7 + 3 * 22 + 0.2 * 36 = 75.9 s (the last one holds 48 bytes).
 // CORES: remark: bucket 0: exchanges 0..3, 84 bytes, predicted 2.700000 s to 24.700000 s
-// CORES: remark: optimal: 1 buckets for 4 exchanges, predicted end 24.700000 s (none: 31.500000 s)
+// CORES: remark: optimal: 1 buckets for 4 exchanges, predicted end 24.700000 s (none: 75.900000 s)
 
 // 2 ranks, one computing thread each, on 2 cores: the communication threads
 // share the cores with the computation, which pays each exchange's CPU
-// time, 6 s + 0.1 s per byte (times 1 rank per core): no plan ends before
-// 2.7 + 0.1 * 84 = 11.1 s plus 6 s per bucket. One exchange each then ends
-// at 35.1 s; two buckets at 23.7 s (their exchanges), as without the bound.
-// Then the computing thread submits and waits for each bucket, 1.5 s of its
-// CPU time, which its measured CPU time left out: two buckets end at 26.7
-// s, one at 24.7 + 1.5 = 26.2 s, one exchange each at 41.1 s.
+// time, 6 s + 0.1 s per byte (times 1 rank per core) before the last
+// bucket: one exchange each would end at 2.7 + 18 + 0.1 * 36 = 24.3 s, so
+// its exchanges set its end, 25 s; two buckets end at 23.7 s, as without
+// the bound. Then the computing thread submits and waits for each bucket,
+// 1.5 s of its CPU time, which its measured CPU time left out: two buckets
+// end at 26.7 s, one at 24.7 + 1.5 = 26.2 s, one exchange each at 31 s.
 // FILLED: remark: bucket 0: exchanges 0..3, 84 bytes, predicted 2.700000 s to 24.700000 s
-// FILLED: remark: optimal: 1 buckets for 4 exchanges, predicted end 26.200000 s (none: 41.100000 s)
+// FILLED: remark: optimal: 1 buckets for 4 exchanges, predicted end 26.200000 s (none: 31.000000 s)
 // The same on 4 cores: the communication threads have cores to spare, and
 // the computation's wall time holds its thread's calls.
 // SPARE: remark: optimal: 2 buckets for 4 exchanges, predicted end 23.700000 s (none: 25.000000 s)

@@ -80,14 +80,16 @@ func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tenso
 // A fast network (10 us + 10 ns per byte) on 4 ranks sharing 2 cores,
 // each exchange taking 10 us of CPU time: 20 us of the computation's. The
 // exchanges alone would end 10 us after fc1.weight is ready (0.31 ms) in
-// any plan, but each bucket also delays the computation: one bucket ends
-// at 0.32 ms (threshold and optimal), four (none, and MG-WFBP's rule,
-// which merges nothing: the gradients are 50 us apart) at 0.38 ms. Then
-// the computing thread's calls to submit and wait for each bucket, 5 us
-// of its CPU time (10 us at 2 ranks per core): 0.33 and 0.42 ms.
+// any plan, but each bucket before the last also delays the computation
+// (the last starts once the backward pass has ended): one bucket ends at
+// 0.31 ms (threshold and optimal), four (none, and MG-WFBP's rule, which
+// merges nothing: the gradients are 50 us apart) at 0.3 + 3 * 0.02 = 0.36
+// ms. Then the computing thread's calls to submit and wait for each
+// bucket, 5 us of its CPU time (10 us at 2 ranks per core): 0.32 and 0.40
+// ms.
 // CORES:      all-reduce 10.0 us + 10.000 ns/byte measured on 4 ranks; the computing threads fill the cores: each exchange takes 20.0 us + 0.000 ns/byte from the computation, and 10.0 us of its thread's
 // CORES-NEXT: ranks
-// CORES-NEXT: 4          0.42 (0.71)        0.33 (0.91)        0.42 (0.71)        0.33 (0.91)   1
+// CORES-NEXT: 4          0.40 (0.75)        0.32 (0.94)        0.40 (0.75)        0.32 (0.94)   1
 
 // sparse-density=0.001: each exchange sends k = 1 entry (8 bytes: 68 ns at
 // 117.5 MB/s) after a pass over its 1, 2, 6 and 12 elements (1 ns each).

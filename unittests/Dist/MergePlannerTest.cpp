@@ -222,22 +222,47 @@ TEST(MergePlanner, OptimalTakesTheFewestBuckets) {
 }
 
 // Where ranks take turns on the cores, each exchange also takes CPU time
-// from the computation: with 0.03 s of it per exchange, two buckets end at
-// 4 + 2 * 0.03 = 4.06 s, later than one bucket's exchange (4.042 s), so the
-// optimal plan merges everything; the unmerged plan ends at 4.12 s.
+// from the computation, but for the last bucket, which starts once the
+// backward pass has ended: with 0.045 s of it per exchange, two buckets
+// end at 4 + 0.045 = 4.045 s, later than one bucket's exchange (4.042 s),
+// so the optimal plan merges everything; the unmerged plan ends at 4 + 3 *
+// 0.045 = 4.135 s.
 TEST(MergePlanner, OptimalCountsTheCoresBound) {
   const GradientTask tasks[] = {{8, 1}, {8, 1}, {8, 1}, {8, 1}};
   AllReduceCost model{0.01, 0.001};
-  model.cpuStartup = 0.03;
-  EXPECT_DOUBLE_EQ(cost(tasks, {3, 4}, model), 4.06);
-  EXPECT_DOUBLE_EQ(cost(tasks, planEachGradient(4), model), 4.12);
+  model.cpuStartup = 0.045;
+  EXPECT_DOUBLE_EQ(cost(tasks, {3, 4}, model), 4.045);
+  EXPECT_DOUBLE_EQ(cost(tasks, planEachGradient(4), model), 4.135);
   EXPECT_EQ(asVector(planOptimal(tasks, model)), (std::vector<unsigned>{4}));
   EXPECT_DOUBLE_EQ(cost(tasks, {4}, model), 4.042);
-  // The CPU time per byte counts the whole payload whatever the plan.
+  // The CPU time per byte counts the bytes before the last bucket.
   model.cpuStartup = 0;
   model.cpuPerByte = 0.01;
-  EXPECT_DOUBLE_EQ(cost(tasks, planEachGradient(4), model), 4.32);
-  EXPECT_DOUBLE_EQ(cost(tasks, {4}, model), 4.32);
+  EXPECT_DOUBLE_EQ(cost(tasks, planEachGradient(4), model), 4.24);
+  EXPECT_DOUBLE_EQ(cost(tasks, {3, 4}, model), 4.24);
+  EXPECT_DOUBLE_EQ(cost(tasks, {4}, model), 4.042);
+  EXPECT_EQ(asVector(planOptimal(tasks, model)), (std::vector<unsigned>{4}));
+}
+
+// The last bucket runs alone: it costs the timed all-reduces'
+// interpolation, not the line fitted to the steps' exchanges (which shared
+// the cores with the computation). With 1 + 0.1 s per byte in the steps
+// and 0.5 s per 8 bytes timed alone, one bucket ends at 4 + 0.5 * 32 / 8
+// = 6 s, against 4 + 1 + 3.2 = 8.2 s on the line.
+TEST(MergePlanner, TheLastBucketRunsAlone) {
+  const GradientTask tasks[] = {{8, 1}, {8, 1}, {8, 1}, {8, 1}};
+  AllReduceCost model{1, 0.1, {{8, 0.5}, {16, 1.0}}};
+  EXPECT_DOUBLE_EQ(model.time(32), 4.2);
+  EXPECT_DOUBLE_EQ(model.aloneTime(32), 2);
+  EXPECT_DOUBLE_EQ(cost(tasks, {4}, model), 6);
+  // The others share the cores: 3 gradients on the line end at 3 + 1 +
+  // 2.4 = 6.4 s, the last one alone at 6.9 s. The first gradient in a
+  // bucket of its own ends at 2.8 s, and the last 24 bytes at 4 + 1.5 =
+  // 5.5 s:
+  // the optimum.
+  EXPECT_DOUBLE_EQ(cost(tasks, {3, 4}, model), 6.9);
+  EXPECT_DOUBLE_EQ(cost(tasks, {1, 4}, model), 5.5);
+  EXPECT_EQ(asVector(planOptimal(tasks, model)), (std::vector<unsigned>{1, 4}));
 }
 
 // The computing thread's calls to submit and wait for each bucket, 0.03 s
@@ -276,6 +301,10 @@ TEST(MergePlanner, OptimalEqualsBruteForceOnRandomInstances) {
     }
     if (trial % 3 == 0)
       model.callerCpu = share(rng) * model.startup;
+    // A quarter with timed all-reduces, which the last bucket costs alone.
+    if (trial % 4 == 1)
+      model.measured = {{1024, share(rng) * model.startup},
+                        {1 << 20, share(rng) * model.time(1 << 20)}};
     const std::vector<MergePlan> plans = allPlans(tasks.size());
     double best = std::numeric_limits<double>::infinity();
     for (const MergePlan &plan : plans)

@@ -9,10 +9,12 @@
 // backward pass produces (the last layer's). Gradient i is ready at
 // ready(i) = backward[0] + ... + backward[i]. A bucket [s, e] is exchanged
 // once gradient e is ready and the previous bucket's exchange is done, and
-// takes startup + perByte * (bytes[s] + ... + bytes[e]); exchanges run one
-// at a time, in order. A plan's cost is when its last exchange ends, but no
-// earlier than the cores allow where the computation fills them: the
-// computation plus the CPU time each exchange takes from it.
+// takes startup + perByte * (bytes[s] + ... + bytes[e]) (the last bucket,
+// which starts once the backward pass has ended, its time alone);
+// exchanges run one at a time, in order. A plan's cost is when its last
+// exchange ends, but no earlier than the cores allow where the computation
+// fills them: the computation plus the CPU time each exchange before the
+// last takes from it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,9 +41,16 @@ struct AllReduceCost {
                 llvm::ArrayRef<std::pair<double, double>> measured = {})
       : startup(startup), perByte(perByte), measured(measured) {}
   double time(double bytes) const;
+  /// An exchange with nothing computing beside it (a step's last bucket):
+  /// the timed all-reduces' interpolation where there are some (they ran
+  /// so, after training), else the line. The line fitted to the steps'
+  /// exchanges holds the cores they shared with the computation.
+  double aloneTime(double bytes) const;
 
   double startup = 0, perByte = 0;
   llvm::SmallVector<std::pair<double, double>> measured;
+  /// MEASURED's piecewise-linear interpolation (not empty).
+  double interpolated(double bytes) const;
   /// Where the computing threads fill a machine's cores, every thread's
   /// CPU time has to fit in them: an exchange's CPU time (its transfers,
   /// reductions and polling, measured by a trainer's --profile) times the
@@ -102,10 +111,12 @@ MergePlan planMGWFBP(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
 /// program over contiguous buckets. Earliest[e] = min over s <= e of
 /// max(Earliest[s-1], ready(e)) + T(bytes[s..e]) (O(n^2)); finishing a
 /// prefix earlier never delays the rest, so the prefix optimum extends. The
-/// cores' bound depends on the bucket count c alone (c * cpuStartup plus
-/// the whole payload's cpuPerByte), as do the computing thread's calls (c *
-/// callerCpu), so the same recurrence per bucket count (O(c n^2) for up to
-/// c buckets) gives the optimum of both. Of the optimal
+/// cores' bound depends on the bucket count c and the last bucket's bytes
+/// L alone ((c - 1) * cpuStartup plus cpuPerByte for all bytes but L), and
+/// the computing thread's calls on c (c * callerCpu), so the same
+/// recurrence per bucket count (O(c n^2) for up to c buckets), with the
+/// bound taken where the last bucket is chosen, gives the optimum of all.
+/// Of the optimal
 /// plans it returns one with the fewest buckets: every exchange costs more
 /// than the model says.
 MergePlan planOptimal(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);

@@ -149,7 +149,10 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     (`exchange_cpu_startup_s + exchange_cpu_per_byte_s * M`, its
     transfers, reductions and polling on the communication thread) times
     the ranks per core from the computation, and a plan ends no earlier
-    than the computation plus that for every bucket. The computing
+    than the computation plus that for every bucket but the last, which
+    starts once the backward pass has ended and costs the timed
+    all-reduces' interpolation alone (nothing computes beside it). The
+    computing
     thread's calls to submit each exchange and wait for it
     (`exchange_caller_cpu_s` of its CPU time, which the profile's
     computation leaves out) then add that times the ranks per core per
