@@ -112,14 +112,17 @@ def startup_share(name, profile):
     cpu = (len(sizes) * fit["exchange_cpu_startup_s"] +
            sum(sizes) * fit["exchange_cpu_per_byte_s"])
     ranks_per_core = fit["host_ranks"] / fit["host_cores"]
+    alone = ("; alone (after the backward pass) %.3f ms + %.3f ns/B" % (
+        fit["alone_startup_s"] * 1e3, fit["alone_per_byte_s"] * 1e9)
+        if "alone_startup_s" in fit else "; no line alone")
     return ("- %s: %d exchanges, %.2f MB; all-reduce %.3f ms + %.3f ns/B "
-            "(%s); computation %.1f ms, start-ups %.1f ms, transfers "
+            "(%s)%s; computation %.1f ms, start-ups %.1f ms, transfers "
             "%.1f ms: start-ups %.0f%% of the exchanges; their CPU time "
             "%.1f ms (%.3f ms + %.3f ns/B) and their calls' on the "
             "computing thread %.1f ms, at %g ranks and %g computing "
             "threads per core" % (
                 name, len(sizes), sum(sizes) / 1e6, fit["startup_s"] * 1e3,
-                fit["per_byte_s"] * 1e9, fit["cost_from"],
+                fit["per_byte_s"] * 1e9, fit["cost_from"], alone,
                 sum(fit["compute_s"]) * 1e3, startups * 1e3,
                 transfers * 1e3, 100 * startups / (startups + transfers),
                 cpu * 1e3, fit["exchange_cpu_startup_s"] * 1e3,

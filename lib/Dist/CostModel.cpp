@@ -126,6 +126,18 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
   }
   if (*startup < 0 || *perByte < 0)
     return fail("startup_s and per_byte_s must be >= 0");
+  // The cost of an exchange with nothing computing beside it (optional).
+  std::optional<double> aloneStartup = object->getNumber("alone_startup_s"),
+                        alonePerByte = object->getNumber("alone_per_byte_s");
+  if (bool(aloneStartup) != bool(alonePerByte) ||
+      (aloneStartup && (*aloneStartup < 0 || *alonePerByte < 0)))
+    return fail("alone_startup_s and alone_per_byte_s must both be numbers "
+                ">= 0, or both absent");
+  if (aloneStartup) {
+    profile.cost.hasAloneLine = true;
+    profile.cost.aloneStartup = *aloneStartup;
+    profile.cost.alonePerByte = *alonePerByte;
+  }
   // The exchanges' CPU time (optional), which the computation pays where
   // its threads fill the machine's cores (one per rank unless said).
   std::optional<double> cpuStartup =

@@ -18,18 +18,25 @@ llvm::SmallVector<double> readyTimes(llvm::ArrayRef<GradientTask> tasks) {
   return ready;
 }
 
-/// The cores' bound of a plan of BUCKETS buckets whose last one holds
-/// LASTBYTES: the computation, and the CPU time of the exchanges before
-/// the last one (each one's startup, their bytes' CPU time per byte). The
-/// last bucket starts once the backward pass has ended, so it takes
-/// nothing from the computation.
-double coresBound(llvm::ArrayRef<GradientTask> tasks, unsigned buckets,
-                  double lastBytes, const AllReduceCost &cost) {
-  double cores =
-      cost.cpuStartup * double(buckets - 1) - cost.cpuPerByte * lastBytes;
+/// The cores' bound of any plan before its buckets are counted: the
+/// computation and the CPU time per byte of every gradient.
+double coresWork(llvm::ArrayRef<GradientTask> tasks,
+                 const AllReduceCost &cost) {
+  double work = 0;
   for (const GradientTask &task : tasks)
-    cores += task.backwardSeconds + cost.cpuPerByte * task.bytes;
-  return cores;
+    work += task.backwardSeconds + cost.cpuPerByte * task.bytes;
+  return work;
+}
+
+/// The cores' bound of a plan of BUCKETS buckets whose last one holds
+/// LASTBYTES, from its CORESWORK: the computation, and the CPU time of the
+/// exchanges before the last one (each one's startup, their bytes' CPU
+/// time per byte). The last bucket starts once the backward pass has
+/// ended, so it takes nothing from the computation.
+double coresBound(double coresWork, unsigned buckets, double lastBytes,
+                  const AllReduceCost &cost) {
+  return coresWork + cost.cpuStartup * double(buckets - 1) -
+         cost.cpuPerByte * lastBytes;
 }
 
 } // namespace
@@ -52,7 +59,21 @@ double AllReduceCost::time(double bytes) const {
 }
 
 double AllReduceCost::aloneTime(double bytes) const {
-  return measured.empty() ? startup + perByte * bytes : interpolated(bytes);
+  if (!hasAloneLine)
+    return measured.empty() ? time(bytes) : interpolated(bytes);
+  const double line = aloneStartup + alonePerByte * bytes;
+  return measured.empty() ? line : std::max(line, interpolated(bytes));
+}
+
+double AllReduceCost::end(double start, double bytes,
+                          double backwardEnd) const {
+  const double shared = time(bytes);
+  if (start + shared <= backwardEnd)
+    return start + shared;
+  const double alone = aloneTime(bytes);
+  if (start >= backwardEnd)
+    return start + alone;
+  return backwardEnd + (1 - (backwardEnd - start) / shared) * alone;
 }
 
 PlanTimeline mlir::dtrain::dist::simulatePlan(llvm::ArrayRef<GradientTask> tasks,
@@ -67,8 +88,7 @@ PlanTimeline mlir::dtrain::dist::simulatePlan(llvm::ArrayRef<GradientTask> tasks
     for (unsigned i = first; i < end; ++i)
       bytes += tasks[i].bytes;
     const double start = std::max(free, ready[end - 1]);
-    free = start +
-           (end == tasks.size() ? cost.aloneTime(bytes) : cost.time(bytes));
+    free = cost.end(start, bytes, ready.back());
     timeline.starts.push_back(start);
     timeline.ends.push_back(free);
     first = end;
@@ -85,8 +105,9 @@ double mlir::dtrain::dist::planEnd(llvm::ArrayRef<GradientTask> tasks,
   for (unsigned i = plan.size() > 1 ? plan[plan.size() - 2] : 0;
        i < tasks.size(); ++i)
     lastBytes += tasks[i].bytes;
-  return std::max(simulatePlan(tasks, plan, cost).commEnd(),
-                  coresBound(tasks, plan.size(), lastBytes, cost)) +
+  return std::max(
+             simulatePlan(tasks, plan, cost).commEnd(),
+             coresBound(coresWork(tasks, cost), plan.size(), lastBytes, cost)) +
          double(plan.size()) * cost.callerCpu;
 }
 
@@ -127,7 +148,7 @@ MergePlan mlir::dtrain::dist::planMGWFBP(llvm::ArrayRef<GradientTask> tasks,
     if (i + 1 < e && ready[i + 1] < start + cost.startup)
       continue; // merging costs less waiting than a startup
     plan.push_back(i + 1);
-    free = start + cost.time(bytes);
+    free = cost.end(start, bytes, ready.back());
     bytes = 0;
   }
   return plan;
@@ -139,10 +160,11 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
   if (n == 0)
     return {};
   const llvm::SmallVector<double> ready = readyTimes(tasks);
-  // A bucket that ends with gradient K - 1 takes: the last one runs alone,
-  // once the backward pass has ended.
-  auto bucketTime = [&](unsigned k, double bytes) {
-    return k == n ? cost.aloneTime(bytes) : cost.time(bytes);
+  const double work = coresWork(tasks, cost);
+  // When a bucket of BYTES that ends with gradient K - 1 ends, the
+  // exchanges before it ending at FREE.
+  auto bucketEnd = [&](double free, unsigned k, double bytes) {
+    return cost.end(std::max(free, ready[k - 1]), bytes, ready.back());
   };
   // One round of the recurrence: from EARLIEST (the earliest end of the
   // exchanges of gradients [0, s) in some number of buckets, or infinity),
@@ -161,10 +183,10 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
       double bytes = 0;
       for (unsigned s = k; s-- > 0;) {
         bytes += tasks[s].bytes;
-        double end = std::max(earliest[s], ready[k - 1]) + bucketTime(k, bytes);
+        double end = bucketEnd(earliest[s], k, bytes);
         if (k == n) {
           commEnd = std::min(commEnd, end);
-          end = std::max(end, coresBound(tasks, buckets, bytes, cost));
+          end = std::max(end, coresBound(work, buckets, bytes, cost));
         }
         if (end < next[k]) {
           next[k] = end;
@@ -183,8 +205,7 @@ MergePlan mlir::dtrain::dist::planOptimal(llvm::ArrayRef<GradientTask> tasks,
     double bytes = 0;
     for (unsigned s = k; s-- > 0;) {
       bytes += tasks[s].bytes;
-      best[k] = std::min(best[k], std::max(best[s], ready[k - 1]) +
-                                      bucketTime(k, bytes));
+      best[k] = std::min(best[k], bucketEnd(best[s], k, bytes));
     }
   }
   // Round c gives the earliest end of each prefix in exactly c buckets; a

@@ -424,9 +424,11 @@ private:
   std::vector<int64_t> bytes;
   double origin;
   /// Every exchange of the steps: its bytes, when it began and ended on
-  /// the communication thread (seconds from the origin), and the CPU
-  /// seconds it took there.
-  std::vector<double> stepSizes, stepBegins, stepEnds, stepCpus;
+  /// the communication thread (seconds from the origin), the CPU seconds
+  /// it took there, and when its step's backward pass ended (its last
+  /// exchange was queued).
+  std::vector<double> stepSizes, stepBegins, stepEnds, stepCpus,
+      stepBackwardEnds;
   int64_t steps = 0;
 };
 

@@ -14,7 +14,10 @@
 // an exchange counts from when the last rank began it, the turns before that
 // being the computation's), else to all-reduces of several sizes (from 4
 // bytes) timed on the job's ranks after training, each the fastest of its
-// repeats; and the CPU time an exchange takes on the thread that runs it,
+// repeats; the same fit to the steps' exchanges that began after the
+// backward pass had ended, where their sizes span a range (what an exchange
+// costs with nothing computing beside it); and the CPU time an exchange
+// takes on the thread that runs it,
 // fitted by least squares to the steps' exchanges (the mean rank's), which
 // is taken from the computation where its threads fill the cores, and the
 // CPU time the computing thread takes to submit an exchange and wait for
@@ -68,6 +71,7 @@ void StepProfile::addStep(const std::vector<TraceEvent> &events,
     stepBegins.push_back(exchanges[i]->begin - origin);
     stepEnds.push_back(exchanges[i]->end - origin);
     stepCpus.push_back(std::max(exchanges[i]->cpu, 0.0));
+    stepBackwardEnds.push_back(exchanges.back()->queued - origin);
   }
   double waits = 0;
   for (const TraceEvent &e : events) {
@@ -106,6 +110,14 @@ Cost fit(const std::vector<double> &sizes,
   double perByte = denominator > 0 ? (n * sxy - sx * sy) / denominator : 0;
   perByte = std::max(perByte, 0.0);
   return {std::max((sy - perByte * sx) / n, 0.0), perByte};
+}
+
+/// Whether SIZES span enough of a range (16x, from 1 KiB) to fit a line.
+bool spansSizes(const std::vector<double> &sizes) {
+  return !sizes.empty() &&
+         *std::max_element(sizes.begin(), sizes.end()) >=
+             16 * std::max(*std::min_element(sizes.begin(), sizes.end()),
+                           1024.0);
 }
 
 /// The fastest of REPEATS all-reduces of COUNT floats, each the slowest
@@ -267,15 +279,28 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   // slowest rank, and shares the cores with the computation) when their
   // sizes span a range, else the timed one. Every rank takes the slowest
   // rank's fit.
-  const bool inSteps =
-      !stepSizes.empty() &&
-      *std::max_element(stepSizes.begin(), stepSizes.end()) >=
-          16 * std::max(*std::min_element(stepSizes.begin(), stepSizes.end()),
-                        1024.0);
+  const bool inSteps = spansSizes(stepSizes);
   const Cost cost = inSteps ? fit(stepSizes, stepTimes) : fit(sizes, times);
-  double both[2] = {cost.startup, cost.perByte};
-  dtrain_rt_all_reduce(comm, both, 2, DTRAIN_RT_F64, DTRAIN_RT_MAX);
-  const double startup = both[0], perByte = both[1];
+  // And of the exchanges that every rank began after every rank's backward
+  // pass had ended (a backlog, or the last ones), where their sizes span a
+  // range: nothing computes beside them, as beside a step's last bucket.
+  // The all-reduces timed after training ran so too, but each is the
+  // fastest of its repeats, back to back, where these are the steps' own.
+  std::vector<double> backwardEnds = stepBackwardEnds;
+  dtrain_rt_all_reduce(comm, backwardEnds.data(), int64_t(backwardEnds.size()),
+                       DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  std::vector<double> aloneSizes, aloneTimes;
+  for (size_t i = 0; i < stepTimes.size(); ++i)
+    if (lastBegins[i] >= backwardEnds[i]) {
+      aloneSizes.push_back(stepSizes[i]);
+      aloneTimes.push_back(stepTimes[i]);
+    }
+  // (Every rank finds the same exchanges, from the same maxima.)
+  const bool aloneInSteps = spansSizes(aloneSizes);
+  const Cost alone = aloneInSteps ? fit(aloneSizes, aloneTimes) : Cost{0, 0};
+  double lines[4] = {cost.startup, cost.perByte, alone.startup, alone.perByte};
+  dtrain_rt_all_reduce(comm, lines, 4, DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  const double startup = lines[0], perByte = lines[1];
   // The CPU time an exchange takes on its thread, the mean rank's: where
   // the computing threads fill the cores, it is taken from the computation.
   const Cost cpuFit = fit(stepSizes, stepCpus);
@@ -298,6 +323,12 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   json += ",\n  \"startup_s\": " + std::string(number);
   std::snprintf(number, sizeof number, "%.9g", perByte);
   json += ",\n  \"per_byte_s\": " + std::string(number);
+  if (aloneInSteps) {
+    std::snprintf(number, sizeof number, "%.9g", lines[2]);
+    json += ",\n  \"alone_startup_s\": " + std::string(number);
+    std::snprintf(number, sizeof number, "%.9g", lines[3]);
+    json += ",\n  \"alone_per_byte_s\": " + std::string(number);
+  }
   std::snprintf(number, sizeof number, "%.9g", cpu[0]);
   json += ",\n  \"exchange_cpu_startup_s\": " + std::string(number);
   std::snprintf(number, sizeof number, "%.9g", cpu[1]);

@@ -5,10 +5,13 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-cores.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=CORES
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-filled.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=FILLED
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-spare-cores.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=SPARE
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=none report profile=%S/Inputs/merge-profile-alone.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=ALONE-NONE
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-alone.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=ALONE
 // RUN: not dtrain-opt %s --dtrain-merge-gradients="strategy=fastest" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-short.json" 2>&1 | FileCheck %s --check-prefix=SHORT
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-cores.json" 2>&1 | FileCheck %s --check-prefix=BAD-CORES
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-alone.json" 2>&1 | FileCheck %s --check-prefix=BAD-ALONE
 
 // The step's exchanges, in production order: the loss (4 bytes), fc2.bias
 // (8), fc2.weight (24), fc1.weight (48). threshold-bytes=8 closes a bucket
@@ -52,6 +55,17 @@
 // OPTIMAL: remark: bucket 1: exchanges 1..3, 80 bytes, predicted 2.700000 s to 23.700000 s
 // OPTIMAL: remark: optimal: 2 buckets for 4 exchanges, predicted end 23.700000 s (none: 25.000000 s)
 
+// The same profile with a line for exchanges alone (0.5 s + 0.05 s per
+// byte), which the exchanges take once the backward pass has ended (2.7
+// s): exchange 1 starts at 2 s and would end at 5 s; 0.7 s of its 3 s is
+// done at 2.7 s, the rest takes 2.3 / 3 of its 0.9 s alone. The last 80
+// bytes take 4.5 s alone.
+// ALONE-NONE: remark: bucket 1: exchanges 1..1, 8 bytes, predicted 2.000000 s to 3.390000 s
+// ALONE-NONE: remark: bucket 2: exchanges 2..2, 24 bytes, predicted 3.390000 s to 5.090000 s
+// ALONE-NONE: remark: bucket 3: exchanges 3..3, 48 bytes, predicted 5.090000 s to 7.990000 s
+// ALONE: remark: bucket 1: exchanges 1..3, 80 bytes, predicted 2.700000 s to 7.200000 s
+// ALONE: remark: optimal: 2 buckets for 4 exchanges, predicted end 7.200000 s (none: 7.990000 s)
+
 // The same model on 4 ranks sharing 2 cores, each exchange taking 11 s +
 // 0.1 s per byte of CPU time: twice that is taken from the computation,
 // but for the last bucket's, which starts once the backward pass has
@@ -78,6 +92,7 @@
 // BAD: error: --dtrain-merge-gradients: strategy 'fastest' is not valid (accepted: none, threshold, mgwfbp, optimal)
 // MISSING: error: --dtrain-merge-gradients: profile {{.*}}missing.json: cannot read it: No such file or directory
 // SHORT: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-short.json has 2 compute_s values but @train_step has 4 exchanges
+// BAD-ALONE: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-alone.json: alone_startup_s and alone_per_byte_s must both be numbers >= 0, or both absent
 // BAD-CORES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-cores.json: exchange_cpu_startup_s, exchange_cpu_per_byte_s and exchange_caller_cpu_s must be >= 0, host_ranks, host_threads and host_cores >= 1
 
 func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {

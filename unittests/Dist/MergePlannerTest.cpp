@@ -255,14 +255,40 @@ TEST(MergePlanner, TheLastBucketRunsAlone) {
   EXPECT_DOUBLE_EQ(model.time(32), 4.2);
   EXPECT_DOUBLE_EQ(model.aloneTime(32), 2);
   EXPECT_DOUBLE_EQ(cost(tasks, {4}, model), 6);
-  // The others share the cores: 3 gradients on the line end at 3 + 1 +
-  // 2.4 = 6.4 s, the last one alone at 6.9 s. The first gradient in a
-  // bucket of its own ends at 2.8 s, and the last 24 bytes at 4 + 1.5 =
-  // 5.5 s:
-  // the optimum.
-  EXPECT_DOUBLE_EQ(cost(tasks, {3, 4}, model), 6.9);
+  // The first gradient in a bucket of its own ends at 2.8 s, within the
+  // backward pass, and the last 24 bytes at 4 + 1.5 = 5.5 s.
   EXPECT_DOUBLE_EQ(cost(tasks, {1, 4}, model), 5.5);
-  EXPECT_EQ(asVector(planOptimal(tasks, model)), (std::vector<unsigned>{1, 4}));
+  // With a line fitted to the steps' exchanges that ran alone, that line,
+  // never below the timed all-reduces.
+  model.hasAloneLine = true;
+  model.aloneStartup = 0.5;
+  model.alonePerByte = 0.05;
+  EXPECT_DOUBLE_EQ(model.aloneTime(32), 2.1);
+  EXPECT_DOUBLE_EQ(model.aloneTime(4), 0.7); // the timed: flat 0.5
+  EXPECT_DOUBLE_EQ(cost(tasks, {4}, model), 6.1);
+}
+
+// An exchange still running when the backward pass ends runs alone from
+// then on: what is left of it takes its share of the time alone. In the
+// model above, gradients 1-2 start at 3 s and would take 2.6 s on the
+// line; 1 / 2.6 of them is done at 4 s, and the rest takes 1.6 / 2.6 of
+// the 1 s alone: the bucket ends at 4 + 8 / 13 s, and the last gradient
+// 0.5 s later, which is the optimum. One bucket per gradient ends at 2.8,
+// 4 + 0.5 / 3 (0.6 s left of 1.8 s), 4.5 + 1 / 6 and 5 + 1 / 6 s.
+TEST(MergePlanner, ExchangesPastTheBackwardPassRunAlone) {
+  const GradientTask tasks[] = {{8, 1}, {8, 1}, {8, 1}, {8, 1}};
+  const AllReduceCost model{1, 0.1, {{8, 0.5}, {16, 1.0}}};
+  EXPECT_DOUBLE_EQ(model.end(3, 16, 4), 4 + 8.0 / 13);
+  EXPECT_DOUBLE_EQ(model.end(1, 16, 4), 3.6);   // done within the pass
+  EXPECT_DOUBLE_EQ(model.end(4.5, 16, 4), 5.5); // alone throughout
+  PlanTimeline each = simulatePlan(tasks, planEachGradient(4), model);
+  EXPECT_DOUBLE_EQ(each.ends[0], 2.8);
+  EXPECT_DOUBLE_EQ(each.ends[1], 4 + 0.5 / 3);
+  EXPECT_DOUBLE_EQ(each.ends[2], 4.5 + 1.0 / 6);
+  EXPECT_DOUBLE_EQ(each.commEnd(), 5 + 1.0 / 6);
+  EXPECT_DOUBLE_EQ(cost(tasks, {1, 3, 4}, model), 4.5 + 8.0 / 13);
+  EXPECT_EQ(asVector(planOptimal(tasks, model)),
+            (std::vector<unsigned>{1, 3, 4}));
 }
 
 // The computing thread's calls to submit and wait for each bucket, 0.03 s
@@ -301,10 +327,18 @@ TEST(MergePlanner, OptimalEqualsBruteForceOnRandomInstances) {
     }
     if (trial % 3 == 0)
       model.callerCpu = share(rng) * model.startup;
-    // A quarter with timed all-reduces, which the last bucket costs alone.
+    // A quarter with timed all-reduces, which exchanges cost alone once
+    // the backward pass has ended.
     if (trial % 4 == 1)
       model.measured = {{1024, share(rng) * model.startup},
                         {1 << 20, share(rng) * model.time(1 << 20)}};
+    // A fifth with a line for the exchanges alone, above the steps' line
+    // for some sizes in some of them.
+    if (trial % 5 == 2) {
+      model.hasAloneLine = true;
+      model.aloneStartup = share(rng) * model.startup;
+      model.alonePerByte = share(rng) * model.perByte;
+    }
     const std::vector<MergePlan> plans = allPlans(tasks.size());
     double best = std::numeric_limits<double>::infinity();
     for (const MergePlan &plan : plans)

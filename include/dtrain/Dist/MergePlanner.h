@@ -9,8 +9,9 @@
 // backward pass produces (the last layer's). Gradient i is ready at
 // ready(i) = backward[0] + ... + backward[i]. A bucket [s, e] is exchanged
 // once gradient e is ready and the previous bucket's exchange is done, and
-// takes startup + perByte * (bytes[s] + ... + bytes[e]) (the last bucket,
-// which starts once the backward pass has ended, its time alone);
+// takes startup + perByte * (bytes[s] + ... + bytes[e]) while the backward
+// pass runs beside it and its time alone after that (the last bucket,
+// which starts once the backward pass has ended, runs alone throughout);
 // exchanges run one at a time, in order. A plan's cost is when its last
 // exchange ends, but no earlier than the cores allow where the computation
 // fills them: the computation plus the CPU time each exchange before the
@@ -41,14 +42,25 @@ struct AllReduceCost {
                 llvm::ArrayRef<std::pair<double, double>> measured = {})
       : startup(startup), perByte(perByte), measured(measured) {}
   double time(double bytes) const;
-  /// An exchange with nothing computing beside it (a step's last bucket):
-  /// the timed all-reduces' interpolation where there are some (they ran
-  /// so, after training), else the line. The line fitted to the steps'
-  /// exchanges holds the cores they shared with the computation.
+  /// An exchange with nothing computing beside it: the alone line where
+  /// there is one (fitted to the steps' exchanges that ran after the
+  /// backward pass), never below the timed all-reduces' interpolation
+  /// (which ran so, after training); the line where there is neither. The
+  /// line fitted to all the steps' exchanges holds the cores most of them
+  /// shared with the computation.
   double aloneTime(double bytes) const;
+  /// When an exchange of BYTES that starts at START ends, the backward
+  /// pass ending at BACKWARDEND: until then it runs at time()'s pace,
+  /// sharing the cores with the computation, and what is left of it after
+  /// that at aloneTime()'s. Continuous and increasing in START, so an
+  /// earlier prefix never delays the rest of a plan.
+  double end(double start, double bytes, double backwardEnd) const;
 
   double startup = 0, perByte = 0;
   llvm::SmallVector<std::pair<double, double>> measured;
+  /// The alone line, aloneStartup + alonePerByte * M, where fitted.
+  bool hasAloneLine = false;
+  double aloneStartup = 0, alonePerByte = 0;
   /// MEASURED's piecewise-linear interpolation (not empty).
   double interpolated(double bytes) const;
   /// Where the computing threads fill a machine's cores, every thread's

@@ -141,7 +141,13 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     the start of the step), whose cost (a, b) replaces `startup` and
     `per-byte`; when it also has timed all-reduces (`"allreduce_bytes"`,
     `"allreduce_s"`, as a trainer's `--profile` writes them), the cost
-    never drops below their piecewise-linear interpolation. Where the
+    never drops below their piecewise-linear interpolation. Once the
+    backward pass has ended, nothing computes beside an exchange, and it,
+    or what is left of it, costs the profile's line for exchanges alone
+    (`alone_startup_s + alone_per_byte_s * M`, fitted to the steps'
+    exchanges that began after the backward pass), never below the timed
+    all-reduces' interpolation, or that interpolation without such a line
+    (they were timed alone). Where the
     profile's `host_threads` (the ranks' computing threads on a machine,
     default `host_ranks`) fill its `host_cores`, so that the communication
     threads share the cores with the computation, every thread's CPU time
@@ -150,10 +156,8 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     transfers, reductions and polling on the communication thread) times
     the ranks per core from the computation, and a plan ends no earlier
     than the computation plus that for every bucket but the last, which
-    starts once the backward pass has ended and costs the timed
-    all-reduces' interpolation alone (nothing computes beside it). The
-    computing
-    thread's calls to submit each exchange and wait for it
+    starts once the backward pass has ended. The computing thread's calls
+    to submit each exchange and wait for it
     (`exchange_caller_cpu_s` of its CPU time, which the profile's
     computation leaves out) then add that times the ranks per core per
     bucket. Otherwise the
