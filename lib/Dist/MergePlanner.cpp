@@ -53,16 +53,18 @@ double AllReduceCost::interpolated(double bytes) const {
   return y0 + (y1 - y0) / (x1 - x0) * (bytes - x0);
 }
 
+double AllReduceCost::atLeastTimed(double seconds, double bytes) const {
+  return measured.empty() ? seconds : std::max(seconds, interpolated(bytes));
+}
+
 double AllReduceCost::time(double bytes) const {
-  const double line = startup + perByte * bytes;
-  return measured.empty() ? line : std::max(line, interpolated(bytes));
+  return atLeastTimed(startup + perByte * bytes, bytes);
 }
 
 double AllReduceCost::aloneTime(double bytes) const {
-  if (!hasAloneLine)
-    return measured.empty() ? time(bytes) : interpolated(bytes);
-  const double line = aloneStartup + alonePerByte * bytes;
-  return measured.empty() ? line : std::max(line, interpolated(bytes));
+  if (hasAloneLine)
+    return atLeastTimed(aloneStartup + alonePerByte * bytes, bytes);
+  return measured.empty() ? time(bytes) : interpolated(bytes);
 }
 
 double AllReduceCost::end(double start, double bytes,

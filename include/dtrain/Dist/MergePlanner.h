@@ -63,6 +63,8 @@ struct AllReduceCost {
   double aloneStartup = 0, alonePerByte = 0;
   /// MEASURED's piecewise-linear interpolation (not empty).
   double interpolated(double bytes) const;
+  /// SECONDS for BYTES, never below that interpolation.
+  double atLeastTimed(double seconds, double bytes) const;
   /// Where the computing threads fill a machine's cores, every thread's
   /// CPU time has to fit in them: an exchange's CPU time (its transfers,
   /// reductions and polling, measured by a trainer's --profile) times the
