@@ -112,9 +112,13 @@ def startup_share(name, profile):
     cpu = (len(sizes) * fit["exchange_cpu_startup_s"] +
            sum(sizes) * fit["exchange_cpu_per_byte_s"])
     ranks_per_core = fit["host_ranks"] / fit["host_cores"]
-    alone = ("; alone (after the backward pass) %.3f ms + %.3f ns/B" % (
-        fit["alone_startup_s"] * 1e3, fit["alone_per_byte_s"] * 1e9)
-        if "alone_startup_s" in fit else "; no line alone")
+    def line(key, title):
+        return ("; %s %.3f ms + %.3f ns/B" % (
+            title, fit[key + "_startup_s"] * 1e3,
+            fit[key + "_per_byte_s"] * 1e9)
+            if key + "_startup_s" in fit else "; no line " + title)
+    alone = (line("backward", "beside the backward pass") +
+             line("alone", "alone (after the backward pass)"))
     return ("- %s: %d exchanges, %.2f MB; all-reduce %.3f ms + %.3f ns/B "
             "(%s)%s; computation %.1f ms, start-ups %.1f ms, transfers "
             "%.1f ms: start-ups %.0f%% of the exchanges; their CPU time "

@@ -126,18 +126,29 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
   }
   if (*startup < 0 || *perByte < 0)
     return fail("startup_s and per_byte_s must be >= 0");
-  // The cost of an exchange with nothing computing beside it (optional).
-  std::optional<double> aloneStartup = object->getNumber("alone_startup_s"),
-                        alonePerByte = object->getNumber("alone_per_byte_s");
-  if (bool(aloneStartup) != bool(alonePerByte) ||
-      (aloneStartup && (*aloneStartup < 0 || *alonePerByte < 0)))
-    return fail("alone_startup_s and alone_per_byte_s must both be numbers "
-                ">= 0, or both absent");
-  if (aloneStartup) {
-    profile.cost.hasAloneLine = true;
-    profile.cost.aloneStartup = *aloneStartup;
-    profile.cost.alonePerByte = *alonePerByte;
-  }
+  // The cost of an exchange beside the backward pass, and with nothing
+  // computing beside it (both optional).
+  auto readLine = [&](StringRef name, bool &has, double &lineStartup,
+                      double &linePerByte) -> LogicalResult {
+    const std::string startupKey = (name + "_startup_s").str(),
+                      perByteKey = (name + "_per_byte_s").str();
+    std::optional<double> first = object->getNumber(startupKey),
+                          second = object->getNumber(perByteKey);
+    if (bool(first) != bool(second) || (first && (*first < 0 || *second < 0)))
+      return fail(startupKey + " and " + perByteKey +
+                  " must both be numbers >= 0, or both absent");
+    if ((has = bool(first))) {
+      lineStartup = *first;
+      linePerByte = *second;
+    }
+    return success();
+  };
+  if (failed(readLine("backward", profile.cost.hasBackwardLine,
+                      profile.cost.backwardStartup,
+                      profile.cost.backwardPerByte)) ||
+      failed(readLine("alone", profile.cost.hasAloneLine,
+                      profile.cost.aloneStartup, profile.cost.alonePerByte)))
+    return failure();
   // The exchanges' CPU time (optional), which the computation pays where
   // its threads fill the machine's cores (one per rank unless said).
   std::optional<double> cpuStartup =

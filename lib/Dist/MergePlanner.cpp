@@ -58,7 +58,11 @@ double AllReduceCost::atLeastTimed(double seconds, double bytes) const {
 }
 
 double AllReduceCost::time(double bytes) const {
-  return atLeastTimed(startup + perByte * bytes, bytes);
+  const double line = hasBackwardLine
+                          ? backwardStartup + backwardPerByte * bytes
+                          : startup + perByte * bytes;
+  const double seconds = atLeastTimed(line, bytes);
+  return hasAloneLine ? std::max(seconds, aloneTime(bytes)) : seconds;
 }
 
 double AllReduceCost::aloneTime(double bytes) const {
@@ -147,7 +151,7 @@ MergePlan mlir::dtrain::dist::planMGWFBP(llvm::ArrayRef<GradientTask> tasks,
   for (unsigned i = 0, e = tasks.size(); i < e; ++i) {
     bytes += tasks[i].bytes;
     start = std::max(free, ready[i]);
-    if (i + 1 < e && ready[i + 1] < start + cost.startup)
+    if (i + 1 < e && ready[i + 1] < start + cost.timeStartup())
       continue; // merging costs less waiting than a startup
     plan.push_back(i + 1);
     free = cost.end(start, bytes, ready.back());

@@ -14,9 +14,10 @@
 // an exchange counts from when the last rank began it, the turns before that
 // being the computation's), else to all-reduces of several sizes (from 4
 // bytes) timed on the job's ranks after training, each the fastest of its
-// repeats; the same fit to the steps' exchanges that began after the
-// backward pass had ended, where their sizes span a range (what an exchange
-// costs with nothing computing beside it); and the CPU time an exchange
+// repeats; the same fit to the steps' exchanges that ended before the
+// backward pass ended and to those that began after it, where their sizes
+// span a range (what an exchange costs beside the computation, and with
+// nothing computing beside it); and the CPU time an exchange
 // takes on the thread that runs it,
 // fitted by least squares to the steps' exchanges (the mean rank's), which
 // is taken from the computation where its threads fill the cores, and the
@@ -281,25 +282,39 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   // rank's fit.
   const bool inSteps = spansSizes(stepSizes);
   const Cost cost = inSteps ? fit(stepSizes, stepTimes) : fit(sizes, times);
-  // And of the exchanges that every rank began after every rank's backward
-  // pass had ended (a backlog, or the last ones), where their sizes span a
-  // range: nothing computes beside them, as beside a step's last bucket.
-  // The all-reduces timed after training ran so too, but each is the
-  // fastest of its repeats, back to back, where these are the steps' own.
-  std::vector<double> backwardEnds = stepBackwardEnds;
+  // The same fit to the exchanges that every rank ended before every
+  // rank's backward pass had ended, and to those that every rank began
+  // after it, where their sizes span a range: beside the computation, and
+  // alone (a backlog, or the last ones), as a step's last bucket. Beside a
+  // computation that fills the cores, an exchange waits for its threads'
+  // turns on them at every message (4-20 ms each on 2 ranks per core,
+  // against 0.1 ms alone). The all-reduces timed after training ran
+  // alone too, but each is the fastest of its repeats, back to back,
+  // where these are the steps' own.
+  std::vector<double> backwardEnds = stepBackwardEnds, lastEnds = stepEnds;
   dtrain_rt_all_reduce(comm, backwardEnds.data(), int64_t(backwardEnds.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
-  std::vector<double> aloneSizes, aloneTimes;
-  for (size_t i = 0; i < stepTimes.size(); ++i)
-    if (lastBegins[i] >= backwardEnds[i]) {
+  dtrain_rt_all_reduce(comm, lastEnds.data(), int64_t(lastEnds.size()),
+                       DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  std::vector<double> withinSizes, withinTimes, aloneSizes, aloneTimes;
+  for (size_t i = 0; i < stepTimes.size(); ++i) {
+    if (lastEnds[i] <= backwardEnds[i]) {
+      withinSizes.push_back(stepSizes[i]);
+      withinTimes.push_back(stepTimes[i]);
+    } else if (lastBegins[i] >= backwardEnds[i]) {
       aloneSizes.push_back(stepSizes[i]);
       aloneTimes.push_back(stepTimes[i]);
     }
+  }
   // (Every rank finds the same exchanges, from the same maxima.)
-  const bool aloneInSteps = spansSizes(aloneSizes);
+  const bool withinInSteps = spansSizes(withinSizes),
+             aloneInSteps = spansSizes(aloneSizes);
+  const Cost within =
+      withinInSteps ? fit(withinSizes, withinTimes) : Cost{0, 0};
   const Cost alone = aloneInSteps ? fit(aloneSizes, aloneTimes) : Cost{0, 0};
-  double lines[4] = {cost.startup, cost.perByte, alone.startup, alone.perByte};
-  dtrain_rt_all_reduce(comm, lines, 4, DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  double lines[6] = {cost.startup,   cost.perByte,  within.startup,
+                     within.perByte, alone.startup, alone.perByte};
+  dtrain_rt_all_reduce(comm, lines, 6, DTRAIN_RT_F64, DTRAIN_RT_MAX);
   const double startup = lines[0], perByte = lines[1];
   // The CPU time an exchange takes on its thread, the mean rank's: where
   // the computing threads fill the cores, it is taken from the computation.
@@ -323,10 +338,16 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   json += ",\n  \"startup_s\": " + std::string(number);
   std::snprintf(number, sizeof number, "%.9g", perByte);
   json += ",\n  \"per_byte_s\": " + std::string(number);
-  if (aloneInSteps) {
+  if (withinInSteps) {
     std::snprintf(number, sizeof number, "%.9g", lines[2]);
-    json += ",\n  \"alone_startup_s\": " + std::string(number);
+    json += ",\n  \"backward_startup_s\": " + std::string(number);
     std::snprintf(number, sizeof number, "%.9g", lines[3]);
+    json += ",\n  \"backward_per_byte_s\": " + std::string(number);
+  }
+  if (aloneInSteps) {
+    std::snprintf(number, sizeof number, "%.9g", lines[4]);
+    json += ",\n  \"alone_startup_s\": " + std::string(number);
+    std::snprintf(number, sizeof number, "%.9g", lines[5]);
     json += ",\n  \"alone_per_byte_s\": " + std::string(number);
   }
   std::snprintf(number, sizeof number, "%.9g", cpu[0]);

@@ -86,48 +86,71 @@ constexpr double kStepEnd = 4e-3, kStepEndCpu = 2e-3;
 /// What the first exchange takes more than the others' line.
 constexpr double kShared = 1.29024e-5;
 
+/// An exchange of BYTES queued at QUEUED, with the computation's CPU time
+/// at QUEUEDCPU, taking SECONDS once rank 1 has begun it too, 10 us + kSkew
+/// after it was queued (rank 0 kSkew earlier), and 2e-5 s + 5e-10 s per
+/// byte of CPU time on rank 0 (twice that on rank 1).
+TraceEvent exchange(int64_t bytes, double queued, double queuedCpu,
+                    double seconds) {
+  const double last = queued + 1e-5 + kSkew;
+  return TraceEvent{"all_reduce",
+                    TraceEvent::CommThread,
+                    last - (world()->rank == 0 ? kSkew : 0),
+                    last + seconds,
+                    bytes,
+                    queued,
+                    queuedCpu,
+                    (world()->rank + 1) * (2e-5 + 5e-10 * double(bytes))};
+}
+
+/// The hand-made steps' exchanges alone: 1e-4 s + 1e-9 s per byte.
+double aloneSeconds(int64_t bytes) { return 1e-4 + 1e-9 * double(bytes); }
+
+/// The step that ends at 4 ms (kStepEnd) with the computation's CPU time
+/// at 2 ms (kStepEndCpu).
+TraceEvent stepSpan() {
+  return {"step", TraceEvent::MainThread, 0, kStepEnd, -1, -1};
+}
+
 /// Two exchanges of 1 KiB and 64 KiB, queued 1 ms and 3 ms into the step
 /// after 0.8 ms of CPU time each, and a third of 1 KiB 10 us after the
 /// second, with the computation's CPU time read 1 us lower (the process's
 /// less the communication thread's, read one after the other), each taking
-/// 1e-4 s + 1e-9 s per byte once rank 1 has begun them too (the first,
-/// which shares the cores with the computation, kShared more), and 2e-5 s
-/// + 5e-10 s per byte of CPU time on rank 0 (twice that on rank 1). The
-/// last two begin after the backward pass has ended (the third was
-/// queued). Then the
+/// aloneSeconds() (the first, which shares the cores with the computation
+/// and ends within the backward pass, kShared more). The last two begin
+/// after the backward pass has ended (the third was queued). Then the
 /// updates, with a wait of 0.3 ms among them (its thread's calls for that
-/// exchange taking 10 us of CPU time on rank 0, 20 us on rank 1), until the
-/// step ends at 4 ms (kStepEnd) with the computation's CPU time at 2 ms
-/// (kStepEndCpu).
+/// exchange taking 10 us of CPU time on rank 0, 20 us on rank 1), until
+/// stepSpan() ends.
 std::vector<TraceEvent> handMadeStep() {
-  auto exchange = [](int64_t bytes, double queued, double queuedCpu,
-                     double more = 0) {
-    const double last = queued + 1e-5 + kSkew;
-    return TraceEvent{"all_reduce",
-                      TraceEvent::CommThread,
-                      last - (world()->rank == 0 ? kSkew : 0),
-                      last + 1e-4 + 1e-9 * double(bytes) + more,
-                      bytes,
-                      queued,
-                      queuedCpu,
-                      (world()->rank + 1) * (2e-5 + 5e-10 * double(bytes))};
-  };
-  return {exchange(1024, 1e-3, 0.8e-3, kShared),
-          exchange(65536, 3e-3, 1.6e-3),
-          exchange(1024, 3.01e-3, 1.599e-3),
+  return {exchange(1024, 1e-3, 0.8e-3, aloneSeconds(1024) + kShared),
+          exchange(65536, 3e-3, 1.6e-3, aloneSeconds(65536)),
+          exchange(1024, 3.01e-3, 1.599e-3, aloneSeconds(1024)),
           {kWaitSpanPrefix + std::string("all_reduce #1"),
            TraceEvent::MainThread, 3.2e-3, 3.5e-3, 65536, -1, -1,
            (world()->rank + 1) * 1e-5},
-          {"step", TraceEvent::MainThread, 0, kStepEnd, -1, -1}};
+          stepSpan()};
 }
 
-/// Rank 0's profile of 3 hand-made steps (the text, on rank 0 only), each
-/// rank computing on one thread.
-std::string profileOfHandMadeSteps() {
+/// Exchanges of 1 KiB and 16 KiB queued 1 ms and 1.5 ms into the step,
+/// each taking 3e-4 s + 2e-9 s per byte and ending within the backward
+/// pass, then the last two of handMadeStep().
+std::vector<TraceEvent> stepWithExchangesWithinTheBackwardPass() {
+  auto within = [](int64_t bytes) { return 3e-4 + 2e-9 * double(bytes); };
+  return {exchange(1024, 1e-3, 0.8e-3, within(1024)),
+          exchange(16384, 1.5e-3, 1.2e-3, within(16384)),
+          exchange(65536, 3e-3, 1.6e-3, aloneSeconds(65536)),
+          exchange(1024, 3.01e-3, 1.599e-3, aloneSeconds(1024)), stepSpan()};
+}
+
+/// Rank 0's profile of 3 steps of STEP's events (the text, on rank 0
+/// only), each rank computing on one thread.
+std::string
+profileOfHandMadeSteps(std::vector<TraceEvent> (*step)() = handMadeStep) {
   setenv("OMP_NUM_THREADS", "1", 1);
   StepProfile profile(0);
-  for (int step = 0; step < 3; ++step)
-    profile.addStep(handMadeStep(), 0, 0, kStepEnd, kStepEndCpu);
+  for (int i = 0; i < 3; ++i)
+    profile.addStep(step(), 0, 0, kStepEnd, kStepEndCpu);
   double pid = world()->rank == 0 ? double(getpid()) : 0;
   dtrain_rt_all_reduce(world(), &pid, 1, DTRAIN_RT_F64, DTRAIN_RT_SUM);
   const std::string path = ::testing::TempDir() + "dtrain-profile-test-" +
@@ -165,6 +188,8 @@ void expectProfile(const std::string &json, int hostCores,
   EXPECT_NEAR(number(json, "per_byte_s"), 0.9e-9, 1e-15);
   EXPECT_NEAR(number(json, "alone_startup_s"), startup, 1e-10);
   EXPECT_NEAR(number(json, "alone_per_byte_s"), 1e-9, 1e-15);
+  // One exchange ended within the backward pass: no line of its own.
+  EXPECT_EQ(json.find("backward_startup_s"), std::string::npos) << json;
   // The mean rank's CPU time per exchange.
   EXPECT_NEAR(number(json, "exchange_cpu_startup_s"), 3e-5, 1e-11);
   EXPECT_NEAR(number(json, "exchange_cpu_per_byte_s"), 7.5e-10, 1e-16);
@@ -185,6 +210,22 @@ TEST(StepProfile, RanksTakingTurnsOnOneCore) {
   // the computation's: the exchanges count from rank 1's start. The
   // updates: 2 x 0.401 ms of CPU time.
   expectProfile(json, 1, {1.6e-3, 1.6e-3, 0}, 0.802e-3, 1e-4);
+}
+
+// The exchanges that ended within the backward pass, and those that began
+// after it, each get a line of their own, fitted exactly (two sizes each).
+TEST(StepProfile, ExchangesWithinAndAfterTheBackwardPass) {
+  ASSERT_EQ(world()->size, 2) << "run with 2 ranks";
+  const PinnedTo pinned(0, 0);
+  ASSERT_TRUE(pinned.pinned()) << "cannot run on CPU 0";
+  const std::string json =
+      profileOfHandMadeSteps(stepWithExchangesWithinTheBackwardPass);
+  if (world()->rank != 0)
+    return;
+  EXPECT_NEAR(number(json, "backward_startup_s"), 3e-4, 1e-10) << json;
+  EXPECT_NEAR(number(json, "backward_per_byte_s"), 2e-9, 1e-15);
+  EXPECT_NEAR(number(json, "alone_startup_s"), 1e-4, 1e-10);
+  EXPECT_NEAR(number(json, "alone_per_byte_s"), 1e-9, 1e-15);
 }
 
 TEST(StepProfile, RanksOnTheirOwnCores) {

@@ -7,11 +7,13 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-spare-cores.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=SPARE
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=none report profile=%S/Inputs/merge-profile-alone.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=ALONE-NONE
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-alone.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=ALONE
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=mgwfbp report profile=%S/Inputs/merge-profile-backward.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=BACKWARD
 // RUN: not dtrain-opt %s --dtrain-merge-gradients="strategy=fastest" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-short.json" 2>&1 | FileCheck %s --check-prefix=SHORT
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-cores.json" 2>&1 | FileCheck %s --check-prefix=BAD-CORES
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-alone.json" 2>&1 | FileCheck %s --check-prefix=BAD-ALONE
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-backward.json" 2>&1 | FileCheck %s --check-prefix=BAD-BACKWARD
 
 // The step's exchanges, in production order: the loss (4 bytes), fc2.bias
 // (8), fc2.weight (24), fc1.weight (48). threshold-bytes=8 closes a bucket
@@ -66,6 +68,18 @@
 // ALONE: remark: bucket 1: exchanges 1..3, 80 bytes, predicted 2.700000 s to 7.200000 s
 // ALONE: remark: optimal: 2 buckets for 4 exchanges, predicted end 7.200000 s (none: 7.990000 s)
 
+// With a line for exchanges beside the backward pass too (0.2 s + 0.1 s
+// per byte), never below the line alone: exchange 0 takes 0.7 s (not 0.6),
+// exchange 1 1 s (not 0.9). Exchange 2 starts at 1.9 s and would end at
+// 4.5 s; 0.8 s of its 2.6 s is done at 2.7 s, the rest takes 1.8 / 2.6 of
+// its 1.7 s alone. MG-WFBP's rule merges within the backward line's
+// startup, 0.2 s, which no gradient is ready within: one bucket each.
+// BACKWARD: remark: bucket 0: exchanges 0..0, 4 bytes, predicted 0.000000 s to 0.700000 s
+// BACKWARD: remark: bucket 1: exchanges 1..1, 8 bytes, predicted 0.900000 s to 1.900000 s
+// BACKWARD: remark: bucket 2: exchanges 2..2, 24 bytes, predicted 1.900000 s to 3.876923 s
+// BACKWARD: remark: bucket 3: exchanges 3..3, 48 bytes, predicted 3.876923 s to 6.776923 s
+// BACKWARD: remark: mgwfbp: 4 buckets for 4 exchanges, predicted end 6.776923 s (none: 6.776923 s)
+
 // The same model on 4 ranks sharing 2 cores, each exchange taking 11 s +
 // 0.1 s per byte of CPU time: twice that is taken from the computation,
 // but for the last bucket's, which starts once the backward pass has
@@ -93,6 +107,7 @@
 // MISSING: error: --dtrain-merge-gradients: profile {{.*}}missing.json: cannot read it: No such file or directory
 // SHORT: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-short.json has 2 compute_s values but @train_step has 4 exchanges
 // BAD-ALONE: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-alone.json: alone_startup_s and alone_per_byte_s must both be numbers >= 0, or both absent
+// BAD-BACKWARD: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-backward.json: backward_startup_s and backward_per_byte_s must both be numbers >= 0, or both absent
 // BAD-CORES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-cores.json: exchange_cpu_startup_s, exchange_cpu_per_byte_s and exchange_caller_cpu_s must be >= 0, host_ranks, host_threads and host_cores >= 1
 
 func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {

@@ -6,6 +6,7 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-tail.json" -o /dev/null | FileCheck %s --check-prefix=TAIL
 // RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-bad-tail.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-TAIL
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-timed.json" -o /dev/null | FileCheck %s --check-prefix=TIMED
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-lines.json" -o /dev/null | FileCheck %s --check-prefix=LINES
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-cores.json" -o /dev/null | FileCheck %s --check-prefix=CORES
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=2,32 network=1gbe profile=%S/Inputs/simulate-profile.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SPARSE
 // RUN: not dtrain-opt %s --dtrain-simulate-step="sparse-density=2" 2>&1 | FileCheck %s --check-prefix=BAD-DENSITY
@@ -48,6 +49,17 @@
 // MEASURED:      all-reduce 1000.0 us + 1000.000 ns/byte measured on 4 ranks
 // MEASURED-NEXT: ranks
 // MEASURED-NEXT: 4          4.08 (0.07)        1.38 (0.22)        1.38 (0.22)        1.38 (0.22)   1
+
+// With lines beside the backward pass (2 ms + 1 us per byte) and alone
+// (0.1 ms + 0.5 us per byte): the loss's exchange would take 2.004 ms
+// beside the backward pass, which ends at 0.3 ms; 0.3 / 2.004 of it is
+// done then, the rest takes 1.704 / 2.004 of its 0.102 ms alone (0.3867
+// ms), then the others alone: 0.104, 0.112 and 0.124 ms, to 0.7267 ms.
+// One bucket, alone at 0.3 ms: 0.3 + 0.1 + 0.042 = 0.442 ms; MG-WFBP's
+// rule merges within the 2 ms startup.
+// LINES:      all-reduce 1000.0 us + 1000.000 ns/byte measured on 4 ranks; beside the backward pass 2000.0 us + 1000.000 ns/byte; alone 100.0 us + 500.000 ns/byte
+// LINES-NEXT: ranks
+// LINES-NEXT: 4          0.73 (0.41)        0.44 (0.68)        0.44 (0.68)        0.44 (0.68)   1
 
 // The profile's updates (tail_s, 0.5 ms) follow the last exchange: 4.084 +
 // 0.5 ms unmerged, 1.384 + 0.5 ms in one bucket; efficiency (0.3 + 0.5) /

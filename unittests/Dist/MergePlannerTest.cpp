@@ -291,6 +291,44 @@ TEST(MergePlanner, ExchangesPastTheBackwardPassRunAlone) {
             (std::vector<unsigned>{1, 3, 4}));
 }
 
+// Beside the backward pass, an exchange costs the line fitted to the
+// steps' exchanges that ran within it: here 2.5 s + 0.05 s per byte (2.9 s
+// for one gradient, 3.3 s for two), and alone the timed all-reduces (0.5 s
+// for 8 bytes, 0.9 s for 16, 0.05 s per byte beyond). One bucket per
+// gradient ends at 3.9, 4 + 0.5 * 2.8 / 2.9 (0.1 s of its 2.9 done), and
+// 0.5 s apart after that: 5 + 1.4 / 2.9 s. Gradients 0-1 at 2 end at
+// 4 + 0.9 * 1.3 / 3.3 and the rest 0.9 s later: the optimum, 4.9 + 1.17 /
+// 3.3 s (on the steps' line it is {1, 3, 4}, at 4.5 + 0.9 * 1.6 / 2.6 s).
+// MG-WFBP merges within the backward line's startup: each gradient is
+// ready 1 s after the previous one, so it makes one bucket.
+TEST(MergePlanner, ExchangesBesideTheBackwardPassCostTheBackwardLine) {
+  const GradientTask tasks[] = {{8, 1}, {8, 1}, {8, 1}, {8, 1}};
+  AllReduceCost model{1, 0.1, {{8, 0.5}, {16, 0.9}}};
+  EXPECT_DOUBLE_EQ(cost(tasks, {1, 3, 4}, model), 4.5 + 0.9 * 1.6 / 2.6);
+  EXPECT_EQ(asVector(planOptimal(tasks, model)),
+            (std::vector<unsigned>{1, 3, 4}));
+  model.hasBackwardLine = true;
+  model.backwardStartup = 2.5;
+  model.backwardPerByte = 0.05;
+  EXPECT_DOUBLE_EQ(model.time(16), 3.3);
+  EXPECT_DOUBLE_EQ(model.timeStartup(), 2.5);
+  EXPECT_DOUBLE_EQ(cost(tasks, planEachGradient(4), model), 5 + 1.4 / 2.9);
+  EXPECT_DOUBLE_EQ(cost(tasks, {2, 4}, model), 4.9 + 1.17 / 3.3);
+  for (const MergePlan &plan : allPlans(4))
+    EXPECT_GE(cost(tasks, plan, model), 4.9 + 1.17 / 3.3);
+  EXPECT_EQ(asVector(planOptimal(tasks, model)), (std::vector<unsigned>{2, 4}));
+  EXPECT_EQ(asVector(planMGWFBP(tasks, model)), (std::vector<unsigned>{4}));
+  // Never below the exchange alone: the computation only takes the cores
+  // from it.
+  model.backwardStartup = 0;
+  model.backwardPerByte = 0;
+  EXPECT_DOUBLE_EQ(model.time(16), 0.9); // the timed all-reduces
+  model.hasAloneLine = true;
+  model.aloneStartup = 0.5;
+  model.alonePerByte = 0.1;
+  EXPECT_DOUBLE_EQ(model.time(16), 2.1);
+}
+
 // The computing thread's calls to submit and wait for each bucket, 0.03 s
 // each, come after the exchanges: one exchange per gradient ends at 4.018
 // + 4 * 0.03 = 4.138 s, the best two buckets (3 gradients, then the last)
@@ -338,6 +376,13 @@ TEST(MergePlanner, OptimalEqualsBruteForceOnRandomInstances) {
       model.hasAloneLine = true;
       model.aloneStartup = share(rng) * model.startup;
       model.alonePerByte = share(rng) * model.perByte;
+    }
+    // A third with a line for the exchanges beside the backward pass, up
+    // to 10 times the steps' startup.
+    if (trial % 3 == 1) {
+      model.hasBackwardLine = true;
+      model.backwardStartup = 5 * share(rng) * model.startup;
+      model.backwardPerByte = share(rng) * model.perByte;
     }
     const std::vector<MergePlan> plans = allPlans(tasks.size());
     double best = std::numeric_limits<double>::infinity();

@@ -41,7 +41,16 @@ struct AllReduceCost {
   AllReduceCost(double startup, double perByte,
                 llvm::ArrayRef<std::pair<double, double>> measured = {})
       : startup(startup), perByte(perByte), measured(measured) {}
+  /// An exchange beside the backward pass: the backward line where there
+  /// is one (fitted to the steps' exchanges that ran within it), else the
+  /// line, never below the timed all-reduces' interpolation, nor where
+  /// there is an alone line, below aloneTime(): the computation only takes
+  /// the cores from the exchange.
   double time(double bytes) const;
+  /// The startup of time()'s line.
+  double timeStartup() const {
+    return hasBackwardLine ? backwardStartup : startup;
+  }
   /// An exchange with nothing computing beside it: the alone line where
   /// there is one (fitted to the steps' exchanges that ran after the
   /// backward pass), never below the timed all-reduces' interpolation
@@ -58,6 +67,10 @@ struct AllReduceCost {
 
   double startup = 0, perByte = 0;
   llvm::SmallVector<std::pair<double, double>> measured;
+  /// The backward line, backwardStartup + backwardPerByte * M, where
+  /// fitted.
+  bool hasBackwardLine = false;
+  double backwardStartup = 0, backwardPerByte = 0;
   /// The alone line, aloneStartup + alonePerByte * M, where fitted.
   bool hasAloneLine = false;
   double aloneStartup = 0, alonePerByte = 0;
@@ -117,8 +130,8 @@ MergePlan planThreshold(llvm::ArrayRef<GradientTask> tasks,
                         double thresholdBytes, double firstBucketBytes = 0);
 
 /// MG-WFBP's greedy rule: gradient i+1 joins the current bucket when it is
-/// ready less than one startup time after the current bucket's exchange
-/// could start (Shi et al.); otherwise the bucket closes.
+/// ready less than one startup time (timeStartup()) after the current
+/// bucket's exchange could start (Shi et al.); otherwise the bucket closes.
 MergePlan planMGWFBP(llvm::ArrayRef<GradientTask> tasks, AllReduceCost cost);
 
 /// The optimal plan under the same model (the least planEnd): a dynamic

@@ -141,13 +141,19 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     the start of the step), whose cost (a, b) replaces `startup` and
     `per-byte`; when it also has timed all-reduces (`"allreduce_bytes"`,
     `"allreduce_s"`, as a trainer's `--profile` writes them), the cost
-    never drops below their piecewise-linear interpolation. Once the
-    backward pass has ended, nothing computes beside an exchange, and it,
-    or what is left of it, costs the profile's line for exchanges alone
-    (`alone_startup_s + alone_per_byte_s * M`, fitted to the steps'
-    exchanges that began after the backward pass), never below the timed
-    all-reduces' interpolation, or that interpolation without such a line
-    (they were timed alone). Where the
+    never drops below their piecewise-linear interpolation. While the
+    backward pass runs, an exchange costs the profile's line for exchanges
+    beside it where it has one (`backward_startup_s + backward_per_byte_s
+    * M`, fitted to the steps' exchanges that ran within the backward
+    pass; where the computation fills the cores, an exchange waits for its
+    threads' turns at every message), and `mgwfbp` merges within that
+    line's startup. Once the backward pass has ended, nothing computes
+    beside an exchange, and it, or what is left of it, costs the profile's
+    line for exchanges alone (`alone_startup_s + alone_per_byte_s * M`,
+    fitted to the steps' exchanges that began after the backward pass),
+    never below the timed all-reduces' interpolation, or that
+    interpolation without such a line (they were timed alone); an exchange
+    beside the backward pass never costs less than alone. Where the
     profile's `host_threads` (the ranks' computing threads on a machine,
     default `host_ranks`) fill its `host_cores`, so that the communication
     threads share the cores with the computation, every thread's CPU time
