@@ -9,9 +9,10 @@
 // backward pass produces (the last layer's). Gradient i is ready at
 // ready(i) = backward[0] + ... + backward[i]. A bucket [s, e] is exchanged
 // once gradient e is ready and the previous bucket's exchange is done, and
-// takes startup + perByte * (bytes[s] + ... + bytes[e]) while the backward
-// pass runs beside it and its time alone after that (the last bucket,
-// which starts once the backward pass has ended, runs alone throughout);
+// takes AllReduceCost::time() of bytes[s] + ... + bytes[e] while the
+// backward pass runs beside it and aloneTime() after that (the last
+// bucket, which starts once the backward pass has ended, runs alone
+// throughout);
 // exchanges run one at a time, in order. A plan's cost is when its last
 // exchange ends, but no earlier than the cores allow where the computation
 // fills them: the computation plus the CPU time each exchange before the
