@@ -128,8 +128,8 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
     return fail("startup_s and per_byte_s must be >= 0");
   // The cost of an exchange beside the backward pass, and with nothing
   // computing beside it (both optional).
-  auto readLine = [&](StringRef name, bool &has, double &lineStartup,
-                      double &linePerByte) -> LogicalResult {
+  auto readLine = [&](StringRef name,
+                      std::optional<CostLine> &line) -> LogicalResult {
     const std::string startupKey = (name + "_startup_s").str(),
                       perByteKey = (name + "_per_byte_s").str();
     std::optional<double> first = object->getNumber(startupKey),
@@ -137,17 +137,12 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
     if (bool(first) != bool(second) || (first && (*first < 0 || *second < 0)))
       return fail(startupKey + " and " + perByteKey +
                   " must both be numbers >= 0, or both absent");
-    if ((has = bool(first))) {
-      lineStartup = *first;
-      linePerByte = *second;
-    }
+    if (first)
+      line = CostLine{*first, *second};
     return success();
   };
-  if (failed(readLine("backward", profile.cost.hasBackwardLine,
-                      profile.cost.backwardStartup,
-                      profile.cost.backwardPerByte)) ||
-      failed(readLine("alone", profile.cost.hasAloneLine,
-                      profile.cost.aloneStartup, profile.cost.alonePerByte)))
+  if (failed(readLine("backward", profile.cost.backwardLine)) ||
+      failed(readLine("alone", profile.cost.aloneLine)))
     return failure();
   // The exchanges' CPU time (optional), which the computation pays where
   // its threads fill the machine's cores (one per rank unless said).

@@ -58,16 +58,15 @@ double AllReduceCost::atLeastTimed(double seconds, double bytes) const {
 }
 
 double AllReduceCost::time(double bytes) const {
-  const double line = hasBackwardLine
-                          ? backwardStartup + backwardPerByte * bytes
-                          : startup + perByte * bytes;
+  const double line =
+      backwardLine ? backwardLine->at(bytes) : startup + perByte * bytes;
   const double seconds = atLeastTimed(line, bytes);
-  return hasAloneLine ? std::max(seconds, aloneTime(bytes)) : seconds;
+  return aloneLine ? std::max(seconds, aloneTime(bytes)) : seconds;
 }
 
 double AllReduceCost::aloneTime(double bytes) const {
-  if (hasAloneLine)
-    return atLeastTimed(aloneStartup + alonePerByte * bytes, bytes);
+  if (aloneLine)
+    return atLeastTimed(aloneLine->at(bytes), bytes);
   return measured.empty() ? time(bytes) : interpolated(bytes);
 }
 

@@ -133,14 +133,15 @@ struct SimulateStepPass
         os << llvm::formatv(", never below {0} timed all-reduces",
                             measured->cost.measured.size());
       const AllReduceCost &cost = measured->cost;
-      if (cost.hasBackwardLine)
+      if (cost.backwardLine)
         os << llvm::formatv("; beside the backward pass {0:f1} us + {1:f3} "
                             "ns/byte",
-                            cost.backwardStartup * 1e6,
-                            cost.backwardPerByte * 1e9);
-      if (cost.hasAloneLine)
+                            cost.backwardLine->startup * 1e6,
+                            cost.backwardLine->perByte * 1e9);
+      if (cost.aloneLine)
         os << llvm::formatv("; alone {0:f1} us + {1:f3} ns/byte",
-                            cost.aloneStartup * 1e6, cost.alonePerByte * 1e9);
+                            cost.aloneLine->startup * 1e6,
+                            cost.aloneLine->perByte * 1e9);
       if (cost.cpuStartup > 0 || cost.cpuPerByte > 0 || cost.callerCpu > 0)
         os << llvm::formatv("; the computing threads fill the cores: each "
                             "exchange takes {0:f1} us + {1:f3} ns/byte from "

@@ -334,28 +334,24 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
                      (inSteps ? "exchanges in the steps" : "timed all-reduces") +
                      "\"";
   char number[64];
-  std::snprintf(number, sizeof number, "%.9g", startup);
-  json += ",\n  \"startup_s\": " + std::string(number);
-  std::snprintf(number, sizeof number, "%.9g", perByte);
-  json += ",\n  \"per_byte_s\": " + std::string(number);
+  // Appends "KEY": VALUE to the object.
+  auto field = [&](const char *key, double value) {
+    std::snprintf(number, sizeof number, "%.9g", value);
+    json += ",\n  \"" + std::string(key) + "\": " + number;
+  };
+  field("startup_s", startup);
+  field("per_byte_s", perByte);
   if (withinInSteps) {
-    std::snprintf(number, sizeof number, "%.9g", lines[2]);
-    json += ",\n  \"backward_startup_s\": " + std::string(number);
-    std::snprintf(number, sizeof number, "%.9g", lines[3]);
-    json += ",\n  \"backward_per_byte_s\": " + std::string(number);
+    field("backward_startup_s", lines[2]);
+    field("backward_per_byte_s", lines[3]);
   }
   if (aloneInSteps) {
-    std::snprintf(number, sizeof number, "%.9g", lines[4]);
-    json += ",\n  \"alone_startup_s\": " + std::string(number);
-    std::snprintf(number, sizeof number, "%.9g", lines[5]);
-    json += ",\n  \"alone_per_byte_s\": " + std::string(number);
+    field("alone_startup_s", lines[4]);
+    field("alone_per_byte_s", lines[5]);
   }
-  std::snprintf(number, sizeof number, "%.9g", cpu[0]);
-  json += ",\n  \"exchange_cpu_startup_s\": " + std::string(number);
-  std::snprintf(number, sizeof number, "%.9g", cpu[1]);
-  json += ",\n  \"exchange_cpu_per_byte_s\": " + std::string(number);
-  std::snprintf(number, sizeof number, "%.9g", cpu[2]);
-  json += ",\n  \"exchange_caller_cpu_s\": " + std::string(number);
+  field("exchange_cpu_startup_s", cpu[0]);
+  field("exchange_cpu_per_byte_s", cpu[1]);
+  field("exchange_caller_cpu_s", cpu[2]);
   // Where the computing threads fill the cores (computationSeconds), the
   // CPU time times ranks per core, not the wall time even where it is the
   // longer: that also holds the communication threads' time, which the
@@ -372,9 +368,8 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
                   computation(computeSums[i], computeCpuSums[i]));
     json += number;
   }
-  std::snprintf(number, sizeof number, "%.9g",
-                computation(tailSum, tailCpuSum));
-  json += "],\n  \"tail_s\": " + std::string(number);
+  json += "]";
+  field("tail_s", computation(tailSum, tailCpuSum));
   json += ",\n  \"exchange_bytes\": [";
   for (size_t i = 0; i < bytes.size(); ++i)
     json += (i ? ", " : "") + std::to_string(bytes[i]);
@@ -386,8 +381,8 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
     std::snprintf(number, sizeof number, "%s%.9g", i ? ", " : "", times[i]);
     json += number;
   }
-  std::snprintf(number, sizeof number, "%.9g", selectSpeed);
-  json += "],\n  \"select_elements_per_s\": " + std::string(number);
+  json += "]";
+  field("select_elements_per_s", selectSpeed);
   json += ",\n  \"host_ranks\": " + std::to_string(host.ranks) +
           ",\n  \"host_threads\": " + std::to_string(host.threads) +
           ",\n  \"host_cores\": " + std::to_string(host.cores) + "\n}\n";

@@ -260,9 +260,7 @@ TEST(MergePlanner, TheLastBucketRunsAlone) {
   EXPECT_DOUBLE_EQ(cost(tasks, {1, 4}, model), 5.5);
   // With a line fitted to the steps' exchanges that ran alone, that line,
   // never below the timed all-reduces.
-  model.hasAloneLine = true;
-  model.aloneStartup = 0.5;
-  model.alonePerByte = 0.05;
+  model.aloneLine = CostLine{0.5, 0.05};
   EXPECT_DOUBLE_EQ(model.aloneTime(32), 2.1);
   EXPECT_DOUBLE_EQ(model.aloneTime(4), 0.7); // the timed: flat 0.5
   EXPECT_DOUBLE_EQ(cost(tasks, {4}, model), 6.1);
@@ -307,9 +305,7 @@ TEST(MergePlanner, ExchangesBesideTheBackwardPassCostTheBackwardLine) {
   EXPECT_DOUBLE_EQ(cost(tasks, {1, 3, 4}, model), 4.5 + 0.9 * 1.6 / 2.6);
   EXPECT_EQ(asVector(planOptimal(tasks, model)),
             (std::vector<unsigned>{1, 3, 4}));
-  model.hasBackwardLine = true;
-  model.backwardStartup = 2.5;
-  model.backwardPerByte = 0.05;
+  model.backwardLine = CostLine{2.5, 0.05};
   EXPECT_DOUBLE_EQ(model.time(16), 3.3);
   EXPECT_DOUBLE_EQ(model.timeStartup(), 2.5);
   EXPECT_DOUBLE_EQ(cost(tasks, planEachGradient(4), model), 5 + 1.4 / 2.9);
@@ -320,12 +316,9 @@ TEST(MergePlanner, ExchangesBesideTheBackwardPassCostTheBackwardLine) {
   EXPECT_EQ(asVector(planMGWFBP(tasks, model)), (std::vector<unsigned>{4}));
   // Never below the exchange alone: the computation only takes the cores
   // from it.
-  model.backwardStartup = 0;
-  model.backwardPerByte = 0;
+  model.backwardLine = CostLine{0, 0};
   EXPECT_DOUBLE_EQ(model.time(16), 0.9); // the timed all-reduces
-  model.hasAloneLine = true;
-  model.aloneStartup = 0.5;
-  model.alonePerByte = 0.1;
+  model.aloneLine = CostLine{0.5, 0.1};
   EXPECT_DOUBLE_EQ(model.time(16), 2.1);
 }
 
@@ -373,16 +366,14 @@ TEST(MergePlanner, OptimalEqualsBruteForceOnRandomInstances) {
     // A fifth with a line for the exchanges alone, above the steps' line
     // for some sizes in some of them.
     if (trial % 5 == 2) {
-      model.hasAloneLine = true;
-      model.aloneStartup = share(rng) * model.startup;
-      model.alonePerByte = share(rng) * model.perByte;
+      model.aloneLine =
+          CostLine{share(rng) * model.startup, share(rng) * model.perByte};
     }
     // A third with a line for the exchanges beside the backward pass, up
     // to 10 times the steps' startup.
     if (trial % 3 == 1) {
-      model.hasBackwardLine = true;
-      model.backwardStartup = 5 * share(rng) * model.startup;
-      model.backwardPerByte = share(rng) * model.perByte;
+      model.backwardLine =
+          CostLine{5 * share(rng) * model.startup, share(rng) * model.perByte};
     }
     const std::vector<MergePlan> plans = allPlans(tasks.size());
     double best = std::numeric_limits<double>::infinity();

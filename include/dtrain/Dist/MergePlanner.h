@@ -27,8 +27,15 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace mlir::dtrain::dist {
+
+/// A fitted cost line: startup + perByte * M seconds for M bytes.
+struct CostLine {
+  double startup = 0, perByte = 0;
+  double at(double bytes) const { return startup + perByte * bytes; }
+};
 
 /// All-reduce time T(M) = startup + perByte * M (seconds, M in bytes): the
 /// alpha-beta model, fitted at the job's rank count. With timed all-reduces
@@ -50,7 +57,7 @@ struct AllReduceCost {
   double time(double bytes) const;
   /// The startup of time()'s line.
   double timeStartup() const {
-    return hasBackwardLine ? backwardStartup : startup;
+    return backwardLine ? backwardLine->startup : startup;
   }
   /// An exchange with nothing computing beside it: the alone line where
   /// there is one (fitted to the steps' exchanges that ran after the
@@ -68,13 +75,8 @@ struct AllReduceCost {
 
   double startup = 0, perByte = 0;
   llvm::SmallVector<std::pair<double, double>> measured;
-  /// The backward line, backwardStartup + backwardPerByte * M, where
-  /// fitted.
-  bool hasBackwardLine = false;
-  double backwardStartup = 0, backwardPerByte = 0;
-  /// The alone line, aloneStartup + alonePerByte * M, where fitted.
-  bool hasAloneLine = false;
-  double aloneStartup = 0, alonePerByte = 0;
+  /// The backward line and the alone line, where fitted.
+  std::optional<CostLine> backwardLine, aloneLine;
   /// MEASURED's piecewise-linear interpolation (not empty).
   double interpolated(double bytes) const;
   /// SECONDS for BYTES, never below that interpolation.
