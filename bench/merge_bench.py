@@ -117,7 +117,7 @@ def startup_share(name, profile):
             title, fit[key + "_startup_s"] * 1e3,
             fit[key + "_per_byte_s"] * 1e9)
             if key + "_startup_s" in fit else "; no line " + title)
-    alone = (line("backward", "beside the backward pass") +
+    lines = (line("backward", "beside the backward pass") +
              line("alone", "alone (after the backward pass)"))
     return ("- %s: %d exchanges, %.2f MB; all-reduce %.3f ms + %.3f ns/B "
             "(%s)%s; computation %.1f ms, start-ups %.1f ms, transfers "
@@ -126,7 +126,7 @@ def startup_share(name, profile):
             "computing thread %.1f ms, at %g ranks and %g computing "
             "threads per core" % (
                 name, len(sizes), sum(sizes) / 1e6, fit["startup_s"] * 1e3,
-                fit["per_byte_s"] * 1e9, fit["cost_from"], alone,
+                fit["per_byte_s"] * 1e9, fit["cost_from"], lines,
                 sum(fit["compute_s"]) * 1e3, startups * 1e3,
                 transfers * 1e3, 100 * startups / (startups + transfers),
                 cpu * 1e3, fit["exchange_cpu_startup_s"] * 1e3,
