@@ -65,8 +65,9 @@ double mlir::dtrain::dist::estimateSeconds(Operation *op, ComputeSpeed speed) {
       });
 }
 
-FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
-                                                   StringRef option) {
+/// Reads the profile at PATH, without refitting.
+static FailureOr<Profile> readOneProfile(StringRef path, Location loc,
+                                         StringRef option) {
   auto fail = [&](const Twine &message) -> FailureOr<Profile> {
     return emitError(loc) << option << ": profile " << path << ": " << message;
   };
@@ -144,6 +145,39 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
   if (failed(readLine("backward", profile.cost.backwardLine)) ||
       failed(readLine("alone", profile.cost.aloneLine)))
     return failure();
+  // And the exchanges they were fitted to (optional).
+  auto readSamples =
+      [&](StringRef key,
+          std::optional<std::vector<::dtrain::rt::LineSample>> &samples)
+      -> LogicalResult {
+    const llvm::json::Value *value = object->get(key);
+    if (!value)
+      return success();
+    const llvm::json::Array *array = value->getAsArray();
+    auto bad = [&] {
+      return fail(key + " must be an array of [bytes > 0, seconds >= 0, "
+                        "count > 0]");
+    };
+    if (!array)
+      return bad();
+    samples.emplace();
+    for (const llvm::json::Value &entry : *array) {
+      const llvm::json::Array *triple = entry.getAsArray();
+      if (!triple || triple->size() != 3)
+        return bad();
+      std::optional<double> bytes = (*triple)[0].getAsNumber(),
+                            seconds = (*triple)[1].getAsNumber(),
+                            count = (*triple)[2].getAsNumber();
+      if (!bytes || !seconds || !count || !(*bytes > 0) || !(*seconds >= 0) ||
+          !(*count > 0))
+        return bad();
+      samples->push_back({*bytes, *seconds, *count});
+    }
+    return success();
+  };
+  if (failed(readSamples("backward_exchanges", profile.backwardSamples)) ||
+      failed(readSamples("alone_exchanges", profile.aloneSamples)))
+    return failure();
   // The exchanges' CPU time (optional), which the computation pays where
   // its threads fill the machine's cores (one per rank unless said).
   std::optional<double> cpuStartup =
@@ -169,6 +203,51 @@ FailureOr<Profile> mlir::dtrain::dist::readProfile(StringRef path, Location loc,
     // and wait for each exchange; elsewhere its wall time holds them.
     profile.cost.callerCpu = callerCpu.value_or(0) * ranksPerCore;
   }
+  return profile;
+}
+
+FailureOr<Profile>
+mlir::dtrain::dist::readProfile(StringRef path,
+                                ArrayRef<std::string> refitPaths, Location loc,
+                                StringRef option) {
+  FailureOr<Profile> profile = readOneProfile(path, loc, option);
+  if (failed(profile) || refitPaths.empty())
+    return profile;
+  // The lines over the exchanges of every profile: a merged trainer's
+  // buckets are larger than the unmerged trainer's exchanges that ran
+  // within its backward pass (4 B-51 KB on the emulated cluster), which
+  // left the cost of a MB bucket there to an extrapolation.
+  auto refit = [&](StringRef file, const Profile &other) -> LogicalResult {
+    if (profile->ranks && other.ranks && *profile->ranks != *other.ranks)
+      return emitError(loc) << option << ": refit-profiles: profile " << file
+                            << " is of " << *other.ranks << " ranks, but "
+                            << path << " of " << *profile->ranks;
+    for (const Profile *each :
+         {static_cast<const Profile *>(&*profile), &other})
+      if (!each->backwardSamples || !each->aloneSamples)
+        return emitError(loc)
+               << option << ": refit-profiles: profile "
+               << (each == &other ? file : path)
+               << " has no backward_exchanges and alone_exchanges to refit "
+                  "to (a trainer's --profile writes them)";
+    llvm::append_range(*profile->backwardSamples, *other.backwardSamples);
+    llvm::append_range(*profile->aloneSamples, *other.aloneSamples);
+    return success();
+  };
+  for (const std::string &file : refitPaths) {
+    FailureOr<Profile> other = readOneProfile(file, loc, option);
+    if (failed(other) || failed(refit(file, *other)))
+      return failure();
+  }
+  auto fitted = [](const std::vector<::dtrain::rt::LineSample> &samples)
+      -> std::optional<CostLine> {
+    if (!::dtrain::rt::spansSizes(samples))
+      return std::nullopt;
+    ::dtrain::rt::FittedLine line = ::dtrain::rt::fitLine(samples);
+    return CostLine{line.startup, line.perByte};
+  };
+  profile->cost.backwardLine = fitted(*profile->backwardSamples);
+  profile->cost.aloneLine = fitted(*profile->aloneSamples);
   return profile;
 }
 

@@ -131,6 +131,10 @@ struct MergeGradientsPass
       return emitError(UnknownLoc::get(context))
              << "--dtrain-merge-gradients: sparse-density must be in [0, 1], "
                 "ranks >= 2 and sparse-aggregate allgather or gtopk";
+    if (!refitProfiles.empty() && profile.empty())
+      return emitError(UnknownLoc::get(context))
+             << "--dtrain-merge-gradients: refit-profiles needs "
+                "profile=FILE.json";
     return success();
   }
 
@@ -149,8 +153,8 @@ struct MergeGradientsPass
 
     AllReduceCost cost{startup, perByte};
     if (!profile.empty()) {
-      FailureOr<Profile> measured =
-          readProfile(profile, func.getLoc(), "--dtrain-merge-gradients");
+      FailureOr<Profile> measured = readProfile(
+          profile, refitProfiles, func.getLoc(), "--dtrain-merge-gradients");
       if (failed(measured))
         return signalPassFailure();
       if (measured->computeSeconds.size() != exchanges.size()) {

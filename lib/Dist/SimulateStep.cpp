@@ -44,6 +44,10 @@ struct SimulateStepPass
              << "--dtrain-simulate-step: network '" << network
              << "' is not valid (accepted: 1gbe, 10gbe, 100gb-ib, and "
                 "profile with a profile=FILE)";
+    if (!refitProfiles.empty() && profile.empty())
+      return emitError(UnknownLoc::get(context))
+             << "--dtrain-simulate-step: refit-profiles needs "
+                "profile=FILE.json";
     for (int64_t p : ranks)
       if (p < 1)
         return emitError(UnknownLoc::get(context))
@@ -78,8 +82,8 @@ struct SimulateStepPass
     std::string source = "estimated";
     std::optional<Profile> measured;
     if (!profile.empty()) {
-      FailureOr<Profile> read =
-          readProfile(profile, func.getLoc(), "--dtrain-simulate-step");
+      FailureOr<Profile> read = readProfile(
+          profile, refitProfiles, func.getLoc(), "--dtrain-simulate-step");
       if (failed(read))
         return signalPassFailure();
       measured = *read;

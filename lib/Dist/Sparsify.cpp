@@ -147,7 +147,7 @@ LogicalResult SparsifyPass::initialize(MLIRContext *context) {
     if (profile.empty())
       return error() << "network=profile needs profile=FILE.json";
     FailureOr<Profile> measured =
-        readProfile(profile, loc, "--dtrain-sparsify");
+        readProfile(profile, {}, loc, "--dtrain-sparsify");
     if (failed(measured))
       return failure();
     // The rank count the cost was measured at: the profile's, else ranks=.

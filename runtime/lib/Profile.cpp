@@ -17,8 +17,10 @@
 // repeats; the same fit to the steps' exchanges that ended before the
 // backward pass ended and to those that began after it, where their sizes
 // span a range (what an exchange costs beside the computation, and with
-// nothing computing beside it); and the CPU time an exchange
-// takes on the thread that runs it,
+// nothing computing beside it), with those exchanges (the slowest rank's
+// mean of each), to which the planners' refit-profiles= refits the lines
+// together with a merged trainer's; and the CPU time an exchange takes on
+// the thread that runs it,
 // fitted by least squares to the steps' exchanges (the mean rank's), which
 // is taken from the computation where its threads fill the cores, and the
 // CPU time the computing thread takes to submit an exchange and wait for
@@ -33,6 +35,7 @@
 
 #include "ArrayFile.h"
 #include "Internal.h"
+#include "dtrain_rt_line_fit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -93,32 +96,26 @@ void StepProfile::addStep(const std::vector<TraceEvent> &events,
 
 namespace {
 
-struct Cost {
-  double startup, perByte;
-};
-
-/// Least squares of TIMES = startup + perByte * SIZES, both clamped at 0.
-Cost fit(const std::vector<double> &sizes,
-                  const std::vector<double> &times) {
-  double n = double(sizes.size()), sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    sx += sizes[i];
-    sy += times[i];
-    sxx += sizes[i] * sizes[i];
-    sxy += sizes[i] * times[i];
-  }
-  const double denominator = n * sxx - sx * sx;
-  double perByte = denominator > 0 ? (n * sxy - sx * sy) / denominator : 0;
-  perByte = std::max(perByte, 0.0);
-  return {std::max((sy - perByte * sx) / n, 0.0), perByte};
+/// SIZES and TIMES as samples of one exchange each.
+std::vector<LineSample> samplesOf(const std::vector<double> &sizes,
+                                  const std::vector<double> &times) {
+  std::vector<LineSample> samples;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    samples.push_back({sizes[i], times[i]});
+  return samples;
 }
 
-/// Whether SIZES span enough of a range (16x, from 1 KiB) to fit a line.
-bool spansSizes(const std::vector<double> &sizes) {
-  return !sizes.empty() &&
-         *std::max_element(sizes.begin(), sizes.end()) >=
-             16 * std::max(*std::min_element(sizes.begin(), sizes.end()),
-                           1024.0);
+/// Appends "KEY": [[bytes, seconds, count], ...] to JSON.
+void appendSamples(std::string &json, const char *key,
+                   const std::vector<LineSample> &samples) {
+  json += ",\n  \"" + std::string(key) + "\": [";
+  char number[96];
+  for (size_t i = 0; i < samples.size(); ++i) {
+    std::snprintf(number, sizeof number, "%s[%.9g, %.9g, %.9g]", i ? ", " : "",
+                  samples[i].bytes, samples[i].seconds, samples[i].count);
+    json += number;
+  }
+  json += "]";
 }
 
 /// The fastest of REPEATS all-reduces of COUNT floats, each the slowest
@@ -280,8 +277,10 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   // slowest rank, and shares the cores with the computation) when their
   // sizes span a range, else the timed one. Every rank takes the slowest
   // rank's fit.
-  const bool inSteps = spansSizes(stepSizes);
-  const Cost cost = inSteps ? fit(stepSizes, stepTimes) : fit(sizes, times);
+  const std::vector<LineSample> inStepSamples = samplesOf(stepSizes, stepTimes);
+  const bool inSteps = spansSizes(inStepSamples);
+  const FittedLine cost =
+      fitLine(inSteps ? inStepSamples : samplesOf(sizes, times));
   // The same fit to the exchanges that every rank ended before every
   // rank's backward pass had ended, and to those that every rank began
   // after it, where their sizes span a range: beside the computation, and
@@ -290,35 +289,60 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   // turns on them at every message (4-20 ms each on 2 ranks per core,
   // against 0.1 ms alone). The all-reduces timed after training ran
   // alone too, but each is the fastest of its repeats, back to back,
-  // where these are the steps' own.
+  // where these are the steps' own. Each exchange of the step is one
+  // sample, its mean over the steps where it ran so, which the profile
+  // also writes: the planners refit these lines to the samples of several
+  // profiles (of merged trainers, whose buckets are larger).
   std::vector<double> backwardEnds = stepBackwardEnds, lastEnds = stepEnds;
   dtrain_rt_all_reduce(comm, backwardEnds.data(), int64_t(backwardEnds.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
   dtrain_rt_all_reduce(comm, lastEnds.data(), int64_t(lastEnds.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
-  std::vector<double> withinSizes, withinTimes, aloneSizes, aloneTimes;
+  const size_t perStep = bytes.size();
+  std::vector<LineSample> within(perStep), alone(perStep);
+  for (size_t i = 0; i < perStep; ++i)
+    within[i] = alone[i] = {double(bytes[i]), 0, 0};
   for (size_t i = 0; i < stepTimes.size(); ++i) {
-    if (lastEnds[i] <= backwardEnds[i]) {
-      withinSizes.push_back(stepSizes[i]);
-      withinTimes.push_back(stepTimes[i]);
-    } else if (lastBegins[i] >= backwardEnds[i]) {
-      aloneSizes.push_back(stepSizes[i]);
-      aloneTimes.push_back(stepTimes[i]);
+    LineSample *sample = lastEnds[i] <= backwardEnds[i] ? &within[i % perStep]
+                         : lastBegins[i] >= backwardEnds[i]
+                             ? &alone[i % perStep]
+                             : nullptr;
+    if (sample) {
+      sample->seconds += stepTimes[i];
+      sample->count += 1;
     }
   }
   // (Every rank finds the same exchanges, from the same maxima.)
-  const bool withinInSteps = spansSizes(withinSizes),
-             aloneInSteps = spansSizes(aloneSizes);
-  const Cost within =
-      withinInSteps ? fit(withinSizes, withinTimes) : Cost{0, 0};
-  const Cost alone = aloneInSteps ? fit(aloneSizes, aloneTimes) : Cost{0, 0};
-  double lines[6] = {cost.startup,   cost.perByte,  within.startup,
-                     within.perByte, alone.startup, alone.perByte};
-  dtrain_rt_all_reduce(comm, lines, 6, DTRAIN_RT_F64, DTRAIN_RT_MAX);
-  const double startup = lines[0], perByte = lines[1];
+  auto means = [](std::vector<LineSample> sums) {
+    std::vector<LineSample> samples;
+    for (LineSample &s : sums)
+      if (s.count > 0)
+        samples.push_back({s.bytes, s.seconds / s.count, s.count});
+    return samples;
+  };
+  std::vector<LineSample> withinSamples = means(within),
+                          aloneSamples = means(alone);
+  // Every rank fits and writes the slowest rank's means.
+  std::vector<double> meanSeconds;
+  for (const auto *samples : {&withinSamples, &aloneSamples})
+    for (const LineSample &s : *samples)
+      meanSeconds.push_back(s.seconds);
+  dtrain_rt_all_reduce(comm, meanSeconds.data(), int64_t(meanSeconds.size()),
+                       DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  size_t next = 0;
+  for (auto *samples : {&withinSamples, &aloneSamples})
+    for (LineSample &s : *samples)
+      s.seconds = meanSeconds[next++];
+  const bool withinInSteps = spansSizes(withinSamples),
+             aloneInSteps = spansSizes(aloneSamples);
+  const FittedLine withinLine = fitLine(withinSamples),
+                   aloneLine = fitLine(aloneSamples);
+  double mainLine[2] = {cost.startup, cost.perByte};
+  dtrain_rt_all_reduce(comm, mainLine, 2, DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  const double startup = mainLine[0], perByte = mainLine[1];
   // The CPU time an exchange takes on its thread, the mean rank's: where
   // the computing threads fill the cores, it is taken from the computation.
-  const Cost cpuFit = fit(stepSizes, stepCpus);
+  const FittedLine cpuFit = fitLine(samplesOf(stepSizes, stepCpus));
   // And the computing thread's, to submit it and wait for it.
   double cpu[3] = {cpuFit.startup / comm->size, cpuFit.perByte / comm->size,
                    callerCpuSum / std::max(callerCount, 1.0) / comm->size};
@@ -342,13 +366,15 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   field("startup_s", startup);
   field("per_byte_s", perByte);
   if (withinInSteps) {
-    field("backward_startup_s", lines[2]);
-    field("backward_per_byte_s", lines[3]);
+    field("backward_startup_s", withinLine.startup);
+    field("backward_per_byte_s", withinLine.perByte);
   }
   if (aloneInSteps) {
-    field("alone_startup_s", lines[4]);
-    field("alone_per_byte_s", lines[5]);
+    field("alone_startup_s", aloneLine.startup);
+    field("alone_per_byte_s", aloneLine.perByte);
   }
+  appendSamples(json, "backward_exchanges", withinSamples);
+  appendSamples(json, "alone_exchanges", aloneSamples);
   field("exchange_cpu_startup_s", cpu[0]);
   field("exchange_cpu_per_byte_s", cpu[1]);
   field("exchange_caller_cpu_s", cpu[2]);

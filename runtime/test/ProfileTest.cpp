@@ -80,6 +80,25 @@ std::vector<double> numbers(const std::string &json, const std::string &key) {
   return values;
 }
 
+/// The samples of "KEY": [[bytes, seconds, count], ...], flat.
+std::vector<double> samples(const std::string &json, const std::string &key) {
+  const size_t at = json.find("\"" + key + "\": [");
+  EXPECT_NE(at, std::string::npos) << key;
+  std::vector<double> values;
+  if (at == std::string::npos)
+    return values;
+  const size_t from = at + key.size() + 5, to = json.find("]]", from);
+  std::string text = json.substr(from, to == std::string::npos ? 0 : to - from);
+  for (char &c : text)
+    if (c == '[' || c == ']')
+      c = ' ';
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    values.push_back(std::stod(item));
+  return values;
+}
+
 /// Rank 1 begins each exchange this much later than rank 0.
 constexpr double kSkew = 5e-5;
 constexpr double kStepEnd = 4e-3, kStepEndCpu = 2e-3;
@@ -226,6 +245,20 @@ TEST(StepProfile, ExchangesWithinAndAfterTheBackwardPass) {
   EXPECT_NEAR(number(json, "backward_per_byte_s"), 2e-9, 1e-15);
   EXPECT_NEAR(number(json, "alone_startup_s"), 1e-4, 1e-10);
   EXPECT_NEAR(number(json, "alone_per_byte_s"), 1e-9, 1e-15);
+  // And the exchanges the lines were fitted to, in the step's order: each
+  // its bytes, seconds and the 3 steps.
+  const std::vector<double> within = samples(json, "backward_exchanges"),
+                            alone = samples(json, "alone_exchanges");
+  const std::vector<double> withinExpected = {1024,  3e-4 + 2e-9 * 1024,  3,
+                                              16384, 3e-4 + 2e-9 * 16384, 3};
+  const std::vector<double> aloneExpected = {65536, aloneSeconds(65536), 3,
+                                             1024,  aloneSeconds(1024),  3};
+  ASSERT_EQ(within.size(), withinExpected.size()) << json;
+  ASSERT_EQ(alone.size(), aloneExpected.size()) << json;
+  for (size_t i = 0; i < within.size(); ++i) {
+    EXPECT_NEAR(within[i], withinExpected[i], 1e-12) << i;
+    EXPECT_NEAR(alone[i], aloneExpected[i], 1e-12) << i;
+  }
 }
 
 TEST(StepProfile, RanksOnTheirOwnCores) {

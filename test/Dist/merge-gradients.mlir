@@ -8,12 +8,19 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=none report profile=%S/Inputs/merge-profile-alone.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=ALONE-NONE
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=optimal report profile=%S/Inputs/merge-profile-alone.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=ALONE
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=mgwfbp report profile=%S/Inputs/merge-profile-backward.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=BACKWARD
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=mgwfbp report profile=%S/Inputs/merge-profile-refit.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=UNREFIT
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=mgwfbp report profile=%S/Inputs/merge-profile-refit.json refit-profiles=%S/Inputs/merge-profile-refit-bucket.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=BACKWARD
 // RUN: not dtrain-opt %s --dtrain-merge-gradients="strategy=fastest" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-short.json" 2>&1 | FileCheck %s --check-prefix=SHORT
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-cores.json" 2>&1 | FileCheck %s --check-prefix=BAD-CORES
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-alone.json" 2>&1 | FileCheck %s --check-prefix=BAD-ALONE
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-backward.json" 2>&1 | FileCheck %s --check-prefix=BAD-BACKWARD
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-samples.json" 2>&1 | FileCheck %s --check-prefix=BAD-SAMPLES
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="refit-profiles=%S/Inputs/merge-profile-refit-bucket.json" 2>&1 | FileCheck %s --check-prefix=REFIT-ALONE
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-refit.json refit-profiles=%S/Inputs/merge-profile-refit-ranks.json" 2>&1 | FileCheck %s --check-prefix=REFIT-RANKS
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-refit.json refit-profiles=%S/Inputs/merge-profile-refit-bucket.json,%S/Inputs/merge-profile-backward.json" 2>&1 | FileCheck %s --check-prefix=REFIT-UNSAMPLED
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-refit.json refit-profiles=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=REFIT-MISSING
 
 // The step's exchanges, in production order: the loss (4 bytes), fc2.bias
 // (8), fc2.weight (24), fc1.weight (48). threshold-bytes=8 closes a bucket
@@ -80,6 +87,18 @@
 // BACKWARD: remark: bucket 3: exchanges 3..3, 48 bytes, predicted 3.876923 s to 6.776923 s
 // BACKWARD: remark: mgwfbp: 4 buckets for 4 exchanges, predicted end 6.776923 s (none: 6.776923 s)
 
+// A profile whose exchanges within the backward pass are all of 1 KiB
+// (102.6 s each, a mean of 3): no line beside the backward pass, which
+// then costs the steps' line (1 s + 0.25 s per byte). MG-WFBP merges
+// within its startup, 1 s: one bucket after the backward pass, at the line
+// alone, 2.7 + 0.5 + 0.05 * 84 = 7.4 s.
+// UNREFIT: remark: mgwfbp: 1 buckets for 4 exchanges, predicted end 7.400000 s (none: 7.990000 s)
+// Refitted with a merged trainer's profile, whose one bucket of 16 KiB
+// within the backward pass took 1638.6 s: the line through both sizes is
+// 0.2 s + 0.1 s per byte, the line above (BACKWARD), and the line alone,
+// refitted to the same two sizes (none in the bucket's profile), stays 0.5
+// s + 0.05 s per byte: the same plan and timeline as BACKWARD.
+
 // The same model on 4 ranks sharing 2 cores, each exchange taking 11 s +
 // 0.1 s per byte of CPU time: twice that is taken from the computation,
 // but for the last bucket's, which starts once the backward pass has
@@ -108,6 +127,11 @@
 // SHORT: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-short.json has 2 compute_s values but @train_step has 4 exchanges
 // BAD-ALONE: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-alone.json: alone_startup_s and alone_per_byte_s must both be numbers >= 0, or both absent
 // BAD-BACKWARD: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-backward.json: backward_startup_s and backward_per_byte_s must both be numbers >= 0, or both absent
+// BAD-SAMPLES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-samples.json: backward_exchanges must be an array of [bytes > 0, seconds >= 0, count > 0]
+// REFIT-ALONE: error: --dtrain-merge-gradients: refit-profiles needs profile=FILE.json
+// REFIT-RANKS: error: --dtrain-merge-gradients: refit-profiles: profile {{.*}}merge-profile-refit-ranks.json is of 2 ranks, but {{.*}}merge-profile-refit.json of 4
+// REFIT-UNSAMPLED: error: --dtrain-merge-gradients: refit-profiles: profile {{.*}}merge-profile-backward.json has no backward_exchanges and alone_exchanges to refit to (a trainer's --profile writes them)
+// REFIT-MISSING: error: --dtrain-merge-gradients: profile {{.*}}missing.json: cannot read it: No such file or directory
 // BAD-CORES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-cores.json: exchange_cpu_startup_s, exchange_cpu_per_byte_s and exchange_caller_cpu_s must be >= 0, host_ranks, host_threads and host_cores >= 1
 
 func.func @forward(%w1: tensor<4x3xf32> {train.param = "fc1.weight"}, %w2: tensor<3x2xf32> {train.param = "fc2.weight"}, %b2: tensor<2xf32> {train.param = "fc2.bias"}, %x: tensor<5x4xf32> {train.input = "x"}) -> tensor<5x2xf32> {

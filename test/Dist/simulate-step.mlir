@@ -7,6 +7,8 @@
 // RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-bad-tail.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-TAIL
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-timed.json" -o /dev/null | FileCheck %s --check-prefix=TIMED
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-lines.json" -o /dev/null | FileCheck %s --check-prefix=LINES
+// RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/merge-profile-refit.json refit-profiles=%S/Inputs/merge-profile-refit-bucket.json" -o /dev/null | FileCheck %s --check-prefix=REFIT
+// RUN: not dtrain-opt %s --dtrain-simulate-step="refit-profiles=%S/Inputs/merge-profile-refit-bucket.json" 2>&1 | FileCheck %s --check-prefix=REFIT-ALONE
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-cores.json" -o /dev/null | FileCheck %s --check-prefix=CORES
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=2,32 network=1gbe profile=%S/Inputs/simulate-profile.json sparse-density=0.001" -o /dev/null | FileCheck %s --check-prefix=SPARSE
 // RUN: not dtrain-opt %s --dtrain-simulate-step="sparse-density=2" 2>&1 | FileCheck %s --check-prefix=BAD-DENSITY
@@ -60,6 +62,14 @@
 // LINES:      all-reduce 1000.0 us + 1000.000 ns/byte measured on 4 ranks; beside the backward pass 2000.0 us + 1000.000 ns/byte; alone 100.0 us + 500.000 ns/byte
 // LINES-NEXT: ranks
 // LINES-NEXT: 4          0.73 (0.41)        0.44 (0.68)        0.44 (0.68)        0.44 (0.68)   1
+
+// refit-profiles: the line beside the backward pass fitted to both
+// profiles' exchanges within it (see merge-gradients.mlir), which the
+// first profile alone has none of; the same timelines as there.
+// REFIT: all-reduce 1000000.0 us + 250000000.000 ns/byte measured on 4 ranks; beside the backward pass 200000.0 us + 100000000.000 ns/byte; alone 500000.0 us + 50000000.000 ns/byte
+// REFIT-NEXT: ranks
+// REFIT-NEXT: 4       6776.92 (0.40)     7400.00 (0.36)     6776.92 (0.40)     6776.92 (0.40)   4
+// REFIT-ALONE: error: --dtrain-simulate-step: refit-profiles needs profile=FILE.json
 
 // The profile's updates (tail_s, 0.5 ms) follow the last exchange: 4.084 +
 // 0.5 ms unmerged, 1.384 + 0.5 ms in one bucket; efficiency (0.3 + 0.5) /

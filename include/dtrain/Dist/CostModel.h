@@ -18,6 +18,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Support/LLVM.h"
 
+#include "dtrain_rt_line_fit.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,10 +56,11 @@ SmallVector<Exchange> collectExchanges(Block &body, ComputeSpeed speed,
 /// [...], "allreduce_bytes": [...], "allreduce_s": [...],
 /// "select_elements_per_s", "exchange_cpu_startup_s",
 /// "exchange_cpu_per_byte_s", "exchange_caller_cpu_s", "host_ranks",
-/// "host_threads", "host_cores", ...} (all but the first three are
-/// optional; other keys are ignored). Where host_threads (default
-/// host_ranks) >= host_cores, the computing threads fill the cores: the
-/// exchanges' CPU time times the ranks per core is the cost's cpuStartup
+/// "host_threads", "host_cores", "backward_startup_s", ...,
+/// "backward_exchanges": [[bytes, seconds, count], ...], ...} (all but the
+/// first three are optional; other keys are ignored). Where host_threads
+/// (default host_ranks) >= host_cores, the computing threads fill the cores:
+/// the exchanges' CPU time times the ranks per core is the cost's cpuStartup
 /// and cpuPerByte, and the computing thread's per exchange times the ranks
 /// per core its callerCpu.
 struct Profile {
@@ -71,11 +74,19 @@ struct Profile {
   /// Elements per second of a sparsified exchange's residual update and
   /// Gaussian-k selection ("select_elements_per_s"), if given.
   std::optional<double> selectElementsPerSecond;
+  /// The steps' exchanges that ran within the backward pass
+  /// ("backward_exchanges") and after it ("alone_exchanges"), which the
+  /// cost's backward and alone lines are fitted to, if given.
+  std::optional<std::vector<::dtrain::rt::LineSample>> backwardSamples,
+      aloneSamples;
 };
 
 /// Reads the profile at PATH; errors are reported at LOC, naming OPTION.
-FailureOr<Profile> readProfile(StringRef path, Location loc,
-                               StringRef option);
+/// With REFITPATHS (profiles of the same job's trainer merged: planned
+/// with PATH, say), the cost's backward and alone lines are refitted to
+/// the exchanges of all of them, whose sizes then span the buckets'.
+FailureOr<Profile> readProfile(StringRef path, ArrayRef<std::string> refitPaths,
+                               Location loc, StringRef option);
 
 /// A network for ring all-reduces: per-message latency (s) and link
 /// bandwidth (bytes/s).

@@ -153,7 +153,15 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     fitted to the steps' exchanges that began after the backward pass),
     never below the timed all-reduces' interpolation, or that
     interpolation without such a line (they were timed alone); an exchange
-    beside the backward pass never costs less than alone. Where the
+    beside the backward pass never costs less than alone. The profile
+    also lists the exchanges each line was fitted to (`backward_exchanges`
+    and `alone_exchanges`: `[bytes, seconds, count]` each). The unmerged
+    trainer's exchanges within its backward pass are small, so a bucket's
+    cost there is extrapolated: `refit-profiles=P1.json,...` names profiles
+    of the same trainer merged (a first plan of `profile`, say), and both
+    lines are refitted (least squares) to the exchanges of all the
+    profiles, where their sizes span 16x; a second plan then costs buckets
+    on a line that was measured on buckets. Where the
     profile's `host_threads` (the ranks' computing threads on a machine,
     default `host_ranks`) fill its `host_cores`, so that the communication
     threads share the cores with the computation, every thread's CPU time
@@ -207,6 +215,10 @@ def MergeGradients : Pass<"dtrain-merge-gradients", "func::FuncOp"> {
     Option<"profile", "profile", "std::string", "\"\"",
            "a trainer's --profile JSON: measured compute times and "
            "all-reduce cost (startup_s, per_byte_s, compute_s, ...)">,
+    ListOption<"refitProfiles", "refit-profiles", "std::string",
+               "--profile JSONs of this trainer merged (planned with "
+               "profile=): refit the lines beside and after the backward "
+               "pass to their exchanges and profile's">,
     Option<"report", "report", "bool", "false",
            "print the plan and its predicted timeline as remarks">,
     Option<"sparseDensity", "sparse-density", "double", "0",
@@ -480,7 +492,9 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
     `network=profile` takes the all-reduce cost measured in the profile
     instead (its `startup_s` and `per_byte_s`, never below its timed
     all-reduces, at its `ranks`): a prediction for the machine and rank
-    count the profile came from, to compare with measured step times.
+    count the profile came from, to compare with measured step times. Its
+    lines beside and after the backward pass apply as in
+    `--dtrain-merge-gradients`, refitted as there with `refit-profiles`.
 
     `sparse-density=D` adds two columns: every exchange sparsified as
     `--dtrain-sparsify` does at density D (one per gradient, k = max(1,
@@ -507,6 +521,10 @@ def SimulateStep : Pass<"dtrain-simulate-step", "func::FuncOp"> {
            "speed of other ops per result element">,
     Option<"profile", "profile", "std::string", "\"\"",
            "a trainer's --profile JSON: measured compute times">,
+    ListOption<"refitProfiles", "refit-profiles", "std::string",
+               "--profile JSONs of this trainer merged: refit the lines "
+               "beside and after the backward pass to their exchanges and "
+               "profile's">,
     Option<"thresholdBytes", "threshold-bytes", "int64_t", "25 << 20",
            "the threshold column: bytes at which a bucket closes (default "
            "25 MiB)">,
