@@ -300,18 +300,21 @@ def run_strategy_bench(args, prefix, header, bench_network):
     return 0
 
 
-def simulate_step(compile_tool, onnx, batch, options, passes=()):
+def simulate_step(compile_tool, onnx, batch, options, passes=(),
+                  header=False):
     """The numbers of the last row of --dtrain-simulate-step=OPTIONS on the
     data-parallel step of ONNX, after the dtrain-opt PASSES: ranks, then
     each column's ms and efficiency (and the optimal plan's bucket count
-    between them)."""
+    between them); with HEADER, (those numbers, the report's first line)."""
     opt = os.path.join(os.path.dirname(compile_tool), "dtrain-opt")
     out = run([opt, onnx, "--batch-size", str(batch),
                "--dtrain-build-training=optimizer=momentum lr=0.01",
                "--dtrain-data-parallel"] + list(passes) +
               ["--dtrain-simulate-step=" + options, "-o", "/dev/null"])
-    return [float(f) for f in out.strip().splitlines()[-1].replace(
-        "(", " ").replace(")", " ").split()]
+    lines = out.strip().splitlines()
+    fields = [float(f) for f in lines[-1].replace("(", " ").replace(
+        ")", " ").split()]
+    return (fields, lines[0]) if header else fields
 
 
 def table(title, rows, reference=None):

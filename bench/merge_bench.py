@@ -3,7 +3,7 @@ each --merge strategy, measured on 4 ranks over shared memory and, as root,
 over the emulated 1 Gbit/s cluster (scripts/emulated-cluster.sh).
 
 usage: merge_bench.py [--models M ...] [--ranks P] [--steps N] [--batch B]
-                      [--repeats R] [--cluster | --no-cluster]
+                      [--repeats R] [--rounds 1|2] [--cluster | --no-cluster]
                       [--cluster-rate RATE] [--no-shm] BUILD_DIR
 
 For each network: the unmerged trainer runs first --repeats times with
@@ -11,10 +11,15 @@ For each network: the unmerged trainer runs first --repeats times with
 exchange, and the all-reduce cost fitted on the P ranks), and the fastest
 run's profile is kept: the machine's noise only adds time, so that one is
 the least disturbed, as the fastest run of each strategy it predicts;
+then (--rounds 2, the default) the first round's optimal plan and the
+single bucket run once each with --profile, and the planners and the
+simulator take the lines beside and after the backward pass refitted to
+the exchanges of all three profiles (refit-profiles=): the unmerged
+trainer's exchanges within the backward pass are small, the buckets large;
 then the strategies: none (one
 exchange per gradient, WFBP), threshold 25 MiB with a 1 MiB first bucket
 (PyTorch DDP), threshold 128 MiB (Horovod), a single bucket, mgwfbp and
-optimal (both planned with that profile). Each trainer runs --steps steps
+optimal (both planned with those lines). Each trainer runs --steps steps
 (one kernel thread per rank, rank r pinned to core r mod cores, with its
 communication thread); the step time is the last half's, the fastest of
 --repeats runs (default 2) taken round robin over the strategies. The
@@ -58,8 +63,8 @@ STRATEGIES = [
                                    "first-bucket-bytes=0"),
     ("single", "threshold", "threshold-bytes=1125899906842624 "
                             "first-bucket-bytes=0"),
-    ("mgwfbp", "mgwfbp", "profile={profile}"),
-    ("optimal", "optimal", "profile={profile}"),
+    ("mgwfbp", "mgwfbp", "{measured}"),
+    ("optimal", "optimal", "{measured}"),
 ]
 
 
@@ -78,22 +83,53 @@ def compile_trainer(compile_tool, onnx, batch, exe, strategy, options):
     return summary.groups() if summary else None
 
 
-def simulate(compile_tool, onnx, batch, profile):
-    """--dtrain-simulate-step network=profile: the predicted iteration ms of
-    every strategy (its threshold column at each of STRATEGIES'
-    thresholds)."""
+def simulate(compile_tool, onnx, batch, measured):
+    """--dtrain-simulate-step network=profile with MEASURED (its profile
+    options): the predicted iteration ms of every strategy (its threshold
+    column at each of STRATEGIES' thresholds), and the lines beside and
+    after the backward pass that it costs the exchanges on (its header's
+    words)."""
     predicted = {}
     for label, strategy, options in STRATEGIES:
         if strategy == "threshold":
             fields = dp.simulate_step(
                 compile_tool, onnx, batch,
-                "network=profile profile=%s %s" % (profile, options))
+                "network=profile %s %s" % (measured, options))
             predicted[label] = fields[3]
     # ranks, then none, threshold, mgwfbp and optimal with efficiencies.
-    fields = dp.simulate_step(compile_tool, onnx, batch,
-                              "network=profile profile=" + profile)
+    fields, header = dp.simulate_step(compile_tool, onnx, batch,
+                                      "network=profile " + measured,
+                                      header=True)
     predicted.update(none=fields[1], mgwfbp=fields[5], optimal=fields[7])
-    return predicted
+    lines = re.search(r"; ((beside the backward pass|alone) [^;]*"
+                      r"(; alone [^;]*)?)", header)
+    return predicted, (lines.group(1) if lines else
+                       "no lines beside or after the backward pass")
+
+
+def second_round(compile_tool, onnx, data, batch, work, tag, ranks, steps,
+                 launcher, profile):
+    """The profile options of the second planning round: PROFILE's lines
+    beside and after the backward pass refitted to the exchanges of two
+    merged trainers profiled once each, the optimal plan of PROFILE (its
+    buckets within the backward pass) and the single bucket (after it),
+    whose buckets are larger than the unmerged exchanges that PROFILE's
+    lines were fitted to. Returns them and the first optimal plan."""
+    options = dict((label, (strategy, text))
+                   for label, strategy, text in STRATEGIES)
+    refits, first_plan = [], None
+    for label in ("optimal", "single"):
+        strategy, text = options[label]
+        exe = os.path.join(work, "%s-%s-first" % (tag, label))
+        plan = compile_trainer(compile_tool, onnx, batch, exe, strategy,
+                               text.format(measured="profile=" + profile))
+        first_plan = first_plan or plan
+        path = exe + ".json"
+        dp.measure(exe, data, batch, ranks, steps, launcher,
+                   extra=["--profile", path])
+        refits.append(path)
+    return ("profile=%s refit-profiles=%s" % (profile, ",".join(refits)),
+            first_plan)
 
 
 def startup_share(name, profile):
@@ -158,7 +194,7 @@ def mean_ratio_interval(runs_a, runs_b, resamples=2000):
 
 
 def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
-                  repeats):
+                  repeats, rounds):
     launcher = lambda p: unpinned(p) + dp.PIN_RANK_TO_CORE
     print("\n### " + title)
     print("| model | strategy | buckets | step ms | spread | vs none | "
@@ -176,15 +212,26 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
                                 extra=["--profile", path])
             profiled.append((result["step_ms"], path))
         profile = min(profiled)[1]
-        predicted = simulate(compile_tool, onnx, batch, profile)
-        shares.append(startup_share(name, profile) + "; the fastest of %s"
-                      % ", ".join("%.1f" % ms for ms, _ in profiled)
-                      + " ms unmerged runs with --profile")
+        measured = "profile=" + profile
+        share = (startup_share(name, profile) + "; the fastest of %s"
+                 % ", ".join("%.1f" % ms for ms, _ in profiled)
+                 + " ms unmerged runs with --profile")
+        if rounds > 1:
+            measured, first_plan = second_round(
+                compile_tool, onnx, data, batch, work,
+                "%s-%s" % (name, title[:3]), ranks, steps, launcher, profile)
+        predicted, lines = simulate(compile_tool, onnx, batch, measured)
+        if rounds > 1:
+            share += ("; the first round's `optimal`: %s buckets, predicted "
+                      "end %.1f ms; refitted to its profile and the single "
+                      "bucket's: %s" % (first_plan[0],
+                                        1e3 * float(first_plan[2]), lines))
+        shares.append(share)
         variants = []
         for label, strategy, options in STRATEGIES:
             exe = os.path.join(work, "%s-%s" % (name, label))
             plan = compile_trainer(compile_tool, onnx, batch, exe, strategy,
-                                   options.format(profile=profile))
+                                   options.format(measured=measured))
             variants.append((label, strategy, exe, plan))
         # Round robin, the fastest of REPEATS runs: the machine's noise
         # spreads over all strategies alike. The spread (slowest / fastest
@@ -235,6 +282,10 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     dp.add_strategy_bench_arguments(parser, ["resnet18", "mobilenet_v2", "resnet20_cifar"], 30)
+    parser.add_argument("--rounds", type=int, choices=(1, 2), default=2,
+                        help="planning rounds (default 2: the lines refitted "
+                        "to profiles of the first round's optimal plan and "
+                        "single bucket)")
     args = parser.parse_args()
     return dp.run_strategy_bench(
         args, "dtrain-merge-bench-",
@@ -242,7 +293,7 @@ def main():
         % (args.ranks, args.steps, args.steps // 2),
         lambda title, launcher, models, compile_tool, work: bench_network(
             title, launcher, models, compile_tool, work, args.ranks,
-            args.steps, args.repeats))
+            args.steps, args.repeats, args.rounds))
 
 if __name__ == "__main__":
     sys.exit(main())
