@@ -178,6 +178,20 @@ static FailureOr<Profile> readOneProfile(StringRef path, Location loc,
   if (failed(readSamples("backward_exchanges", profile.backwardSamples)) ||
       failed(readSamples("alone_exchanges", profile.aloneSamples)))
     return failure();
+  // The bytes of the step's exchanges (optional).
+  if (const llvm::json::Value *value = object->get("exchange_bytes")) {
+    const char *message = "exchange_bytes must be an array of numbers > 0";
+    const llvm::json::Array *sizes = value->getAsArray();
+    if (!sizes)
+      return fail(message);
+    profile.stepBytes = 0;
+    for (const llvm::json::Value &entry : *sizes) {
+      std::optional<double> size = entry.getAsNumber();
+      if (!size || !(*size > 0))
+        return fail(message);
+      *profile.stepBytes += *size;
+    }
+  }
   // The exchanges' CPU time (optional), which the computation pays where
   // its threads fill the machine's cores (one per rank unless said).
   std::optional<double> cpuStartup =
@@ -222,6 +236,13 @@ mlir::dtrain::dist::readProfile(StringRef path,
       return emitError(loc) << option << ": refit-profiles: profile " << file
                             << " is of " << *other.ranks << " ranks, but "
                             << path << " of " << *profile->ranks;
+    if (profile->stepBytes && other.stepBytes &&
+        *profile->stepBytes != *other.stepBytes)
+      return emitError(loc)
+             << option << ": refit-profiles: profile " << file << " exchanges "
+             << int64_t(*other.stepBytes) << " bytes a step, but " << path
+             << " " << int64_t(*profile->stepBytes)
+             << ": not profiles of one trainer";
     for (const Profile *each :
          {static_cast<const Profile *>(&*profile), &other})
       if (!each->backwardSamples || !each->aloneSamples)

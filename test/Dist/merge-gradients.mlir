@@ -17,10 +17,12 @@
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-alone.json" 2>&1 | FileCheck %s --check-prefix=BAD-ALONE
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-backward.json" 2>&1 | FileCheck %s --check-prefix=BAD-BACKWARD
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-samples.json" 2>&1 | FileCheck %s --check-prefix=BAD-SAMPLES
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-bytes.json" 2>&1 | FileCheck %s --check-prefix=BAD-BYTES
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="refit-profiles=%S/Inputs/merge-profile-refit-bucket.json" 2>&1 | FileCheck %s --check-prefix=REFIT-ALONE
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-refit.json refit-profiles=%S/Inputs/merge-profile-refit-ranks.json" 2>&1 | FileCheck %s --check-prefix=REFIT-RANKS
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-refit.json refit-profiles=%S/Inputs/merge-profile-refit-bucket.json,%S/Inputs/merge-profile-backward.json" 2>&1 | FileCheck %s --check-prefix=REFIT-UNSAMPLED
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-refit.json refit-profiles=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=REFIT-MISSING
+// RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-refit.json refit-profiles=%S/Inputs/merge-profile-refit-other.json" 2>&1 | FileCheck %s --check-prefix=REFIT-OTHER
 
 // The step's exchanges, in production order: the loss (4 bytes), fc2.bias
 // (8), fc2.weight (24), fc1.weight (48). threshold-bytes=8 closes a bucket
@@ -128,9 +130,11 @@
 // BAD-ALONE: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-alone.json: alone_startup_s and alone_per_byte_s must both be numbers >= 0, or both absent
 // BAD-BACKWARD: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-backward.json: backward_startup_s and backward_per_byte_s must both be numbers >= 0, or both absent
 // BAD-SAMPLES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-samples.json: backward_exchanges must be an array of [bytes > 0, seconds >= 0, count > 0]
+// BAD-BYTES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-bytes.json: exchange_bytes must be an array of numbers > 0
 // REFIT-ALONE: error: --dtrain-merge-gradients: refit-profiles needs profile=FILE.json
 // REFIT-RANKS: error: --dtrain-merge-gradients: refit-profiles: profile {{.*}}merge-profile-refit-ranks.json is of 2 ranks, but {{.*}}merge-profile-refit.json of 4
 // REFIT-UNSAMPLED: error: --dtrain-merge-gradients: refit-profiles: profile {{.*}}merge-profile-backward.json has no backward_exchanges and alone_exchanges to refit to (a trainer's --profile writes them)
+// REFIT-OTHER: error: --dtrain-merge-gradients: refit-profiles: profile {{.*}}merge-profile-refit-other.json exchanges 44 bytes a step, but {{.*}}merge-profile-refit.json 84: not profiles of one trainer
 // REFIT-MISSING: error: --dtrain-merge-gradients: profile {{.*}}missing.json: cannot read it: No such file or directory
 // BAD-CORES: error: --dtrain-merge-gradients: profile {{.*}}merge-profile-bad-cores.json: exchange_cpu_startup_s, exchange_cpu_per_byte_s and exchange_caller_cpu_s must be >= 0, host_ranks, host_threads and host_cores >= 1
 

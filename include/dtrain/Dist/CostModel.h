@@ -79,6 +79,9 @@ struct Profile {
   /// cost's backward and alone lines are fitted to, if given.
   std::optional<std::vector<::dtrain::rt::LineSample>> backwardSamples,
       aloneSamples;
+  /// The bytes a step exchanges (the sum of "exchange_bytes"), if given:
+  /// the same however a trainer merges them.
+  std::optional<double> stepBytes;
 };
 
 /// Reads the profile at PATH; errors are reported at LOC, naming OPTION.
