@@ -114,22 +114,23 @@ def second_round(compile_tool, onnx, data, batch, work, tag, ranks, steps,
     merged trainers profiled once each, the optimal plan of PROFILE (its
     buckets within the backward pass) and the single bucket (after it),
     whose buckets are larger than the unmerged exchanges that PROFILE's
-    lines were fitted to. Returns them and the first optimal plan."""
+    lines were fitted to. Returns them, the first optimal plan and its
+    step ms in that run."""
     options = dict((label, (strategy, text))
                    for label, strategy, text in STRATEGIES)
-    refits, first_plan = [], None
+    refits, first = [], None
     for label in ("optimal", "single"):
         strategy, text = options[label]
         exe = os.path.join(work, "%s-%s-first" % (tag, label))
         plan = compile_trainer(compile_tool, onnx, batch, exe, strategy,
                                text.format(measured="profile=" + profile))
-        first_plan = first_plan or plan
         path = exe + ".json"
-        dp.measure(exe, data, batch, ranks, steps, launcher,
-                   extra=["--profile", path])
+        result = dp.measure(exe, data, batch, ranks, steps, launcher,
+                            extra=["--profile", path])
+        first = first or (plan, result["step_ms"])
         refits.append(path)
     return ("profile=%s refit-profiles=%s" % (profile, ",".join(refits)),
-            first_plan)
+            ) + first
 
 
 def startup_share(name, profile):
@@ -217,15 +218,16 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
                  % ", ".join("%.1f" % ms for ms, _ in profiled)
                  + " ms unmerged runs with --profile")
         if rounds > 1:
-            measured, first_plan = second_round(
+            measured, first_plan, first_ms = second_round(
                 compile_tool, onnx, data, batch, work,
                 "%s-%s" % (name, title[:3]), ranks, steps, launcher, profile)
         predicted, lines = simulate(compile_tool, onnx, batch, measured)
         if rounds > 1:
             share += ("; the first round's `optimal`: %s buckets, predicted "
-                      "end %.1f ms; refitted to its profile and the single "
-                      "bucket's: %s" % (first_plan[0],
-                                        1e3 * float(first_plan[2]), lines))
+                      "end %.1f ms, a %.1f ms step in its run with --profile; "
+                      "refitted to its profile and the single bucket's: %s"
+                      % (first_plan[0], 1e3 * float(first_plan[2]), first_ms,
+                         lines))
         shares.append(share)
         variants = []
         for label, strategy, options in STRATEGIES:
