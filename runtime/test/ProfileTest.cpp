@@ -64,38 +64,28 @@ double number(const std::string &json, const std::string &key) {
   return std::stod(json.substr(from));
 }
 
-/// The numbers of the array "KEY": [...].
+/// The numbers of the array "KEY": [...], those of arrays in it too, in
+/// order ([[bytes, seconds, count], ...] flat).
 std::vector<double> numbers(const std::string &json, const std::string &key) {
   const size_t at = json.find("\"" + key + "\": [");
   EXPECT_NE(at, std::string::npos) << key;
   std::vector<double> values;
   if (at == std::string::npos)
     return values;
-  std::istringstream in(
-      json.substr(at + key.size() + 5,
-                  json.find(']', at) - (at + key.size() + 5)));
-  std::string item;
-  while (std::getline(in, item, ','))
-    values.push_back(std::stod(item));
-  return values;
-}
-
-/// The samples of "KEY": [[bytes, seconds, count], ...], flat.
-std::vector<double> samples(const std::string &json, const std::string &key) {
-  const size_t at = json.find("\"" + key + "\": [");
-  EXPECT_NE(at, std::string::npos) << key;
-  std::vector<double> values;
-  if (at == std::string::npos)
-    return values;
-  const size_t from = at + key.size() + 5, to = json.find("]]", from);
-  std::string text = json.substr(from, to == std::string::npos ? 0 : to - from);
+  const size_t open = at + key.size() + 4; // the '['
+  size_t end = open;
+  for (int depth = 0; end < json.size(); ++end) {
+    depth += json[end] == '[' ? 1 : json[end] == ']' ? -1 : 0;
+    if (depth == 0)
+      break;
+  }
+  std::string text = json.substr(open, end - open);
   for (char &c : text)
-    if (c == '[' || c == ']')
+    if (c == '[' || c == ']' || c == ',')
       c = ' ';
   std::istringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ','))
-    values.push_back(std::stod(item));
+  for (double value; in >> value;)
+    values.push_back(value);
   return values;
 }
 
@@ -247,8 +237,8 @@ TEST(StepProfile, ExchangesWithinAndAfterTheBackwardPass) {
   EXPECT_NEAR(number(json, "alone_per_byte_s"), 1e-9, 1e-15);
   // And the exchanges the lines were fitted to, in the step's order: each
   // its bytes, seconds and the 3 steps.
-  const std::vector<double> within = samples(json, "backward_exchanges"),
-                            alone = samples(json, "alone_exchanges");
+  const std::vector<double> within = numbers(json, "backward_exchanges"),
+                            alone = numbers(json, "alone_exchanges");
   const std::vector<double> withinExpected = {1024,  3e-4 + 2e-9 * 1024,  3,
                                               16384, 3e-4 + 2e-9 * 16384, 3};
   const std::vector<double> aloneExpected = {65536, aloneSeconds(65536), 3,
