@@ -129,8 +129,9 @@ def second_round(compile_tool, onnx, data, batch, work, tag, ranks, steps,
                             extra=["--profile", path])
         first = first or (plan, result["step_ms"])
         refits.append(path)
+    first_plan, first_ms = first
     return ("profile=%s refit-profiles=%s" % (profile, ",".join(refits)),
-            ) + first
+            first_plan, first_ms)
 
 
 def startup_share(name, profile):
