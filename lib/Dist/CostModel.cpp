@@ -231,44 +231,39 @@ mlir::dtrain::dist::readProfile(StringRef path,
   // buckets are larger than the unmerged trainer's exchanges that ran
   // within its backward pass (4 B-51 KB on the emulated cluster), which
   // left the cost of a MB bucket there to an extrapolation.
-  auto refit = [&](StringRef file, const Profile &other) -> LogicalResult {
-    if (profile->ranks && other.ranks && *profile->ranks != *other.ranks)
-      return emitError(loc) << option << ": refit-profiles: profile " << file
-                            << " is of " << *other.ranks << " ranks, but "
-                            << path << " of " << *profile->ranks;
-    if (profile->stepBytes && other.stepBytes &&
-        *profile->stepBytes != *other.stepBytes)
-      return emitError(loc)
-             << option << ": refit-profiles: profile " << file << " exchanges "
-             << int64_t(*other.stepBytes) << " bytes a step, but " << path
-             << " " << int64_t(*profile->stepBytes)
-             << ": not profiles of one trainer";
-    for (const Profile *each :
-         {static_cast<const Profile *>(&*profile), &other})
-      if (!each->backwardSamples || !each->aloneSamples)
-        return emitError(loc)
-               << option << ": refit-profiles: profile "
-               << (each == &other ? file : path)
-               << " has no backward_exchanges and alone_exchanges to refit "
-                  "to (a trainer's --profile writes them)";
-    llvm::append_range(*profile->backwardSamples, *other.backwardSamples);
-    llvm::append_range(*profile->aloneSamples, *other.aloneSamples);
-    return success();
+  auto sampled = [&](StringRef file, const Profile &each) -> LogicalResult {
+    if (each.backwardSamples && each.aloneSamples)
+      return success();
+    return emitError(loc) << option << ": refit-profiles: profile " << file
+                          << " has no backward_exchanges and alone_exchanges "
+                             "to refit to (a trainer's --profile writes them)";
   };
+  if (failed(sampled(path, *profile)))
+    return failure();
   for (const std::string &file : refitPaths) {
     FailureOr<Profile> other = readOneProfile(file, loc, option);
-    if (failed(other) || failed(refit(file, *other)))
+    if (failed(other))
       return failure();
+    if (profile->ranks && other->ranks && *profile->ranks != *other->ranks)
+      return emitError(loc) << option << ": refit-profiles: profile " << file
+                            << " is of " << *other->ranks << " ranks, but "
+                            << path << " of " << *profile->ranks;
+    if (profile->stepBytes && other->stepBytes &&
+        *profile->stepBytes != *other->stepBytes)
+      return emitError(loc)
+             << option << ": refit-profiles: profile " << file << " exchanges "
+             << int64_t(*other->stepBytes) << " bytes a step, but " << path
+             << " " << int64_t(*profile->stepBytes)
+             << ": not profiles of one trainer";
+    if (failed(sampled(file, *other)))
+      return failure();
+    llvm::append_range(*profile->backwardSamples, *other->backwardSamples);
+    llvm::append_range(*profile->aloneSamples, *other->aloneSamples);
   }
-  auto fitted = [](const std::vector<::dtrain::rt::LineSample> &samples)
-      -> std::optional<CostLine> {
-    if (!::dtrain::rt::spansSizes(samples))
-      return std::nullopt;
-    ::dtrain::rt::FittedLine line = ::dtrain::rt::fitLine(samples);
-    return CostLine{line.startup, line.perByte};
-  };
-  profile->cost.backwardLine = fitted(*profile->backwardSamples);
-  profile->cost.aloneLine = fitted(*profile->aloneSamples);
+  profile->cost.backwardLine =
+      ::dtrain::rt::fitSpannedLine(*profile->backwardSamples);
+  profile->cost.aloneLine =
+      ::dtrain::rt::fitSpannedLine(*profile->aloneSamples);
   return profile;
 }
 

@@ -11,6 +11,7 @@
 #define DTRAIN_RT_LINE_FIT_H
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace dtrain::rt {
@@ -21,15 +22,16 @@ struct LineSample {
   double bytes, seconds, count = 1;
 };
 
-/// A fitted line: startup + perByte * bytes seconds.
-struct FittedLine {
-  double startup, perByte;
+/// A cost line: startup + perByte * bytes seconds.
+struct CostLine {
+  double startup = 0, perByte = 0;
+  double at(double bytes) const { return startup + perByte * bytes; }
 };
 
 /// Least squares of seconds = startup + perByte * bytes over SAMPLES, each
 /// weighted by its count (the fit of every exchange they stand for), both
 /// coefficients clamped at 0.
-inline FittedLine fitLine(const std::vector<LineSample> &samples) {
+inline CostLine fitLine(const std::vector<LineSample> &samples) {
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const LineSample &s : samples) {
     n += s.count;
@@ -39,24 +41,27 @@ inline FittedLine fitLine(const std::vector<LineSample> &samples) {
     sxy += s.count * s.bytes * s.seconds;
   }
   if (n <= 0)
-    return {0, 0};
+    return {};
   const double denominator = n * sxx - sx * sx;
   double perByte = denominator > 0 ? (n * sxy - sx * sy) / denominator : 0;
   perByte = std::max(perByte, 0.0);
   return {std::max((sy - perByte * sx) / n, 0.0), perByte};
 }
 
-/// Whether SAMPLES span enough of a range of sizes (16x, from 1 KiB) to fit
-/// a line to.
-inline bool spansSizes(const std::vector<LineSample> &samples) {
+/// fitLine(SAMPLES) where their sizes span enough of a range to fit a line
+/// to (16x, from 1 KiB), else none.
+inline std::optional<CostLine>
+fitSpannedLine(const std::vector<LineSample> &samples) {
   if (samples.empty())
-    return false;
+    return std::nullopt;
   double smallest = samples.front().bytes, largest = smallest;
   for (const LineSample &s : samples) {
     smallest = std::min(smallest, s.bytes);
     largest = std::max(largest, s.bytes);
   }
-  return largest >= 16 * std::max(smallest, 1024.0);
+  if (largest < 16 * std::max(smallest, 1024.0))
+    return std::nullopt;
+  return fitLine(samples);
 }
 
 } // namespace dtrain::rt

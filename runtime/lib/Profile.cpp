@@ -277,10 +277,9 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   // slowest rank, and shares the cores with the computation) when their
   // sizes span a range, else the timed one. Every rank takes the slowest
   // rank's fit.
-  const std::vector<LineSample> inStepSamples = samplesOf(stepSizes, stepTimes);
-  const bool inSteps = spansSizes(inStepSamples);
-  const FittedLine cost =
-      fitLine(inSteps ? inStepSamples : samplesOf(sizes, times));
+  const std::optional<CostLine> inSteps =
+      fitSpannedLine(samplesOf(stepSizes, stepTimes));
+  const CostLine cost = inSteps ? *inSteps : fitLine(samplesOf(sizes, times));
   // The same fit to the exchanges that every rank ended before every
   // rank's backward pass had ended, and to those that every rank began
   // after it, where their sizes span a range: beside the computation, and
@@ -298,51 +297,42 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
   dtrain_rt_all_reduce(comm, lastEnds.data(), int64_t(lastEnds.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  // Per exchange of the step: its mean seconds within the backward pass
+  // (the first PERSTEP), and after it (the next PERSTEP), and over how many
+  // steps. Every rank counts the same steps, from the same maxima, and
+  // takes the slowest rank's means.
   const size_t perStep = bytes.size();
-  std::vector<LineSample> within(perStep), alone(perStep);
-  for (size_t i = 0; i < perStep; ++i)
-    within[i] = alone[i] = {double(bytes[i]), 0, 0};
+  std::vector<double> meanSeconds(2 * perStep, 0), stepCounts(2 * perStep, 0);
   for (size_t i = 0; i < stepTimes.size(); ++i) {
-    LineSample *sample = lastEnds[i] <= backwardEnds[i] ? &within[i % perStep]
-                         : lastBegins[i] >= backwardEnds[i]
-                             ? &alone[i % perStep]
-                             : nullptr;
-    if (sample) {
-      sample->seconds += stepTimes[i];
-      sample->count += 1;
-    }
+    const bool within = lastEnds[i] <= backwardEnds[i];
+    if (!within && lastBegins[i] < backwardEnds[i])
+      continue; // straddles the backward pass's end
+    const size_t slot = (within ? 0 : perStep) + i % perStep;
+    meanSeconds[slot] += stepTimes[i];
+    stepCounts[slot] += 1;
   }
-  // (Every rank finds the same exchanges, from the same maxima.)
-  auto means = [](std::vector<LineSample> sums) {
-    std::vector<LineSample> samples;
-    for (LineSample &s : sums)
-      if (s.count > 0)
-        samples.push_back({s.bytes, s.seconds / s.count, s.count});
-    return samples;
-  };
-  std::vector<LineSample> withinSamples = means(within),
-                          aloneSamples = means(alone);
-  // Every rank fits and writes the slowest rank's means.
-  std::vector<double> meanSeconds;
-  for (const auto *samples : {&withinSamples, &aloneSamples})
-    for (const LineSample &s : *samples)
-      meanSeconds.push_back(s.seconds);
+  for (size_t slot = 0; slot < meanSeconds.size(); ++slot)
+    meanSeconds[slot] /= std::max(stepCounts[slot], 1.0);
   dtrain_rt_all_reduce(comm, meanSeconds.data(), int64_t(meanSeconds.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
-  size_t next = 0;
-  for (auto *samples : {&withinSamples, &aloneSamples})
-    for (LineSample &s : *samples)
-      s.seconds = meanSeconds[next++];
-  const bool withinInSteps = spansSizes(withinSamples),
-             aloneInSteps = spansSizes(aloneSamples);
-  const FittedLine withinLine = fitLine(withinSamples),
-                   aloneLine = fitLine(aloneSamples);
+  auto samplesFrom = [&](size_t first) {
+    std::vector<LineSample> samples;
+    for (size_t i = 0; i < perStep; ++i)
+      if (stepCounts[first + i] > 0)
+        samples.push_back(
+            {double(bytes[i]), meanSeconds[first + i], stepCounts[first + i]});
+    return samples;
+  };
+  const std::vector<LineSample> withinSamples = samplesFrom(0),
+                                aloneSamples = samplesFrom(perStep);
+  const std::optional<CostLine> withinLine = fitSpannedLine(withinSamples),
+                                aloneLine = fitSpannedLine(aloneSamples);
   double mainLine[2] = {cost.startup, cost.perByte};
   dtrain_rt_all_reduce(comm, mainLine, 2, DTRAIN_RT_F64, DTRAIN_RT_MAX);
   const double startup = mainLine[0], perByte = mainLine[1];
   // The CPU time an exchange takes on its thread, the mean rank's: where
   // the computing threads fill the cores, it is taken from the computation.
-  const FittedLine cpuFit = fitLine(samplesOf(stepSizes, stepCpus));
+  const CostLine cpuFit = fitLine(samplesOf(stepSizes, stepCpus));
   // And the computing thread's, to submit it and wait for it.
   double cpu[3] = {cpuFit.startup / comm->size, cpuFit.perByte / comm->size,
                    callerCpuSum / std::max(callerCount, 1.0) / comm->size};
@@ -365,13 +355,13 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   };
   field("startup_s", startup);
   field("per_byte_s", perByte);
-  if (withinInSteps) {
-    field("backward_startup_s", withinLine.startup);
-    field("backward_per_byte_s", withinLine.perByte);
+  if (withinLine) {
+    field("backward_startup_s", withinLine->startup);
+    field("backward_per_byte_s", withinLine->perByte);
   }
-  if (aloneInSteps) {
-    field("alone_startup_s", aloneLine.startup);
-    field("alone_per_byte_s", aloneLine.perByte);
+  if (aloneLine) {
+    field("alone_startup_s", aloneLine->startup);
+    field("alone_per_byte_s", aloneLine->perByte);
   }
   appendSamples(json, "backward_exchanges", withinSamples);
   appendSamples(json, "alone_exchanges", aloneSamples);

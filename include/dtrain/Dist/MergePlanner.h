@@ -26,16 +26,16 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include "dtrain_rt_line_fit.h"
+
 #include <cstdint>
 #include <optional>
 
 namespace mlir::dtrain::dist {
 
-/// A fitted cost line: startup + perByte * M seconds for M bytes.
-struct CostLine {
-  double startup = 0, perByte = 0;
-  double at(double bytes) const { return startup + perByte * bytes; }
-};
+/// A fitted cost line: startup + perByte * M seconds for M bytes (as a
+/// trainer's --profile fits them).
+using ::dtrain::rt::CostLine;
 
 /// All-reduce time T(M) = startup + perByte * M (seconds, M in bytes): the
 /// alpha-beta model, fitted at the job's rank count. With timed all-reduces
