@@ -38,6 +38,9 @@ import warnings
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import host_noise  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3"
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
@@ -280,23 +283,31 @@ def run_strategy_bench(args, prefix, header, bench_network):
     (ARGS from add_strategy_bench_arguments): prints HEADER, then calls
     BENCH_NETWORK(title, launcher, models, compile_tool, work) over the
     emulated cluster (as root) and over shared memory (unless --no-shm),
-    in a scratch directory named from PREFIX."""
+    in a scratch directory named from PREFIX. After each network's
+    results, how steady the cores were before and after its runs
+    (host_noise.py)."""
     compile_tool = os.path.join(os.path.abspath(args.build), "bin",
                                 "dtrain-compile")
+
+    def bracketed(title, launcher, models):
+        before = host_noise.summary(host_noise.measure())
+        bench_network(title, launcher, models, compile_tool, work)
+        print("\nBefore these runs, %s.\nAfter them, %s." % (
+            before, host_noise.summary(host_noise.measure())))
+
     with tempfile.TemporaryDirectory(prefix=prefix, dir="/tmp") as work:
         os.chmod(work, 0o755)
         models = make_models(work, args.models, args.batch)
         print(header)
         if args.cluster:
             with emulated_cluster(args.ranks, args.cluster_rate) as cluster:
-                bench_network("net: emulated cluster, %s links (tbf)"
-                              % args.cluster_rate,
-                              cluster, models, compile_tool, work)
+                bracketed("net: emulated cluster, %s links (tbf)"
+                          % args.cluster_rate, cluster, models)
         else:
             print("\n(emulated cluster skipped: needs root)")
         if args.shm:
-            bench_network("shm: shared memory (one machine, 2 cores)",
-                          shm_launcher, models, compile_tool, work)
+            bracketed("shm: shared memory (one machine, 2 cores)",
+                      shm_launcher, models)
     return 0
 
 

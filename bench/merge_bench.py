@@ -22,9 +22,11 @@ exchange per gradient, WFBP), threshold 25 MiB with a 1 MiB first bucket
 optimal (both planned with those lines). Each trainer runs --steps steps
 (one kernel thread per rank, rank r pinned to core r mod cores, with its
 communication thread); the step time is the last half's, the fastest of
---repeats runs (default 2) taken round robin over the strategies. The
-table gives the buckets, the measured step time, its spread (the slowest
-run's time over the fastest's), its ratio to none, and the step time that
+--repeats runs (default 2) taken round robin over the strategies, every
+other round in reverse order (a machine that slows down or speeds up over
+the rounds then favours none of them). The table gives the buckets, the
+measured step time, its spread (the slowest run's time over the
+fastest's), its ratio to none, and the step time that
 --dtrain-simulate-step predicts from the profile (network=profile: the
 measured compute before each exchange, the fitted all-reduce cost, the
 measured updates; the threshold strategies' at their thresholds) with
@@ -241,8 +243,9 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
         # run) says how far apart two strategies must be to differ.
         runs, step_times = {}, {}
         timeline = os.path.join(work, "timeline.json")
-        for _ in range(repeats):
-            for label, _, exe, _ in variants:
+        for round_index in range(repeats):
+            for label, _, exe, _ in (variants[::-1] if round_index % 2
+                                     else variants):
                 result = dp.measure(exe, data, batch, ranks, steps, launcher,
                                     timeline)
                 runs.setdefault(label, []).append(result["step_ms"])

@@ -1,0 +1,91 @@
+"""How steady this machine's cores are: a fixed CPU loop, one pinned process
+per core, timed in chunks of about 10 ms for a few seconds. A quiet core
+times every chunk alike; a shared one (a virtual machine whose host runs
+other guests on the same physical cores) runs some chunks slower, and
+stalls others for whole time slices. The benchmarks print it before their
+runs, since it bounds how far apart two measured step times must be to
+differ.
+
+usage: host_noise.py [--seconds S]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+# The loop: small float32 products, one BLAS thread, no memory traffic
+# beyond the caches, so only the core's own speed moves its time.
+SIZE, PRODUCTS = 96, 40
+
+
+def time_chunks(core, seconds):
+    """Chunk times (ms) of the loop on CORE for SECONDS."""
+    import time
+    os.sched_setaffinity(0, {core})
+    a = np.random.default_rng(0).random((SIZE, SIZE), dtype=np.float32)
+    times = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        start = time.perf_counter()
+        for _ in range(PRODUCTS):
+            a.dot(a)
+        times.append(1e3 * (time.perf_counter() - start))
+    return times[1:]  # the first warms the caches
+
+
+def measure(seconds=3.0):
+    """{core: its chunk times}, the loops run on all cores at once (as the
+    benchmarks' ranks do)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    workers = [subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--core", str(core),
+         "--seconds", str(seconds)], stdout=subprocess.PIPE, text=True,
+        env=env) for core in sorted(os.sched_getaffinity(0))]
+    chunks = {}
+    for core, worker in zip(sorted(os.sched_getaffinity(0)), workers):
+        out, _ = worker.communicate()
+        if worker.returncode != 0:
+            sys.exit("host_noise.py: the loop on a core failed (%d)"
+                     % worker.returncode)
+        chunks[core] = json.loads(out)
+    return chunks
+
+
+def summary(chunks):
+    """One line: per core, the chunks' median, 90th percentile and longest
+    against the fastest 5% (the core undisturbed)."""
+    parts = []
+    for core, times in sorted(chunks.items()):
+        times = np.array(times)
+        quiet = np.percentile(times, 5)
+        parts.append("core %d: median %.2fx, 90th percentile %.2fx, longest "
+                     "%.0f ms (%.2fx)" % (
+                         core, np.median(times) / quiet,
+                         np.percentile(times, 90) / quiet, times.max(),
+                         times.max() / quiet))
+    return ("host noise (a fixed loop's %d chunks of ~%.0f ms over every "
+            "core at once, against each core's fastest 5%%): %s" % (
+                sum(len(t) for t in chunks.values()),
+                np.percentile(np.concatenate(list(chunks.values())), 5),
+                "; ".join(parts)))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--core", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.seconds <= 0:
+        parser.error("--seconds must be positive")
+    if args.core is not None:
+        json.dump(time_chunks(args.core, args.seconds), sys.stdout)
+        return 0
+    print(summary(measure(args.seconds)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
