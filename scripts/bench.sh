@@ -16,11 +16,11 @@ bench/all_reduce.sh build/bin/dtrain-rt-allreduce-bench
 echo "== data-parallel trainers: 1, 2, 4 ranks, WFBP vs exchange after backward, shared memory and (as root) the 1 Gbit/s cluster"
 /usr/bin/python3 bench/data_parallel_bench.py build
 echo "== gradient merging: every --merge strategy on 4 ranks, measured and predicted (shared memory; as root the 1 Gbit/s cluster)"
-/usr/bin/python3 bench/merge_bench.py build --repeats 3
+/usr/bin/python3 bench/merge_bench.py build --repeats 8
 echo "== gradient merging with small exchanges: resnet20_cifar at per-rank batch 1"
-/usr/bin/python3 bench/merge_bench.py build --models resnet20_cifar --batch 1 --steps 60 --repeats 3
+/usr/bin/python3 bench/merge_bench.py build --models resnet20_cifar --batch 1 --steps 60 --repeats 8
 echo "== gradient merging where the start-ups dominate: resnet20_cifar at per-rank batch 1 (as root) on 10 Gbit/s links"
-/usr/bin/python3 bench/merge_bench.py build --models resnet20_cifar --batch 1 --steps 120 --repeats 5 --no-shm --cluster-rate 10gbit
+/usr/bin/python3 bench/merge_bench.py build --models resnet20_cifar --batch 1 --steps 120 --repeats 8 --no-shm --cluster-rate 10gbit
 echo "== predicted scaling of resnet50, vgg16, alexnet at 8-1024 ranks (--dtrain-simulate-step; docs/scaling-predictions.md)"
 /usr/bin/python3 bench/scaling_predictions.py build
 echo "== top-k selection: exact, Gaussian-k, DGC, random-k vs torch.topk and introselect, 1M-100M floats, 2 threads"
