@@ -2,9 +2,9 @@
 per core, timed in chunks of about 10 ms for a few seconds. A quiet core
 times every chunk alike; a shared one (a virtual machine whose host runs
 other guests on the same physical cores) runs some chunks slower, and
-stalls others for whole time slices. The benchmarks print it before their
-runs, since it bounds how far apart two measured step times must be to
-differ.
+stalls others for whole time slices. The benchmarks print it before and
+after each network's runs, since it bounds how far apart two measured step
+times must be to differ.
 
 usage: host_noise.py [--seconds S]
 """
@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -23,7 +24,6 @@ SIZE, PRODUCTS = 96, 40
 
 def time_chunks(core, seconds):
     """Chunk times (ms) of the loop on CORE for SECONDS."""
-    import time
     os.sched_setaffinity(0, {core})
     a = np.random.default_rng(0).random((SIZE, SIZE), dtype=np.float32)
     times = []
@@ -40,12 +40,13 @@ def measure(seconds=3.0):
     """{core: its chunk times}, the loops run on all cores at once (as the
     benchmarks' ranks do)."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    cores = sorted(os.sched_getaffinity(0))
     workers = [subprocess.Popen(
         [sys.executable, os.path.abspath(__file__), "--core", str(core),
          "--seconds", str(seconds)], stdout=subprocess.PIPE, text=True,
-        env=env) for core in sorted(os.sched_getaffinity(0))]
+        env=env) for core in cores]
     chunks = {}
-    for core, worker in zip(sorted(os.sched_getaffinity(0)), workers):
+    for core, worker in zip(cores, workers):
         out, _ = worker.communicate()
         if worker.returncode != 0:
             sys.exit("host_noise.py: the loop on a core failed (%d)"
