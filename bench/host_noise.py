@@ -1,10 +1,10 @@
 """How steady this machine's cores are: a fixed CPU loop, one pinned process
-per core, timed in chunks of about 10 ms for a few seconds. A quiet core
-times every chunk alike; a shared one (a virtual machine whose host runs
-other guests on the same physical cores) runs some chunks slower, and
-stalls others for whole time slices. The benchmarks print it before and
-after each network's runs, since it bounds how far apart two measured step
-times must be to differ.
+per core, timed in chunks for a few seconds (about 10 ms each on a quiet
+core of the 2-core development machine). A quiet core times every chunk
+alike; a shared one (a virtual machine whose host runs other guests on the
+same physical cores) runs some chunks slower, and stalls others for whole
+time slices. The benchmarks print it before and after each network's runs,
+since it bounds how far apart two measured step times must be to differ.
 
 usage: host_noise.py [--seconds S]
 """
@@ -56,22 +56,15 @@ def measure(seconds=3.0):
 
 
 def summary(chunks):
-    """One line: per core, the chunks' median, 90th percentile and longest
-    against the fastest 5% (the core undisturbed)."""
-    parts = []
-    for core, times in sorted(chunks.items()):
-        times = np.array(times)
-        quiet = np.percentile(times, 5)
-        parts.append("core %d: median %.2fx, 90th percentile %.2fx, longest "
-                     "%.0f ms (%.2fx)" % (
-                         core, np.median(times) / quiet,
-                         np.percentile(times, 90) / quiet, times.max(),
-                         times.max() / quiet))
-    return ("host noise (a fixed loop's %d chunks of ~%.0f ms over every "
-            "core at once, against each core's fastest 5%%): %s" % (
-                sum(len(t) for t in chunks.values()),
-                np.percentile(np.concatenate(list(chunks.values())), 5),
-                "; ".join(parts)))
+    """One line: per core, the chunks' median, 90th percentile and longest,
+    in ms (the same loop everywhere, so they compare across runs; ratios to
+    a core's own fastest chunks would hide a core slow throughout)."""
+    parts = ["core %d: median %.1f, 90th percentile %.1f, longest %.0f" % (
+        core, np.median(times), np.percentile(times, 90), max(times))
+        for core, times in sorted(chunks.items())]
+    return ("host noise (a fixed loop timed in %d chunks over every core at "
+            "once, ms): %s" % (sum(len(t) for t in chunks.values()),
+                               "; ".join(parts)))
 
 
 def main():
