@@ -38,8 +38,7 @@ import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import host_noise  # noqa: E402
+import host_noise  # bench/ is on the path: this script's, or its importer's
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3"
