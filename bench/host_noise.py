@@ -36,9 +36,15 @@ def time_chunks(core, seconds):
     return times[1:]  # the first warms the caches
 
 
+# The lowest median chunk time (ms) of any core in any measure() of this
+# process: the speed this host reaches when quiet, as far as seen.
+quietest_median_ms = float("inf")
+
+
 def measure(seconds=3.0):
     """{core: its chunk times}, the loops run on all cores at once (as the
     benchmarks' ranks do)."""
+    global quietest_median_ms
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     cores = sorted(os.sched_getaffinity(0))
     workers = [subprocess.Popen(
@@ -52,7 +58,31 @@ def measure(seconds=3.0):
             sys.exit("host_noise.py: the loop on a core failed (%d)"
                      % worker.returncode)
         chunks[core] = json.loads(out)
+    quietest_median_ms = min([quietest_median_ms] +
+                             [np.median(times) for times in chunks.values()])
     return chunks
+
+
+def wait_until_quiet(tolerance=1.25, patience=180.0, seconds=2.0):
+    """Measures every SECONDS until each core's median chunk lies within
+    TOLERANCE of the quietest median seen (quietest_median_ms), for at most
+    PATIENCE seconds: a profile taken while the host runs at half speed
+    would mislead every prediction made from it. Returns a line saying how
+    long it waited, and whether the host got quiet."""
+    start = time.monotonic()
+    while True:
+        medians = [np.median(times) for _, times in
+                   sorted(measure(seconds).items())]
+        waited = time.monotonic() - start
+        if max(medians) <= tolerance * quietest_median_ms:
+            verdict = "quiet"
+        elif waited >= patience:
+            verdict = "not quiet"
+        else:
+            continue
+        return ("%s after %.0f s (cores' median chunks %s ms, the quietest "
+                "seen %.1f)" % (verdict, waited, ", ".join(
+                    "%.1f" % m for m in medians), quietest_median_ms))
 
 
 def summary(chunks):

@@ -6,7 +6,9 @@ usage: merge_bench.py [--models M ...] [--ranks P] [--steps N] [--batch B]
                       [--repeats R] [--rounds 1|2] [--cluster | --no-cluster]
                       [--cluster-rate RATE] [--no-shm] BUILD_DIR
 
-For each network: the unmerged trainer runs first --repeats times with
+For each network: once the host is quiet (each core's median chunk of
+host_noise.py within 1.25x of the quietest seen, waiting at most 3
+minutes), the unmerged trainer runs first --repeats times with
 --profile (the planner's model measured there: computation before each
 exchange, and the all-reduce cost fitted on the P ranks), and the fastest
 run's profile is kept: the machine's noise only adds time, so that one is
@@ -34,7 +36,8 @@ its ratio to the measured one; after it, optimal's step time over the
 fastest strategy's for each model, how many predictions lie within 15%,
 and optimal's mean step time over each other strategy's with a 95%
 bootstrap interval (the timed steps of every run, from the trainers'
---timeline): where the interval holds 1, the runs do not tell the two
+--timeline; round robins drawn for both strategies at once, as the
+host's speed they ran at is common to both): where the interval holds 1, the runs do not tell the two
 apart. Models: resnet18 (62 gradients, 45 MB),
 mobilenet_v2 (158 gradients, 9 MB) and the CIFAR ResNet-20 of MG-WFBP's
 own experiments (resnet20_cifar: 66 exchanges, 1.1 MB), 10 classes at
@@ -56,6 +59,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data_parallel_bench as dp  # noqa: E402
+import host_noise  # noqa: E402
 
 STRATEGIES = [
     ("none", "none", ""),
@@ -176,22 +180,28 @@ def startup_share(name, profile):
 
 
 def mean_ratio_interval(runs_a, runs_b, resamples=2000):
-    """The mean step time of A over B's (each a list of runs, each run its
-    timed steps' times), with a 95% interval from a two-stage bootstrap:
-    runs drawn with replacement, then steps within each drawn run (steps of
-    one run share its placement on the cores, so they are not independent
-    of each other)."""
+    """The mean step time of A over B's (each a list of runs, one per round
+    robin, each run its timed steps' times), with a 95% interval from a
+    two-stage bootstrap: round robins drawn with replacement, the same ones
+    for A and B, then steps within each drawn run (steps of one run share
+    its placement on the cores, so they are not independent of each other).
+    Drawing A's and B's runs of one round robin together keeps what they
+    share: the host's speed in the minute they ran, which drifts by up to
+    2x over a bench (host_noise.py) and would otherwise widen the interval
+    as if it were a difference between the strategies."""
     rng = np.random.default_rng(0)
+    rounds = len(runs_a)
+    assert len(runs_b) == rounds, "one run of each strategy per round robin"
 
-    def resampled_means(runs):
-        means = np.empty(resamples)
-        for i in range(resamples):
-            drawn = rng.integers(len(runs), size=len(runs))
-            means[i] = np.concatenate([rng.choice(runs[d], len(runs[d]))
-                                       for d in drawn]).mean()
-        return means
+    def resampled_mean(runs, drawn):
+        return np.concatenate([rng.choice(runs[d], len(runs[d]))
+                               for d in drawn]).mean()
 
-    ratios = resampled_means(runs_a) / resampled_means(runs_b)
+    ratios = np.empty(resamples)
+    for i in range(resamples):
+        drawn = rng.integers(rounds, size=rounds)
+        ratios[i] = (resampled_mean(runs_a, drawn) /
+                     resampled_mean(runs_b, drawn))
     mean = lambda runs: np.concatenate(runs).mean()
     return (mean(runs_a) / mean(runs_b), np.percentile(ratios, 2.5),
             np.percentile(ratios, 97.5))
@@ -209,6 +219,7 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
     for name, (onnx, data, batch) in models.items():
         base = os.path.join(work, "%s-none" % name)
         compile_trainer(compile_tool, onnx, batch, base, "none", "")
+        host = host_noise.wait_until_quiet()
         profiled = []
         for r in range(repeats):
             path = os.path.join(work, "%s-%s-%d.json" % (name, title[:3], r))
@@ -219,7 +230,8 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
         measured = "profile=" + profile
         share = (startup_share(name, profile) + "; the fastest of %s"
                  % ", ".join("%.1f" % ms for ms, _ in profiled)
-                 + " ms unmerged runs with --profile")
+                 + " ms unmerged runs with --profile, started with the "
+                 "host " + host)
         if rounds > 1:
             measured, first_plan, first_ms = second_round(
                 compile_tool, onnx, data, batch, work,
@@ -278,8 +290,9 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
           "15%% of measured: %d of %d" % ("; ".join(verdicts), within,
                                          predictions))
     print("\n`optimal`'s mean step time over each other strategy's (every "
-          "run's timed steps; 95%% interval of a bootstrap over runs, then "
-          "steps): %s; the interval lies above 1 in %d of %d"
+          "run's timed steps; 95%% interval of a bootstrap over round "
+          "robins, each drawn for both strategies, then steps): %s; the "
+          "interval lies above 1 in %d of %d"
           % ("; ".join(intervals), slower, len(intervals)))
     print("\nThe unmerged exchanges by the profile's fit:\n" +
           "\n".join(shares))
