@@ -37,8 +37,8 @@ fastest strategy's for each model, how many predictions lie within 15%,
 and optimal's mean step time over each other strategy's with a 95%
 bootstrap interval (the timed steps of every run, from the trainers'
 --timeline; round robins drawn for both strategies at once, as the
-host's speed they ran at is common to both): where the interval holds 1, the runs do not tell the two
-apart. Models: resnet18 (62 gradients, 45 MB),
+host's speed they ran at is common to both): where the interval holds 1,
+the runs do not tell the two apart. Models: resnet18 (62 gradients, 45 MB),
 mobilenet_v2 (158 gradients, 9 MB) and the CIFAR ResNet-20 of MG-WFBP's
 own experiments (resnet20_cifar: 66 exchanges, 1.1 MB), 10 classes at
 3x32x32, per-rank batch 8 (--batch: a small batch makes the start-ups
