@@ -300,7 +300,8 @@ def bench_network(title, unpinned, models, compile_tool, work, ranks, steps,
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    dp.add_strategy_bench_arguments(parser, ["resnet18", "mobilenet_v2", "resnet20_cifar"], 30)
+    dp.add_strategy_bench_arguments(
+        parser, ["resnet18", "mobilenet_v2", "resnet20_cifar"], 30)
     parser.add_argument("--rounds", type=int, choices=(1, 2), default=2,
                         help="planning rounds (default 2: the lines refitted "
                         "to profiles of the first round's optimal plan and "
