@@ -361,9 +361,20 @@ DTRAIN_RT_TEST_API void resetCollectiveSequence();
 /// The spans recorded since the previous call.
 DTRAIN_RT_TEST_API std::vector<TraceEvent> takeTrace();
 
+/// A clockSeconds() of this rank for one moment common to all ranks of
+/// COMM: rank 0's clock at the call, carried over by the round trip with
+/// rank 0 that took the least time of several (its clock and this rank's
+/// then differ by what rank 0 read minus the trip's midpoint). Ranks that
+/// leave a collective do not leave it together: with 2 ranks per core, a
+/// rank's call can return most of a step after another's, so an origin
+/// taken as they leave one misaligns their times by as much. Collective
+/// over COMM, from the main thread while no collective is in flight. A
+/// null COMM or one rank: clockSeconds().
+DTRAIN_RT_TEST_API double alignedOrigin(dtrain_rt_comm_t *comm);
+
 /// Gathers every rank's EVENTS to rank 0, which writes them to PATH as a
-/// Chrome trace, times relative to ORIGIN (each rank's clockSeconds() when
-/// the ranks last synchronized); throws a Failure (ArrayFile.h) on rank 0
+/// Chrome trace, times relative to ORIGIN (each rank's alignedOrigin());
+/// throws a Failure (ArrayFile.h) on rank 0
 /// when the file cannot be written. Collective over COMM, from the main
 /// thread once every collective has been waited for (Timeline.cpp). A null
 /// COMM: this process alone, as rank 0.
@@ -399,8 +410,7 @@ DTRAIN_RT_TEST_API double computationSeconds(const HostShare &host, double wall,
 /// --dtrain-merge-gradients reads (profile=).
 class DTRAIN_RT_TEST_API StepProfile {
 public:
-  /// ORIGIN: a clockSeconds() that every rank took at the same moment (as
-  /// they left a collective), which aligns the ranks' times.
+  /// ORIGIN: this rank's alignedOrigin(), which aligns the ranks' times.
   explicit StepProfile(double origin) : origin(origin) {}
   /// Adds the spans of one step that began at STEPBEGIN (clockSeconds()),
   /// STEPBEGINCPU (computeCpuSeconds()) and ended at STEPEND, STEPENDCPU.

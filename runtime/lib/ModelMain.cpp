@@ -1755,12 +1755,13 @@ int trainerMain(int argc, char **argv, const char *infoText,
     return *static_cast<const int64_t *>(w.buffers[index]);
   };
   const bool reportComm = ranks.size > 1;
-  // The timeline's origin: the ranks leave this sum together.
-  std::vector<double> sync{0};
-  ranks.sum(sync);
-  const double origin = clockSeconds();
   CommStats windowComm, totalComm;
   const bool tracing = !o.timeline.empty() || !o.profile.empty();
+  // The origin of the timeline's and the profile's times, alike on every
+  // rank.
+  const double origin = tracing && ranks.mpi
+                            ? alignedOrigin(dtrain_rt_comm_world())
+                            : clockSeconds();
   std::vector<TraceEvent> timeline;
   StepProfile profile(origin);
   std::vector<int64_t> order(size_t(data->count));

@@ -10,7 +10,8 @@
 // collective was queued: "compute -> all_reduce #k" ends when that
 // gradient (or the loss) was ready, so the backward pass shows per
 // gradient, and the span after the last one holds the optimizer updates
-// and the waits before them.
+// and the waits before them. alignedOrigin gives the ranks' times one
+// origin.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +106,45 @@ std::string rankEvents(int rank, const std::vector<TraceEvent> &events,
 }
 
 } // namespace
+
+double dtrain::rt::alignedOrigin(dtrain_rt_comm_t *comm) {
+  if (!comm || comm->size == 1)
+    return clockSeconds();
+  // Rank 0 answers each rank's pings in turn with its clock. A ping that
+  // waited for a turn on a shared core takes long and is not used; the
+  // fastest of ROUNDS bounds the error by half its round trip.
+  constexpr int rounds = 16, tag = 0x7e3a;
+  double origin = clockSeconds(), offset = 0;
+  if (comm->rank == 0) {
+    for (int peer = 1; peer < comm->size; ++peer)
+      for (int round = 0; round < rounds; ++round) {
+        char ping;
+        DTRAIN_MPI_CALL(comm, MPI_Recv, &ping, 1, MPI_CHAR, peer, tag,
+                        comm->mpi, MPI_STATUS_IGNORE);
+        const double now = clockSeconds();
+        DTRAIN_MPI_CALL(comm, MPI_Send, &now, 1, MPI_DOUBLE, peer, tag,
+                        comm->mpi);
+      }
+  } else {
+    double fastest = -1;
+    for (int round = 0; round < rounds; ++round) {
+      const char ping = 0;
+      double rootNow;
+      const double sent = clockSeconds();
+      DTRAIN_MPI_CALL(comm, MPI_Send, &ping, 1, MPI_CHAR, 0, tag, comm->mpi);
+      DTRAIN_MPI_CALL(comm, MPI_Recv, &rootNow, 1, MPI_DOUBLE, 0, tag,
+                      comm->mpi, MPI_STATUS_IGNORE);
+      const double received = clockSeconds();
+      if (fastest < 0 || received - sent < fastest) {
+        fastest = received - sent;
+        offset = rootNow - (sent + received) / 2;
+      }
+    }
+  }
+  // Rank 0's origin, in each rank's own clock.
+  DTRAIN_MPI_CALL(comm, MPI_Bcast, &origin, 1, MPI_DOUBLE, 0, comm->mpi);
+  return origin - offset;
+}
 
 void dtrain::rt::writeTimeline(dtrain_rt_comm_t *comm,
                                const std::string &path,

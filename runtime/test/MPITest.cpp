@@ -158,6 +158,33 @@ TEST(Comm, RankAndSizeMatchMPI) {
   EXPECT_LT(mpiRank, mpiSize);
 }
 
+//===--- One origin for every rank's times --------------------------------===//
+
+/// The steady clock's reading (seconds since boot, one clock for every
+/// process on a machine, as the ranks of this test are) at this rank's
+/// clockSeconds() SECONDS.
+double machineClockAt(double seconds) {
+  const double machineNow =
+      std::chrono::duration<double>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+  return machineNow - (clockSeconds() - seconds);
+}
+
+TEST(AlignedOrigin, IsOneMomentOnTheMachineClock) {
+  // The processes started at different moments, so their clockSeconds()
+  // differ; a rank that sleeps before the call makes the others wait in it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5 * rank()));
+  const double origin = alignedOrigin(dtrain_rt_comm_world());
+  double moments[2] = {machineClockAt(origin), -machineClockAt(origin)};
+  MPI_Allreduce(MPI_IN_PLACE, moments, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  // Within half the fastest round trip with rank 0 (microseconds on one
+  // machine; a millisecond allows for oversubscribed cores).
+  EXPECT_LT(moments[0] + moments[1], 1e-3)
+      << "the ranks' origins lie " << (moments[0] + moments[1]) * 1e3
+      << " ms apart on the machine's clock";
+}
+
 //===--- Synchronous all-reduce over every combination --------------------===//
 
 using Case = std::tuple<int32_t, int32_t, int32_t, CountKind>;
