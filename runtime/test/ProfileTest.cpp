@@ -2,14 +2,15 @@
 //
 // Under mpirun with 2 ranks. StepProfile gets the same hand-made step on
 // both ranks (exchanges with their queue times, CPU times and durations,
-// rank 1 beginning each exchange later) and writes the profile; the
-// computation before each exchange and the all-reduce cost fitted to the
-// steps' exchanges must be the ones computed by hand, both where the ranks
-// take turns on one core (their CPU time counts twice, and an exchange
-// counts from the last rank's start) and where each has its own core,
-// which its communication thread shares (CPU time, and an exchange from
-// this rank's start). Also where the wall time counts instead
-// (computationSeconds), and the computing threads a rank counts.
+// rank 1 beginning each exchange later, rank 0 ending it later) and writes
+// the profile; the computation before each exchange and the all-reduce
+// cost fitted to the steps' exchanges must be the ones computed by hand,
+// both where the ranks take turns on one core (their CPU time counts
+// twice, and an exchange counts from the last rank's start to the first
+// rank's end) and where each has its own core, which its communication
+// thread shares (CPU time, and an exchange from this rank's start to its
+// end). Also where the wall time counts instead (computationSeconds), and
+// the computing threads a rank counts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,15 +90,18 @@ std::vector<double> numbers(const std::string &json, const std::string &key) {
   return values;
 }
 
-/// Rank 1 begins each exchange this much later than rank 0.
-constexpr double kSkew = 5e-5;
+/// Rank 1 begins each exchange this much later than rank 0, and rank 0
+/// ends it this much later than rank 1 (where they take turns on a core,
+/// rank 0's end waits for rank 1's turn to pass).
+constexpr double kSkew = 5e-5, kLateEnd = 3e-5;
 constexpr double kStepEnd = 4e-3, kStepEndCpu = 2e-3;
 /// What the first exchange takes more than the others' line.
 constexpr double kShared = 1.29024e-5;
 
 /// An exchange of BYTES queued at QUEUED, with the computation's CPU time
 /// at QUEUEDCPU, taking SECONDS once rank 1 has begun it too, 10 us + kSkew
-/// after it was queued (rank 0 kSkew earlier), and 2e-5 s + 5e-10 s per
+/// after it was queued (rank 0 kSkew earlier; rank 0 ending it kLateEnd
+/// later), and 2e-5 s + 5e-10 s per
 /// byte of CPU time on rank 0 (twice that on rank 1).
 TraceEvent exchange(int64_t bytes, double queued, double queuedCpu,
                     double seconds) {
@@ -105,7 +109,7 @@ TraceEvent exchange(int64_t bytes, double queued, double queuedCpu,
   return TraceEvent{"all_reduce",
                     TraceEvent::CommThread,
                     last - (world()->rank == 0 ? kSkew : 0),
-                    last + seconds,
+                    last + seconds + (world()->rank == 0 ? kLateEnd : 0),
                     bytes,
                     queued,
                     queuedCpu,
@@ -216,8 +220,9 @@ TEST(StepProfile, RanksTakingTurnsOnOneCore) {
   // Each rank gets half the core: 2 x CPU = 1.6 ms for the first two
   // gaps, though the second took 2 ms of wall time (the rest went to other
   // threads), and none for the third. Rank 0's wait for rank 1's turn is
-  // the computation's: the exchanges count from rank 1's start. The
-  // updates: 2 x 0.401 ms of CPU time.
+  // the computation's, and so is rank 0's wait for its turn after it: the
+  // exchanges count from rank 1's start to rank 1's end. The updates:
+  // 2 x 0.401 ms of CPU time.
   expectProfile(json, 1, {1.6e-3, 1.6e-3, 0}, 0.802e-3, 1e-4);
 }
 
@@ -263,8 +268,9 @@ TEST(StepProfile, RanksOnTheirOwnCores) {
   // thread shares: the CPU time, 0.8 ms for the first two gaps (not the
   // 2 ms of wall time of the second), none for the third, 0.401 ms for the
   // updates. The ranks do not take turns: rank 0 waits for rank 1 in each
-  // exchange, and the slowest rank's fit counts the wait.
-  expectProfile(json, 2, {0.8e-3, 0.8e-3, 0}, 0.401e-3, 1e-4 + kSkew);
+  // exchange, and the slowest rank's fit counts the wait and its later end.
+  expectProfile(json, 2, {0.8e-3, 0.8e-3, 0}, 0.401e-3,
+                1e-4 + kSkew + kLateEnd);
 }
 
 TEST(ComputationSeconds, CpuTimeWhereTheComputingThreadsFillTheCores) {
