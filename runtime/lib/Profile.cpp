@@ -256,12 +256,15 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   }
   const HostShare host = hostShare(comm);
   // The steps' exchanges. Where the ranks take turns on the cores, each
-  // runs from when the last rank began it to when the first ended it: the
-  // wait for the others' turns before it is the computation's, which
-  // counts it already (times ranks per core), and so is the wait after
-  // it. Ranks that share a core fall into turns: while one computes the
-  // next step, the other's end of the exchange waits for the core (3 ms
-  // of a 6 ms step at 2 ranks per core, for an all-reduce that took 0.4).
+  // runs from when the last rank began it: the wait for the others' turns
+  // before it is the computation's, which counts it already (times ranks
+  // per core). It runs until the last rank ended it where another
+  // exchange follows in the step, which waits for that; the step's last
+  // one until the first rank ended it, since what follows it is the next
+  // step's computation. Ranks that share a core fall into turns: while
+  // one computes the next step, the other's end of the last exchange
+  // waits for the core (3 ms of a 6 ms step at 2 ranks per core, for an
+  // all-reduce that took 0.4).
   // (Every rank takes part in the collectives, whatever its machine.)
   // MAX over [n, -n] gives every rank the most and the fewest.
   double counts[2] = {double(stepBegins.size()), -double(stepBegins.size())};
@@ -269,19 +272,24 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   if (counts[0] != -counts[1])
     fail("--profile: the ranks profiled %g to %g exchanges", -counts[1],
          counts[0]);
-  std::vector<double> lastBegins = stepBegins, firstEnds(stepEnds.size());
+  std::vector<double> lastBegins = stepBegins, lastEnds = stepEnds,
+                      firstEnds(stepEnds.size());
   dtrain_rt_all_reduce(comm, lastBegins.data(), int64_t(lastBegins.size()),
+                       DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  dtrain_rt_all_reduce(comm, lastEnds.data(), int64_t(lastEnds.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
   for (size_t i = 0; i < stepEnds.size(); ++i)
     firstEnds[i] = -stepEnds[i];
   dtrain_rt_all_reduce(comm, firstEnds.data(), int64_t(firstEnds.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  const size_t perStep = bytes.size();
   const bool turns = host.ranks > host.cores;
   std::vector<double> stepTimes(stepBegins.size());
-  for (size_t i = 0; i < stepTimes.size(); ++i)
-    stepTimes[i] = std::max(turns ? -firstEnds[i] - lastBegins[i]
-                                  : stepEnds[i] - stepBegins[i],
-                            0.0);
+  for (size_t i = 0; i < stepTimes.size(); ++i) {
+    const double end = (i + 1) % perStep ? lastEnds[i] : -firstEnds[i];
+    stepTimes[i] = std::max(
+        turns ? end - lastBegins[i] : stepEnds[i] - stepBegins[i], 0.0);
+  }
   // The cost inside the steps (an exchange there also waits for the
   // slowest rank, and shares the cores with the computation) when their
   // sizes span a range, else the timed one. Every rank takes the slowest
@@ -301,16 +309,13 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   // sample, its mean over the steps where it ran so, which the profile
   // also writes: the planners refit these lines to the samples of several
   // profiles (of merged trainers, whose buckets are larger).
-  std::vector<double> backwardEnds = stepBackwardEnds, lastEnds = stepEnds;
+  std::vector<double> backwardEnds = stepBackwardEnds;
   dtrain_rt_all_reduce(comm, backwardEnds.data(), int64_t(backwardEnds.size()),
-                       DTRAIN_RT_F64, DTRAIN_RT_MAX);
-  dtrain_rt_all_reduce(comm, lastEnds.data(), int64_t(lastEnds.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
   // Per exchange of the step: its mean seconds within the backward pass
   // (the first PERSTEP), and after it (the next PERSTEP), and over how many
   // steps. Every rank counts the same steps, from the same maxima, and
   // takes the slowest rank's means.
-  const size_t perStep = bytes.size();
   std::vector<double> meanSeconds(2 * perStep, 0), stepCounts(2 * perStep, 0);
   for (size_t i = 0; i < stepTimes.size(); ++i) {
     const bool within = lastEnds[i] <= backwardEnds[i];

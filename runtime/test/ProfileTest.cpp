@@ -6,11 +6,12 @@
 // the profile; the computation before each exchange and the all-reduce
 // cost fitted to the steps' exchanges must be the ones computed by hand,
 // both where the ranks take turns on one core (their CPU time counts
-// twice, and an exchange counts from the last rank's start to the first
-// rank's end) and where each has its own core, which its communication
-// thread shares (CPU time, and an exchange from this rank's start to its
-// end). Also where the wall time counts instead (computationSeconds), and
-// the computing threads a rank counts.
+// twice, and an exchange counts from the last rank's start to the last
+// rank's end, the step's last one to the first rank's end) and where each
+// has its own core, which its communication thread shares (CPU time, and
+// an exchange from this rank's start to its end). Also where the wall time
+// counts instead (computationSeconds), and the computing threads a rank
+// counts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -179,9 +180,11 @@ profileOfHandMadeSteps(std::vector<TraceEvent> (*step)() = handMadeStep) {
 }
 
 /// Rank 0: what the profile says of the machine, the computation and the
-/// all-reduce cost.
+/// all-reduce cost: every exchange STARTUP more than its time alone, and
+/// all but the step's last LATE more again.
 void expectProfile(const std::string &json, int hostCores,
-                   std::vector<double> compute, double tail, double startup) {
+                   std::vector<double> compute, double tail, double startup,
+                   double late = 0) {
   EXPECT_EQ(number(json, "host_ranks"), 2);
   EXPECT_EQ(number(json, "host_threads"), 2);
   EXPECT_EQ(number(json, "host_cores"), hostCores);
@@ -190,17 +193,20 @@ void expectProfile(const std::string &json, int hostCores,
   for (size_t i = 0; i < compute.size(); ++i)
     EXPECT_NEAR(written[i], compute[i], 1e-12) << "exchange " << i;
   EXPECT_NEAR(number(json, "tail_s"), tail, 1e-12);
-  // Fitted to the exchanges (least squares: the first one's kShared moves
-  // the line by -kShared / 129024 per byte and 0.507937 kShared at 0);
-  // the line alone fitted to the last two exactly; all-reduces timed from
-  // 4 bytes.
+  // Fitted to the exchanges (least squares over 1 KiB, 64 KiB, 1 KiB: the
+  // first one's kShared moves the line by -kShared / 129024 per byte and
+  // 32/63 kShared at 0, LATE on the first two by LATE / 129024 and 31/63
+  // LATE); the line alone fitted to the last two exactly (64 KiB LATE
+  // more than 1 KiB); all-reduces timed from 4 bytes.
   EXPECT_NE(json.find("\"cost_from\": \"exchanges in the steps\""),
             std::string::npos)
       << json;
-  EXPECT_NEAR(number(json, "startup_s"), startup + 6.5536e-6, 1e-10);
-  EXPECT_NEAR(number(json, "per_byte_s"), 0.9e-9, 1e-15);
-  EXPECT_NEAR(number(json, "alone_startup_s"), startup, 1e-10);
-  EXPECT_NEAR(number(json, "alone_per_byte_s"), 1e-9, 1e-15);
+  EXPECT_NEAR(number(json, "startup_s"),
+              startup + kShared * 32 / 63 + late * 31 / 63, 1e-10);
+  EXPECT_NEAR(number(json, "per_byte_s"), 1e-9 + (late - kShared) / 129024,
+              1e-15);
+  EXPECT_NEAR(number(json, "alone_startup_s"), startup - late / 63, 1e-10);
+  EXPECT_NEAR(number(json, "alone_per_byte_s"), 1e-9 + late / 64512, 1e-15);
   // One exchange ended within the backward pass: no line of its own.
   EXPECT_EQ(json.find("backward_startup_s"), std::string::npos) << json;
   // The mean rank's CPU time per exchange.
@@ -220,10 +226,11 @@ TEST(StepProfile, RanksTakingTurnsOnOneCore) {
   // Each rank gets half the core: 2 x CPU = 1.6 ms for the first two
   // gaps, though the second took 2 ms of wall time (the rest went to other
   // threads), and none for the third. Rank 0's wait for rank 1's turn is
-  // the computation's, and so is rank 0's wait for its turn after it: the
-  // exchanges count from rank 1's start to rank 1's end. The updates:
-  // 2 x 0.401 ms of CPU time.
-  expectProfile(json, 1, {1.6e-3, 1.6e-3, 0}, 0.802e-3, 1e-4);
+  // the computation's: the exchanges count from rank 1's start. To rank
+  // 0's end where another exchange follows, which waits for it; the last
+  // one to rank 1's end, since rank 0's wait for its turn after it is the
+  // next step's computation. The updates: 2 x 0.401 ms of CPU time.
+  expectProfile(json, 1, {1.6e-3, 1.6e-3, 0}, 0.802e-3, 1e-4, kLateEnd);
 }
 
 // The exchanges that ended within the backward pass, and those that began
@@ -236,18 +243,21 @@ TEST(StepProfile, ExchangesWithinAndAfterTheBackwardPass) {
       profileOfHandMadeSteps(stepWithExchangesWithinTheBackwardPass);
   if (world()->rank != 0)
     return;
-  EXPECT_NEAR(number(json, "backward_startup_s"), 3e-4, 1e-10) << json;
+  // (Each to rank 0's end, kLateEnd later, but the step's last.)
+  EXPECT_NEAR(number(json, "backward_startup_s"), 3e-4 + kLateEnd, 1e-10)
+      << json;
   EXPECT_NEAR(number(json, "backward_per_byte_s"), 2e-9, 1e-15);
-  EXPECT_NEAR(number(json, "alone_startup_s"), 1e-4, 1e-10);
-  EXPECT_NEAR(number(json, "alone_per_byte_s"), 1e-9, 1e-15);
+  EXPECT_NEAR(number(json, "alone_startup_s"), 1e-4 - kLateEnd / 63, 1e-10);
+  EXPECT_NEAR(number(json, "alone_per_byte_s"), 1e-9 + kLateEnd / 64512, 1e-15);
   // And the exchanges the lines were fitted to, in the step's order: each
   // its bytes, seconds and the 3 steps.
   const std::vector<double> within = numbers(json, "backward_exchanges"),
                             alone = numbers(json, "alone_exchanges");
-  const std::vector<double> withinExpected = {1024,  3e-4 + 2e-9 * 1024,  3,
-                                              16384, 3e-4 + 2e-9 * 16384, 3};
-  const std::vector<double> aloneExpected = {65536, aloneSeconds(65536), 3,
-                                             1024,  aloneSeconds(1024),  3};
+  const std::vector<double> withinExpected = {
+      1024,  3e-4 + 2e-9 * 1024 + kLateEnd,  3,
+      16384, 3e-4 + 2e-9 * 16384 + kLateEnd, 3};
+  const std::vector<double> aloneExpected = {
+      65536, aloneSeconds(65536) + kLateEnd, 3, 1024, aloneSeconds(1024), 3};
   ASSERT_EQ(within.size(), withinExpected.size()) << json;
   ASSERT_EQ(alone.size(), aloneExpected.size()) << json;
   for (size_t i = 0; i < within.size(); ++i) {
