@@ -374,10 +374,10 @@ DTRAIN_RT_TEST_API double alignedOrigin(dtrain_rt_comm_t *comm);
 
 /// Gathers every rank's EVENTS to rank 0, which writes them to PATH as a
 /// Chrome trace, times relative to ORIGIN (each rank's alignedOrigin());
-/// throws a Failure (ArrayFile.h) on rank 0
-/// when the file cannot be written. Collective over COMM, from the main
-/// thread once every collective has been waited for (Timeline.cpp). A null
-/// COMM: this process alone, as rank 0.
+/// throws a Failure (ArrayFile.h) on rank 0 when the file cannot be
+/// written. Collective over COMM, from the main thread once every
+/// collective has been waited for (Timeline.cpp). A null COMM: this
+/// process alone, as rank 0.
 void writeTimeline(dtrain_rt_comm_t *comm, const std::string &path,
                    const std::vector<TraceEvent> &events, double origin);
 
