@@ -74,15 +74,13 @@ def wait_until_quiet(tolerance=1.25, patience=180.0, seconds=2.0):
         medians = [np.median(times) for _, times in
                    sorted(measure(seconds).items())]
         waited = time.monotonic() - start
-        if max(medians) <= tolerance * quietest_median_ms:
-            verdict = "quiet"
-        elif waited >= patience:
-            verdict = "not quiet"
-        else:
-            continue
-        return ("%s after %.0f s (cores' median chunks %s ms, the quietest "
-                "seen %.1f)" % (verdict, waited, ", ".join(
-                    "%.1f" % m for m in medians), quietest_median_ms))
+        quiet = max(medians) <= tolerance * quietest_median_ms
+        if quiet or waited >= patience:
+            return ("%s after %.0f s (cores' median chunks %s ms, the "
+                    "quietest seen %.1f)" % (
+                        "quiet" if quiet else "not quiet", waited,
+                        ", ".join("%.1f" % m for m in medians),
+                        quietest_median_ms))
 
 
 def summary(chunks):
