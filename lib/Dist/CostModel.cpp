@@ -267,6 +267,20 @@ mlir::dtrain::dist::readProfile(StringRef path,
   return profile;
 }
 
+LogicalResult mlir::dtrain::dist::readProfileOption(
+    MLIRContext *context, StringRef path, ArrayRef<std::string> refitPaths,
+    StringRef option, std::optional<Profile> &profile) {
+  profile.reset();
+  if (path.empty())
+    return success();
+  FailureOr<Profile> read =
+      readProfile(path, refitPaths, UnknownLoc::get(context), option);
+  if (failed(read))
+    return failure();
+  profile = std::move(*read);
+  return success();
+}
+
 SmallVector<Exchange>
 mlir::dtrain::dist::collectExchanges(Block &body, ComputeSpeed speed,
                                      double *tailSeconds) {

@@ -135,7 +135,8 @@ struct MergeGradientsPass
       return emitError(UnknownLoc::get(context))
              << "--dtrain-merge-gradients: refit-profiles needs "
                 "profile=FILE.json";
-    return success();
+    return readProfileOption(context, profile, refitProfiles,
+                             "--dtrain-merge-gradients", measured);
   }
 
   void runOnOperation() override {
@@ -152,11 +153,7 @@ struct MergeGradientsPass
       return;
 
     AllReduceCost cost{startup, perByte};
-    if (!profile.empty()) {
-      FailureOr<Profile> measured = readProfile(
-          profile, refitProfiles, func.getLoc(), "--dtrain-merge-gradients");
-      if (failed(measured))
-        return signalPassFailure();
+    if (measured) {
       if (measured->computeSeconds.size() != exchanges.size()) {
         func.emitError("--dtrain-merge-gradients: profile ")
             << profile << " has " << measured->computeSeconds.size()
@@ -245,6 +242,9 @@ struct MergeGradientsPass
                                          cost))
                       << " s)";
   }
+
+  /// The profile= file (with refit-profiles=), read once for every function.
+  std::optional<Profile> measured;
 };
 
 } // namespace

@@ -63,7 +63,8 @@ struct SimulateStepPass
       return emitError(UnknownLoc::get(context))
              << "--dtrain-simulate-step: threshold-bytes and "
                 "first-bucket-bytes must be >= 0";
-    return success();
+    return readProfileOption(context, profile, refitProfiles,
+                             "--dtrain-simulate-step", measured);
   }
 
   void runOnOperation() override {
@@ -80,13 +81,7 @@ struct SimulateStepPass
     for (const Exchange &e : exchanges)
       tasks.push_back(e.task);
     std::string source = "estimated";
-    std::optional<Profile> measured;
-    if (!profile.empty()) {
-      FailureOr<Profile> read = readProfile(
-          profile, refitProfiles, func.getLoc(), "--dtrain-simulate-step");
-      if (failed(read))
-        return signalPassFailure();
-      measured = *read;
+    if (measured) {
       if (measured->computeSeconds.size() != tasks.size()) {
         func.emitError("--dtrain-simulate-step: profile ")
             << profile << " has " << measured->computeSeconds.size()
@@ -210,6 +205,9 @@ struct SimulateStepPass
       os << "\n";
     }
   }
+
+  /// The profile= file (with refit-profiles=), read once for every function.
+  std::optional<Profile> measured;
 };
 
 } // namespace

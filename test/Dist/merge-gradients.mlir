@@ -12,6 +12,7 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-merge-gradients="strategy=mgwfbp report profile=%S/Inputs/merge-profile-refit.json refit-profiles=%S/Inputs/merge-profile-refit-bucket.json" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=BACKWARD
 // RUN: not dtrain-opt %s --dtrain-merge-gradients="strategy=fastest" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not dtrain-opt %s --dtrain-merge-gradients="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-short.json" 2>&1 | FileCheck %s --check-prefix=SHORT
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-cores.json" 2>&1 | FileCheck %s --check-prefix=BAD-CORES
 // RUN: not dtrain-opt %s --dtrain-build-training --dtrain-data-parallel --dtrain-merge-gradients="profile=%S/Inputs/merge-profile-bad-alone.json" 2>&1 | FileCheck %s --check-prefix=BAD-ALONE

@@ -1,6 +1,7 @@
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="ranks=1,2,1024 network=1gbe profile=%S/Inputs/simulate-profile.json" -o /dev/null | FileCheck %s
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step -o /dev/null | FileCheck %s --check-prefix=DEFAULTS
 // RUN: not dtrain-opt %s --dtrain-simulate-step="network=carrier-pigeon" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not dtrain-opt %s --dtrain-simulate-step="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-4.json" -o /dev/null | FileCheck %s --check-prefix=MEASURED
 // RUN: not dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NO-RANKS
 // RUN: dtrain-opt %s --dtrain-build-training="optimizer=momentum lr=0.1" --dtrain-data-parallel --dtrain-simulate-step="network=profile profile=%S/Inputs/simulate-profile-tail.json" -o /dev/null | FileCheck %s --check-prefix=TAIL
@@ -42,6 +43,7 @@
 // DEFAULTS-NOT:  @forward
 
 // BAD: error: --dtrain-simulate-step: network 'carrier-pigeon' is not valid (accepted: 1gbe, 10gbe, 100gb-ib, and profile with a profile=FILE)
+// MISSING: error: --dtrain-simulate-step: profile {{.*}}missing.json: cannot read it: No such file or directory
 
 // network=profile: the profile's all-reduce cost (1 ms + 1 us per byte)
 // at its 4 ranks. One exchange each: 0 to 1.004, 1.004 to 2.012, 2.012 to

@@ -91,6 +91,15 @@ struct Profile {
 FailureOr<Profile> readProfile(StringRef path, ArrayRef<std::string> refitPaths,
                                Location loc, StringRef option);
 
+/// For a pass's initialize(): reads its profile= option (PATH, with
+/// refit-profiles= REFITPATHS) into PROFILE once for every function, so a
+/// missing or malformed file fails the pass whatever the input holds. An
+/// empty PATH leaves PROFILE empty.
+LogicalResult readProfileOption(MLIRContext *context, StringRef path,
+                                ArrayRef<std::string> refitPaths,
+                                StringRef option,
+                                std::optional<Profile> &profile);
+
 /// A network for ring all-reduces: per-message latency (s) and link
 /// bandwidth (bytes/s).
 struct Network {
