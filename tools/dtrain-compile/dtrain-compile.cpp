@@ -474,6 +474,25 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     pm.addNestedPass<func::FuncOp>(std::move(pass));
     return success();
   };
+  // Where the user gave both a flag and a pass option that sets the same
+  // key, the option would silently win.
+  auto givenTwice = [&](const cl::opt<std::string> &owner, StringRef key,
+                        const cl::opt<std::string> &options) {
+    if (!owner.getNumOccurrences())
+      return false;
+    SmallVector<StringRef> pairs;
+    StringRef(options).split(pairs, ' ', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+    return llvm::any_of(
+        pairs, [&](StringRef pair) { return pair.split('=').first == key; });
+  };
+  for (auto [owner, key, options] :
+       {std::tuple(&mergeStrategy, "strategy", &mergeOptions),
+        std::tuple(&precision, "compute", &mixedPrecisionOptions),
+        std::tuple(&wireType, "wire", &mixedPrecisionOptions),
+        std::tuple(&lossScale, "loss-scale", &mixedPrecisionOptions)})
+    if (givenTwice(*owner, key, *options))
+      return error("--" + options->ArgStr + " sets " + key + "=, which --" +
+                   owner->ArgStr + " sets too: give one of them");
   if (isDataParallel()) {
     dtrain::dist::DataParallelOptions options;
     options.schedule = exchangeSchedule;
