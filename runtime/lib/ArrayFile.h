@@ -137,6 +137,10 @@ private:
 void writeFileAtomically(const std::string &path, std::string_view bytes,
                          const char *what);
 
+/// Fails as writeFileAtomically would where PATH cannot be created, leaving
+/// nothing behind: an output written after a long run is checked before it.
+void checkCreatable(const std::string &path, const char *what);
+
 /// CRC-32 (as zip uses it) of N bytes at DATA, continuing from CRC.
 uint32_t updateCrc32(uint32_t crc, const void *data, size_t n);
 

@@ -1314,19 +1314,8 @@ void saveOnnx(const Workspace &w, const std::string &source,
            t.dataLocation == 1 ? "in an external file" : "in typed fields");
     std::memcpy(bytes.data() + t.rawBegin, w.buffers[i], a.bytes);
   }
-  const std::string temporary = target + ".tmp";
-  FILE *out = std::fopen(temporary.c_str(), "wb");
-  if (!out)
-    fail("--save-onnx: cannot create %s: %s", temporary.c_str(),
-         std::strerror(errno));
-  const bool written =
-      std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size();
-  if (std::fclose(out) != 0 || !written ||
-      std::rename(temporary.c_str(), target.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    fail("--save-onnx: cannot write %s: %s", target.c_str(),
-         std::strerror(errno));
-  }
+  writeFileAtomically(target, std::string_view(bytes.data(), bytes.size()),
+                      "--save-onnx");
 }
 
 /// Where training stands: STEP steps done, BATCH batches of epoch EPOCH
@@ -1711,6 +1700,12 @@ int trainerMain(int argc, char **argv, const char *infoText,
         ::mkdir(o.checkpointDir.c_str(), 0777) != 0 && errno != EEXIST)
       fail("--checkpoint-dir: cannot create %s: %s", o.checkpointDir.c_str(),
            std::strerror(errno));
+    // So are the files written after training.
+    for (auto [path, option] : {std::pair(&o.saveOnnx, "--save-onnx"),
+                                std::pair(&o.timeline, "--timeline"),
+                                std::pair(&o.profile, "--profile")})
+      if (!path->empty())
+        checkCreatable(*path, option);
     // The seed of the dropout masks (nn.dropout_mask); a resumed run takes
     // the checkpoint's.
     if (std::optional<size_t> seed = w.find(Role::State, "rng.seed"))
@@ -1748,6 +1743,11 @@ int trainerMain(int argc, char **argv, const char *infoText,
   const int64_t epochs =
       o.epochs ? o.epochs : (o.steps + batches - 1) / batches;
   const int64_t logEvery = o.logEvery ? o.logEvery : batches;
+  const int64_t runSteps = (o.steps ? o.steps : epochs * batches) - start.step;
+  if (!o.profile.empty() && runSteps < 2)
+    usageError("--profile times the steps after the run's first (a warm-up): "
+               "it needs 2 or more, and this run has %lld",
+               (long long)std::max<int64_t>(runSteps, 0));
   auto valueOf = [&](size_t index) {
     return *static_cast<const float *>(w.buffers[index]);
   };

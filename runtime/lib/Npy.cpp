@@ -186,17 +186,31 @@ void OutputFile::commit() {
   }
 }
 
-void dtrain::rt::writeFileAtomically(const std::string &path,
-                                     std::string_view bytes,
-                                     const char *what) {
+/// Runs WRITE on an OutputFile at PATH; a failure reads "WHAT: PATH:
+/// reason".
+template <typename Write>
+static void writeNamingFailures(const std::string &path, const char *what,
+                                Write write) {
   try {
     OutputFile out(path.c_str());
-    out.write(bytes.data(), bytes.size());
-    out.commit();
+    write(out);
   } catch (Failure &f) {
     f.message = std::string(what) + ": " + path + ": " + f.message;
     throw;
   }
+}
+
+void dtrain::rt::writeFileAtomically(const std::string &path,
+                                     std::string_view bytes, const char *what) {
+  writeNamingFailures(path, what, [&](OutputFile &out) {
+    out.write(bytes.data(), bytes.size());
+    out.commit();
+  });
+}
+
+void dtrain::rt::checkCreatable(const std::string &path, const char *what) {
+  // Uncommitted, the file's temporary name goes with it.
+  writeNamingFailures(path, what, [](OutputFile &) {});
 }
 
 uint32_t dtrain::rt::updateCrc32(uint32_t crc, const void *data, size_t n) {
