@@ -3,7 +3,12 @@
 #include "dtrain/Lower/Pipelines.h"
 
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Triple.h"
 
 #include <cstdlib>
 
@@ -123,6 +128,56 @@ getCUDAToolkit(const dtrain::lower::LowerToNVVMOptions &options) {
 #endif
 }
 
+LogicalResult mlir::dtrain::lower::resolveNVPTXTarget(
+    LowerToNVVMOptions &options,
+    llvm::function_ref<void(const llvm::Twine &)> report) {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTargetMC();
+  const llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) {
+    report("the LLVM NVPTX target is missing: " + error);
+    return failure();
+  }
+  // The generic processor's subtarget: one of an unknown chip warns on
+  // stderr.
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, "", ""));
+  const std::string chip = options.chip;
+  if (!info->isCPUStringValid(chip)) {
+    report("chip '" + chip +
+           "' is not a GPU architecture LLVM's NVPTX target knows (e.g. "
+           "sm_80, sm_90, sm_100)");
+    return failure();
+  }
+  const std::string features = options.features;
+  llvm::SmallVector<llvm::StringRef> items;
+  llvm::StringRef(features).split(items, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items) {
+    llvm::StringRef name = item;
+    if (!name.consume_front("+"))
+      name.consume_front("-");
+    if (llvm::none_of(info->getAllProcessorFeatures(),
+                      [&](const llvm::SubtargetFeatureKV &feature) {
+                        return name == feature.Key;
+                      })) {
+      report("feature '" + item +
+             "' is not one LLVM's NVPTX target knows (e.g. +ptx80)");
+      return failure();
+    }
+  }
+  // PTX 8.0 targets every chip up to sm_90a. A newer chip needs a newer
+  // version, which the NVPTX target picks where the features name none.
+  unsigned sm = 0;
+  llvm::StringRef number = llvm::StringRef(chip).drop_front(3);
+  if (features.empty() &&
+      !number.take_while(llvm::isDigit).getAsInteger(10, sm) && sm <= 90)
+    options.features = "+ptx80";
+  return success();
+}
+
 std::string
 mlir::dtrain::lower::getLowerToNVVMPipeline(const LowerToNVVMOptions &options) {
   return lowerToBuffers("cuda") + kLowerBuffers.str() +
@@ -145,10 +200,28 @@ void mlir::dtrain::lower::registerLowerPipelines() {
       "Lower a module with func.func @forward on tensors to the LLVM dialect, "
       "with the compiled-model ABI of dtrain_rt.h (what dtrain-compile runs)",
       buildLowerToLLVMPipeline);
-  PassPipelineRegistration<LowerToNVVMOptions>(
+  // Registered by hand, to report an unknown chip or feature before
+  // anything compiles.
+  registerPassPipeline(
       "dtrain-lower-to-nvvm",
       "The same for --target=cuda: loop nests become GPU kernels, compiled "
       "to a fatbin for `chip`; buffers in CUDA managed memory (what "
       "dtrain-compile --target=cuda runs)",
-      buildLowerToNVVMPipeline);
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        LowerToNVVMOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        LogicalResult resolved =
+            resolveNVPTXTarget(options, [&](const Twine &message) {
+              (void)errorHandler("--dtrain-lower-to-nvvm: " + message);
+            });
+        if (failed(resolved))
+          return failure();
+        buildLowerToNVVMPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optionsHandler) {
+        optionsHandler(LowerToNVVMOptions());
+      });
 }

@@ -3,6 +3,11 @@
 // RUN: dtrain-opt %s --dtrain-lower-to-nvvm --mlir-print-ir-after=convert-gpu-to-nvvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=NVVM
 // RUN: dtrain-opt %s --dtrain-lower-to-nvvm | FileCheck %s
 // RUN: dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_80 features=+ptx70" | FileCheck %s --check-prefix=SM80
+// Past sm_90a, the PTX version defaults to the least the chip needs (8.6
+// for sm_100), where +ptx80 would stop LLVM's NVPTX target.
+// RUN: dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_100" | FileCheck %s --check-prefix=SM100
+// RUN: not dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_xx" 2>&1 | FileCheck %s --check-prefix=BAD-CHIP
+// RUN: not dtrain-opt %s --dtrain-lower-to-nvvm="features=+ptx80,+fast" 2>&1 | FileCheck %s --check-prefix=BAD-FEATURE
 
 // The model of lower-to-llvm.mlir with a sigmoid: the matmul is a call of
 // the CUDA runtime's cuBLAS kernel (same arguments as the CPU's), and the
@@ -68,6 +73,9 @@
 // CHECK-NOT:  gpu.module
 
 // SM80: gpu.binary @dtrain_model_run_kernel [#gpu.object<#nvvm.target<chip = "sm_80", features = "+ptx70">
+// SM100: gpu.binary @dtrain_model_run_kernel [#gpu.object<#nvvm.target<chip = "sm_100">
+// BAD-CHIP: error: --dtrain-lower-to-nvvm: chip 'sm_xx' is not a GPU architecture LLVM's NVPTX target knows (e.g. sm_80, sm_90, sm_100)
+// BAD-FEATURE: error: --dtrain-lower-to-nvvm: feature '+fast' is not one LLVM's NVPTX target knows (e.g. +ptx80)
 func.func @forward(%w: tensor<4x3xf32> {train.param = "w"}, %b: tensor<3xf32> {train.param = "b"}, %x: tensor<2x4xf32> {train.input = "x"}) -> (tensor<2x3xf32> {train.output = "y"}) {
   %0 = nn.matmul %x, %w : tensor<2x4xf32>, tensor<4x3xf32> -> tensor<2x3xf32>
   %1 = nn.add %0, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>

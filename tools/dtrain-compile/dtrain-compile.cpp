@@ -252,9 +252,9 @@ static cl::opt<std::string>
 
 static cl::opt<std::string> gpuFeatures(
     "gpu-features",
-    cl::desc("--target=cuda: PTX features (default +ptx80, the least sm_90 "
-             "needs)"),
-    cl::init("+ptx80"), cl::cat(compileCategory));
+    cl::desc("--target=cuda: PTX features, e.g. +ptx86 (default: +ptx80 "
+             "up to sm_90a, the least PTX version --gpu-arch needs after)"),
+    cl::init(""), cl::cat(compileCategory));
 
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to write to OUT (default: exe)"),
@@ -520,6 +520,12 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     dtrain::lower::LowerToNVVMOptions options;
     options.chip = gpuArch;
     options.features = gpuFeatures;
+    LogicalResult resolved =
+        dtrain::lower::resolveNVPTXTarget(options, [](const Twine &message) {
+          (void)error("--gpu-arch/--gpu-features: " + message);
+        });
+    if (failed(resolved))
+      return failure();
     dtrain::lower::buildLowerToNVVMPipeline(pm, options);
   } else {
     dtrain::lower::buildLowerToLLVMPipeline(pm);
@@ -630,6 +636,9 @@ static LogicalResult compile(const char *argv0) {
   if (mode == Mode::Infer && lossScale.getNumOccurrences())
     return error("--loss-scale needs --mode=train or --mode=step (a forward "
                  "pass has no backward pass to scale)");
+  if (target != Target::CUDA &&
+      (gpuArch.getNumOccurrences() || gpuFeatures.getNumOccurrences()))
+    return error("--gpu-arch and --gpu-features need --target=cuda");
   if (isDataParallel() && mode == Mode::Infer)
     return error("--data-parallel needs --mode=train or --mode=step (a "
                  "forward pass has no gradients to average)");

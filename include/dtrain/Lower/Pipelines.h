@@ -22,8 +22,9 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init("sm_90")};
   PassOptions::Option<std::string> features{
       *this, "features",
-      llvm::cl::desc("PTX features (default +ptx80, which sm_90 needs)"),
-      llvm::cl::init("+ptx80")};
+      llvm::cl::desc("PTX features, e.g. +ptx86 (default: +ptx80 up to "
+                     "sm_90a, the least PTX version the chip needs after)"),
+      llvm::cl::init("")};
   PassOptions::Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("CUDA toolkit whose ptxas compiles the kernels "
@@ -31,6 +32,15 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
                      "was configured)"),
       llvm::cl::init("")};
 };
+
+/// Checks OPTIONS' chip and features against LLVM's NVPTX target, and
+/// reports an unknown one through REPORT (the kernels' compilation would
+/// fail on it, once for each kernel). Empty features become +ptx80 up to
+/// sm_90a, and for newer chips stay empty: the least PTX version the chip
+/// needs.
+LogicalResult
+resolveNVPTXTarget(LowerToNVVMOptions &options,
+                   llvm::function_ref<void(const llvm::Twine &)> report);
 
 /// The textual pipelines (for -v and for tests).
 std::string getLowerToLLVMPipeline();
