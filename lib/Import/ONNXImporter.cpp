@@ -2096,7 +2096,9 @@ FailureOr<ONNXImportOptions>
 mlir::dtrain::getONNXImportOptionsFromCL(Location loc) {
   ONNXImportOptions options;
   int64_t batchSize = clOptions->batchSize;
-  if (batchSize < 0)
+  // 0 is the default (not given); given, it must be positive.
+  if (batchSize < 0 ||
+      (batchSize == 0 && clOptions->batchSize.getNumOccurrences()))
     return emitError(loc) << "--batch-size must be positive, got "
                           << batchSize;
   if (batchSize > 0)
