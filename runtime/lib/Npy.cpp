@@ -209,8 +209,13 @@ void dtrain::rt::writeFileAtomically(const std::string &path,
 }
 
 void dtrain::rt::checkCreatable(const std::string &path, const char *what) {
-  // Uncommitted, the file's temporary name goes with it.
-  writeNamingFailures(path, what, [](OutputFile &) {});
+  // Uncommitted, the file's temporary name goes with it; the rename onto
+  // a directory would fail only at the commit.
+  writeNamingFailures(path, what, [&](OutputFile &) {
+    struct stat status;
+    if (::stat(path.c_str(), &status) == 0 && S_ISDIR(status.st_mode))
+      fail("is a directory");
+  });
 }
 
 uint32_t dtrain::rt::updateCrc32(uint32_t crc, const void *data, size_t n) {
