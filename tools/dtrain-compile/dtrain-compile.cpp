@@ -649,6 +649,16 @@ static LogicalResult compile(const char *argv0) {
     if (outputFilename == "-")
       return error("cannot write an executable to stdout; give -o FILE or "
                    "another --emit");
+    // The linker writes it only after the whole compilation.
+    StringRef directory = llvm::sys::path::parent_path(outputFilename);
+    if (directory.empty())
+      directory = ".";
+    if (llvm::sys::fs::is_directory(outputFilename))
+      return error("cannot write the executable '" + outputFilename +
+                   "': it is a directory");
+    if (llvm::sys::fs::access(directory, llvm::sys::fs::AccessMode::Write))
+      return error("cannot write the executable '" + outputFilename +
+                   "': no writable directory '" + directory + "'");
     FailureOr<std::string> dir = findRuntimeDir(argv0);
     if (failed(dir))
       return failure();
