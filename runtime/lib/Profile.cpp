@@ -272,21 +272,25 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   if (counts[0] != -counts[1])
     fail("--profile: the ranks profiled %g to %g exchanges", -counts[1],
          counts[0]);
-  std::vector<double> lastBegins = stepBegins, lastEnds = stepEnds,
-                      firstEnds(stepEnds.size());
-  dtrain_rt_all_reduce(comm, lastBegins.data(), int64_t(lastBegins.size()),
+  // Over every rank, in one MAX: each exchange's last begin, last end and
+  // first end (negated), and the backward pass's last end.
+  const size_t n = stepBegins.size();
+  std::vector<double> extremes(stepBegins);
+  extremes.insert(extremes.end(), stepEnds.begin(), stepEnds.end());
+  for (double end : stepEnds)
+    extremes.push_back(-end);
+  extremes.insert(extremes.end(), stepBackwardEnds.begin(),
+                  stepBackwardEnds.end());
+  dtrain_rt_all_reduce(comm, extremes.data(), int64_t(extremes.size()),
                        DTRAIN_RT_F64, DTRAIN_RT_MAX);
-  dtrain_rt_all_reduce(comm, lastEnds.data(), int64_t(lastEnds.size()),
-                       DTRAIN_RT_F64, DTRAIN_RT_MAX);
-  for (size_t i = 0; i < stepEnds.size(); ++i)
-    firstEnds[i] = -stepEnds[i];
-  dtrain_rt_all_reduce(comm, firstEnds.data(), int64_t(firstEnds.size()),
-                       DTRAIN_RT_F64, DTRAIN_RT_MAX);
+  const double *lastBegins = extremes.data(), *lastEnds = lastBegins + n,
+               *negatedFirstEnds = lastEnds + n,
+               *backwardEnds = negatedFirstEnds + n;
   const size_t perStep = bytes.size();
   const bool turns = host.ranks > host.cores;
-  std::vector<double> stepTimes(stepBegins.size());
-  for (size_t i = 0; i < stepTimes.size(); ++i) {
-    const double end = (i + 1) % perStep ? lastEnds[i] : -firstEnds[i];
+  std::vector<double> stepTimes(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double end = (i + 1) % perStep ? lastEnds[i] : -negatedFirstEnds[i];
     stepTimes[i] = std::max(
         turns ? end - lastBegins[i] : stepEnds[i] - stepBegins[i], 0.0);
   }
@@ -309,9 +313,6 @@ void StepProfile::write(dtrain_rt_comm_t *comm,
   // sample, its mean over the steps where it ran so, which the profile
   // also writes: the planners refit these lines to the samples of several
   // profiles (of merged trainers, whose buckets are larger).
-  std::vector<double> backwardEnds = stepBackwardEnds;
-  dtrain_rt_all_reduce(comm, backwardEnds.data(), int64_t(backwardEnds.size()),
-                       DTRAIN_RT_F64, DTRAIN_RT_MAX);
   // Per exchange of the step: its mean seconds within the backward pass
   // (the first PERSTEP), and after it (the next PERSTEP), and over how many
   // steps. Every rank counts the same steps, from the same maxima, and
