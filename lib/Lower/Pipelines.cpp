@@ -48,22 +48,32 @@ static constexpr llvm::StringLiteral kCPULoops =
     "convert-math-to-llvm,convert-math-to-libm,convert-to-llvm,"
     "reconcile-unrealized-casts,canonicalize,cse";
 
-/// CUDA: every loop nest a kernel (256 threads along its innermost
-/// dimension; an element-wise loop 16 bytes of vectors a thread), outlined
-/// into gpu.modules compiled to a fatbin for CHIP with FEATURES; the
-/// host's allocations through MLIR's generic allocation functions, which
-/// libdtrain_runtime_cuda defines over managed memory, and constant globals
-/// copied into such buffers, so that kernels reach every buffer. Launches
-/// and heavy-op kernels are queued on one stream, which the host waits for
-/// only before its own code that touches memory (after the last
-/// canonicalization: see dtrain-chain-gpu-launches).
-static constexpr llvm::StringLiteral kCUDALoops =
-    "func.func(dtrain-copy-constant-globals,dtrain-parallelize-serial-generics,"
+/// The CUDA target's loop transformations, after the buffers are lowered:
+/// every loop nest an scf.parallel whose parallel dimensions are outermost
+/// (serial work given a parallel loop), runs of small independent nests
+/// merged, element-wise nests given 16 bytes of vectors an iteration, the
+/// innermost dimension tiled by 256 (a block's threads). The CPU runs the
+/// same nests with `cuda-loops` (one iteration after another), which checks
+/// what the kernels compute without a GPU.
+static constexpr llvm::StringLiteral kCUDALoopTransforms =
+    "func.func(dtrain-parallelize-serial-generics,"
     "dtrain-interchange-parallel-outer),"
     "convert-linalg-to-parallel-loops,"
     "func.func(dtrain-fuse-sibling-parallel-loops,"
-    "dtrain-vectorize-parallel-loops,dtrain-tile-parallel-loops-for-gpu,"
-    "gpu-map-parallel-loops),"
+    "dtrain-vectorize-parallel-loops,dtrain-tile-parallel-loops-for-gpu),";
+
+/// CUDA: every loop nest a kernel, outlined into gpu.modules compiled to a
+/// fatbin for CHIP with FEATURES; the host's allocations through MLIR's
+/// generic allocation functions, which libdtrain_runtime_cuda defines over
+/// managed memory, and constant globals copied into such buffers, so that
+/// kernels reach every buffer. Launches and heavy-op kernels are queued on
+/// one stream, which the host waits for only before its own code that
+/// touches memory (after the last canonicalization: see
+/// dtrain-chain-gpu-launches).
+static constexpr llvm::StringLiteral kCUDAPlacement =
+    "func.func(dtrain-copy-constant-globals),";
+static constexpr llvm::StringLiteral kCUDAKernels =
+    "func.func(gpu-map-parallel-loops),"
     "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse,"
     "nvvm-attach-target{chip=%s features=%s},"
     "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
@@ -97,20 +107,21 @@ static std::string format(llvm::StringLiteral text,
   return result;
 }
 
-/// kLowerToBuffers for TARGET (cpu, cuda), which both its passes take. For
-/// CUDA, the scalar code on 0-d tensors goes into generics too, which
-/// become one-thread kernels rather than host code that waits for the
+/// kLowerToBuffers for TARGET (cpu, cuda), which both its passes take.
+/// With CUDA_LOOPS, the scalar code on 0-d tensors goes into generics too,
+/// which become one-thread kernels rather than host code that waits for the
 /// kernels.
-static std::string lowerToBuffers(llvm::StringRef target) {
+static std::string lowerToBuffers(llvm::StringRef target, bool cudaLoops) {
   return format(kLowerToBuffers,
                 {target, target,
-                 target == "cuda" ? "func.func(dtrain-scalar-code-to-linalg),"
-                                  : ""});
+                 cudaLoops ? "func.func(dtrain-scalar-code-to-linalg)," : ""});
 }
 
-std::string mlir::dtrain::lower::getLowerToLLVMPipeline() {
-  return lowerToBuffers("cpu") + kCPUPlacement.str() +
-         kLowerBuffers.str() + kCPULoops.str();
+std::string
+mlir::dtrain::lower::getLowerToLLVMPipeline(const LowerToLLVMOptions &options) {
+  return lowerToBuffers("cpu", options.cudaLoops) + kCPUPlacement.str() +
+         kLowerBuffers.str() +
+         (options.cudaLoops ? kCUDALoopTransforms.str() : "") + kCPULoops.str();
 }
 
 /// The toolkit for ptxas: the option, else $CUDA_HOME, else the one CMake
@@ -180,13 +191,15 @@ LogicalResult mlir::dtrain::lower::resolveNVPTXTarget(
 
 std::string
 mlir::dtrain::lower::getLowerToNVVMPipeline(const LowerToNVVMOptions &options) {
-  return lowerToBuffers("cuda") + kLowerBuffers.str() +
-         format(kCUDALoops,
+  return lowerToBuffers("cuda", /*cudaLoops=*/true) + kLowerBuffers.str() +
+         kCUDAPlacement.str() + kCUDALoopTransforms.str() +
+         format(kCUDAKernels,
                 {options.chip, options.features, getCUDAToolkit(options)});
 }
 
-void mlir::dtrain::lower::buildLowerToLLVMPipeline(OpPassManager &pm) {
-  addPipeline(pm, getLowerToLLVMPipeline());
+void mlir::dtrain::lower::buildLowerToLLVMPipeline(
+    OpPassManager &pm, const LowerToLLVMOptions &options) {
+  addPipeline(pm, getLowerToLLVMPipeline(options));
 }
 
 void mlir::dtrain::lower::buildLowerToNVVMPipeline(
@@ -195,11 +208,13 @@ void mlir::dtrain::lower::buildLowerToNVVMPipeline(
 }
 
 void mlir::dtrain::lower::registerLowerPipelines() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LowerToLLVMOptions>(
       "dtrain-lower-to-llvm",
       "Lower a module with func.func @forward on tensors to the LLVM dialect, "
       "with the compiled-model ABI of dtrain_rt.h (what dtrain-compile runs)",
-      buildLowerToLLVMPipeline);
+      [](OpPassManager &pm, const LowerToLLVMOptions &options) {
+        buildLowerToLLVMPipeline(pm, options);
+      });
   // Registered by hand, to report an unknown chip or feature before
   // anything compiles.
   registerPassPipeline(

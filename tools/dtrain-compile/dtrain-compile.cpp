@@ -244,6 +244,15 @@ static cl::opt<Target>
                                  "with CUDA; the trainer needs a GPU)")),
            cl::init(Target::CPU), cl::cat(compileCategory));
 
+static cl::opt<bool> cudaLoops(
+    "cuda-loops",
+    cl::desc("--target=cpu: transform the loop nests as --target=cuda does "
+             "for its kernels (serial work parallelized, small nests merged, "
+             "16-byte vectors, 256-thread tiles), and run them on the CPU one "
+             "iteration after another: checks what the CUDA trainer's "
+             "kernels compute without a GPU (slower than the CPU's loops)"),
+    cl::init(false), cl::cat(compileCategory));
+
 static cl::opt<std::string>
     gpuArch("gpu-arch",
             cl::desc("--target=cuda: the GPU architecture to compile kernels "
@@ -528,7 +537,9 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
       return failure();
     dtrain::lower::buildLowerToNVVMPipeline(pm, options);
   } else {
-    dtrain::lower::buildLowerToLLVMPipeline(pm);
+    dtrain::lower::LowerToLLVMOptions options;
+    options.cudaLoops = cudaLoops;
+    dtrain::lower::buildLowerToLLVMPipeline(pm, options);
   }
   if (verbose) {
     llvm::errs() << kToolName << ": pipeline: ";
@@ -639,6 +650,9 @@ static LogicalResult compile(const char *argv0) {
   if (target != Target::CUDA &&
       (gpuArch.getNumOccurrences() || gpuFeatures.getNumOccurrences()))
     return error("--gpu-arch and --gpu-features need --target=cuda");
+  if (target == Target::CUDA && cudaLoops)
+    return error("--cuda-loops is for --target=cpu: --target=cuda runs these "
+                 "loops as GPU kernels");
   if (isDataParallel() && mode == Mode::Infer)
     return error("--data-parallel needs --mode=train or --mode=step (a "
                  "forward pass has no gradients to average)");

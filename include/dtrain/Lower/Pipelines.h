@@ -15,6 +15,17 @@
 
 namespace mlir::dtrain::lower {
 
+/// The options of --dtrain-lower-to-llvm.
+struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
+  PassOptions::Option<bool> cudaLoops{
+      *this, "cuda-loops",
+      llvm::cl::desc(
+          "Transform the loop nests as --dtrain-lower-to-nvvm does for its "
+          "kernels, and run them on the CPU one iteration after another: "
+          "checks what the CUDA target's kernels compute without a GPU"),
+      llvm::cl::init(false)};
+};
+
 /// The options of --dtrain-lower-to-nvvm.
 struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
   PassOptions::Option<std::string> chip{
@@ -43,10 +54,11 @@ resolveNVPTXTarget(LowerToNVVMOptions &options,
                    llvm::function_ref<void(const llvm::Twine &)> report);
 
 /// The textual pipelines (for -v and for tests).
-std::string getLowerToLLVMPipeline();
+std::string getLowerToLLVMPipeline(const LowerToLLVMOptions &options);
 std::string getLowerToNVVMPipeline(const LowerToNVVMOptions &options);
 
-void buildLowerToLLVMPipeline(OpPassManager &pm);
+void buildLowerToLLVMPipeline(OpPassManager &pm,
+                              const LowerToLLVMOptions &options);
 void buildLowerToNVVMPipeline(OpPassManager &pm,
                               const LowerToNVVMOptions &options);
 

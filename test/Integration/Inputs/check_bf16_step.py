@@ -1,7 +1,7 @@
 """Checks one training step compiled with --precision bf16 against an
 emulation of its arithmetic in PyTorch.
 
-usage: check_bf16_step.py COMPILE WORKDIR
+usage: check_bf16_step.py COMPILE WORKDIR [FLAG...]
 
 The model is a ReLU MLP (Linear 12-16, ReLU, Linear 16-5, seed 0) with
 softmax cross-entropy, one SGD step at lr 1 on a batch of 4. dtrain's
@@ -16,7 +16,8 @@ lies within rounding of a bf16 tie (accumulation orders differ), so at
 least 95% must; at most half may equal the f32 reference's, or the step
 did not compute in bf16. Biases (f32 sums of bf16 values) and the loss
 match the emulation to f32 rounding. Prints one line per array and exits
-non-zero on a mismatch.
+non-zero on a mismatch. FLAGs go to COMPILE too (--cuda-loops: the CUDA
+target's loop nests, run on the CPU).
 """
 import os
 import subprocess
@@ -70,7 +71,7 @@ def f32_step(model, x, labels):
 
 
 def main():
-    compile_tool, work = sys.argv[1], sys.argv[2]
+    compile_tool, work, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
     warnings.filterwarnings("ignore")
     os.makedirs(work, exist_ok=True)
     torch.manual_seed(0)
@@ -89,7 +90,7 @@ def main():
     exe = os.path.join(work, "step.bin")
     subprocess.run([compile_tool, onnx_path, "--mode=step", "--loss",
                     "softmax-xent", "--optimizer", "sgd", "--lr", "1.0",
-                    "--precision", "bf16", "-o", exe], check=True)
+                    "--precision", "bf16", "-o", exe] + flags, check=True)
     np.save(os.path.join(work, "x.npy"), x.numpy())
     np.save(os.path.join(work, "labels.npy"), labels.numpy())
     out = os.path.join(work, "out.npz")

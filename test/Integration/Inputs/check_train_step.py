@@ -3,6 +3,7 @@
 against PyTorch's on the same model, weights and batch.
 
 usage: check_train_step.py [--torchvision] [--target cuda]
+                           [--compile-flag FLAG ...]
                            [--torch-device cuda] COMPILE WORKDIR
 
 For each case below: builds the PyTorch model (seeded), exports it to ONNX
@@ -17,7 +18,8 @@ dimension only, as dtrain does by default) at rtol 1e-4 and atol 1e-5 for
 float32 models, 1e-6 and 1e-7 for float64 ones (model, batch and outputs
 all float64). Prints one line per case with the largest differences, and
 exits non-zero on any mismatch or failure. --target is dtrain-compile's
-(cuda: the step on the GPU); --torch-device runs PyTorch's steps there (auto: on CUDA where this
+(cuda: the step on the GPU), and each --compile-flag is passed to it too
+(--cuda-loops: the CUDA target's loop nests, run on the CPU); --torch-device runs PyTorch's steps there (auto: on CUDA where this
 torch has it).
 """
 import argparse
@@ -135,6 +137,14 @@ def relu_mlp():
     return nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5))
 
 
+def wide_mlp():
+    """1000 classes: softmax's sums and the argmax over them are long
+    reductions beside the batch, and LARS's norms of the 64000-element
+    weight long reductions to scalars (--cuda-loops splits all of them)."""
+    torch.manual_seed(5)
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1000))
+
+
 def dropout_mlp():
     torch.manual_seed(4)
     return nn.Sequential(nn.Dropout(0.2), nn.Linear(12, 16), nn.ReLU(),
@@ -235,6 +245,16 @@ def cases():
            (("--warmup-steps", "3"),
             lambda o: torch.optim.lr_scheduler.LinearLR(
                 o, start_factor=1 / 3, total_iters=2)))
+    # Two of the labels the model's first picks, so that the count of
+    # correct answers (an argmax over the 1000 classes) is not 0.
+    torch.manual_seed(16)
+    wide_x = torch.randn(4, 32)
+    with torch.no_grad():
+        picks = wide_mlp()(wide_x).argmax(1)
+    wide_labels = torch.tensor([picks[0], picks[1], 7, 993])
+    for optimizer, lr in (("momentum", 0.05), ("lars", 2.0)):
+        yield ("wide-mlp softmax-xent " + optimizer, wide_mlp(),
+               "softmax-xent", optimizer, lr, 5e-4, 3, wide_x, wide_labels)
     # Dropout with dtrain's masks, different at every step.
     yield ("dropout-mlp softmax-xent momentum", dropout_mlp(),
            "softmax-xent", "momentum", 0.05, 5e-4, 3, x, labels)
@@ -325,6 +345,7 @@ def check(options, work, name, model, loss_name,
     flags, scheduler = schedule
     if options.target:
         flags = tuple(flags) + ("--target", options.target)
+    flags = tuple(flags) + tuple(options.compile_flag)
     rtol, atol = TOLERANCES[x.dtype]
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, "model.onnx")
@@ -429,14 +450,18 @@ def main():
                         help="torchvision's resnet18 and mobilenet_v2 "
                         "instead of the small models")
     parser.add_argument("--target", help="dtrain-compile's --target")
+    parser.add_argument("--compile-flag", action="append", default=[],
+                        help="one more dtrain-compile flag, e.g. "
+                        "--cuda-loops (repeatable)")
     parser.add_argument("--torch-device", default="cpu",
                         help="where PyTorch's steps run: cpu, cuda, or auto "
                         "(cuda when this torch has it, else cpu)")
     args = parser.parse_args()
     if args.torch_device == "auto":
         args.torch_device = "cuda" if torch.cuda.is_available() else "cpu"
-    print("PyTorch on %s, dtrain --target=%s" % (args.torch_device,
-                                                 args.target or "cpu"))
+    print("PyTorch on %s, dtrain --target=%s%s" % (
+        args.torch_device, args.target or "cpu",
+        "".join(" " + flag for flag in args.compile_flag)))
     warnings.filterwarnings("ignore")
     torch.set_num_threads(2)
     ok = True
