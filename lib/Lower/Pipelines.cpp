@@ -119,9 +119,13 @@ static std::string lowerToBuffers(llvm::StringRef target, bool cudaLoops) {
 
 std::string
 mlir::dtrain::lower::getLowerToLLVMPipeline(const LowerToLLVMOptions &options) {
-  return lowerToBuffers("cpu", options.cudaLoops) + kCPUPlacement.str() +
-         kLowerBuffers.str() +
-         (options.cudaLoops ? kCUDALoopTransforms.str() : "") + kCPULoops.str();
+  const bool cudaLoops = options.cudaLoops || options.cudaLoopsReversed;
+  return lowerToBuffers("cpu", cudaLoops) + kCPUPlacement.str() +
+         kLowerBuffers.str() + (cudaLoops ? kCUDALoopTransforms.str() : "") +
+         (options.cudaLoopsReversed
+              ? "func.func(dtrain-reverse-parallel-loops),"
+              : "") +
+         kCPULoops.str();
 }
 
 /// The toolkit for ptxas: the option, else $CUDA_HOME, else the one CMake

@@ -2,6 +2,8 @@
 // RUN: dtrain-opt %s --dtrain-lower-to-llvm | FileCheck %s --check-prefix=CPU
 // RUN: dtrain-opt %s --dtrain-lower-to-llvm=cuda-loops --mlir-print-ir-after=dtrain-tile-parallel-loops-for-gpu 2>&1 >/dev/null \
 // RUN:   | FileCheck %s --check-prefix=TILED
+// RUN: dtrain-opt %s --dtrain-lower-to-llvm=cuda-loops-reversed --mlir-print-ir-after=dtrain-reverse-parallel-loops 2>&1 >/dev/null \
+// RUN:   | FileCheck %s --check-prefix=REVERSED
 
 // `cuda-loops`: the loop nests as --dtrain-lower-to-nvvm makes its kernels,
 // run on the CPU. The fused multiply and ReLU over 1024 f32 elements takes
@@ -22,6 +24,13 @@
 // TILED: scf.parallel
 // TILED-NEXT: scf.parallel
 // TILED: vector.load {{.*}} vector<4xf32>
+// `cuda-loops-reversed`: the same nests, each parallel loop's iterations in
+// reverse order: the 1 tile, and its 256 threads from 255 down.
+// REVERSED-LABEL: func.func @dtrain_model_run(
+// REVERSED: scf.parallel
+// REVERSED: scf.parallel (%[[T:.*]]) =
+// REVERSED: arith.subi %{{.*}}, %[[T]] : index
+// REVERSED: vector.load {{.*}} vector<4xf32>
 func.func @forward(%x: tensor<1024xf32> {train.input = "x"},
                    %w: tensor<1024xf32> {train.param = "w"})
     -> (tensor<1024xf32> {train.output = "y"}) {

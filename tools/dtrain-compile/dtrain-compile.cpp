@@ -244,14 +244,23 @@ static cl::opt<Target>
                                  "with CUDA; the trainer needs a GPU)")),
            cl::init(Target::CPU), cl::cat(compileCategory));
 
-static cl::opt<bool> cudaLoops(
+enum class CUDALoops { None, Forward, Reverse };
+static cl::opt<CUDALoops> cudaLoops(
     "cuda-loops",
     cl::desc("--target=cpu: transform the loop nests as --target=cuda does "
              "for its kernels (serial work parallelized, small nests merged, "
              "16-byte vectors, 256-thread tiles), and run them on the CPU one "
              "iteration after another: checks what the CUDA trainer's "
              "kernels compute without a GPU (slower than the CPU's loops)"),
-    cl::init(false), cl::cat(compileCategory));
+    cl::ValueOptional,
+    cl::values(clEnumValN(CUDALoops::Forward, "", ""),
+               clEnumValN(CUDALoops::Forward, "forward",
+                          "each loop's iterations in order (the default)"),
+               clEnumValN(CUDALoops::Reverse, "reverse",
+                          "in reverse order: a result that depends on the "
+                          "order (a race between a kernel's threads) differs "
+                          "from the forward run's")),
+    cl::init(CUDALoops::None), cl::cat(compileCategory));
 
 static cl::opt<std::string>
     gpuArch("gpu-arch",
@@ -538,7 +547,8 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     dtrain::lower::buildLowerToNVVMPipeline(pm, options);
   } else {
     dtrain::lower::LowerToLLVMOptions options;
-    options.cudaLoops = cudaLoops;
+    options.cudaLoops = cudaLoops == CUDALoops::Forward;
+    options.cudaLoopsReversed = cudaLoops == CUDALoops::Reverse;
     dtrain::lower::buildLowerToLLVMPipeline(pm, options);
   }
   if (verbose) {
@@ -650,7 +660,7 @@ static LogicalResult compile(const char *argv0) {
   if (target != Target::CUDA &&
       (gpuArch.getNumOccurrences() || gpuFeatures.getNumOccurrences()))
     return error("--gpu-arch and --gpu-features need --target=cuda");
-  if (target == Target::CUDA && cudaLoops)
+  if (target == Target::CUDA && cudaLoops != CUDALoops::None)
     return error("--cuda-loops is for --target=cpu: --target=cuda runs these "
                  "loops as GPU kernels");
   if (isDataParallel() && mode == Mode::Infer)

@@ -509,6 +509,24 @@ def TileParallelLoopsForGPU : Pass<"dtrain-tile-parallel-loops-for-gpu",
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def ReverseParallelLoops : Pass<"dtrain-reverse-parallel-loops",
+                                 "func::FuncOp"> {
+  let summary = "Run each scf.parallel's iterations in reverse order";
+  let description = [{
+    Rewrites every `scf.parallel` so that its body, run for the iterations
+    in their order, sees their indices from the last to the first (in each
+    dimension: `lower + last - index`). A parallel loop promises that its
+    iterations may run in any order, as the threads of a GPU kernel do.
+    `--dtrain-lower-to-llvm{cuda-loops cuda-loops-reversed}`
+    (`dtrain-compile --cuda-loops=reverse`) runs the CUDA target's loop
+    nests on the CPU so, after its tiling: a result that depends on the
+    order (two iterations writing one element, or one reading what another
+    writes: a race between the kernel's threads) then differs from the
+    run in order.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def ChainGPULaunches : Pass<"dtrain-chain-gpu-launches", "ModuleOp"> {
   let summary = "Make the host's kernel launches asynchronous on one stream, "
                 "waiting only where the host needs their results";

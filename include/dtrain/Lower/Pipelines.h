@@ -24,6 +24,14 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
           "kernels, and run them on the CPU one iteration after another: "
           "checks what the CUDA target's kernels compute without a GPU"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> cudaLoopsReversed{
+      *this, "cuda-loops-reversed",
+      llvm::cl::desc("The loop nests of cuda-loops, each parallel loop's "
+                     "iterations in reverse order "
+                     "(--dtrain-reverse-parallel-loops): a result that "
+                     "depends on the order in which a kernel's threads run "
+                     "differs from the run in order"),
+      llvm::cl::init(false)};
 };
 
 /// The options of --dtrain-lower-to-nvvm.
