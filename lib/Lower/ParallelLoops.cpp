@@ -15,3 +15,13 @@ mlir::dtrain::lower::getKernelTripCount(scf::ParallelOp loop) {
     return std::nullopt;
   return getConstantIntValue(loop.getUpperBound()[0]);
 }
+
+std::optional<int64_t>
+mlir::dtrain::lower::getStaticTripCount(scf::ParallelOp loop, unsigned dim) {
+  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound()[dim]);
+  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound()[dim]);
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep()[dim]);
+  if (!lower || !upper || !step || *step <= 0)
+    return std::nullopt;
+  return *upper > *lower ? llvm::divideCeil(*upper - *lower, *step) : 0;
+}

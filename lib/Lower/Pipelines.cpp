@@ -7,6 +7,9 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Triple.h"
 
@@ -50,15 +53,17 @@ static constexpr llvm::StringLiteral kCPULoops =
 
 /// The CUDA target's loop transformations, after the buffers are lowered:
 /// every loop nest an scf.parallel whose parallel dimensions are outermost
-/// (serial work given a parallel loop), runs of small independent nests
-/// merged, element-wise nests given 16 bytes of vectors an iteration, the
-/// innermost dimension tiled by 256 (a block's threads). The CPU runs the
-/// same nests with `cuda-loops` (one iteration after another), which checks
-/// what the kernels compute without a GPU.
-static constexpr llvm::StringLiteral kCUDALoopTransforms =
+/// (serial work given a parallel loop); then runs of small independent
+/// nests merged, element-wise nests given 16 bytes of vectors an
+/// iteration, the innermost dimension tiled by 256 (a block's threads).
+/// The CPU runs the same nests with `cuda-loops` (one iteration after
+/// another), which checks what the kernels compute without a GPU, and
+/// checks the parallel loops' stores before their shapes change.
+static constexpr llvm::StringLiteral kCUDAParallelLoops =
     "func.func(dtrain-parallelize-serial-generics,"
     "dtrain-interchange-parallel-outer),"
-    "convert-linalg-to-parallel-loops,"
+    "convert-linalg-to-parallel-loops,";
+static constexpr llvm::StringLiteral kCUDAKernelShapes =
     "func.func(dtrain-fuse-sibling-parallel-loops,"
     "dtrain-vectorize-parallel-loops,dtrain-tile-parallel-loops-for-gpu),";
 
@@ -121,7 +126,11 @@ std::string
 mlir::dtrain::lower::getLowerToLLVMPipeline(const LowerToLLVMOptions &options) {
   const bool cudaLoops = options.cudaLoops || options.cudaLoopsReversed;
   return lowerToBuffers("cpu", cudaLoops) + kCPUPlacement.str() +
-         kLowerBuffers.str() + (cudaLoops ? kCUDALoopTransforms.str() : "") +
+         kLowerBuffers.str() +
+         (cudaLoops ? kCUDAParallelLoops.str() +
+                          "func.func(dtrain-check-parallel-stores)," +
+                          kCUDAKernelShapes.str()
+                    : "") +
          (options.cudaLoopsReversed
               ? "func.func(dtrain-reverse-parallel-loops),"
               : "") +
@@ -129,18 +138,58 @@ mlir::dtrain::lower::getLowerToLLVMPipeline(const LowerToLLVMOptions &options) {
 }
 
 /// The toolkit for ptxas: the option, else $CUDA_HOME, else the one CMake
-/// found.
-static std::string
+/// found; with where it came from, for messages.
+static std::pair<std::string, llvm::StringRef>
 getCUDAToolkit(const dtrain::lower::LowerToNVVMOptions &options) {
   if (!options.toolkit.empty())
-    return options.toolkit;
+    return {options.toolkit, "toolkit="};
   if (const char *home = std::getenv("CUDA_HOME"); home && *home)
-    return home;
+    return {home, "$CUDA_HOME"};
 #ifdef DTRAIN_CUDA_TOOLKIT_DIR
-  return DTRAIN_CUDA_TOOLKIT_DIR;
+  return {DTRAIN_CUDA_TOOLKIT_DIR, "the toolkit found when dtrain was built"};
 #else
-  return "";
+  return {"", ""};
 #endif
+}
+
+LogicalResult mlir::dtrain::lower::resolveCUDAToolkit(
+    LowerToNVVMOptions &options,
+    llvm::function_ref<void(const llvm::Twine &)> report) {
+  const auto [toolkit, source] = getCUDAToolkit(options);
+  const std::string hint =
+      ("; give a CUDA toolkit's directory (such as /usr/local/cuda) in " +
+       (source == "toolkit=" ? source : "$CUDA_HOME"))
+          .str();
+  // The kernels' compilation (MLIR's NVVM target) links the toolkit's
+  // libdevice and runs its ptxas and fatbinary, else those on PATH.
+  if (!toolkit.empty()) {
+    if (!llvm::sys::fs::is_directory(toolkit)) {
+      report("the CUDA toolkit '" + toolkit + "' (" + source +
+             ") is not a directory" + hint);
+      return failure();
+    }
+    llvm::SmallString<256> libdevice(toolkit);
+    llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
+    if (!llvm::sys::fs::is_regular_file(libdevice)) {
+      report("the CUDA toolkit '" + toolkit + "' (" + source +
+             ") has no nvvm/libdevice/libdevice.10.bc" + hint);
+      return failure();
+    }
+  }
+  for (llvm::StringRef tool : {"ptxas", "fatbinary"}) {
+    llvm::SmallString<256> path(toolkit);
+    llvm::sys::path::append(path, "bin", tool);
+    if ((!toolkit.empty() && llvm::sys::fs::can_execute(path)) ||
+        llvm::sys::Process::FindInEnvPath("PATH", tool))
+      continue;
+    report(toolkit.empty()
+               ? "no CUDA toolkit, and no " + tool + " on PATH" + hint
+               : "the CUDA toolkit '" + toolkit + "' (" + source +
+                     ") has no bin/" + tool + ", nor has PATH one" + hint);
+    return failure();
+  }
+  options.toolkit = toolkit;
+  return success();
 }
 
 LogicalResult mlir::dtrain::lower::resolveNVPTXTarget(
@@ -196,9 +245,10 @@ LogicalResult mlir::dtrain::lower::resolveNVPTXTarget(
 std::string
 mlir::dtrain::lower::getLowerToNVVMPipeline(const LowerToNVVMOptions &options) {
   return lowerToBuffers("cuda", /*cudaLoops=*/true) + kLowerBuffers.str() +
-         kCUDAPlacement.str() + kCUDALoopTransforms.str() +
-         format(kCUDAKernels,
-                {options.chip, options.features, getCUDAToolkit(options)});
+         kCUDAPlacement.str() + kCUDAParallelLoops.str() +
+         kCUDAKernelShapes.str() +
+         format(kCUDAKernels, {options.chip, options.features,
+                               getCUDAToolkit(options).first});
 }
 
 void mlir::dtrain::lower::buildLowerToLLVMPipeline(
@@ -235,6 +285,11 @@ void mlir::dtrain::lower::registerLowerPipelines() {
             resolveNVPTXTarget(options, [&](const Twine &message) {
               (void)errorHandler("--dtrain-lower-to-nvvm: " + message);
             });
+        if (failed(resolved))
+          return failure();
+        resolved = resolveCUDAToolkit(options, [&](const Twine &message) {
+          (void)errorHandler("--dtrain-lower-to-nvvm: " + message);
+        });
         if (failed(resolved))
           return failure();
         buildLowerToNVVMPipeline(pm, options);

@@ -13,6 +13,8 @@
 
 #include "dtrain/Lower/Passes.h"
 
+#include "ParallelLoops.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -29,18 +31,6 @@ namespace mlir::dtrain::lower {
 
 using namespace mlir;
 
-/// The trip count of LOOP's dimension DIM where its bounds and step are
-/// constants.
-static std::optional<int64_t> getStaticTripCount(scf::ParallelOp loop,
-                                                 unsigned dim) {
-  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound()[dim]);
-  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound()[dim]);
-  std::optional<int64_t> step = getConstantIntValue(loop.getStep()[dim]);
-  if (!lower || !upper || !step || *step <= 0)
-    return std::nullopt;
-  return *upper > *lower ? llvm::divideCeil(*upper - *lower, *step) : 0;
-}
-
 /// Whether LOOP maps better to a launch as one dimension (see the file
 /// comment): it has more than three, or an innermost one of fewer than
 /// THREADS iterations. Not for a loop with results, which collapsing does
@@ -51,7 +41,8 @@ static bool isBetterCollapsed(scf::ParallelOp loop, int64_t threads) {
     return false;
   if (dims > 3)
     return true;
-  std::optional<int64_t> innermost = getStaticTripCount(loop, dims - 1);
+  std::optional<int64_t> innermost =
+      dtrain::lower::getStaticTripCount(loop, dims - 1);
   return innermost && *innermost < threads;
 }
 

@@ -4,6 +4,19 @@
 // RUN:   | FileCheck %s --check-prefix=TILED
 // RUN: dtrain-opt %s --dtrain-lower-to-llvm=cuda-loops-reversed --mlir-print-ir-after=dtrain-reverse-parallel-loops 2>&1 >/dev/null \
 // RUN:   | FileCheck %s --check-prefix=REVERSED
+// RUN: dtrain-opt %s --dtrain-lower-to-llvm=cuda-loops-reversed --dump-pass-pipeline -o /dev/null 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=PIPELINE
+
+// The parallel loops' stores are checked as convert-linalg-to-parallel-loops
+// makes them, a dimension a generic's, before they are merged, vectorized
+// and tiled; the reversal comes last.
+// PIPELINE: convert-linalg-to-parallel-loops
+// PIPELINE-NEXT: func.func(
+// PIPELINE-NEXT: dtrain-check-parallel-stores
+// PIPELINE: dtrain-fuse-sibling-parallel-loops
+// PIPELINE: dtrain-tile-parallel-loops-for-gpu
+// PIPELINE: dtrain-reverse-parallel-loops
+// PIPELINE: convert-scf-to-cf
 
 // `cuda-loops`: the loop nests as --dtrain-lower-to-nvvm makes its kernels,
 // run on the CPU. The fused multiply and ReLU over 1024 f32 elements takes

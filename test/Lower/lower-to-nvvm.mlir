@@ -8,6 +8,7 @@
 // RUN: dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_100" | FileCheck %s --check-prefix=SM100
 // RUN: not dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_xx" 2>&1 | FileCheck %s --check-prefix=BAD-CHIP
 // RUN: not dtrain-opt %s --dtrain-lower-to-nvvm="features=+ptx80,+fast" 2>&1 | FileCheck %s --check-prefix=BAD-FEATURE
+// RUN: not dtrain-opt %s --dtrain-lower-to-nvvm="toolkit=%t/no-toolkit" 2>&1 | FileCheck %s --check-prefix=BAD-TOOLKIT
 
 // The model of lower-to-llvm.mlir with a sigmoid: the matmul is a call of
 // the CUDA runtime's cuBLAS kernel (same arguments as the CPU's), and the
@@ -74,6 +75,10 @@
 
 // SM80: gpu.binary @dtrain_model_run_kernel [#gpu.object<#nvvm.target<chip = "sm_80", features = "+ptx70">
 // SM100: gpu.binary @dtrain_model_run_kernel [#gpu.object<#nvvm.target<chip = "sm_100">
+// A toolkit that is not there: one error before anything compiles, not
+// one for each kernel when ptxas would run.
+// BAD-TOOLKIT: error: --dtrain-lower-to-nvvm: the CUDA toolkit '{{.*}}no-toolkit' (toolkit=) is not a directory; give a CUDA toolkit's directory (such as /usr/local/cuda) in toolkit=
+// BAD-TOOLKIT-NOT: error
 // BAD-CHIP: error: --dtrain-lower-to-nvvm: chip 'sm_xx' is not a GPU architecture LLVM's NVPTX target knows (e.g. sm_80, sm_90, sm_100)
 // BAD-FEATURE: error: --dtrain-lower-to-nvvm: feature '+fast' is not one LLVM's NVPTX target knows (e.g. +ptx80)
 func.func @forward(%w: tensor<4x3xf32> {train.param = "w"}, %b: tensor<3xf32> {train.param = "b"}, %x: tensor<2x4xf32> {train.input = "x"}) -> (tensor<2x3xf32> {train.output = "y"}) {

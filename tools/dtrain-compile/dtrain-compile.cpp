@@ -544,6 +544,12 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
         });
     if (failed(resolved))
       return failure();
+    resolved =
+        dtrain::lower::resolveCUDAToolkit(options, [](const Twine &message) {
+          (void)error("--target=cuda: " + message);
+        });
+    if (failed(resolved))
+      return failure();
     dtrain::lower::buildLowerToNVVMPipeline(pm, options);
   } else {
     dtrain::lower::LowerToLLVMOptions options;

@@ -509,6 +509,33 @@ def TileParallelLoopsForGPU : Pass<"dtrain-tile-parallel-loops-for-gpu",
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def CheckParallelStores : Pass<"dtrain-check-parallel-stores",
+                                "func::FuncOp"> {
+  let summary = "Report stores that every iteration of a parallel loop "
+                "makes to one element";
+  let description = [{
+    Checks each `memref.store` and `vector.store` inside an `scf.parallel`:
+    every dimension of more than one iteration of each enclosing parallel
+    loop must reach the store's indices, or a condition it is under
+    (`scf.if`, `scf.index_switch`), through the operations that compute
+    them. Where one does not, every iteration along it writes the same
+    element, which on a GPU is a race between the kernel's threads: a lost
+    update where the store follows a load of the element (a reduction run
+    as parallel). Buffers allocated inside the loop are each iteration's
+    own and are not checked. A store that fails the check is an error,
+    with the loop in a note.
+
+    `--dtrain-lower-to-llvm{cuda-loops}` (`dtrain-compile --cuda-loops`)
+    runs it on the CUDA target's loop nests as
+    `convert-linalg-to-parallel-loops` makes them, one dimension a
+    generic's: running them on the CPU, in order or reversed, cannot show
+    a lost update, since both orders sum the same. It runs before the
+    nests are merged, vectorized and tiled, whose index arithmetic
+    (divisions of a collapsed dimension included) reaches every dimension
+    and would hide a missing one from this check.
+  }];
+}
+
 def ReverseParallelLoops : Pass<"dtrain-reverse-parallel-loops",
                                  "func::FuncOp"> {
   let summary = "Run each scf.parallel's iterations in reverse order";

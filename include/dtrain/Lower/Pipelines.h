@@ -61,6 +61,15 @@ LogicalResult
 resolveNVPTXTarget(LowerToNVVMOptions &options,
                    llvm::function_ref<void(const llvm::Twine &)> report);
 
+/// Sets OPTIONS' toolkit to the one the kernels' compilation will use (the
+/// option, else $CUDA_HOME, else the toolkit found when dtrain was built),
+/// and checks that it is a directory with libdevice, and that ptxas and
+/// fatbinary are in its bin/ or on PATH; reports what is missing through
+/// REPORT (the compilation would fail on it, once for each kernel).
+LogicalResult
+resolveCUDAToolkit(LowerToNVVMOptions &options,
+                   llvm::function_ref<void(const llvm::Twine &)> report);
+
 /// The textual pipelines (for -v and for tests).
 std::string getLowerToLLVMPipeline(const LowerToLLVMOptions &options);
 std::string getLowerToNVVMPipeline(const LowerToNVVMOptions &options);
