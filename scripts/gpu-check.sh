@@ -16,8 +16,10 @@
 # digits CNN's --target=cuda trainer against the CPU trainer (3 steps on 1
 # and 2 ranks, and in bf16), and resnet18 and resnet50 training steps at
 # batch 32 in f32 (strict, and TF32) and bf16 against PyTorch's eager
-# steps on the same GPU; then, where Nsight Compute is installed, the
-# resnet18 bf16 step's GPU time by kernel (scripts/gpu-profile.sh).
+# steps on the same GPU; the bf16 steps' host time by call into the CUDA
+# runtime (DTRAIN_CUDA_HOST_PROFILE=1); then, where Nsight Compute is
+# installed, the resnet18 bf16 step's GPU time by kernel
+# (scripts/gpu-profile.sh).
 # Where dtrain-compile and lit are built here too, also the lit tests'
 # GPU branches (every step case of train-step.test against PyTorch).
 #
@@ -300,6 +302,27 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
   done
   exit $status
 ) || failed "training steps (bench)"
+fi
+
+if section "where the bf16 steps' host time goes (DTRAIN_CUDA_HOST_PROFILE=1)"; then
+# Not a check, the figures for the next optimization: the host time of
+# each call the step makes into libdtrain_runtime_cuda (launches, heavy
+# ops, allocations, waits for the step stream), over 20 steps after 2
+# warm-up steps (the first pays for loading modules and planning
+# convolutions). Launches and heavy ops only queue work: where their sum
+# nears the step's time, the GPU waits for the host.
+(
+  cd "$BUNDLE/steps" || exit 1
+  "$numpy_python" gpu_bundle_steps.py weights . resnet18 resnet50 || exit 1
+  status=0
+  for model in resnet18 resnet50; do
+    echo "-- $model bf16, 22 steps"
+    DTRAIN_CUDA_HOST_PROFILE=1 timeout "$(within 60)" ./"$model-bf16.bin" \
+      --model "$model.onnx" --input "x=$model-x.npy" \
+      --input "labels=$model-labels.npy" --repeat 20 --warmup 2 || status=1
+  done
+  exit $status
+) || failed "host profile of the bf16 steps"
 fi
 
 if section "where resnet18's bf16 step spends its GPU time (scripts/gpu-profile.sh)"; then

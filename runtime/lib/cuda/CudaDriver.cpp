@@ -10,6 +10,7 @@
 #include "CudaInternal.h"
 
 #include "cuda/CudaDriver.h"
+#include "cuda/HostProfile.h"
 
 #include <dlfcn.h>
 
@@ -163,6 +164,19 @@ bool dtrain::rt::gpu::switchedOn(const char *variable, bool byDefault,
   fatal("%s='%s' is not valid (accepted: 0%s to %s, 1%s to %s)", variable,
         value, byDefault ? "" : " or unset", off, byDefault ? " or unset" : "",
         on);
+}
+
+HostProfile *dtrain::rt::gpu::hostProfile() {
+  static HostProfile *const profile = [] {
+    if (!switchedOn("DTRAIN_CUDA_HOST_PROFILE", false, "time nothing",
+                    "print the host time of this library's calls at exit"))
+      return static_cast<HostProfile *>(nullptr);
+    // Never destroyed: other threads may still add to it at exit.
+    auto *created = new HostProfile;
+    std::atexit([] { hostProfile()->print(stderr); });
+    return created;
+  }();
+  return profile;
 }
 
 void dtrain::rt::gpu::fatal(const char *format, ...) {

@@ -12,6 +12,7 @@
 
 #include "cuda/CudaDriver.h"
 #include "cuda/GpuHostFunctions.h"
+#include "cuda/HostProfile.h"
 #include "cuda/StepStream.h"
 
 #include <cinttypes>
@@ -132,6 +133,7 @@ void *hostBuffer(int64_t rank, void *descriptor, int64_t elementBytes,
 } // namespace
 
 void *mgpuModuleLoad(void *data, size_t bytes) {
+  const HostTimer timer(__func__);
   return new LazyModule(std::string(static_cast<const char *>(data), bytes), -1);
 }
 
@@ -153,6 +155,7 @@ void mgpuModuleUnload(void *module) {
 }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
+  const HostTimer timer(__func__);
   CUfunction function = nullptr;
   DTRAIN_CU_CHECK(
       cuda().cuModuleGetFunction(&function, loadedModule(*asModule(module)),
@@ -166,6 +169,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t sharedBytes, void *stream,
                       void **params, void **extra, size_t /*paramCount*/) {
+  const HostTimer timer(__func__);
   const unsigned grid[] = {launchDim(gridX, "grid x"),
                            launchDim(gridY, "grid y"),
                            launchDim(gridZ, "grid z")};
@@ -186,6 +190,7 @@ void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
                              intptr_t blockX, intptr_t blockY, intptr_t blockZ,
                              int32_t sharedBytes, void *stream, void **params,
                              void **extra) {
+  const HostTimer timer(__func__);
   CUlaunchAttribute cluster = {};
   cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
   cluster.value.clusterDim.x = launchDim(clusterX, "cluster x");
@@ -214,6 +219,7 @@ void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
 void *mgpuStreamCreate(void) { return stepStream(); }
 
 void mgpuStreamSynchronize(void *stream) {
+  const HostTimer timer(__func__);
   if (asStream(stream) == stepStream())
     synchronizeStepStream();
   else
@@ -226,6 +232,7 @@ void mgpuStreamDestroy(void *stream) {
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
+  const HostTimer timer(__func__);
   DTRAIN_CU(cuStreamWaitEvent, asStream(stream), asEvent(event), 0);
 }
 
@@ -241,15 +248,18 @@ void mgpuEventDestroy(void *event) {
 }
 
 void mgpuEventSynchronize(void *event) {
+  const HostTimer timer(__func__);
   DTRAIN_CU(cuEventSynchronize, asEvent(event));
 }
 
 void mgpuEventRecord(void *event, void *stream) {
+  const HostTimer timer(__func__);
   DTRAIN_CU(cuEventRecord, asEvent(event), asStream(stream));
 }
 
 // The memory is ready at once: no need to order it on the stream.
 void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, int8_t hostShared) {
+  const HostTimer timer(__func__);
   if (bytes == 0)
     return nullptr;
   CUdeviceptr ptr = 0;
@@ -265,6 +275,7 @@ void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, int8_t hostShared) {
 }
 
 void mgpuMemFree(void *ptr, void *stream) {
+  const HostTimer timer(__func__);
   if (!ptr)
     return;
   // gpu.dealloc frees once the work queued before it on STREAM is done.
@@ -273,6 +284,7 @@ void mgpuMemFree(void *ptr, void *stream) {
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
+  const HostTimer timer(__func__);
   if (bytes == 0)
     return;
   // Unified addressing: the driver tells host, device and managed memory

@@ -51,7 +51,7 @@ bool dtrain::rt::gpu::tf32Allowed() {
 }
 
 KernelCall::KernelCall(const char *kernel)
-    : name(kernel), lock(shared().mutex) {
+    : name(kernel), timer(kernel), lock(shared().mutex) {
   tf32Allowed(); // an invalid value is reported before the device is opened
   const Driver &driver = cuda(); // opens the device, or says why not and exits
   // The CUDA runtime of this thread on the same device (and so on its

@@ -25,6 +25,8 @@
 #ifndef DTRAIN_RUNTIME_CUDA_HEAVYOPS_H
 #define DTRAIN_RUNTIME_CUDA_HEAVYOPS_H
 
+#include "cuda/HostProfile.h"
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -71,6 +73,7 @@ public:
 
 private:
   const char *name;
+  HostTimer timer; // before the lock: its wait is the call's too
   std::unique_lock<std::mutex> lock;
 };
 

@@ -18,6 +18,7 @@
 #include "CudaInternal.h"
 
 #include "cuda/CudaDriver.h"
+#include "cuda/HostProfile.h"
 #include "cuda/StepStream.h"
 
 #include <algorithm>
@@ -204,12 +205,17 @@ ManagedPool &pool() {
 } // namespace
 
 void *dtrain_rt_cuda_alloc_managed(size_t bytes) {
+  const HostTimer timer(__func__);
   return pool().allocate(bytes);
 }
 
-void dtrain_rt_cuda_free(void *ptr) { pool().release(ptr); }
+void dtrain_rt_cuda_free(void *ptr) {
+  const HostTimer timer(__func__);
+  pool().release(ptr);
+}
 
 void dtrain_rt_cuda_prefetch_to_device(void *ptr, size_t bytes) {
+  const HostTimer timer(__func__);
   const Driver &driver = cuda();
   // One stream for every prefetch, made on the first: the batches of a
   // trainer come one at a time from its main thread.

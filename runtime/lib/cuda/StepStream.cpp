@@ -3,6 +3,7 @@
 #include "CudaInternal.h"
 
 #include "cuda/CudaDriver.h"
+#include "cuda/HostProfile.h"
 #include "cuda/StepStream.h"
 
 #pragma GCC visibility push(default)
@@ -49,7 +50,10 @@ uint64_t dtrain::rt::gpu::stepStreamMark() { return started.load(); }
 
 uint64_t dtrain::rt::gpu::stepStreamDoneBefore() { return doneBefore.load(); }
 
-void dtrain_rt_cuda_synchronize(void) { synchronizeStepStream(); }
+void dtrain_rt_cuda_synchronize(void) {
+  const HostTimer timer(__func__);
+  synchronizeStepStream();
+}
 
 namespace {
 /// Events for fences, reused: one per collective in flight at most.
@@ -66,6 +70,7 @@ EventPool &eventPool() {
 
 /// An event recorded on the step stream after the work queued so far.
 void *recordFence(void *) {
+  const HostTimer timer("buffer fence: record (a collective's start)");
   CUevent event = nullptr;
   {
     EventPool &pool = eventPool();
@@ -86,6 +91,7 @@ void *recordFence(void *) {
 /// Waits for the work before FENCE's event (a kernel's failure among it
 /// shows here), and returns the event to the pool.
 void waitFence(void *, void *fence) {
+  const HostTimer timer("buffer fence: wait (the communication thread)");
   CUevent event = static_cast<CUevent>(fence);
   DTRAIN_CU_CHECK(cuda().cuEventSynchronize(event),
                   "cuEventSynchronize of a collective's buffer fence (a "

@@ -11,6 +11,7 @@
 #include "CudaInternal.h"
 
 #include "cuda/CudaDriver.h"
+#include "cuda/HostProfile.h"
 
 #pragma GCC visibility push(default)
 #include "dtrain_rt.h"
@@ -25,6 +26,7 @@ using namespace dtrain::rt::gpu;
 static constexpr size_t kPoolAlignment = 256;
 
 void dtrain_rt_cuda_init_trainer(void) {
+  hostProfile(); // an invalid DTRAIN_CUDA_HOST_PROFILE stops the trainer here
   dtrain_rt_set_buffer_allocator(dtrain_rt_cuda_alloc_managed,
                                  dtrain_rt_cuda_free);
   dtrain_rt_set_input_prefetch(dtrain_rt_cuda_prefetch_to_device);
