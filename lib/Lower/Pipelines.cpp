@@ -112,21 +112,24 @@ static std::string format(llvm::StringLiteral text,
   return result;
 }
 
-/// kLowerToBuffers for TARGET (cpu, cuda), which both its passes take.
-/// With CUDA_LOOPS, the scalar code on 0-d tensors goes into generics too,
-/// which become one-thread kernels rather than host code that waits for the
-/// kernels.
-static std::string lowerToBuffers(llvm::StringRef target, bool cudaLoops) {
+/// kLowerToBuffers for the model ABI's TARGET (cpu, cuda) and the kernels
+/// of KERNELS (--dtrain-lower-nn's: cpu, cuda). With CUDA_LOOPS, the
+/// scalar code on 0-d tensors goes into generics too, which become
+/// one-thread kernels rather than host code that waits for the kernels.
+static std::string lowerToBuffers(llvm::StringRef target,
+                                  llvm::StringRef kernels, bool cudaLoops) {
   return format(kLowerToBuffers,
-                {target, target,
+                {target, kernels,
                  cudaLoops ? "func.func(dtrain-scalar-code-to-linalg)," : ""});
 }
 
 std::string
 mlir::dtrain::lower::getLowerToLLVMPipeline(const LowerToLLVMOptions &options) {
   const bool cudaLoops = options.cudaLoops || options.cudaLoopsReversed;
-  return lowerToBuffers("cpu", cudaLoops) + kCPUPlacement.str() +
-         kLowerBuffers.str() +
+  // The CUDA target's kernel calls too, which libdtrain_runtime_cuda_loops
+  // runs on the CPU's kernels.
+  return lowerToBuffers("cpu", cudaLoops ? "cuda" : "cpu", cudaLoops) +
+         kCPUPlacement.str() + kLowerBuffers.str() +
          (cudaLoops ? kCUDAParallelLoops.str() +
                           "func.func(dtrain-check-parallel-stores)," +
                           kCUDAKernelShapes.str()
@@ -244,8 +247,8 @@ LogicalResult mlir::dtrain::lower::resolveNVPTXTarget(
 
 std::string
 mlir::dtrain::lower::getLowerToNVVMPipeline(const LowerToNVVMOptions &options) {
-  return lowerToBuffers("cuda", /*cudaLoops=*/true) + kLowerBuffers.str() +
-         kCUDAPlacement.str() + kCUDAParallelLoops.str() +
+  return lowerToBuffers("cuda", "cuda", /*cudaLoops=*/true) +
+         kLowerBuffers.str() + kCUDAPlacement.str() + kCUDAParallelLoops.str() +
          kCUDAKernelShapes.str() +
          format(kCUDAKernels, {options.chip, options.features,
                                getCUDAToolkit(options).first});

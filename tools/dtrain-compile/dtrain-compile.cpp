@@ -250,7 +250,8 @@ static cl::opt<CUDALoops> cudaLoops(
     cl::desc("--target=cpu: transform the loop nests as --target=cuda does "
              "for its kernels (serial work parallelized, small nests merged, "
              "16-byte vectors, 256-thread tiles), and run them on the CPU one "
-             "iteration after another: checks what the CUDA trainer's "
+             "iteration after another, with its heavy-op calls (on "
+             "libdtrain_runtime_cuda_loops): checks what the CUDA trainer's "
              "kernels compute without a GPU (slower than the CPU's loops)"),
     cl::ValueOptional,
     cl::values(clEnumValN(CUDALoops::Forward, "", ""),
@@ -386,6 +387,12 @@ static FailureOr<std::string> findRuntimeDir(const char *argv0) {
                  dir +
                  "': this dtrain was built without CUDA (configure it where "
                  "the CUDA toolkit is found, or with -DDTRAIN_ENABLE_CUDA=ON)");
+  SmallString<256> cudaLoopsLibrary(dir);
+  llvm::sys::path::append(cudaLoopsLibrary, "libdtrain_runtime_cuda_loops.so");
+  if (cudaLoops != CUDALoops::None && !llvm::sys::fs::exists(cudaLoopsLibrary))
+    return error("--cuda-loops needs libdtrain_runtime_cuda_loops.so, which "
+                 "is not in '" +
+                 dir + "'");
   return dir;
 }
 
@@ -631,6 +638,8 @@ static LogicalResult link(StringRef cc, StringRef object, StringRef rtDir) {
       rpath, "-lm"};
   if (target == Target::CUDA)
     args.push_back("-ldtrain_runtime_cuda");
+  if (cudaLoops != CUDALoops::None)
+    args.push_back("-ldtrain_runtime_cuda_loops");
   if (verbose) {
     llvm::errs() << kToolName << ": link:";
     for (StringRef arg : args) {

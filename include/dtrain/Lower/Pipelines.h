@@ -21,8 +21,10 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
       *this, "cuda-loops",
       llvm::cl::desc(
           "Transform the loop nests as --dtrain-lower-to-nvvm does for its "
-          "kernels, and run them on the CPU one iteration after another: "
-          "checks what the CUDA target's kernels compute without a GPU"),
+          "kernels, and run them on the CPU one iteration after another, "
+          "with its heavy-op calls (dtrain_rt_cuda_*, which "
+          "libdtrain_runtime_cuda_loops runs on the CPU): checks what the "
+          "CUDA target's kernels compute without a GPU"),
       llvm::cl::init(false)};
   PassOptions::Option<bool> cudaLoopsReversed{
       *this, "cuda-loops-reversed",

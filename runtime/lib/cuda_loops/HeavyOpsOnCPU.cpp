@@ -1,0 +1,370 @@
+//===- HeavyOpsOnCPU.cpp - the CUDA heavy-op ABI on the CPU's kernels -----===//
+//
+// libdtrain_runtime_cuda_loops: the heavy-op kernels of dtrain_rt_cuda.h
+// (the names that --dtrain-lower-nn{target=cuda} calls) on the CPU
+// kernels of libdtrain_runtime, for the trainers of `dtrain-compile
+// --cuda-loops`, which run the CUDA target's loop nests and calls on the
+// CPU. The f32 kernels are the CPU's, whose arguments and semantics they
+// share. The 16-bit ones compute what dtrain_rt_cuda.h says the GPU's do:
+// the f32 kernel on the tensors widened to f32, each output rounded once
+// (a forward convolution's bias added after that rounding, and the sum
+// rounded again).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Float16.h"
+
+#pragma GCC visibility push(default)
+#include "dtrain_rt_cuda.h"
+#pragma GCC visibility pop
+
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+/// A 16-bit float type's conversions.
+struct Half {
+  float (*widen)(uint16_t);
+  uint16_t (*round)(float);
+};
+const Half kBF16 = {dtrain::rt::bf16ToF32, dtrain::rt::f32ToBF16};
+const Half kF16 = {dtrain::rt::f16ToF32, dtrain::rt::f32ToF16};
+
+/// COUNT elements of X widened to f32 (none where X is null).
+std::vector<float> widen(const Half &type, const uint16_t *x, int64_t count) {
+  std::vector<float> wide;
+  if (x) {
+    wide.resize(size_t(count));
+    for (int64_t i = 0; i < count; ++i)
+      wide[size_t(i)] = type.widen(x[i]);
+  }
+  return wide;
+}
+
+/// WIDE's elements rounded into Y.
+void round(const Half &type, const std::vector<float> &wide, uint16_t *y) {
+  for (size_t i = 0; i < wide.size(); ++i)
+    y[i] = type.round(wide[i]);
+}
+
+float *data(std::vector<float> &v) { return v.empty() ? nullptr : v.data(); }
+
+void matmul(const Half &type, const uint16_t *a, const uint16_t *b,
+            uint16_t *c, int64_t m, int64_t n, int64_t k, int32_t transposeA,
+            int32_t transposeB, float beta) {
+  std::vector<float> wa = widen(type, a, m * k), wb = widen(type, b, k * n);
+  std::vector<float> wc = beta != 0.0f ? widen(type, c, m * n)
+                                       : std::vector<float>(size_t(m * n));
+  dtrain_rt_matmul_f32(wa.data(), wb.data(), wc.data(), m, n, k, transposeA,
+                       transposeB, beta);
+  round(type, wc, c);
+}
+
+void conv2d(const Half &type, const uint16_t *x, const uint16_t *w,
+            const uint16_t *bias, uint16_t *y, int64_t n, int64_t c, int64_t h,
+            int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+            int64_t ow, int64_t strideH, int64_t strideW, int64_t padTop,
+            int64_t padLeft, int64_t padBottom, int64_t padRight,
+            int64_t dilationH, int64_t dilationW, int64_t groups) {
+  std::vector<float> wx = widen(type, x, n * c * h * w_);
+  std::vector<float> ww = widen(type, w, oc * (c / groups) * kh * kw);
+  std::vector<float> wy(size_t(n * oc * oh * ow));
+  dtrain_rt_conv2d_f32(wx.data(), ww.data(), nullptr, wy.data(), n, c, h, w_,
+                       oc, kh, kw, oh, ow, strideH, strideW, padTop, padLeft,
+                       padBottom, padRight, dilationH, dilationW, groups);
+  if (bias) {
+    const int64_t plane = oh * ow;
+    for (size_t i = 0; i < wy.size(); ++i)
+      wy[i] = type.widen(type.round(wy[i])) +
+              type.widen(bias[(int64_t(i) / plane) % oc]);
+  }
+  round(type, wy, y);
+}
+
+void conv2dBackwardData(const Half &type, const uint16_t *dy,
+                        const uint16_t *w, uint16_t *dx, int64_t n, int64_t c,
+                        int64_t h, int64_t w_, int64_t oc, int64_t kh,
+                        int64_t kw, int64_t oh, int64_t ow, int64_t strideH,
+                        int64_t strideW, int64_t padTop, int64_t padLeft,
+                        int64_t padBottom, int64_t padRight, int64_t dilationH,
+                        int64_t dilationW, int64_t groups) {
+  std::vector<float> wdy = widen(type, dy, n * oc * oh * ow);
+  std::vector<float> ww = widen(type, w, oc * (c / groups) * kh * kw);
+  std::vector<float> wdx(size_t(n * c * h * w_));
+  dtrain_rt_conv2d_backward_data_f32(
+      wdy.data(), ww.data(), wdx.data(), n, c, h, w_, oc, kh, kw, oh, ow,
+      strideH, strideW, padTop, padLeft, padBottom, padRight, dilationH,
+      dilationW, groups);
+  round(type, wdx, dx);
+}
+
+void conv2dBackwardWeights(const Half &type, const uint16_t *x,
+                           const uint16_t *dy, uint16_t *dw, uint16_t *db,
+                           int64_t n, int64_t c, int64_t h, int64_t w_,
+                           int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+                           int64_t ow, int64_t strideH, int64_t strideW,
+                           int64_t padTop, int64_t padLeft, int64_t padBottom,
+                           int64_t padRight, int64_t dilationH,
+                           int64_t dilationW, int64_t groups) {
+  std::vector<float> wx = widen(type, x, n * c * h * w_);
+  std::vector<float> wdy = widen(type, dy, n * oc * oh * ow);
+  std::vector<float> wdw(size_t(oc * (c / groups) * kh * kw));
+  std::vector<float> wdb(db ? size_t(oc) : 0);
+  dtrain_rt_conv2d_backward_weights_f32(
+      wx.data(), wdy.data(), wdw.data(), data(wdb), n, c, h, w_, oc, kh, kw,
+      oh, ow, strideH, strideW, padTop, padLeft, padBottom, padRight,
+      dilationH, dilationW, groups);
+  round(type, wdw, dw);
+  if (db)
+    round(type, wdb, db);
+}
+
+void pool2d(const Half &type, const uint16_t *x, uint16_t *y, int32_t kind,
+            int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh,
+            int64_t ow, int64_t kh, int64_t kw, int64_t strideH,
+            int64_t strideW, int64_t padTop, int64_t padLeft,
+            int64_t padBottom, int64_t padRight, int64_t dilationH,
+            int64_t dilationW) {
+  std::vector<float> wx = widen(type, x, n * c * h * w);
+  std::vector<float> wy(size_t(n * c * oh * ow));
+  dtrain_rt_pool2d_f32(wx.data(), wy.data(), kind, n, c, h, w, oh, ow, kh, kw,
+                       strideH, strideW, padTop, padLeft, padBottom, padRight,
+                       dilationH, dilationW);
+  round(type, wy, y);
+}
+
+void pool2dBackward(const Half &type, const uint16_t *x, const uint16_t *dy,
+                    uint16_t *dx, int32_t kind, int64_t n, int64_t c,
+                    int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
+                    int64_t kw, int64_t strideH, int64_t strideW,
+                    int64_t padTop, int64_t padLeft, int64_t padBottom,
+                    int64_t padRight, int64_t dilationH, int64_t dilationW) {
+  std::vector<float> wx = widen(type, x, n * c * h * w);
+  std::vector<float> wdy = widen(type, dy, n * c * oh * ow);
+  std::vector<float> wdx(size_t(n * c * h * w));
+  dtrain_rt_pool2d_backward_f32(wx.data(), wdy.data(), wdx.data(), kind, n, c,
+                                h, w, oh, ow, kh, kw, strideH, strideW, padTop,
+                                padLeft, padBottom, padRight, dilationH,
+                                dilationW);
+  round(type, wdx, dx);
+}
+
+void batchNorm(const Half &type, const uint16_t *x, const float *scale,
+               const float *bias, const float *mean, const float *var,
+               uint16_t *y, int64_t n, int64_t c, int64_t spatial,
+               float epsilon) {
+  std::vector<float> wx = widen(type, x, n * c * spatial);
+  std::vector<float> wy(wx.size());
+  dtrain_rt_batch_norm_f32(wx.data(), scale, bias, mean, var, wy.data(), n, c,
+                           spatial, epsilon);
+  round(type, wy, y);
+}
+
+void batchNormTrain(const Half &type, const uint16_t *x, const float *scale,
+                    const float *bias, uint16_t *y, float *batchMean,
+                    float *batchVar, int64_t n, int64_t c, int64_t spatial,
+                    float epsilon) {
+  std::vector<float> wx = widen(type, x, n * c * spatial);
+  std::vector<float> wy(wx.size());
+  dtrain_rt_batch_norm_train_f32(wx.data(), scale, bias, wy.data(), batchMean,
+                                 batchVar, n, c, spatial, epsilon);
+  round(type, wy, y);
+}
+
+void batchNormBackward(const Half &type, const uint16_t *x,
+                       const uint16_t *dy, const float *scale,
+                       const float *batchMean, const float *batchVar,
+                       uint16_t *dx, float *dscale, float *dbias, int64_t n,
+                       int64_t c, int64_t spatial, float epsilon) {
+  std::vector<float> wx = widen(type, x, n * c * spatial);
+  std::vector<float> wdy = widen(type, dy, n * c * spatial);
+  std::vector<float> wdx(wx.size());
+  dtrain_rt_batch_norm_backward_f32(wx.data(), wdy.data(), scale, batchMean,
+                                    batchVar, wdx.data(), dscale, dbias, n, c,
+                                    spatial, epsilon);
+  round(type, wdx, dx);
+}
+
+} // namespace
+
+extern "C" {
+
+//===--- f32: the CPU's kernels -------------------------------------------===//
+
+void dtrain_rt_cuda_matmul_f32(const float *a, const float *b, float *c,
+                               int64_t m, int64_t n, int64_t k,
+                               int32_t transpose_a, int32_t transpose_b,
+                               float beta) {
+  dtrain_rt_matmul_f32(a, b, c, m, n, k, transpose_a, transpose_b, beta);
+}
+
+void dtrain_rt_cuda_conv2d_f32(
+    const float *x, const float *w, const float *bias, float *y, int64_t n,
+    int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,
+    int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups) {
+  dtrain_rt_conv2d_f32(x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow,
+                       stride_h, stride_w, pad_top, pad_left, pad_bottom,
+                       pad_right, dilation_h, dilation_w, groups);
+}
+
+void dtrain_rt_cuda_conv2d_backward_data_f32(
+    const float *dy, const float *w, float *dx, int64_t n, int64_t c, int64_t h,
+    int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+    int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
+    int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  dtrain_rt_conv2d_backward_data_f32(dy, w, dx, n, c, h, w_, oc, kh, kw, oh,
+                                     ow, stride_h, stride_w, pad_top, pad_left,
+                                     pad_bottom, pad_right, dilation_h,
+                                     dilation_w, groups);
+}
+
+void dtrain_rt_cuda_conv2d_backward_weights_f32(
+    const float *x, const float *dy, float *dw, float *db, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  dtrain_rt_conv2d_backward_weights_f32(
+      x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w,
+      pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups);
+}
+
+void dtrain_rt_cuda_pool2d_f32(const float *x, float *y, int32_t kind,
+                               int64_t n, int64_t c, int64_t h, int64_t w,
+                               int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                               int64_t stride_h, int64_t stride_w,
+                               int64_t pad_top, int64_t pad_left,
+                               int64_t pad_bottom, int64_t pad_right,
+                               int64_t dilation_h, int64_t dilation_w) {
+  dtrain_rt_pool2d_f32(x, y, kind, n, c, h, w, oh, ow, kh, kw, stride_h,
+                       stride_w, pad_top, pad_left, pad_bottom, pad_right,
+                       dilation_h, dilation_w);
+}
+
+void dtrain_rt_cuda_pool2d_backward_f32(
+    const float *x, const float *dy, float *dx, int32_t kind, int64_t n,
+    int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
+    int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w) {
+  dtrain_rt_pool2d_backward_f32(x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw,
+                                stride_h, stride_w, pad_top, pad_left,
+                                pad_bottom, pad_right, dilation_h, dilation_w);
+}
+
+void dtrain_rt_cuda_batch_norm_f32(const float *x, const float *scale,
+                                   const float *bias, const float *mean,
+                                   const float *var, float *y, int64_t n,
+                                   int64_t c, int64_t spatial, float epsilon) {
+  dtrain_rt_batch_norm_f32(x, scale, bias, mean, var, y, n, c, spatial,
+                           epsilon);
+}
+
+void dtrain_rt_cuda_batch_norm_train_f32(const float *x, const float *scale,
+                                         const float *bias, float *y,
+                                         float *batch_mean, float *batch_var,
+                                         int64_t n, int64_t c, int64_t spatial,
+                                         float epsilon) {
+  dtrain_rt_batch_norm_train_f32(x, scale, bias, y, batch_mean, batch_var, n,
+                                 c, spatial, epsilon);
+}
+
+void dtrain_rt_cuda_batch_norm_backward_f32(
+    const float *x, const float *dy, const float *scale,
+    const float *batch_mean, const float *batch_var, float *dx, float *dscale,
+    float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon) {
+  dtrain_rt_batch_norm_backward_f32(x, dy, scale, batch_mean, batch_var, dx,
+                                    dscale, dbias, n, c, spatial, epsilon);
+}
+
+//===--- bf16 and f16: the f32 kernels on widened tensors, rounded -------===//
+
+#define DTRAIN_HALF_KERNELS(SUFFIX, TYPE)                                      \
+  void dtrain_rt_cuda_matmul_##SUFFIX(                                         \
+      const uint16_t *a, const uint16_t *b, uint16_t *c, int64_t m, int64_t n, \
+      int64_t k, int32_t transpose_a, int32_t transpose_b, float beta) {       \
+    matmul(TYPE, a, b, c, m, n, k, transpose_a, transpose_b, beta);            \
+  }                                                                            \
+  void dtrain_rt_cuda_conv2d_##SUFFIX(                                         \
+      const uint16_t *x, const uint16_t *w, const uint16_t *bias, uint16_t *y, \
+      int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,     \
+      int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,  \
+      int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
+      int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
+      int64_t groups) {                                                        \
+    conv2d(TYPE, x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,     \
+           stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,     \
+           dilation_w, groups);                                                \
+  }                                                                            \
+  void dtrain_rt_cuda_conv2d_backward_data_##SUFFIX(                           \
+      const uint16_t *dy, const uint16_t *w, uint16_t *dx, int64_t n,          \
+      int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,    \
+      int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,              \
+      int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
+      int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
+      int64_t groups) {                                                        \
+    conv2dBackwardData(TYPE, dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow,       \
+                       stride_h, stride_w, pad_top, pad_left, pad_bottom,      \
+                       pad_right, dilation_h, dilation_w, groups);             \
+  }                                                                            \
+  void dtrain_rt_cuda_conv2d_backward_weights_##SUFFIX(                        \
+      const uint16_t *x, const uint16_t *dy, uint16_t *dw, uint16_t *db,       \
+      int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,     \
+      int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,  \
+      int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
+      int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
+      int64_t groups) {                                                        \
+    conv2dBackwardWeights(TYPE, x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh,    \
+                          ow, stride_h, stride_w, pad_top, pad_left,           \
+                          pad_bottom, pad_right, dilation_h, dilation_w,       \
+                          groups);                                             \
+  }                                                                            \
+  void dtrain_rt_cuda_pool2d_##SUFFIX(                                         \
+      const uint16_t *x, uint16_t *y, int32_t kind, int64_t n, int64_t c,      \
+      int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,    \
+      int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
+      int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
+      int64_t dilation_w) {                                                    \
+    pool2d(TYPE, x, y, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,   \
+           pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w);  \
+  }                                                                            \
+  void dtrain_rt_cuda_pool2d_backward_##SUFFIX(                                \
+      const uint16_t *x, const uint16_t *dy, uint16_t *dx, int32_t kind,       \
+      int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,      \
+      int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,              \
+      int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
+      int64_t pad_right, int64_t dilation_h, int64_t dilation_w) {             \
+    pool2dBackward(TYPE, x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw,          \
+                   stride_h, stride_w, pad_top, pad_left, pad_bottom,          \
+                   pad_right, dilation_h, dilation_w);                         \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_##SUFFIX(                                     \
+      const uint16_t *x, const float *scale, const float *bias,                \
+      const float *mean, const float *var, uint16_t *y, int64_t n, int64_t c,  \
+      int64_t spatial, float epsilon) {                                        \
+    batchNorm(TYPE, x, scale, bias, mean, var, y, n, c, spatial, epsilon);     \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_train_##SUFFIX(                               \
+      const uint16_t *x, const float *scale, const float *bias, uint16_t *y,   \
+      float *batch_mean, float *batch_var, int64_t n, int64_t c,               \
+      int64_t spatial, float epsilon) {                                        \
+    batchNormTrain(TYPE, x, scale, bias, y, batch_mean, batch_var, n, c,       \
+                   spatial, epsilon);                                          \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_backward_##SUFFIX(                            \
+      const uint16_t *x, const uint16_t *dy, const float *scale,               \
+      const float *batch_mean, const float *batch_var, uint16_t *dx,           \
+      float *dscale, float *dbias, int64_t n, int64_t c, int64_t spatial,      \
+      float epsilon) {                                                         \
+    batchNormBackward(TYPE, x, dy, scale, batch_mean, batch_var, dx, dscale,   \
+                      dbias, n, c, spatial, epsilon);                          \
+  }
+
+DTRAIN_HALF_KERNELS(bf16, kBF16)
+DTRAIN_HALF_KERNELS(f16, kF16)
+
+} // extern "C"
