@@ -8,11 +8,13 @@
 // share. The 16-bit ones compute what dtrain_rt_cuda.h says the GPU's do:
 // the f32 kernel on the tensors widened to f32, each output rounded once
 // (a forward convolution's bias added after that rounding, and the sum
-// rounded again).
+// rounded again), after the CPU kernels' argument checks, which name the
+// CUDA function.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Float16.h"
+#include "Kernels.h"
 
 #pragma GCC visibility push(default)
 #include "dtrain_rt_cuda.h"
@@ -21,6 +23,8 @@
 #include <cstdint>
 #include <vector>
 
+using namespace dtrain::rt;
+
 namespace {
 
 /// A 16-bit float type's conversions.
@@ -28,8 +32,8 @@ struct Half {
   float (*widen)(uint16_t);
   uint16_t (*round)(float);
 };
-const Half kBF16 = {dtrain::rt::bf16ToF32, dtrain::rt::f32ToBF16};
-const Half kF16 = {dtrain::rt::f16ToF32, dtrain::rt::f32ToF16};
+const Half kBF16 = {bf16ToF32, f32ToBF16};
+const Half kF16 = {f16ToF32, f32ToF16};
 
 /// COUNT elements of X widened to f32 (none where X is null).
 std::vector<float> widen(const Half &type, const uint16_t *x, int64_t count) {
@@ -50,23 +54,33 @@ void round(const Half &type, const std::vector<float> &wide, uint16_t *y) {
 
 float *data(std::vector<float> &v) { return v.empty() ? nullptr : v.data(); }
 
-void matmul(const Half &type, const uint16_t *a, const uint16_t *b,
-            uint16_t *c, int64_t m, int64_t n, int64_t k, int32_t transposeA,
-            int32_t transposeB, float beta) {
+void matmul(const char *kernel, const Half &type, const uint16_t *a,
+            const uint16_t *b, uint16_t *c, int64_t m, int64_t n, int64_t k,
+            int32_t transposeA, int32_t transposeB, float beta) {
+  checkKernelDim(kernel, "m", m, 0);
+  checkKernelDim(kernel, "n", n, 0);
+  checkKernelDim(kernel, "k", k, 0);
+  checkKernelPointer(kernel, "a", a);
+  checkKernelPointer(kernel, "b", b);
+  checkKernelPointer(kernel, "c", c);
   std::vector<float> wa = widen(type, a, m * k), wb = widen(type, b, k * n);
-  std::vector<float> wc = beta != 0.0f ? widen(type, c, m * n)
-                                       : std::vector<float>(size_t(m * n));
+  std::vector<float> wc =
+      beta != 0.0f ? widen(type, c, m * n) : std::vector<float>(size_t(m * n));
   dtrain_rt_matmul_f32(wa.data(), wb.data(), wc.data(), m, n, k, transposeA,
                        transposeB, beta);
   round(type, wc, c);
 }
 
-void conv2d(const Half &type, const uint16_t *x, const uint16_t *w,
-            const uint16_t *bias, uint16_t *y, int64_t n, int64_t c, int64_t h,
-            int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
-            int64_t ow, int64_t strideH, int64_t strideW, int64_t padTop,
-            int64_t padLeft, int64_t padBottom, int64_t padRight,
-            int64_t dilationH, int64_t dilationW, int64_t groups) {
+void conv2d(const char *kernel, const Half &type, const uint16_t *x,
+            const uint16_t *w, const uint16_t *bias, uint16_t *y, int64_t n,
+            int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
+            int64_t kw, int64_t oh, int64_t ow, int64_t strideH,
+            int64_t strideW, int64_t padTop, int64_t padLeft, int64_t padBottom,
+            int64_t padRight, int64_t dilationH, int64_t dilationW,
+            int64_t groups) {
+  checkConv2d(kernel, x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow, strideH,
+              strideW, padTop, padLeft, padBottom, padRight, dilationH,
+              dilationW, groups);
   std::vector<float> wx = widen(type, x, n * c * h * w_);
   std::vector<float> ww = widen(type, w, oc * (c / groups) * kh * kw);
   std::vector<float> wy(size_t(n * oc * oh * ow));
@@ -82,50 +96,58 @@ void conv2d(const Half &type, const uint16_t *x, const uint16_t *w,
   round(type, wy, y);
 }
 
-void conv2dBackwardData(const Half &type, const uint16_t *dy,
-                        const uint16_t *w, uint16_t *dx, int64_t n, int64_t c,
-                        int64_t h, int64_t w_, int64_t oc, int64_t kh,
-                        int64_t kw, int64_t oh, int64_t ow, int64_t strideH,
-                        int64_t strideW, int64_t padTop, int64_t padLeft,
-                        int64_t padBottom, int64_t padRight, int64_t dilationH,
-                        int64_t dilationW, int64_t groups) {
+void conv2dBackwardData(const char *kernel, const Half &type,
+                        const uint16_t *dy, const uint16_t *w, uint16_t *dx,
+                        int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc,
+                        int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+                        int64_t strideH, int64_t strideW, int64_t padTop,
+                        int64_t padLeft, int64_t padBottom, int64_t padRight,
+                        int64_t dilationH, int64_t dilationW, int64_t groups) {
+  checkConv2dBackwardData(kernel, dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow,
+                          strideH, strideW, padTop, padLeft, padBottom,
+                          padRight, dilationH, dilationW, groups);
   std::vector<float> wdy = widen(type, dy, n * oc * oh * ow);
   std::vector<float> ww = widen(type, w, oc * (c / groups) * kh * kw);
   std::vector<float> wdx(size_t(n * c * h * w_));
-  dtrain_rt_conv2d_backward_data_f32(
-      wdy.data(), ww.data(), wdx.data(), n, c, h, w_, oc, kh, kw, oh, ow,
-      strideH, strideW, padTop, padLeft, padBottom, padRight, dilationH,
-      dilationW, groups);
+  dtrain_rt_conv2d_backward_data_f32(wdy.data(), ww.data(), wdx.data(), n, c, h,
+                                     w_, oc, kh, kw, oh, ow, strideH, strideW,
+                                     padTop, padLeft, padBottom, padRight,
+                                     dilationH, dilationW, groups);
   round(type, wdx, dx);
 }
 
-void conv2dBackwardWeights(const Half &type, const uint16_t *x,
-                           const uint16_t *dy, uint16_t *dw, uint16_t *db,
-                           int64_t n, int64_t c, int64_t h, int64_t w_,
-                           int64_t oc, int64_t kh, int64_t kw, int64_t oh,
-                           int64_t ow, int64_t strideH, int64_t strideW,
-                           int64_t padTop, int64_t padLeft, int64_t padBottom,
-                           int64_t padRight, int64_t dilationH,
-                           int64_t dilationW, int64_t groups) {
+void conv2dBackwardWeights(
+    const char *kernel, const Half &type, const uint16_t *x, const uint16_t *dy,
+    uint16_t *dw, uint16_t *db, int64_t n, int64_t c, int64_t h, int64_t w_,
+    int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t strideH,
+    int64_t strideW, int64_t padTop, int64_t padLeft, int64_t padBottom,
+    int64_t padRight, int64_t dilationH, int64_t dilationW, int64_t groups) {
+  checkConv2dBackwardWeights(kernel, x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh,
+                             ow, strideH, strideW, padTop, padLeft, padBottom,
+                             padRight, dilationH, dilationW, groups);
   std::vector<float> wx = widen(type, x, n * c * h * w_);
   std::vector<float> wdy = widen(type, dy, n * oc * oh * ow);
   std::vector<float> wdw(size_t(oc * (c / groups) * kh * kw));
   std::vector<float> wdb(db ? size_t(oc) : 0);
   dtrain_rt_conv2d_backward_weights_f32(
-      wx.data(), wdy.data(), wdw.data(), data(wdb), n, c, h, w_, oc, kh, kw,
-      oh, ow, strideH, strideW, padTop, padLeft, padBottom, padRight,
-      dilationH, dilationW, groups);
+      wx.data(), wdy.data(), wdw.data(), data(wdb), n, c, h, w_, oc, kh, kw, oh,
+      ow, strideH, strideW, padTop, padLeft, padBottom, padRight, dilationH,
+      dilationW, groups);
   round(type, wdw, dw);
   if (db)
     round(type, wdb, db);
 }
 
-void pool2d(const Half &type, const uint16_t *x, uint16_t *y, int32_t kind,
-            int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh,
-            int64_t ow, int64_t kh, int64_t kw, int64_t strideH,
-            int64_t strideW, int64_t padTop, int64_t padLeft,
+void pool2d(const char *kernel, const Half &type, const uint16_t *x,
+            uint16_t *y, int32_t kind, int64_t n, int64_t c, int64_t h,
+            int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+            int64_t strideH, int64_t strideW, int64_t padTop, int64_t padLeft,
             int64_t padBottom, int64_t padRight, int64_t dilationH,
             int64_t dilationW) {
+  checkPoolWindows(kernel, poolGeometry(checkPool2d(
+                               kernel, x, y, kind, n, c, h, w, oh, ow, kh, kw,
+                               strideH, strideW, padTop, padLeft, padBottom,
+                               padRight, dilationH, dilationW)));
   std::vector<float> wx = widen(type, x, n * c * h * w);
   std::vector<float> wy(size_t(n * c * oh * ow));
   dtrain_rt_pool2d_f32(wx.data(), wy.data(), kind, n, c, h, w, oh, ow, kh, kw,
@@ -134,12 +156,15 @@ void pool2d(const Half &type, const uint16_t *x, uint16_t *y, int32_t kind,
   round(type, wy, y);
 }
 
-void pool2dBackward(const Half &type, const uint16_t *x, const uint16_t *dy,
-                    uint16_t *dx, int32_t kind, int64_t n, int64_t c,
-                    int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
-                    int64_t kw, int64_t strideH, int64_t strideW,
+void pool2dBackward(const char *kernel, const Half &type, const uint16_t *x,
+                    const uint16_t *dy, uint16_t *dx, int32_t kind, int64_t n,
+                    int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                    int64_t kh, int64_t kw, int64_t strideH, int64_t strideW,
                     int64_t padTop, int64_t padLeft, int64_t padBottom,
                     int64_t padRight, int64_t dilationH, int64_t dilationW) {
+  checkPool2dBackward(kernel, x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw,
+                      strideH, strideW, padTop, padLeft, padBottom, padRight,
+                      dilationH, dilationW);
   std::vector<float> wx = widen(type, x, n * c * h * w);
   std::vector<float> wdy = widen(type, dy, n * c * oh * ow);
   std::vector<float> wdx(size_t(n * c * h * w));
@@ -150,10 +175,11 @@ void pool2dBackward(const Half &type, const uint16_t *x, const uint16_t *dy,
   round(type, wdx, dx);
 }
 
-void batchNorm(const Half &type, const uint16_t *x, const float *scale,
-               const float *bias, const float *mean, const float *var,
-               uint16_t *y, int64_t n, int64_t c, int64_t spatial,
-               float epsilon) {
+void batchNorm(const char *kernel, const Half &type, const uint16_t *x,
+               const float *scale, const float *bias, const float *mean,
+               const float *var, uint16_t *y, int64_t n, int64_t c,
+               int64_t spatial, float epsilon) {
+  checkBatchNorm(kernel, x, scale, bias, mean, var, y, n, c, spatial, epsilon);
   std::vector<float> wx = widen(type, x, n * c * spatial);
   std::vector<float> wy(wx.size());
   dtrain_rt_batch_norm_f32(wx.data(), scale, bias, mean, var, wy.data(), n, c,
@@ -161,10 +187,12 @@ void batchNorm(const Half &type, const uint16_t *x, const float *scale,
   round(type, wy, y);
 }
 
-void batchNormTrain(const Half &type, const uint16_t *x, const float *scale,
-                    const float *bias, uint16_t *y, float *batchMean,
-                    float *batchVar, int64_t n, int64_t c, int64_t spatial,
-                    float epsilon) {
+void batchNormTrain(const char *kernel, const Half &type, const uint16_t *x,
+                    const float *scale, const float *bias, uint16_t *y,
+                    float *batchMean, float *batchVar, int64_t n, int64_t c,
+                    int64_t spatial, float epsilon) {
+  checkBatchNormTrain(kernel, x, scale, bias, y, batchMean, batchVar, n, c,
+                      spatial, epsilon);
   std::vector<float> wx = widen(type, x, n * c * spatial);
   std::vector<float> wy(wx.size());
   dtrain_rt_batch_norm_train_f32(wx.data(), scale, bias, wy.data(), batchMean,
@@ -172,11 +200,13 @@ void batchNormTrain(const Half &type, const uint16_t *x, const float *scale,
   round(type, wy, y);
 }
 
-void batchNormBackward(const Half &type, const uint16_t *x,
+void batchNormBackward(const char *kernel, const Half &type, const uint16_t *x,
                        const uint16_t *dy, const float *scale,
                        const float *batchMean, const float *batchVar,
                        uint16_t *dx, float *dscale, float *dbias, int64_t n,
                        int64_t c, int64_t spatial, float epsilon) {
+  checkBatchNormBackward(kernel, x, dy, scale, batchMean, batchVar, dx, dscale,
+                         dbias, n, c, spatial, epsilon);
   std::vector<float> wx = widen(type, x, n * c * spatial);
   std::vector<float> wdy = widen(type, dy, n * c * spatial);
   std::vector<float> wdx(wx.size());
@@ -202,12 +232,12 @@ void dtrain_rt_cuda_matmul_f32(const float *a, const float *b, float *c,
 void dtrain_rt_cuda_conv2d_f32(
     const float *x, const float *w, const float *bias, float *y, int64_t n,
     int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,
-    int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
-    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
-    int64_t dilation_h, int64_t dilation_w, int64_t groups) {
-  dtrain_rt_conv2d_f32(x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow,
-                       stride_h, stride_w, pad_top, pad_left, pad_bottom,
-                       pad_right, dilation_h, dilation_w, groups);
+    int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups) {
+  dtrain_rt_conv2d_f32(x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
+                       stride_w, pad_top, pad_left, pad_bottom, pad_right,
+                       dilation_h, dilation_w, groups);
 }
 
 void dtrain_rt_cuda_conv2d_backward_data_f32(
@@ -216,10 +246,9 @@ void dtrain_rt_cuda_conv2d_backward_data_f32(
     int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
     int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
     int64_t dilation_w, int64_t groups) {
-  dtrain_rt_conv2d_backward_data_f32(dy, w, dx, n, c, h, w_, oc, kh, kw, oh,
-                                     ow, stride_h, stride_w, pad_top, pad_left,
-                                     pad_bottom, pad_right, dilation_h,
-                                     dilation_w, groups);
+  dtrain_rt_conv2d_backward_data_f32(
+      dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w, pad_top,
+      pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups);
 }
 
 void dtrain_rt_cuda_conv2d_backward_weights_f32(
@@ -249,8 +278,8 @@ void dtrain_rt_cuda_pool2d_backward_f32(
     const float *x, const float *dy, float *dx, int32_t kind, int64_t n,
     int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
     int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,
-    int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
-    int64_t dilation_h, int64_t dilation_w) {
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w) {
   dtrain_rt_pool2d_backward_f32(x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw,
                                 stride_h, stride_w, pad_top, pad_left,
                                 pad_bottom, pad_right, dilation_h, dilation_w);
@@ -269,8 +298,8 @@ void dtrain_rt_cuda_batch_norm_train_f32(const float *x, const float *scale,
                                          float *batch_mean, float *batch_var,
                                          int64_t n, int64_t c, int64_t spatial,
                                          float epsilon) {
-  dtrain_rt_batch_norm_train_f32(x, scale, bias, y, batch_mean, batch_var, n,
-                                 c, spatial, epsilon);
+  dtrain_rt_batch_norm_train_f32(x, scale, bias, y, batch_mean, batch_var, n, c,
+                                 spatial, epsilon);
 }
 
 void dtrain_rt_cuda_batch_norm_backward_f32(
@@ -287,7 +316,8 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
   void dtrain_rt_cuda_matmul_##SUFFIX(                                         \
       const uint16_t *a, const uint16_t *b, uint16_t *c, int64_t m, int64_t n, \
       int64_t k, int32_t transpose_a, int32_t transpose_b, float beta) {       \
-    matmul(TYPE, a, b, c, m, n, k, transpose_a, transpose_b, beta);            \
+    matmul("dtrain_rt_cuda_matmul_" #SUFFIX, TYPE, a, b, c, m, n, k,           \
+           transpose_a, transpose_b, beta);                                    \
   }                                                                            \
   void dtrain_rt_cuda_conv2d_##SUFFIX(                                         \
       const uint16_t *x, const uint16_t *w, const uint16_t *bias, uint16_t *y, \
@@ -296,9 +326,9 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
       int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
       int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
       int64_t groups) {                                                        \
-    conv2d(TYPE, x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,     \
-           stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,     \
-           dilation_w, groups);                                                \
+    conv2d("dtrain_rt_cuda_conv2d_" #SUFFIX, TYPE, x, w, bias, y, n, c, h, w_, \
+           oc, kh, kw, oh, ow, stride_h, stride_w, pad_top, pad_left,          \
+           pad_bottom, pad_right, dilation_h, dilation_w, groups);             \
   }                                                                            \
   void dtrain_rt_cuda_conv2d_backward_data_##SUFFIX(                           \
       const uint16_t *dy, const uint16_t *w, uint16_t *dx, int64_t n,          \
@@ -307,9 +337,10 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
       int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
       int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
       int64_t groups) {                                                        \
-    conv2dBackwardData(TYPE, dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow,       \
-                       stride_h, stride_w, pad_top, pad_left, pad_bottom,      \
-                       pad_right, dilation_h, dilation_w, groups);             \
+    conv2dBackwardData("dtrain_rt_cuda_conv2d_backward_data_" #SUFFIX, TYPE,   \
+                       dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,   \
+                       stride_w, pad_top, pad_left, pad_bottom, pad_right,     \
+                       dilation_h, dilation_w, groups);                        \
   }                                                                            \
   void dtrain_rt_cuda_conv2d_backward_weights_##SUFFIX(                        \
       const uint16_t *x, const uint16_t *dy, uint16_t *dw, uint16_t *db,       \
@@ -318,10 +349,10 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
       int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
       int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
       int64_t groups) {                                                        \
-    conv2dBackwardWeights(TYPE, x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh,    \
-                          ow, stride_h, stride_w, pad_top, pad_left,           \
-                          pad_bottom, pad_right, dilation_h, dilation_w,       \
-                          groups);                                             \
+    conv2dBackwardWeights(                                                     \
+        "dtrain_rt_cuda_conv2d_backward_weights_" #SUFFIX, TYPE, x, dy, dw,    \
+        db, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w, pad_top,      \
+        pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups);      \
   }                                                                            \
   void dtrain_rt_cuda_pool2d_##SUFFIX(                                         \
       const uint16_t *x, uint16_t *y, int32_t kind, int64_t n, int64_t c,      \
@@ -329,8 +360,9 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
       int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
       int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
       int64_t dilation_w) {                                                    \
-    pool2d(TYPE, x, y, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,   \
-           pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w);  \
+    pool2d("dtrain_rt_cuda_pool2d_" #SUFFIX, TYPE, x, y, kind, n, c, h, w, oh, \
+           ow, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom,      \
+           pad_right, dilation_h, dilation_w);                                 \
   }                                                                            \
   void dtrain_rt_cuda_pool2d_backward_##SUFFIX(                                \
       const uint16_t *x, const uint16_t *dy, uint16_t *dx, int32_t kind,       \
@@ -338,30 +370,33 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
       int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,              \
       int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
       int64_t pad_right, int64_t dilation_h, int64_t dilation_w) {             \
-    pool2dBackward(TYPE, x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw,          \
-                   stride_h, stride_w, pad_top, pad_left, pad_bottom,          \
-                   pad_right, dilation_h, dilation_w);                         \
+    pool2dBackward("dtrain_rt_cuda_pool2d_backward_" #SUFFIX, TYPE, x, dy, dx, \
+                   kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,       \
+                   pad_top, pad_left, pad_bottom, pad_right, dilation_h,       \
+                   dilation_w);                                                \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_##SUFFIX(                                     \
       const uint16_t *x, const float *scale, const float *bias,                \
       const float *mean, const float *var, uint16_t *y, int64_t n, int64_t c,  \
       int64_t spatial, float epsilon) {                                        \
-    batchNorm(TYPE, x, scale, bias, mean, var, y, n, c, spatial, epsilon);     \
+    batchNorm("dtrain_rt_cuda_batch_norm_" #SUFFIX, TYPE, x, scale, bias,      \
+              mean, var, y, n, c, spatial, epsilon);                           \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_train_##SUFFIX(                               \
       const uint16_t *x, const float *scale, const float *bias, uint16_t *y,   \
       float *batch_mean, float *batch_var, int64_t n, int64_t c,               \
       int64_t spatial, float epsilon) {                                        \
-    batchNormTrain(TYPE, x, scale, bias, y, batch_mean, batch_var, n, c,       \
-                   spatial, epsilon);                                          \
+    batchNormTrain("dtrain_rt_cuda_batch_norm_train_" #SUFFIX, TYPE, x, scale, \
+                   bias, y, batch_mean, batch_var, n, c, spatial, epsilon);    \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_backward_##SUFFIX(                            \
       const uint16_t *x, const uint16_t *dy, const float *scale,               \
       const float *batch_mean, const float *batch_var, uint16_t *dx,           \
       float *dscale, float *dbias, int64_t n, int64_t c, int64_t spatial,      \
       float epsilon) {                                                         \
-    batchNormBackward(TYPE, x, dy, scale, batch_mean, batch_var, dx, dscale,   \
-                      dbias, n, c, spatial, epsilon);                          \
+    batchNormBackward("dtrain_rt_cuda_batch_norm_backward_" #SUFFIX, TYPE, x,  \
+                      dy, scale, batch_mean, batch_var, dx, dscale, dbias, n,  \
+                      c, spatial, epsilon);                                    \
   }
 
 DTRAIN_HALF_KERNELS(bf16, kBF16)

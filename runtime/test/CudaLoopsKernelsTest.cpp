@@ -1,0 +1,83 @@
+//===- CudaLoopsKernelsTest.cpp - the CUDA heavy-op ABI on the CPU --------===//
+//
+// libdtrain_runtime_cuda_loops, which --cuda-loops trainers call for the
+// heavy ops, on hand-computed cases of what dtrain_rt_cuda.h specifies for
+// 16-bit tensors; and, with --invalid=CASE, one invalid call, which must
+// abort with the CPU kernels' check naming the CUDA function (ctest
+// runtime-cuda-loops-fail-*). Needs no GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Float16.h"
+
+#include "dtrain_rt_cuda.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+using dtrain::rt::bf16ToF32;
+using dtrain::rt::f32ToBF16;
+
+namespace {
+
+// The forward convolution's bias is added to the rounded convolution and
+// the sum rounded again. x w = 1.5 * 1.0078125 = 1.51171875 lies halfway
+// between the bf16 neighbours 1.5078125 and 1.515625 (steps of 2^-7) and
+// rounds to the even one, 1.515625; adding -2^-8 gives another tie, which
+// rounds to 1.515625 again. One rounding of x w + bias = 1.5078125 exactly
+// would give 1.5078125.
+TEST(CudaLoopsKernels, ConvolutionBiasAfterTheRoundedProduct) {
+  const uint16_t x = f32ToBF16(1.5f), w = f32ToBF16(1.0078125f),
+                 bias = f32ToBF16(-0.00390625f);
+  uint16_t y = 0;
+  dtrain_rt_cuda_conv2d_bf16(&x, &w, &bias, &y, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                             0, 0, 0, 0, 1, 1, 1);
+  EXPECT_EQ(bf16ToF32(y), 1.515625f);
+}
+
+// C = A B + BETA C on bf16 tensors, exact here: B is the identity.
+TEST(CudaLoopsKernels, MatrixProductWithBeta) {
+  const float a[] = {1, 2, 3, 4}, b[] = {1, 0, 0, 1};
+  uint16_t a16[4], b16[4], c16[4];
+  for (int i = 0; i < 4; ++i) {
+    a16[i] = f32ToBF16(a[i]);
+    b16[i] = f32ToBF16(b[i]);
+    c16[i] = f32ToBF16(1.0f);
+  }
+  dtrain_rt_cuda_matmul_bf16(a16, b16, c16, 2, 2, 2, 0, 0, 0.5f);
+  const float want[] = {1.5f, 2.5f, 3.5f, 4.5f};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(bf16ToF32(c16[i]), want[i]) << "element " << i;
+}
+
+/// Makes the invalid call NAME, which must abort; returns 2 when it does
+/// not.
+int invalidCall(const std::string &name) {
+  uint16_t data[64] = {};
+  float stats[8] = {};
+  if (name == "conv-output") // a 3x3 kernel on 8x8 gives 6x6, not 6x7
+    dtrain_rt_cuda_conv2d_bf16(data, data, nullptr, data, 1, 1, 8, 8, 1, 3, 3,
+                               6, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1);
+  else if (name == "batch-norm-null")
+    dtrain_rt_cuda_batch_norm_train_f16(nullptr, stats, stats, data, stats,
+                                        stats, 1, 2, 4, 1e-5f);
+  else {
+    std::fprintf(stderr, "unknown invalid call '%s'\n", name.c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "invalid call '%s' did not abort\n", name.c_str());
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const char *prefix = "--invalid=";
+  if (argc == 2 && !std::strncmp(argv[1], prefix, std::strlen(prefix)))
+    return invalidCall(argv[1] + std::strlen(prefix));
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
