@@ -120,7 +120,17 @@ for python in python3 /usr/bin/python3; do
   fi
 done
 echo "python with torch on CUDA: ${torch_python:-none}"
-numpy_python=${torch_python:-python3}
+# The checkpoints' comparisons and the steps' weights need only numpy.
+numpy_python=$torch_python
+if [ -z "$numpy_python" ]; then
+  numpy_python=python3
+  for python in python3 /usr/bin/python3; do
+    if "$python" -c "import numpy" 2>/dev/null; then
+      numpy_python=$python
+      break
+    fi
+  done
+fi
 
 if section "CUDA kernels against the CPU runtime (dtrain-rt-cuda-test)"; then
 run_test dtrain-rt-cuda-test 300 "$bin/dtrain-rt-cuda-test"
