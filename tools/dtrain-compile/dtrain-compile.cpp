@@ -244,24 +244,24 @@ static cl::opt<Target>
                                  "with CUDA; the trainer needs a GPU)")),
            cl::init(Target::CPU), cl::cat(compileCategory));
 
-enum class CUDALoops { None, Forward, Reverse };
-static cl::opt<CUDALoops> cudaLoops(
+static cl::opt<std::string> cudaLoopsOrder(
     "cuda-loops",
     cl::desc("--target=cpu: transform the loop nests as --target=cuda does "
              "for its kernels (serial work parallelized, small nests merged, "
              "16-byte vectors, 256-thread tiles), and run them on the CPU one "
              "iteration after another, with its heavy-op calls (on "
              "libdtrain_runtime_cuda_loops): checks what the CUDA trainer's "
-             "kernels compute without a GPU (slower than the CPU's loops)"),
-    cl::ValueOptional,
-    cl::values(clEnumValN(CUDALoops::Forward, "", ""),
-               clEnumValN(CUDALoops::Forward, "forward",
-                          "each loop's iterations in order (the default)"),
-               clEnumValN(CUDALoops::Reverse, "reverse",
-                          "in reverse order: a result that depends on the "
-                          "order (a race between a kernel's threads) differs "
-                          "from the forward run's")),
-    cl::init(CUDALoops::None), cl::cat(compileCategory));
+             "kernels compute without a GPU (slower than the CPU's loops). "
+             "=reverse runs each parallel loop's iterations from the last to "
+             "the first: a result that depends on their order (a race "
+             "between a kernel's threads) then differs from the forward "
+             "run's"),
+    cl::ValueOptional, cl::value_desc("forward|reverse"),
+    cl::cat(compileCategory));
+
+enum class CUDALoops { None, Forward, Reverse };
+/// --cuda-loops as given (without a value: forward), set by compile().
+static CUDALoops cudaLoops = CUDALoops::None;
 
 static cl::opt<std::string>
     gpuArch("gpu-arch",
@@ -675,6 +675,16 @@ static LogicalResult compile(const char *argv0) {
   if (target != Target::CUDA &&
       (gpuArch.getNumOccurrences() || gpuFeatures.getNumOccurrences()))
     return error("--gpu-arch and --gpu-features need --target=cuda");
+  if (!cudaLoopsOrder.getNumOccurrences())
+    cudaLoops = CUDALoops::None;
+  else if (cudaLoopsOrder.empty() || cudaLoopsOrder == "forward")
+    cudaLoops = CUDALoops::Forward;
+  else if (cudaLoopsOrder == "reverse")
+    cudaLoops = CUDALoops::Reverse;
+  else
+    return error("--cuda-loops=" + cudaLoopsOrder +
+                 " is not valid (accepted: forward, reverse, or no value for "
+                 "forward)");
   if (target == Target::CUDA && cudaLoops != CUDALoops::None)
     return error("--cuda-loops is for --target=cpu: --target=cuda runs these "
                  "loops as GPU kernels");
