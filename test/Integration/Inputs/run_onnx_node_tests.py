@@ -3,13 +3,13 @@ dtrain-compile: the conformance check of the whole path (import, lowering,
 code generation, runtime) op by op, against ONNX's own reference outputs.
 
 usage: run_onnx_node_tests.py [-j N] [--data DIR] [--filter REGEX] [-v]
-                              COMPILE WORKDIR
+                              [--compile-flag FLAG]... COMPILE WORKDIR
 
 Generates the node tests of python3-onnx (1.12) into WORKDIR/data (unless
 --data names an existing `generate-data` output; ~3 s), selects every test
 whose graph uses only op types that dtrain imports and whose inputs and
 outputs are tensors, compiles each with `COMPILE model.onnx --mode=infer`
-(N at a time, default 2), converts test_data_set_*/input_*.pb to .npy,
+and each --compile-flag (N at a time, default 2), converts test_data_set_*/input_*.pb to .npy,
 runs the executable with `--input NAME=x.npy ... --output NAME=y.npy` and
 compares every output as ONNX's backend test runner does: same dtype and
 shape, then np.testing.assert_allclose at the runner's default tolerances
@@ -338,7 +338,7 @@ def crashed(result):
             "PLEASE submit a bug report" in result.stderr)
 
 
-def run_test(compile_tool, test, work):
+def run_test(compile_tool, flags, test, work):
     """Compiles, runs and checks one test (a dict: model, test_dir, baked:
     the inputs that are initializers in this model). Returns (status,
     detail): status is pass, rejected (a clear error from dtrain-compile),
@@ -346,7 +346,7 @@ def run_test(compile_tool, test, work):
     os.makedirs(work, exist_ok=True)
     original = onnx.load(os.path.join(test["test_dir"], "model.onnx"))
     exe = os.path.join(work, "model.bin")
-    command = [compile_tool, test["model"], "--mode=infer", "-o", exe]
+    command = [compile_tool, test["model"], "--mode=infer", "-o", exe] + flags
     try:
         result = subprocess.run(command, capture_output=True, text=True,
                                 timeout=120)
@@ -428,6 +428,9 @@ def main():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("compile", help="the dtrain-compile executable")
     parser.add_argument("workdir", help="scratch directory (data, executables)")
+    parser.add_argument("--compile-flag", action="append", default=[],
+                        help="one more dtrain-compile flag, e.g. "
+                        "--cuda-loops (repeatable)")
     parser.add_argument("-j", "--jobs", type=int, default=2,
                         help="tests compiled and run in parallel (default: 2)")
     parser.add_argument("--data", help="an existing generate-data directory "
@@ -493,7 +496,8 @@ def main():
 
     results = {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = {pool.submit(run_test, args.compile, test, test["work"]):
+        futures = {pool.submit(run_test, args.compile, args.compile_flag, test,
+                               test["work"]):
                    test["name"] for test in tests}
         for future in concurrent.futures.as_completed(futures):
             results[futures[future]] = future.result()
