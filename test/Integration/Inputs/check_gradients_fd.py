@@ -1,7 +1,10 @@
 """Checks the gradients that --dtrain-build-training builds against central
 finite differences, in float64, op by op.
 
-usage: check_gradients_fd.py COMPILE WORKDIR
+usage: check_gradients_fd.py COMPILE WORKDIR [FLAG...]
+
+FLAGs go to COMPILE too (--cuda-loops: the CUDA target's loop nests and
+heavy-op calls, run on the CPU).
 
 Each case is a one- or two-node ONNX graph in float64 whose initializers
 are the parameters (seeded random values, away from kinks) and whose graph
@@ -173,7 +176,7 @@ def run(command):
         raise RuntimeError("%s:\n%s" % (" ".join(command), result.stderr))
 
 
-def check(compile_tool, work, name, nodes, params, x, y_shape):
+def check(compile_tool, flags, work, name, nodes, params, x, y_shape):
     os.makedirs(work, exist_ok=True)
     model = os.path.join(work, "model.onnx")
     make_model(model, nodes, params, x, y_shape)
@@ -183,8 +186,8 @@ def check(compile_tool, work, name, nodes, params, x, y_shape):
     np.save(t_path, targets)
     step, forward = (os.path.join(work, f) for f in ("step.bin", "fwd.bin"))
     run([compile_tool, model, "--mode=step", "--loss", "mse", "--optimizer",
-         "sgd", "--lr", "1", "-o", step])
-    run([compile_tool, model, "--mode=infer", "-o", forward])
+         "sgd", "--lr", "1", "-o", step] + flags)
+    run([compile_tool, model, "--mode=infer", "-o", forward] + flags)
     out = os.path.join(work, "out.npz")
     run([step, "--input", "x=" + x_path, "--input", "targets=" + t_path,
          "--output", out])
@@ -221,12 +224,12 @@ def check(compile_tool, work, name, nodes, params, x, y_shape):
 
 
 def main():
-    compile_tool, workdir = sys.argv[1:3]
+    compile_tool, workdir, flags = sys.argv[1], sys.argv[2], sys.argv[3:]
     ok = True
     for i, (name, case) in enumerate(CASES.items()):
         try:
-            ok &= check(compile_tool, os.path.join(workdir, str(i)), name,
-                        *case)
+            ok &= check(compile_tool, flags, os.path.join(workdir, str(i)),
+                        name, *case)
         except RuntimeError as error:
             print("%s: FAILED: %s" % (name, error))
             ok = False
