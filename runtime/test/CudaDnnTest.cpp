@@ -30,6 +30,7 @@
 
 #include "CudaTestSupport.h"
 #include "Float16.h"
+#include "InvalidCalls.h"
 #include "KernelCases.h"
 #include "dtrain_rt.h"
 #include "dtrain_rt_cuda.h"
@@ -893,21 +894,16 @@ int invalidCall(const std::string &name) {
     setenv("DTRAIN_CUDA_TF32", "yes", 1);
     dtrain_rt_cuda_matmul_f32(x.data(), w.data(), y.data(), 4, 4, 4, 0, 0,
                               0.0f);
-  }
-  else {
-    std::fprintf(stderr, "unknown invalid call '%s'\n", name.c_str());
-    return 2;
-  }
-  std::fprintf(stderr, "invalid call '%s' did not abort\n", name.c_str());
-  return 2;
+  } else
+    return dtrain::rt::test::invalidCallReturned(name, /*known=*/false);
+  return dtrain::rt::test::invalidCallReturned(name, /*known=*/true);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  const char *prefix = "--invalid=";
-  if (argc == 2 && !std::strncmp(argv[1], prefix, std::strlen(prefix)))
-    return invalidCall(argv[1] + std::strlen(prefix));
+  if (const char *name = dtrain::rt::test::getInvalidCallCase(argc, argv))
+    return invalidCall(name);
   ::testing::InitGoogleTest(&argc, argv);
   return runCudaTests(argc > 1 &&
                       std::strcmp(argv[1], "--without-device") == 0);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Float16.h"
+#include "InvalidCalls.h"
 
 #include "dtrain_rt_cuda.h"
 
@@ -64,20 +65,16 @@ int invalidCall(const std::string &name) {
   else if (name == "batch-norm-null")
     dtrain_rt_cuda_batch_norm_train_f16(nullptr, stats, stats, data, stats,
                                         stats, 1, 2, 4, 1e-5f);
-  else {
-    std::fprintf(stderr, "unknown invalid call '%s'\n", name.c_str());
-    return 2;
-  }
-  std::fprintf(stderr, "invalid call '%s' did not abort\n", name.c_str());
-  return 2;
+  else
+    return dtrain::rt::test::invalidCallReturned(name, /*known=*/false);
+  return dtrain::rt::test::invalidCallReturned(name, /*known=*/true);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  const char *prefix = "--invalid=";
-  if (argc == 2 && !std::strncmp(argv[1], prefix, std::strlen(prefix)))
-    return invalidCall(argv[1] + std::strlen(prefix));
+  if (const char *name = dtrain::rt::test::getInvalidCallCase(argc, argv))
+    return invalidCall(name);
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

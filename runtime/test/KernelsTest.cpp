@@ -14,8 +14,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelCases.h"
 #include "Kernels.h"
+#include "InvalidCalls.h"
+#include "KernelCases.h"
 
 #include <gtest/gtest.h>
 
@@ -1195,20 +1196,16 @@ int invalidCall(const std::string &name) {
   else if (name == "matmul-f64-size")
     dtrain_rt_matmul_f64(x64.data(), w64.data(), y64.data(), 4, -1, 4, 0, 0,
                          0.0);
-  else {
-    std::fprintf(stderr, "unknown invalid call '%s'\n", name.c_str());
-    return 2;
-  }
-  std::fprintf(stderr, "invalid call '%s' did not abort\n", name.c_str());
-  return 2;
+  else
+    return dtrain::rt::test::invalidCallReturned(name, /*known=*/false);
+  return dtrain::rt::test::invalidCallReturned(name, /*known=*/true);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  const char *prefix = "--invalid=";
-  if (argc == 2 && !std::strncmp(argv[1], prefix, std::strlen(prefix)))
-    return invalidCall(argv[1] + std::strlen(prefix));
+  if (const char *name = dtrain::rt::test::getInvalidCallCase(argc, argv))
+    return invalidCall(name);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
