@@ -121,18 +121,18 @@ struct CheckParallelStoresPass
           CheckParallelStoresPass> {
   void runOnOperation() override {
     bool failed = false;
-    getOperation().walk([&](Operation *op) {
-      auto kernel = op->getParentOfType<scf::ParallelOp>();
-      if (!kernel)
+    // Each outermost loop (a kernel), then the stores inside it.
+    getOperation().walk([&](scf::ParallelOp kernel) {
+      if (kernel->getParentOfType<scf::ParallelOp>())
         return;
-      while (auto outer = kernel->getParentOfType<scf::ParallelOp>())
-        kernel = outer;
-      LogicalResult checked = success();
-      if (auto store = dyn_cast<memref::StoreOp>(op))
-        checked = checkStore(op, store.getMemRef(), store.getIndices(), kernel);
-      else if (auto store = dyn_cast<vector::StoreOp>(op))
-        checked = checkStore(op, store.getBase(), store.getIndices(), kernel);
-      failed |= mlir::failed(checked);
+      kernel.walk([&](Operation *op) {
+        if (auto store = dyn_cast<memref::StoreOp>(op))
+          failed |= mlir::failed(
+              checkStore(op, store.getMemRef(), store.getIndices(), kernel));
+        else if (auto store = dyn_cast<vector::StoreOp>(op))
+          failed |= mlir::failed(
+              checkStore(op, store.getBase(), store.getIndices(), kernel));
+      });
     });
     if (failed)
       signalPassFailure();
