@@ -461,17 +461,30 @@ void MixedPrecisionPass::narrowCompute(func::FuncOp func) {
   Block &body = func.getBody().front();
   OpBuilder b(func.getContext());
   // One cast per value and direction, before the first op that needs it
-  // (every later user comes after it in the single block).
+  // (every later user comes after it in the single block); the function's
+  // arguments' (the parameters', the batch's) all at its start, in their
+  // users' order, where the GPU path merges them into one kernel
+  // (--dtrain-fuse-sibling-parallel-loops): a 16-bit parameter lives until
+  // its gradient's convolution or product anyway.
   DenseMap<Value, Value> narrowed, widened;
   DenseSet<Value> narrow; // the results this pass retyped
+  Operation *lastArgumentCast = nullptr;
   auto castTo = [&](DenseMap<Value, Value> &cache, Value value, Type element,
                     Operation *user) {
     Value &converted = cache[value];
     if (!converted) {
-      b.setInsertionPoint(user);
+      const bool isArgument = isa<BlockArgument>(value);
+      if (!isArgument)
+        b.setInsertionPoint(user);
+      else if (lastArgumentCast)
+        b.setInsertionPointAfter(lastArgumentCast);
+      else
+        b.setInsertionPointToStart(&body);
       converted = nn::CastOp::create(
           b, value.getLoc(),
           cast<RankedTensorType>(value.getType()).clone(element), value);
+      if (isArgument)
+        lastArgumentCast = converted.getDefiningOp();
     }
     return converted;
   };

@@ -12,17 +12,20 @@ func.func @forward(%w: tensor<4x3xf32> {train.param = "fc.weight"}, %b: tensor<3
   return %2 : tensor<5x3xf32>
 }
 
-// The input and each parameter are cast once; the layer computes in bf16;
+// The input and each parameter are cast once, at the step's start in
+// their users' order (where the GPU path runs the casts as one kernel);
+// the layer computes in bf16;
 // the loss (an f32 island) reads its input widened; the backward pass
 // computes in bf16 from the loss gradient, narrowed; the bias gradient (a
 // sum, an f32 island) and the weight gradient reach their exchanges in
 // f32; the updates read f32 gradients and keep f32 parameters.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[W:[^:]*]]: tensor<4x3xf32> {train.param = "fc.weight"}, %[[B:[^:]*]]: tensor<3xf32> {train.param = "fc.bias"}
-// CHECK:      %[[X16:.*]] = nn.cast %{{.*}} : tensor<5x4xf32> to tensor<5x4xbf16>
+// CHECK-NEXT: %[[X16:.*]] = nn.cast %{{.*}} : tensor<5x4xf32> to tensor<5x4xbf16>
 // CHECK-NEXT: %[[W16:.*]] = nn.cast %[[W]] : tensor<4x3xf32> to tensor<4x3xbf16>
-// CHECK-NEXT: %[[MM:.*]] = nn.matmul %[[X16]], %[[W16]] : tensor<5x4xbf16>, tensor<4x3xbf16> -> tensor<5x3xbf16>
 // CHECK-NEXT: %[[B16:.*]] = nn.cast %[[B]] : tensor<3xf32> to tensor<3xbf16>
+// CHECK-NEXT: comm.world
+// CHECK-NEXT: %[[MM:.*]] = nn.matmul %[[X16]], %[[W16]] : tensor<5x4xbf16>, tensor<4x3xbf16> -> tensor<5x3xbf16>
 // CHECK-NEXT: %[[H:.*]] = nn.add %[[MM]], %[[B16]] : tensor<5x3xbf16>, tensor<3xbf16> -> tensor<5x3xbf16>
 // CHECK-NEXT: %[[Y:.*]] = nn.relu %[[H]] : tensor<5x3xbf16>
 // CHECK-NEXT: %[[Y32:.*]] = nn.cast %[[Y]] : tensor<5x3xbf16> to tensor<5x3xf32>

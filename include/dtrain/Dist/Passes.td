@@ -350,7 +350,12 @@ def MixedPrecision : Pass<"dtrain-mixed-precision", "func::FuncOp"> {
     **16-bit compute** (`compute=bf16|f16`). Every nn op of the forward
     and backward passes computes in the 16-bit type: its f32 operands
     (parameters, inputs, constants) are cast (`nn.cast`, rounded to nearest
-    even) once, where they are first needed, and its results are 16-bit.
+    even) once, and its results are 16-bit. The step's arguments (the
+    parameters, the batch) are cast at its start, in the order of their
+    first users, where the GPU path runs the casts as one kernel
+    (`--dtrain-fuse-sibling-parallel-loops`; a 16-bit parameter is kept
+    until its gradient's product anyway); other values where they are
+    first needed.
     The ops of the `keep-f32` groups stay f32 islands (`batch_norm`:
     batch-norm statistics and their gradient; `softmax`; `loss`: the loss,
     its gradient and the correct-prediction count; `reduce`: sums and
