@@ -1,9 +1,10 @@
-//===- FuseSiblingParallelLoops.cpp - small loops as one kernel -----------===//
+//===- FuseSiblingParallelLoops.cpp - sibling loops as one kernel ---------===//
 //
-// Implements --dtrain-fuse-sibling-parallel-loops: runs of adjacent small
-// independent 1-D scf.parallel loops become one 2-D loop over (loop,
-// iteration) whose body switches on the loop, so that the GPU path launches
-// one kernel for them (an optimizer's updates of small parameters).
+// Implements --dtrain-fuse-sibling-parallel-loops: runs of independent 1-D
+// scf.parallel loops become one 1-D loop over their ranges laid end to
+// end, each starting at a multiple of a block's threads, so that the GPU
+// path launches one kernel for them (an optimizer's updates, the casts of
+// the parameters to 16 bits) and each block of it runs one loop's body.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,23 +78,28 @@ Value getBuffer(Value memref) {
   return {};
 }
 
-/// LOOP's accesses, when its body's only memory effects are loads and
-/// stores of known buffers.
+/// LOOP's accesses, when its body's only memory effects are reads and
+/// writes of known buffers (scalar and vector loads and stores).
 std::optional<Member> getAccesses(scf::ParallelOp loop) {
   Member member{loop, 0, {}, {}, {}};
   WalkResult walk = loop.getBody()->walk([&](Operation *op) {
-    Value buffer;
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      if (!(buffer = getBuffer(load.getMemRef())))
-        return WalkResult::interrupt();
-      member.reads.insert(buffer);
-    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      if (!(buffer = getBuffer(store.getMemRef())))
-        return WalkResult::interrupt();
-      member.writes.insert(buffer);
-    } else if (!op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
-               !isMemoryEffectFree(op)) {
+    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::advance();
+    auto effecting = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effecting)
       return WalkResult::interrupt();
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    effecting.getEffects(effects);
+    for (const MemoryEffects::EffectInstance &effect : effects) {
+      Value buffer = effect.getValue() ? getBuffer(effect.getValue()) : Value();
+      if (!buffer)
+        return WalkResult::interrupt();
+      if (isa<MemoryEffects::Read>(effect.getEffect()))
+        member.reads.insert(buffer);
+      else if (isa<MemoryEffects::Write>(effect.getEffect()))
+        member.writes.insert(buffer);
+      else
+        return WalkResult::interrupt();
     }
     return WalkResult::advance();
   });
@@ -103,11 +109,11 @@ std::optional<Member> getAccesses(scf::ParallelOp loop) {
 }
 
 /// LOOP as a member of a run, when it may be one: outermost, 1-D from 0 to
-/// a constant of at most MAXITERATIONS in steps of 1, without results, its
-/// body's only memory effects loads and stores of known buffers.
-std::optional<Member> asMember(scf::ParallelOp loop, int64_t maxIterations) {
+/// a constant in steps of 1, without results, its body's only memory
+/// effects reads and writes of known buffers.
+std::optional<Member> asMember(scf::ParallelOp loop) {
   std::optional<int64_t> upper = dtrain::lower::getKernelTripCount(loop);
-  if (!upper || *upper < 1 || *upper > maxIterations)
+  if (!upper || *upper < 1)
     return std::nullopt;
   std::optional<Member> member = getAccesses(loop);
   if (!member)
@@ -117,63 +123,126 @@ std::optional<Member> asMember(scf::ParallelOp loop, int64_t maxIterations) {
   return member;
 }
 
+/// Whether CALL calls one of the runtime's collectives or communicator
+/// queries (--dtrain-lower-comm-to-runtime marks them
+/// dtrain.stream_independent).
+bool isCommCall(func::CallOp call) {
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      call, call.getCalleeAttr());
+  return callee && callee->hasAttr(dtrain::lower::kStreamIndependentAttrName);
+}
+
+/// The buffers that CALL, a call of the runtime's collectives, may touch:
+/// a collective's are those its pointers address (dtrain_rt.h), and a
+/// wait's those of the collective whose request it takes; the operands'
+/// definitions are followed back to the memrefs they come from. Nullopt
+/// where one is not a known buffer.
+std::optional<llvm::SmallPtrSet<Value, 4>> getCommBuffers(func::CallOp call) {
+  llvm::SmallPtrSet<Value, 4> buffers;
+  SmallVector<Value> pending(call.getOperands());
+  llvm::SmallPtrSet<Value, 16> seen;
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    if (isa<MemRefType>(value.getType())) {
+      Value buffer = getBuffer(value);
+      if (!buffer)
+        return std::nullopt;
+      buffers.insert(buffer);
+      continue;
+    }
+    Operation *def = value.getDefiningOp();
+    if (!def || def->getNumRegions() != 0)
+      return std::nullopt;
+    auto producer = dyn_cast<func::CallOp>(def);
+    if (producer && !isCommCall(producer))
+      return std::nullopt;
+    llvm::append_range(pending, def->getOperands());
+  }
+  return buffers;
+}
+
+/// Whether M reads or writes BUFFER.
+bool touches(const Member &m, Value buffer) {
+  return m.reads.contains(buffer) || m.writes.contains(buffer);
+}
+
 /// Whether A and B may run in either order: neither writes a buffer that
 /// the other reads or writes.
 bool areIndependent(const Member &a, const Member &b) {
-  auto touches = [](const Member &m, Value buffer) {
-    return m.reads.contains(buffer) || m.writes.contains(buffer);
-  };
   return llvm::none_of(a.writes, [&](Value v) { return touches(b, v); }) &&
          llvm::none_of(b.writes, [&](Value v) { return touches(a, v); });
 }
 
-/// RUN (2 loops or more) as one loop, where its last loop was.
-void fuse(MutableArrayRef<Member> run) {
-  scf::ParallelOp last = run.back().loop;
-  IRRewriter rewriter(last);
-  rewriter.setInsertionPoint(last);
-  Location loc = rewriter.getFusedLoc(llvm::to_vector(
-      llvm::map_range(run, [](Member &m) { return m.loop.getLoc(); })));
-  int64_t widest = 0;
-  for (Member &m : run)
-    widest = std::max(widest, m.iterations);
-  auto constant = [&](int64_t value) -> Value {
-    return arith::ConstantIndexOp::create(rewriter, loc, value);
-  };
-  Value zero = constant(0), one = constant(1);
-  auto fused = scf::ParallelOp::create(
-      rewriter, loc, ValueRange{zero, zero},
-      ValueRange{constant(int64_t(run.size())), constant(widest)},
-      ValueRange{one, one});
-  rewriter.setInsertionPointToStart(fused.getBody());
-  Value which = fused.getInductionVars()[0], i = fused.getInductionVars()[1];
-  SmallVector<int64_t> cases(run.size());
-  for (size_t k = 0; k < run.size(); ++k)
-    cases[k] = int64_t(k);
-  auto dispatch = scf::IndexSwitchOp::create(rewriter, loc, TypeRange{}, which,
-                                             cases, unsigned(run.size()));
-  rewriter.createBlock(&dispatch.getDefaultRegion());
-  scf::YieldOp::create(rewriter, loc);
-  for (auto [k, member] : llvm::enumerate(run)) {
-    Block *block = rewriter.createBlock(&dispatch.getCaseRegions()[k]);
-    // The iterations past this loop's own bound do nothing.
-    if (member.iterations < widest) {
-      Value inBounds = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::ult, i,
-          arith::ConstantIndexOp::create(rewriter, loc, member.iterations));
-      auto guard = scf::IfOp::create(rewriter, loc, inBounds,
-                                     /*withElseRegion=*/false);
-      rewriter.setInsertionPointToStart(guard.thenBlock());
-    }
-    IRMapping mapping;
-    mapping.map(member.loop.getInductionVars()[0], i);
-    for (Operation &op : member.loop.getBody()->without_terminator())
-      rewriter.clone(op, mapping);
-    rewriter.setInsertionPointToEnd(block);
-    scf::YieldOp::create(rewriter, loc);
+/// Makes the index constants that the merged loop's body uses, before it.
+using ConstantMaker = llvm::function_ref<Value(int64_t)>;
+
+/// The bodies of RUN[LO, HI) under the merged loop's index I, whose
+/// member K starts at STARTS[K]: a tree of comparisons with the starts,
+/// which a block's threads take alike when every start is a multiple of
+/// its threads.
+void emitBodies(OpBuilder &b, Location loc, MutableArrayRef<Member> run,
+                ArrayRef<int64_t> starts, int64_t align, Value i,
+                ConstantMaker constant, size_t lo, size_t hi) {
+  if (hi - lo > 1) {
+    const size_t mid = (lo + hi) / 2;
+    Value before = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, i,
+                                         constant(starts[mid]));
+    auto branch = scf::IfOp::create(b, loc, before, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    emitBodies(b, loc, run, starts, align, i, constant, lo, mid);
+    b.setInsertionPointToStart(branch.elseBlock());
+    emitBodies(b, loc, run, starts, align, i, constant, mid, hi);
+    return;
   }
+  Member &member = run[lo];
+  Value index = i;
+  if (starts[lo] != 0)
+    index = arith::SubIOp::create(b, loc, i, constant(starts[lo]));
+  OpBuilder::InsertionGuard guard(b);
+  // The iterations that pad the loop's range to a multiple of ALIGN do
+  // nothing.
+  if (member.iterations % align != 0) {
+    Value inBounds = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           index, constant(member.iterations));
+    auto bounded =
+        scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(bounded.thenBlock());
+  }
+  IRMapping mapping;
+  mapping.map(member.loop.getInductionVars()[0], index);
+  for (Operation &op : member.loop.getBody()->without_terminator())
+    b.clone(op, mapping);
+}
+
+/// RUN (2 loops or more) as one loop, where its last loop was: their
+/// ranges end to end, each padded to a multiple of ALIGN.
+void fuse(MutableArrayRef<Member> run, int64_t align) {
+  scf::ParallelOp last = run.back().loop;
+  OpBuilder b(last);
+  Location loc = b.getFusedLoc(llvm::to_vector(
+      llvm::map_range(run, [](Member &m) { return m.loop.getLoc(); })));
+  SmallVector<int64_t> starts;
+  int64_t total = 0;
+  for (Member &m : run) {
+    starts.push_back(total);
+    total += llvm::alignTo(m.iterations, align);
+  }
+  OpBuilder outside = b;
+  auto constant = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(outside, loc, value);
+  };
+  auto fused = scf::ParallelOp::create(b, loc, ValueRange{constant(0)},
+                                       ValueRange{constant(total)},
+                                       ValueRange{constant(1)});
+  outside.setInsertionPoint(fused);
+  b.setInsertionPointToStart(fused.getBody());
+  emitBodies(b, loc, run, starts, align, fused.getInductionVars()[0], constant,
+             0, run.size());
   for (Member &m : run)
-    rewriter.eraseOp(m.loop);
+    m.loop.erase();
 }
 
 struct FuseSiblingParallelLoopsPass
@@ -182,9 +251,9 @@ struct FuseSiblingParallelLoopsPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (maxIterations < 1) {
+    if (align < 1) {
       getOperation().emitError("--dtrain-fuse-sibling-parallel-loops: "
-                               "max-iterations must be at least 1");
+                               "align must be at least 1");
       return signalPassFailure();
     }
     // The runs of each block, found before any is fused.
@@ -212,15 +281,14 @@ struct FuseSiblingParallelLoopsPass
       };
       for (Operation &op : *block) {
         if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
-          std::optional<Member> member = asMember(loop, maxIterations);
+          std::optional<Member> member = asMember(loop);
           if (member && joins(*member)) {
             append(std::move(*member));
             continue;
           }
-          // A loop that no run takes (a large parameter's update between
-          // two small ones) may stay between the run's loops when those
-          // so far can move past it: the merged loop goes where the
-          // run's last loop was.
+          // A loop that no run takes (a 2-D nest between two updates)
+          // may stay between the run's loops when those so far can move
+          // past it: the merged loop goes where the run's last loop was.
           if (!member && !run.empty())
             if (std::optional<Member> other = getAccesses(loop))
               if (llvm::all_of(run, [&](const Member &m) {
@@ -232,15 +300,29 @@ struct FuseSiblingParallelLoopsPass
             append(std::move(*member));
           continue;
         }
-        // Side-effect-free ops between the loops may stay where they are:
-        // the merged loop goes where the run's last loop was.
-        if (!isMemoryEffectFree(&op))
-          close();
+        // Side-effect-free ops and allocations between the loops may stay
+        // where they are: the merged loop goes where the run's last loop
+        // was, and the loops before cannot reach a buffer allocated after
+        // them. So may collectives and their waits (an optimizer's
+        // update follows its gradient's wait) on buffers that the run's
+        // loops so far do not touch.
+        if (isMemoryEffectFree(&op) || isa<memref::AllocOp>(op))
+          continue;
+        if (auto call = dyn_cast<func::CallOp>(op); call && isCommCall(call))
+          if (std::optional<llvm::SmallPtrSet<Value, 4>> buffers =
+                  getCommBuffers(call))
+            if (llvm::all_of(run, [&](const Member &m) {
+                  return llvm::none_of(*buffers, [&](Value buffer) {
+                    return touches(m, buffer);
+                  });
+                }))
+              continue;
+        close();
       }
       close();
     });
     for (SmallVector<Member> &run : runs)
-      fuse(run);
+      fuse(run, align);
   }
 };
 

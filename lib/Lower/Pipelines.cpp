@@ -53,9 +53,9 @@ static constexpr llvm::StringLiteral kCPULoops =
 
 /// The CUDA target's loop transformations, after the buffers are lowered:
 /// every loop nest an scf.parallel whose parallel dimensions are outermost
-/// (serial work given a parallel loop); then runs of small independent
-/// nests merged, element-wise nests given 16 bytes of vectors an
-/// iteration, the innermost dimension tiled by 256 (a block's threads).
+/// (serial work given a parallel loop); then element-wise nests given 16
+/// bytes of vectors an iteration, runs of independent 1-D nests merged,
+/// the innermost dimension tiled by 256 (a block's threads).
 /// The CPU runs the same nests with `cuda-loops` (one iteration after
 /// another), which checks what the kernels compute without a GPU, and
 /// checks the parallel loops' stores before their shapes change.
@@ -64,8 +64,8 @@ static constexpr llvm::StringLiteral kCUDAParallelLoops =
     "dtrain-interchange-parallel-outer),"
     "convert-linalg-to-parallel-loops,";
 static constexpr llvm::StringLiteral kCUDAKernelShapes =
-    "func.func(dtrain-fuse-sibling-parallel-loops,"
-    "dtrain-vectorize-parallel-loops,dtrain-tile-parallel-loops-for-gpu),";
+    "func.func(dtrain-vectorize-parallel-loops,"
+    "dtrain-fuse-sibling-parallel-loops,dtrain-tile-parallel-loops-for-gpu),";
 
 /// CUDA: every loop nest a kernel, outlined into gpu.modules compiled to a
 /// fatbin for CHIP with FEATURES; the host's allocations through MLIR's

@@ -1,21 +1,23 @@
 // --dtrain-fuse-sibling-parallel-loops keeps what the loops compute: three
-// loops of 3, 5 and 2 iterations merged into one over (3 loops, 5
-// iterations), lowered for the CPU and run. Each writes its own buffer
+// loops of 3, 5 and 2 iterations merged into one over their ranges end to
+// end, each padded to a multiple of 4 (starting at 0, 4 and 12; 16 in all),
+// lowered for the CPU and run. Each writes its own buffer
 // from its index: a[i] = 2i, b[j] = j + 100, c[k] = in[0] - k (in, which
 // none of them writes, holds 7). Hand-computed: 0 2 4 / 100 101 102 103
 // 104 / 7 6.
 // REQUIRES: mpi
-// RUN: dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops))" \
+// RUN: dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops{align=4}))" \
 // RUN:   | FileCheck %s --check-prefix=FUSED
-// RUN: dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops),convert-scf-to-cf,expand-strided-metadata,finalize-memref-to-llvm,convert-to-llvm,reconcile-unrealized-casts)" \
+// RUN: dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops{align=4}),convert-scf-to-cf,expand-strided-metadata,finalize-memref-to-llvm,convert-to-llvm,reconcile-unrealized-casts)" \
 // RUN:   | mlir-translate --mlir-to-llvmir -o %t.ll
 // RUN: %clang -O1 %t.ll -o %t.exe -L%llvm_lib_dir -lmlir_c_runner_utils \
 // RUN:   -Wl,-rpath,%llvm_lib_dir
 // RUN: %t.exe | FileCheck %s
 
 // FUSED-LABEL: func.func @main
-// FUSED-COUNT-1: scf.parallel
-// FUSED:         scf.index_switch
+// FUSED:         scf.parallel (%{{.*}}) = (%{{.*}}) to (%c16{{.*}})
+// FUSED:         arith.cmpi ult, %{{.*}}, %c4
+// FUSED:         arith.cmpi ult, %{{.*}}, %c12
 // FUSED-NOT:     scf.parallel
 
 func.func private @printF32(f32)

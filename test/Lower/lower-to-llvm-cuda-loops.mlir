@@ -8,11 +8,13 @@
 // RUN:   | FileCheck %s --check-prefix=PIPELINE
 
 // The parallel loops' stores are checked as convert-linalg-to-parallel-loops
-// makes them, a dimension a generic's, before they are merged, vectorized
-// and tiled; the reversal comes last.
+// makes them, a dimension a generic's, before they are vectorized, merged
+// and tiled; the reversal comes last. Loops are vectorized before they
+// are merged, which keeps a merged loop's bodies vectorized.
 // PIPELINE: convert-linalg-to-parallel-loops
 // PIPELINE-NEXT: func.func(
 // PIPELINE-NEXT: dtrain-check-parallel-stores
+// PIPELINE: dtrain-vectorize-parallel-loops
 // PIPELINE: dtrain-fuse-sibling-parallel-loops
 // PIPELINE: dtrain-tile-parallel-loops-for-gpu
 // PIPELINE: dtrain-reverse-parallel-loops
