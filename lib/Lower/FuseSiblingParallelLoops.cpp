@@ -39,7 +39,8 @@ struct Member {
   int64_t iterations = 0;
   llvm::SmallPtrSet<Value, 4> reads, writes;
   /// The values from above that its body uses, which become a kernel's
-  /// parameters (constants aside: outlining copies them in).
+  /// parameters (constants aside: gpu-launch-sink-index-computations puts
+  /// them in the kernel).
   SetVector<Value> captured;
 };
 

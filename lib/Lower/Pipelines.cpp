@@ -68,18 +68,22 @@ static constexpr llvm::StringLiteral kCUDAKernelShapes =
     "dtrain-fuse-sibling-parallel-loops,dtrain-tile-parallel-loops-for-gpu),";
 
 /// CUDA: every loop nest a kernel, outlined into gpu.modules compiled to a
-/// fatbin for CHIP with FEATURES; the host's allocations through MLIR's
-/// generic allocation functions, which libdtrain_runtime_cuda defines over
-/// managed memory, and constant globals copied into such buffers, so that
-/// kernels reach every buffer. Launches and heavy-op kernels are queued on
-/// one stream, which the host waits for only before its own code that
-/// touches memory (after the last canonicalization: see
-/// dtrain-chain-gpu-launches).
+/// fatbin for CHIP with FEATURES, with the constants and index computations
+/// it uses sunk into it (its launch sizes made constants first): a kernel
+/// takes only its buffers as parameters, and knows its sizes; the host's
+/// allocations through MLIR's generic allocation functions, which
+/// libdtrain_runtime_cuda defines over managed memory, and constant globals
+/// copied into such buffers, so that kernels reach every buffer. Launches and
+/// heavy-op kernels are queued on one stream, which the host waits for only
+/// before its own code that touches memory (after the last canonicalization:
+/// see dtrain-chain-gpu-launches).
 static constexpr llvm::StringLiteral kCUDAPlacement =
     "func.func(dtrain-copy-constant-globals),";
 static constexpr llvm::StringLiteral kCUDAKernels =
     "func.func(gpu-map-parallel-loops),"
-    "convert-parallel-loops-to-gpu,gpu-kernel-outlining,canonicalize,cse,"
+    "convert-parallel-loops-to-gpu,canonicalize,"
+    "gpu-launch-sink-index-computations,"
+    "gpu-kernel-outlining,canonicalize,cse,"
     "nvvm-attach-target{chip=%s features=%s},"
     "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
     "convert-scf-to-cf,canonicalize,cse,dtrain-chain-gpu-launches,"

@@ -16,17 +16,18 @@
 // relu and sigmoid (2 x 3, the bias broadcast) become one kernel launched
 // from the host: the innermost dimension in tiles of 256 threads
 // (--dtrain-tile-parallel-loops-for-gpu), the other across blocks, each
-// thread one element (guarded by the bounds).
+// thread one element (guarded by the bounds). The launch's sizes are
+// constants, and so is every index the kernel computes from: they are
+// sunk into it (gpu-launch-sink-index-computations), so that the kernel
+// takes its buffers alone as parameters, and its sizes are known to it.
 // OUTLINED-LABEL: IR Dump After GpuKernelOutliningPass
 // OUTLINED:     func.func @dtrain_model_run(
 // OUTLINED:       %[[BUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3xf32>
 // OUTLINED:       call @dtrain_rt_cuda_matmul_f32(
-// OUTLINED:       %[[C256:.*]] = arith.constant 256 : index
-// OUTLINED:       %[[TILE:.*]] = arith.muli %{{.*}}, %[[C256]] : index
-// OUTLINED:       gpu.launch_func @dtrain_model_run_kernel::@dtrain_model_run_kernel blocks in ({{.*}}) threads in ({{.*}}) args({{.*}}%[[TILE]] : index, {{.*}}%[[BUF]] : memref<2x3xf32>,
+// OUTLINED:       gpu.launch_func @dtrain_model_run_kernel::@dtrain_model_run_kernel blocks in (%c1{{.*}}, %c1{{.*}}, %c1{{.*}}) threads in (%c256{{.*}}, %c1{{.*}}, %c1{{.*}}) args(%[[BUF]] : memref<2x3xf32>, %{{.*}} : memref<3xf32>, %{{.*}} : memref<2x3xf32>)
 // OUTLINED:       memref.dealloc %[[BUF]]
 // OUTLINED:     gpu.module @dtrain_model_run_kernel
-// OUTLINED:       gpu.func @dtrain_model_run_kernel({{.*}}) kernel
+// OUTLINED:       gpu.func @dtrain_model_run_kernel(%{{.*}}: memref<2x3xf32>, %{{.*}}: memref<3xf32>, %{{.*}}: memref<2x3xf32>) kernel attributes {known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 1, 1, 1>}
 // OUTLINED:         gpu.block_id x
 // OUTLINED:         gpu.thread_id x
 // OUTLINED:         arith.cmpi ult
@@ -37,13 +38,14 @@
 // OUTLINED:           memref.store
 // OUTLINED:         gpu.return
 
-// The kernel in the NVVM dialect takes its indices from the PTX special
-// registers and exp from libdevice.
+// The kernel in the NVVM dialect takes its thread's index from the PTX
+// special registers, known to lie in [0, 256) (its block size, which
+// nvvm.maxntid tells ptxas; a grid of one block needs no block index), and
+// exp from libdevice.
 // NVVM-LABEL: IR Dump After ConvertGpuOpsToNVVMOps
 // NVVM:       gpu.module @dtrain_model_run_kernel [#nvvm.target<chip = "sm_90", features = "+ptx80">]
-// NVVM:         llvm.func @dtrain_model_run_kernel({{.*}}) attributes {gpu.kernel, {{.*}}nvvm.kernel
-// NVVM-DAG:       nvvm.read.ptx.sreg.ctaid.x
-// NVVM-DAG:       nvvm.read.ptx.sreg.tid.x
+// NVVM:         llvm.func @dtrain_model_run_kernel({{.*}}) attributes {gpu.kernel, {{.*}}nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
+// NVVM:           nvvm.read.ptx.sreg.tid.x range <i32, 0, 256>
 // NVVM:           llvm.call @__nv_expf
 
 // The whole pipeline: the kernel compiled into a fatbin for sm_90 (the
