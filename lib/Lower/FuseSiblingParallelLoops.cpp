@@ -19,7 +19,6 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -33,11 +32,11 @@ using namespace mlir;
 namespace {
 
 /// A loop that may join a run: its trip count and the buffers it reads and
-/// writes (the values that define them: see getBuffer).
+/// writes.
 struct Member {
   scf::ParallelOp loop;
   int64_t iterations = 0;
-  llvm::SmallPtrSet<Value, 4> reads, writes;
+  dtrain::lower::BufferAccesses accesses;
   /// The values from above that its body uses, which become a kernel's
   /// parameters (constants aside: gpu-launch-sink-index-computations puts
   /// them in the kernel).
@@ -62,53 +61,6 @@ int64_t getParameterBytes(const SetVector<Value> &values) {
   return bytes;
 }
 
-/// The buffer that MEMREF views: through view-like ops to a memref.alloc
-/// or memref.alloca, or to an unrealized cast (a compiled model's slot,
-/// which --dtrain-emit-model-entry makes of the buffer table); else null.
-/// Distinct allocations, and distinct slots, are distinct buffers: the one
-/// buffer that the runtime passes for a parameter and for its updated
-/// output (dtrain_rt.h) is reached through the parameter's slot alone
-/// (--dtrain-emit-model-entry does not load the output's).
-Value getBuffer(Value memref) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  Operation *def = memref.getDefiningOp();
-  if (def &&
-      isa<memref::AllocOp, memref::AllocaOp, UnrealizedConversionCastOp>(def))
-    return memref;
-  return {};
-}
-
-/// LOOP's accesses, when its body's only memory effects are reads and
-/// writes of known buffers (scalar and vector loads and stores).
-std::optional<Member> getAccesses(scf::ParallelOp loop) {
-  Member member{loop, 0, {}, {}, {}};
-  WalkResult walk = loop.getBody()->walk([&](Operation *op) {
-    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-      return WalkResult::advance();
-    auto effecting = dyn_cast<MemoryEffectOpInterface>(op);
-    if (!effecting)
-      return WalkResult::interrupt();
-    SmallVector<MemoryEffects::EffectInstance> effects;
-    effecting.getEffects(effects);
-    for (const MemoryEffects::EffectInstance &effect : effects) {
-      Value buffer = effect.getValue() ? getBuffer(effect.getValue()) : Value();
-      if (!buffer)
-        return WalkResult::interrupt();
-      if (isa<MemoryEffects::Read>(effect.getEffect()))
-        member.reads.insert(buffer);
-      else if (isa<MemoryEffects::Write>(effect.getEffect()))
-        member.writes.insert(buffer);
-      else
-        return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
-    return std::nullopt;
-  return member;
-}
-
 /// LOOP as a member of a run, when it may be one: outermost, 1-D from 0 to
 /// a constant in steps of 1, without results, its body's only memory
 /// effects reads and writes of known buffers.
@@ -116,11 +68,12 @@ std::optional<Member> asMember(scf::ParallelOp loop) {
   std::optional<int64_t> upper = dtrain::lower::getKernelTripCount(loop);
   if (!upper || *upper < 1)
     return std::nullopt;
-  std::optional<Member> member = getAccesses(loop);
-  if (!member)
+  std::optional<dtrain::lower::BufferAccesses> accesses =
+      dtrain::lower::getNestedBufferAccesses(loop);
+  if (!accesses)
     return std::nullopt;
-  member->iterations = *upper;
-  getUsedValuesDefinedAbove(loop.getRegion(), member->captured);
+  Member member{loop, *upper, std::move(*accesses), {}};
+  getUsedValuesDefinedAbove(loop.getRegion(), member.captured);
   return member;
 }
 
@@ -147,7 +100,7 @@ std::optional<llvm::SmallPtrSet<Value, 4>> getCommBuffers(func::CallOp call) {
     if (!seen.insert(value).second)
       continue;
     if (isa<MemRefType>(value.getType())) {
-      Value buffer = getBuffer(value);
+      Value buffer = dtrain::lower::getViewedBuffer(value);
       if (!buffer)
         return std::nullopt;
       buffers.insert(buffer);
@@ -164,16 +117,12 @@ std::optional<llvm::SmallPtrSet<Value, 4>> getCommBuffers(func::CallOp call) {
   return buffers;
 }
 
-/// Whether M reads or writes BUFFER.
-bool touches(const Member &m, Value buffer) {
-  return m.reads.contains(buffer) || m.writes.contains(buffer);
-}
-
 /// Whether A and B may run in either order: neither writes a buffer that
 /// the other reads or writes.
-bool areIndependent(const Member &a, const Member &b) {
-  return llvm::none_of(a.writes, [&](Value v) { return touches(b, v); }) &&
-         llvm::none_of(b.writes, [&](Value v) { return touches(a, v); });
+bool areIndependent(const dtrain::lower::BufferAccesses &a,
+                    const dtrain::lower::BufferAccesses &b) {
+  return llvm::none_of(a.writes, [&](Value v) { return b.touches(v); }) &&
+         llvm::none_of(b.writes, [&](Value v) { return a.touches(v); });
 }
 
 /// Makes the index constants that the merged loop's body uses, before it.
@@ -277,7 +226,7 @@ struct FuseSiblingParallelLoopsPass
         joined.insert(member.captured.begin(), member.captured.end());
         return getParameterBytes(joined) <= kMaxParameterBytes &&
                llvm::all_of(run, [&](const Member &m) {
-                 return areIndependent(m, member);
+                 return areIndependent(m.accesses, member.accesses);
                });
       };
       for (Operation &op : *block) {
@@ -291,9 +240,10 @@ struct FuseSiblingParallelLoopsPass
           // may stay between the run's loops when those so far can move
           // past it: the merged loop goes where the run's last loop was.
           if (!member && !run.empty())
-            if (std::optional<Member> other = getAccesses(loop))
+            if (std::optional<dtrain::lower::BufferAccesses> other =
+                    dtrain::lower::getNestedBufferAccesses(loop))
               if (llvm::all_of(run, [&](const Member &m) {
-                    return areIndependent(m, *other);
+                    return areIndependent(m.accesses, *other);
                   }))
                 continue;
           close();
@@ -314,7 +264,7 @@ struct FuseSiblingParallelLoopsPass
                   getCommBuffers(call))
             if (llvm::all_of(run, [&](const Member &m) {
                   return llvm::none_of(*buffers, [&](Value buffer) {
-                    return touches(m, buffer);
+                    return m.accesses.touches(buffer);
                   });
                 }))
               continue;

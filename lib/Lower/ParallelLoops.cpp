@@ -2,7 +2,10 @@
 
 #include "ParallelLoops.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
@@ -24,4 +27,44 @@ mlir::dtrain::lower::getStaticTripCount(scf::ParallelOp loop, unsigned dim) {
   if (!lower || !upper || !step || *step <= 0)
     return std::nullopt;
   return *upper > *lower ? llvm::divideCeil(*upper - *lower, *step) : 0;
+}
+
+Value mlir::dtrain::lower::getViewedBuffer(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  Operation *def = memref.getDefiningOp();
+  if (def &&
+      isa<memref::AllocOp, memref::AllocaOp, UnrealizedConversionCastOp>(def))
+    return memref;
+  return {};
+}
+
+std::optional<mlir::dtrain::lower::BufferAccesses>
+mlir::dtrain::lower::getNestedBufferAccesses(Operation *op) {
+  BufferAccesses accesses;
+  WalkResult walk = op->walk([&](Operation *nested) {
+    if (nested == op || nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::advance();
+    auto effecting = dyn_cast<MemoryEffectOpInterface>(nested);
+    if (!effecting)
+      return WalkResult::interrupt();
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    effecting.getEffects(effects);
+    for (const MemoryEffects::EffectInstance &effect : effects) {
+      Value buffer =
+          effect.getValue() ? getViewedBuffer(effect.getValue()) : Value();
+      if (!buffer)
+        return WalkResult::interrupt();
+      if (isa<MemoryEffects::Read>(effect.getEffect()))
+        accesses.reads.insert(buffer);
+      else if (isa<MemoryEffects::Write>(effect.getEffect()))
+        accesses.writes.insert(buffer);
+      else
+        return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return std::nullopt;
+  return accesses;
 }

@@ -53,8 +53,9 @@ static constexpr llvm::StringLiteral kCPULoops =
 
 /// The CUDA target's loop transformations, after the buffers are lowered:
 /// every loop nest an scf.parallel whose parallel dimensions are outermost
-/// (serial work given a parallel loop); then element-wise nests given 16
-/// bytes of vectors an iteration, runs of independent 1-D nests merged,
+/// (serial work given a parallel loop); then the fills of reductions'
+/// outputs moved into the reductions, element-wise nests given 16 bytes
+/// of vectors an iteration, runs of independent 1-D nests merged,
 /// the innermost dimension tiled by 256 (a block's threads).
 /// The CPU runs the same nests with `cuda-loops` (one iteration after
 /// another), which checks what the kernels compute without a GPU, and
@@ -64,7 +65,8 @@ static constexpr llvm::StringLiteral kCUDAParallelLoops =
     "dtrain-interchange-parallel-outer),"
     "convert-linalg-to-parallel-loops,";
 static constexpr llvm::StringLiteral kCUDAKernelShapes =
-    "func.func(dtrain-vectorize-parallel-loops,"
+    "func.func(dtrain-fuse-fills-into-parallel-loops,"
+    "dtrain-vectorize-parallel-loops,"
     "dtrain-fuse-sibling-parallel-loops,dtrain-tile-parallel-loops-for-gpu),";
 
 /// CUDA: every loop nest a kernel, outlined into gpu.modules compiled to a

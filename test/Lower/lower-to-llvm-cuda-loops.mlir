@@ -8,12 +8,14 @@
 // RUN:   | FileCheck %s --check-prefix=PIPELINE
 
 // The parallel loops' stores are checked as convert-linalg-to-parallel-loops
-// makes them, a dimension a generic's, before they are vectorized, merged
-// and tiled; the reversal comes last. Loops are vectorized before they
+// makes them, a dimension a generic's, before fills move into their
+// consumers and loops are vectorized, merged and tiled; the reversal comes
+// last. Loops are vectorized before they
 // are merged, which keeps a merged loop's bodies vectorized.
 // PIPELINE: convert-linalg-to-parallel-loops
 // PIPELINE-NEXT: func.func(
 // PIPELINE-NEXT: dtrain-check-parallel-stores
+// PIPELINE: dtrain-fuse-fills-into-parallel-loops
 // PIPELINE: dtrain-vectorize-parallel-loops
 // PIPELINE: dtrain-fuse-sibling-parallel-loops
 // PIPELINE: dtrain-tile-parallel-loops-for-gpu

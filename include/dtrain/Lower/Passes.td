@@ -394,6 +394,49 @@ def InterchangeParallelOuter : Pass<"dtrain-interchange-parallel-outer",
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def FuseFillsIntoParallelLoops : Pass<"dtrain-fuse-fills-into-parallel-loops",
+                                       "func::FuncOp"> {
+  let summary = "Make a loop that fills a buffer the first store of each "
+                "iteration of the loop that then accumulates into it";
+  let description = [{
+    For `--target=cuda`, after `convert-linalg-to-parallel-loops` and before
+    `dtrain-vectorize-parallel-loops`: a reduction's output is first filled
+    with its initial value (`linalg.fill`), a loop of its own, and so a
+    kernel launch of its own that stores one value an element (resnet50's
+    bf16 step has 14, of softmax's and the loss's partial and final sums
+    and maxima; 9 move, and the step launches 132 kernels, 141 before).
+
+    A fill is an `scf.parallel` whose body is one `memref.store`, at its
+    induction variables, of a value from above into a known buffer (an
+    allocation or a model slot, through views). It moves into the first
+    `scf.parallel` after it that touches that buffer, as the first op of
+    its body, when that loop runs over the same constant range and each of
+    its iterations loads and stores the buffer only at its own element
+    (the fill's memref, at the loop's induction variables), so that each
+    element is still filled before anything reads it. The ops between them
+    must be free of side effects, allocations, or parallel loops whose
+    accesses are known and do not touch the buffer; else the fill stays.
+
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%c32) step (%c1) {
+      memref.store %zero, %sum[%i] : memref<32xf32>
+    }
+    scf.parallel (%i) = (%c0) to (%c32) step (%c1) {
+      scf.for %k = %c0 to %c40 step %c1 {
+        %s = memref.load %sum[%i] : memref<32xf32>
+        ...
+        memref.store %t, %sum[%i] : memref<32xf32>
+      }
+    }
+    ```
+
+    becomes one loop whose body starts with
+    `memref.store %zero, %sum[%i]`.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def FuseSiblingParallelLoops : Pass<"dtrain-fuse-sibling-parallel-loops",
                                      "func::FuncOp"> {
   let summary = "Merge runs of independent 1-D scf.parallel loops into one "
