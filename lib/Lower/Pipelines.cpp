@@ -133,9 +133,12 @@ std::string
 mlir::dtrain::lower::getLowerToLLVMPipeline(const LowerToLLVMOptions &options) {
   const bool cudaLoops = options.cudaLoops || options.cudaLoopsReversed;
   // The CUDA target's kernel calls too, which libdtrain_runtime_cuda_loops
-  // runs on the CPU's kernels.
+  // runs on the CPU's kernels, and its buffers, each allocation one of its
+  // own rather than a view of the CPU's arena: the loop passes follow
+  // accesses to allocations, and transform the nests as they do there.
   return lowerToBuffers("cpu", cudaLoops ? "cuda" : "cpu", cudaLoops) +
-         kCPUPlacement.str() + kLowerBuffers.str() +
+         (cudaLoops ? kLowerBuffers.str() + kCUDAPlacement.str()
+                    : kCPUPlacement.str() + kLowerBuffers.str()) +
          (cudaLoops ? kCUDAParallelLoops.str() +
                           "func.func(dtrain-check-parallel-stores)," +
                           kCUDAKernelShapes.str()

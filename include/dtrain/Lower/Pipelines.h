@@ -20,8 +20,9 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
   PassOptions::Option<bool> cudaLoops{
       *this, "cuda-loops",
       llvm::cl::desc(
-          "Transform the loop nests as --dtrain-lower-to-nvvm does for its "
-          "kernels, and run them on the CPU one iteration after another, "
+          "Place the buffers and transform the loop nests as "
+          "--dtrain-lower-to-nvvm does for its kernels, and run them on the "
+          "CPU one iteration after another, "
           "with its heavy-op calls (dtrain_rt_cuda_*, which "
           "libdtrain_runtime_cuda_loops runs on the CPU): checks what the "
           "CUDA target's kernels compute without a GPU"),
