@@ -65,34 +65,17 @@ static bool touchesOwnElementOnly(scf::ParallelOp loop, memref::StoreOp fill) {
   auto atOwnElement = [&](Value memref, ValueRange indices) {
     return memref == fill.getMemRef() && indices == loop.getInductionVars();
   };
-  WalkResult walk = loop->walk([&](Operation *op) {
-    if (op == loop.getOperation() ||
-        op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-      return WalkResult::advance();
-    auto effecting = dyn_cast<MemoryEffectOpInterface>(op);
-    if (!effecting)
-      return WalkResult::interrupt();
-    SmallVector<MemoryEffects::EffectInstance> effects;
-    effecting.getEffects(effects);
-    for (const MemoryEffects::EffectInstance &effect : effects) {
-      Value touched = effect.getValue()
-                          ? dtrain::lower::getViewedBuffer(effect.getValue())
-                          : Value();
-      if (!touched)
-        return WalkResult::interrupt();
-      if (touched != buffer)
-        continue;
-      if (auto load = dyn_cast<memref::LoadOp>(op);
-          load && atOwnElement(load.getMemRef(), load.getIndices()))
-        continue;
-      if (auto store = dyn_cast<memref::StoreOp>(op);
-          store && atOwnElement(store.getMemRef(), store.getIndices()))
-        continue;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return !walk.wasInterrupted();
+  return dtrain::lower::forEachNestedBufferAccess(
+      loop,
+      [&](Operation *op, const MemoryEffects::EffectInstance &, Value touched) {
+        if (touched != buffer)
+          return true;
+        if (auto load = dyn_cast<memref::LoadOp>(op))
+          return atOwnElement(load.getMemRef(), load.getIndices());
+        if (auto store = dyn_cast<memref::StoreOp>(op))
+          return atOwnElement(store.getMemRef(), store.getIndices());
+        return false;
+      });
 }
 
 /// The parallel loop that FILL's loop may move into: the first op after it

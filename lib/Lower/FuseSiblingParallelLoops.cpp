@@ -1,10 +1,12 @@
 //===- FuseSiblingParallelLoops.cpp - sibling loops as one kernel ---------===//
 //
-// Implements --dtrain-fuse-sibling-parallel-loops: runs of independent 1-D
+// Implements --dtrain-fuse-sibling-parallel-loops: independent 1-D
 // scf.parallel loops become one 1-D loop over their ranges laid end to
 // end, each starting at a multiple of a block's threads, so that the GPU
 // path launches one kernel for them (an optimizer's updates, the casts of
-// the parameters to 16 bits) and each block of it runs one loop's body.
+// the parameters to 16 bits, LARS's norms) and each block of it runs one
+// loop's body. Loops move up to the first loop of a run, then down to the
+// last.
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,11 +169,10 @@ void emitBodies(OpBuilder &b, Location loc, MutableArrayRef<Member> run,
     b.clone(op, mapping);
 }
 
-/// RUN (2 loops or more) as one loop, where its last loop was: their
+/// RUN (2 loops or more) as one loop before WHERE (one of them): their
 /// ranges end to end, each padded to a multiple of ALIGN.
-void fuse(MutableArrayRef<Member> run, int64_t align) {
-  scf::ParallelOp last = run.back().loop;
-  OpBuilder b(last);
+void fuse(MutableArrayRef<Member> run, int64_t align, Operation *where) {
+  OpBuilder b(where);
   Location loc = b.getFusedLoc(llvm::to_vector(
       llvm::map_range(run, [](Member &m) { return m.loop.getLoc(); })));
   SmallVector<int64_t> starts;
@@ -195,6 +196,50 @@ void fuse(MutableArrayRef<Member> run, int64_t align) {
     m.loop.erase();
 }
 
+/// The ops, in block order, that must move before POINT for VALUES to be
+/// available there: allocations of static shape and side-effect-free ops
+/// of POINT's block after it, with those their operands need. Nullopt
+/// when another op defines one (a call's result).
+std::optional<SetVector<Operation *>>
+getDefinitionsToHoist(ArrayRef<Value> values, Operation *point) {
+  SetVector<Operation *> hoisted;
+  SmallVector<Value> pending(values);
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    Operation *def = value.getDefiningOp();
+    if (!def || def->getBlock() != point->getBlock() ||
+        def->isBeforeInBlock(point) || hoisted.contains(def))
+      continue;
+    if (def->getNumRegions() != 0 ||
+        !(isMemoryEffectFree(def) ||
+          (isa<memref::AllocOp>(def) && def->getNumOperands() == 0)))
+      return std::nullopt;
+    hoisted.insert(def);
+    llvm::append_range(pending, def->getOperands());
+  }
+  SmallVector<Operation *> ordered(hoisted.begin(), hoisted.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return SetVector<Operation *>(ordered.begin(), ordered.end());
+}
+
+/// What a loop moving up meets in a block: a run that it may join (its
+/// merged loop goes before the run's first loop), or ops it may pass only
+/// when independent of their accesses (a loop that no run takes, a
+/// collective).
+struct Level {
+  SmallVector<Member> run;                // empty for an obstacle
+  dtrain::lower::BufferAccesses accesses; // of the run's loops, or of the op
+  SetVector<Value> captured;              // by the run's loops
+};
+
+/// Adds ACCESSES to INTO.
+void addAccesses(dtrain::lower::BufferAccesses &into,
+                 const dtrain::lower::BufferAccesses &accesses) {
+  into.reads.insert(accesses.reads.begin(), accesses.reads.end());
+  into.writes.insert(accesses.writes.begin(), accesses.writes.end());
+}
+
 struct FuseSiblingParallelLoopsPass
     : dtrain::lower::impl::FuseSiblingParallelLoopsBase<
           FuseSiblingParallelLoopsPass> {
@@ -206,6 +251,14 @@ struct FuseSiblingParallelLoopsPass
                                "align must be at least 1");
       return signalPassFailure();
     }
+    // Levels first: runs merged down would tie each parameter's chain to
+    // the next one's (its update with the next parameter's first sums).
+    mergeLevelsUp();
+    mergeRunsDown();
+  }
+
+  /// Merges runs of loops that may each move down to the run's last loop.
+  void mergeRunsDown() {
     // The runs of each block, found before any is fused.
     SmallVector<SmallVector<Member>> runs;
     getOperation().walk([&](Block *block) {
@@ -273,7 +326,94 @@ struct FuseSiblingParallelLoopsPass
       close();
     });
     for (SmallVector<Member> &run : runs)
-      fuse(run, align);
+      fuse(run, align, run.back().loop);
+  }
+
+  /// Merges loops that may each move up to the first loop of a run: a
+  /// chain of dependent loops per parameter (LARS's norms: partial sums,
+  /// their sum, the update) becomes one loop per link, each loop joining
+  /// the earliest run it may move up to.
+  void mergeLevelsUp() {
+    // The levels of each block, found before any is fused.
+    SmallVector<SmallVector<Member>> runs;
+    getOperation().walk([&](Block *block) {
+      std::vector<Level> levels;
+      auto close = [&] {
+        for (Level &level : levels)
+          if (level.run.size() > 1)
+            runs.push_back(std::move(level.run));
+        levels.clear();
+      };
+      auto addObstacle = [&](dtrain::lower::BufferAccesses accesses) {
+        levels.push_back({{}, std::move(accesses), {}});
+      };
+      // The earliest run MEMBER may join: independent of it and of every
+      // level after it, within the parameter budget, the values it uses
+      // available before the run's first loop.
+      auto findRun = [&](const Member &member) -> Level * {
+        Level *found = nullptr;
+        for (Level &level : llvm::reverse(levels)) {
+          if (!areIndependent(level.accesses, member.accesses))
+            break;
+          if (level.run.empty())
+            continue;
+          SetVector<Value> joined = level.captured;
+          joined.insert(member.captured.begin(), member.captured.end());
+          if (getParameterBytes(joined) <= kMaxParameterBytes &&
+              getDefinitionsToHoist(member.captured.getArrayRef(),
+                                    level.run.front().loop))
+            found = &level;
+        }
+        return found;
+      };
+      for (Operation &op : *block) {
+        if (isMemoryEffectFree(&op) ||
+            isa<memref::AllocOp, memref::DeallocOp>(op))
+          continue;
+        if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
+          if (std::optional<Member> member = asMember(loop)) {
+            if (Level *level = findRun(*member)) {
+              // The definitions move now, so that later loops' checks see
+              // them where they will be.
+              std::optional<SetVector<Operation *>> hoisted =
+                  getDefinitionsToHoist(member->captured.getArrayRef(),
+                                        level->run.front().loop);
+              for (Operation *def : *hoisted)
+                def->moveBefore(level->run.front().loop);
+              addAccesses(level->accesses, member->accesses);
+              level->captured.insert(member->captured.begin(),
+                                     member->captured.end());
+              level->run.push_back(std::move(*member));
+              continue;
+            }
+            dtrain::lower::BufferAccesses accesses = member->accesses;
+            SetVector<Value> captured = member->captured;
+            levels.push_back({{std::move(*member)},
+                              std::move(accesses),
+                              std::move(captured)});
+            continue;
+          }
+          if (std::optional<dtrain::lower::BufferAccesses> accesses =
+                  dtrain::lower::getNestedBufferAccesses(loop)) {
+            addObstacle(std::move(*accesses));
+            continue;
+          }
+        }
+        if (auto call = dyn_cast<func::CallOp>(op); call && isCommCall(call))
+          if (std::optional<llvm::SmallPtrSet<Value, 4>> buffers =
+                  getCommBuffers(call)) {
+            dtrain::lower::BufferAccesses accesses;
+            accesses.reads.insert(buffers->begin(), buffers->end());
+            accesses.writes.insert(buffers->begin(), buffers->end());
+            addObstacle(std::move(accesses));
+            continue;
+          }
+        close();
+      }
+      close();
+    });
+    for (SmallVector<Member> &run : runs)
+      fuse(run, align, run.front().loop);
   }
 };
 

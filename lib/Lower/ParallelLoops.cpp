@@ -39,9 +39,11 @@ Value mlir::dtrain::lower::getViewedBuffer(Value memref) {
   return {};
 }
 
-std::optional<mlir::dtrain::lower::BufferAccesses>
-mlir::dtrain::lower::getNestedBufferAccesses(Operation *op) {
-  BufferAccesses accesses;
+bool mlir::dtrain::lower::forEachNestedBufferAccess(
+    Operation *op,
+    llvm::function_ref<bool(Operation *, const MemoryEffects::EffectInstance &,
+                            Value)>
+        visit) {
   WalkResult walk = op->walk([&](Operation *nested) {
     if (nested == op || nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
       return WalkResult::advance();
@@ -53,18 +55,29 @@ mlir::dtrain::lower::getNestedBufferAccesses(Operation *op) {
     for (const MemoryEffects::EffectInstance &effect : effects) {
       Value buffer =
           effect.getValue() ? getViewedBuffer(effect.getValue()) : Value();
-      if (!buffer)
-        return WalkResult::interrupt();
-      if (isa<MemoryEffects::Read>(effect.getEffect()))
-        accesses.reads.insert(buffer);
-      else if (isa<MemoryEffects::Write>(effect.getEffect()))
-        accesses.writes.insert(buffer);
-      else
+      if (!buffer || !visit(nested, effect, buffer))
         return WalkResult::interrupt();
     }
     return WalkResult::advance();
   });
-  if (walk.wasInterrupted())
+  return !walk.wasInterrupted();
+}
+
+std::optional<mlir::dtrain::lower::BufferAccesses>
+mlir::dtrain::lower::getNestedBufferAccesses(Operation *op) {
+  BufferAccesses accesses;
+  bool known = forEachNestedBufferAccess(
+      op, [&](Operation *, const MemoryEffects::EffectInstance &effect,
+              Value buffer) {
+        if (isa<MemoryEffects::Read>(effect.getEffect()))
+          accesses.reads.insert(buffer);
+        else if (isa<MemoryEffects::Write>(effect.getEffect()))
+          accesses.writes.insert(buffer);
+        else
+          return false;
+        return true;
+      });
+  if (!known)
     return std::nullopt;
   return accesses;
 }

@@ -12,6 +12,7 @@
 #define DTRAIN_LIB_LOWER_PARALLELLOOPS_H
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <optional>
@@ -45,6 +46,15 @@ struct BufferAccesses {
     return reads.contains(buffer) || writes.contains(buffer);
   }
 };
+
+/// Calls VISIT with each memory effect of the ops nested in OP, the op and
+/// the buffer it touches. False where an op's effects are unknown, an
+/// effect's value is not a view of a known buffer, or VISIT returns false.
+bool forEachNestedBufferAccess(
+    Operation *op,
+    llvm::function_ref<bool(Operation *, const MemoryEffects::EffectInstance &,
+                            Value buffer)>
+        visit);
 
 /// The accesses of the ops nested in OP, when their only memory effects
 /// are reads and writes of known buffers (scalar and vector loads and

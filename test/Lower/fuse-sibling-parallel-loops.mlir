@@ -177,17 +177,17 @@ func.func @kept(%arg: memref<64xf32>) {
   return
 }
 
-// A loop that no run takes (a 2-D nest) stays between a run's loops when
-// those before it may move past it: the first 1-D loop writes what the
-// first 2-D nest reads, so it stays alone; the next two merge after the
-// second nest, which touches none of their buffers.
+// Loops that no run takes (2-D nests) stay where they are; loops of a run
+// may move up past them when independent of them. The three 1-D loops
+// merge where the first was, before the nest that reads what the first
+// writes.
 // CHECK-LABEL: func.func @across
-// CHECK:         scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c64) step
-// CHECK:           memref.store %{{.*}}, %[[A:.*]][%{{.*}}] : memref<64xf32>
+// CHECK:         %[[A:.*]] = memref.alloc() : memref<64xf32>
+// CHECK:         scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c768{{.*}}) step
+// CHECK:           memref.store %{{.*}}, %[[A]][%{{.*}}] : memref<64xf32>
 // CHECK:         scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c50, %c100) step
-// CHECK:           memref.load %[[A]]
+// CHECK-NEXT:      memref.load %[[A]]
 // CHECK:         scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c50, %c100) step
-// CHECK:         scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c512{{.*}}) step
 // CHECK-NOT:     scf.parallel
 // CHECK:         return
 func.func @across() {
@@ -315,6 +315,76 @@ func.func @waits(%unknown: !llvm.ptr) {
   memref.dealloc %p2 : memref<64xf32>
   memref.dealloc %p3 : memref<64xf32>
   memref.dealloc %p4 : memref<64xf32>
+  return
+}
+
+// Chains of dependent loops, one per parameter (LARS: a norm's partial
+// sums, their sum, the update): each loop joins the earliest run it may
+// move up to, past the loops it is independent of, with the allocations
+// and views it uses: one merged loop per link, where its first loop was.
+// CHECK-LABEL: func.func @levels
+// CHECK-COUNT-3: scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c512{{.*}}) step
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+func.func @levels(%w1arg: memref<64xf32>, %w2arg: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %w1 = builtin.unrealized_conversion_cast %w1arg : memref<64xf32> to memref<64xf32>
+  %w2 = builtin.unrealized_conversion_cast %w2arg : memref<64xf32> to memref<64xf32>
+  %p1 = memref.alloc() : memref<64xf32>
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %w = memref.load %w1[%i] : memref<64xf32>
+    %s = arith.mulf %w, %w : f32
+    memref.store %s, %p1[%i] : memref<64xf32>
+    scf.reduce
+  }
+  %f1 = memref.alloc() : memref<1xf32>
+  scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+    scf.for %k = %c0 to %c64 step %c1 {
+      %a = memref.load %f1[%i] : memref<1xf32>
+      %b = memref.load %p1[%k] : memref<64xf32>
+      %t = arith.addf %a, %b : f32
+      memref.store %t, %f1[%i] : memref<1xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %n = memref.load %f1[%c0] : memref<1xf32>
+    %w = memref.load %w1[%i] : memref<64xf32>
+    %u = arith.subf %w, %n : f32
+    memref.store %u, %w1[%i] : memref<64xf32>
+    scf.reduce
+  }
+  %p2 = memref.alloc() : memref<64xf32>
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %w = memref.load %w2[%i] : memref<64xf32>
+    %s = arith.mulf %w, %w : f32
+    memref.store %s, %p2[%i] : memref<64xf32>
+    scf.reduce
+  }
+  %f2 = memref.alloc() : memref<1xf32>
+  scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+    scf.for %k = %c0 to %c64 step %c1 {
+      %a = memref.load %f2[%i] : memref<1xf32>
+      %b = memref.load %p2[%k] : memref<64xf32>
+      %t = arith.addf %a, %b : f32
+      memref.store %t, %f2[%i] : memref<1xf32>
+    }
+    scf.reduce
+  }
+  %f2view = memref.subview %f2[0] [1] [1] : memref<1xf32> to memref<1xf32, strided<[1]>>
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %n = memref.load %f2view[%c0] : memref<1xf32, strided<[1]>>
+    %w = memref.load %w2[%i] : memref<64xf32>
+    %u = arith.subf %w, %n : f32
+    memref.store %u, %w2[%i] : memref<64xf32>
+    scf.reduce
+  }
+  memref.dealloc %p1 : memref<64xf32>
+  memref.dealloc %f1 : memref<1xf32>
+  memref.dealloc %p2 : memref<64xf32>
+  memref.dealloc %f2 : memref<1xf32>
   return
 }
 
