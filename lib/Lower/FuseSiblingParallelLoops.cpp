@@ -45,10 +45,6 @@ struct Member {
   SetVector<Value> captured;
 };
 
-/// The most bytes of parameters a merged loop's kernel may take: PTX 8.0
-/// allows 4352 (resnet50's 52 batch-norm updates took 8656).
-constexpr int64_t kMaxParameterBytes = 4096;
-
 /// The bytes of VALUES as kernel parameters: a memref's descriptor is two
 /// pointers, an offset, and a size and a stride per dimension; a scalar
 /// takes 8 bytes at most.
@@ -251,6 +247,11 @@ struct FuseSiblingParallelLoopsPass
                                "align must be at least 1");
       return signalPassFailure();
     }
+    if (maxParameterBytes < 1) {
+      getOperation().emitError("--dtrain-fuse-sibling-parallel-loops: "
+                               "max-parameter-bytes must be at least 1");
+      return signalPassFailure();
+    }
     // Levels first: runs merged down would tie each parameter's chain to
     // the next one's (its update with the next parameter's first sums).
     mergeLevelsUp();
@@ -277,7 +278,7 @@ struct FuseSiblingParallelLoopsPass
       auto joins = [&](const Member &member) {
         SetVector<Value> joined = captured;
         joined.insert(member.captured.begin(), member.captured.end());
-        return getParameterBytes(joined) <= kMaxParameterBytes &&
+        return getParameterBytes(joined) <= maxParameterBytes &&
                llvm::all_of(run, [&](const Member &m) {
                  return areIndependent(m.accesses, member.accesses);
                });
@@ -359,7 +360,7 @@ struct FuseSiblingParallelLoopsPass
             continue;
           SetVector<Value> joined = level.captured;
           joined.insert(member.captured.begin(), member.captured.end());
-          if (getParameterBytes(joined) <= kMaxParameterBytes &&
+          if (getParameterBytes(joined) <= maxParameterBytes &&
               getDefinitionsToHoist(member.captured.getArrayRef(),
                                     level.run.front().loop))
             found = &level;

@@ -67,7 +67,36 @@ static constexpr llvm::StringLiteral kCUDAParallelLoops =
 static constexpr llvm::StringLiteral kCUDAKernelShapes =
     "func.func(dtrain-fuse-fills-into-parallel-loops,"
     "dtrain-vectorize-parallel-loops,"
-    "dtrain-fuse-sibling-parallel-loops,dtrain-tile-parallel-loops-for-gpu),";
+    "dtrain-fuse-sibling-parallel-loops{max-parameter-bytes=%s},"
+    "dtrain-tile-parallel-loops-for-gpu),";
+
+/// The PTX features of chips up to sm_90a where none are given: PTX 8.1
+/// targets them all, and lets a kernel take 32764 bytes of parameters
+/// (ptxas refuses more than 4352 with 8.0).
+static constexpr llvm::StringLiteral kDefaultPTXFeatures = "+ptx81";
+
+/// The most bytes of buffers and values that a merged loop's kernel may take
+/// as parameters for CHIP with FEATURES (resolved: see resolveNVPTXTarget),
+/// 256 below ptxas's limit: 32764 bytes from PTX 8.1 on sm_70 and newer,
+/// which a newer chip than sm_90a always needs, else 4352.
+static int64_t getKernelParameterBudget(llvm::StringRef chip,
+                                        llvm::StringRef features) {
+  unsigned sm = 0;
+  if (llvm::StringRef(chip)
+          .drop_front(3)
+          .take_while(llvm::isDigit)
+          .getAsInteger(10, sm))
+    return 4352 - 256;
+  unsigned ptx = sm > 90 ? 86 : 0;
+  llvm::SmallVector<llvm::StringRef> items;
+  features.split(items, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items) {
+    unsigned version = 0;
+    if (item.consume_front("+ptx") && !item.getAsInteger(10, version))
+      ptx = std::max(ptx, version);
+  }
+  return (ptx >= 81 && sm >= 70 ? 32764 : 4352) - 256;
+}
 
 /// CUDA: every loop nest a kernel, outlined into gpu.modules compiled to a
 /// fatbin for CHIP with FEATURES, with the constants and index computations
@@ -118,6 +147,13 @@ static std::string format(llvm::StringLiteral text,
   return result;
 }
 
+/// kCUDAKernelShapes for kernels of CHIP with FEATURES.
+static std::string getKernelShapes(llvm::StringRef chip,
+                                   llvm::StringRef features) {
+  return format(kCUDAKernelShapes,
+                {std::to_string(getKernelParameterBudget(chip, features))});
+}
+
 /// kLowerToBuffers for the model ABI's TARGET (cpu, cuda) and the kernels
 /// of KERNELS (--dtrain-lower-nn's: cpu, cuda). With CUDA_LOOPS, the
 /// scalar code on 0-d tensors goes into generics too, which become
@@ -141,7 +177,8 @@ mlir::dtrain::lower::getLowerToLLVMPipeline(const LowerToLLVMOptions &options) {
                     : kCPUPlacement.str() + kLowerBuffers.str()) +
          (cudaLoops ? kCUDAParallelLoops.str() +
                           "func.func(dtrain-check-parallel-stores)," +
-                          kCUDAKernelShapes.str()
+                          getKernelShapes(LowerToNVVMOptions().chip.getValue(),
+                                          kDefaultPTXFeatures)
                     : "") +
          (options.cudaLoopsReversed
               ? "func.func(dtrain-reverse-parallel-loops),"
@@ -244,13 +281,13 @@ LogicalResult mlir::dtrain::lower::resolveNVPTXTarget(
       return failure();
     }
   }
-  // PTX 8.0 targets every chip up to sm_90a. A newer chip needs a newer
-  // version, which the NVPTX target picks where the features name none.
+  // A newer chip than sm_90a needs a newer PTX version than the default,
+  // which the NVPTX target picks where the features name none.
   unsigned sm = 0;
   llvm::StringRef number = llvm::StringRef(chip).drop_front(3);
   if (features.empty() &&
       !number.take_while(llvm::isDigit).getAsInteger(10, sm) && sm <= 90)
-    options.features = "+ptx80";
+    options.features = kDefaultPTXFeatures.str();
   return success();
 }
 
@@ -258,7 +295,7 @@ std::string
 mlir::dtrain::lower::getLowerToNVVMPipeline(const LowerToNVVMOptions &options) {
   return lowerToBuffers("cuda", "cuda", /*cudaLoops=*/true) +
          kLowerBuffers.str() + kCUDAPlacement.str() + kCUDAParallelLoops.str() +
-         kCUDAKernelShapes.str() +
+         getKernelShapes(options.chip, options.features) +
          format(kCUDAKernels, {options.chip, options.features,
                                getCUDAToolkit(options).first});
 }

@@ -1,6 +1,8 @@
 // RUN: dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops))" | FileCheck %s
 // RUN: dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops{align=64}))" | FileCheck %s --check-prefix=ALIGN
 // RUN: not dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops{align=0}))" 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not dtrain-opt %s --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops{max-parameter-bytes=0}))" 2>&1 | FileCheck %s --check-prefix=ZERO-BYTES
+// ZERO-BYTES: error: --dtrain-fuse-sibling-parallel-loops: max-parameter-bytes must be at least 1
 
 // Three parameters' updates (64, 128 and 64 values; each buffer a slot or
 // an allocation of its own) with a constant and an allocation between
@@ -389,11 +391,16 @@ func.func @levels(%w1arg: memref<64xf32>, %w2arg: memref<64xf32>) {
 }
 
 // A merged loop's kernel takes every buffer its loops use as parameters,
-// and PTX 8.0 takes at most 4352 bytes of them: runs stop at 4096. 30
-// loops, each writing a buffer of rank 8 of its own (152 bytes of
-// descriptor), make a run of 26 (3952 bytes) and one of 4.
+// and ptxas takes at most 4352 bytes of them with PTX 8.0: runs stop at
+// max-parameter-bytes, 4096 by default. 30 loops, each writing a buffer of
+// rank 8 of its own (152 bytes of descriptor), make a run of 26 (3952
+// bytes) and one of 4.
 // RUN: %python -c "print('func.func @many() {'); print('%c0 = arith.constant 0 : index'); print('%c1 = arith.constant 1 : index'); print('%c2 = arith.constant 2 : index'); print('%v = arith.constant 1.0 : f32'); [print('%a' + str(k) + ' = memref.alloc() : memref<2x1x1x1x1x1x1x1xf32>') for k in range(30)]; [print('scf.parallel (%i) = (%c0) to (%c2) step (%c1) {\n  memref.store %v, %a' + str(k) + '[%i, %c0, %c0, %c0, %c0, %c0, %c0, %c0] : memref<2x1x1x1x1x1x1x1xf32>\n  scf.reduce\n}') for k in range(30)]; print('return'); print('}')" > %t.mlir
 // RUN: dtrain-opt %t.mlir --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops))" | FileCheck %s --check-prefix=BUDGET
+// With max-parameter-bytes=1520, runs of 10.
+// RUN: dtrain-opt %t.mlir --pass-pipeline="builtin.module(func.func(dtrain-fuse-sibling-parallel-loops{max-parameter-bytes=1520}))" | FileCheck %s --check-prefix=BUDGET1520
+// BUDGET1520-COUNT-3: scf.parallel ({{.*}}) = ({{.*}}) to (%c2560{{.*}})
+// BUDGET1520-NOT:     scf.parallel
 // BUDGET-LABEL: func.func @many
 // BUDGET:       scf.parallel ({{.*}}) = ({{.*}}) to (%c6656{{.*}})
 // BUDGET:       scf.parallel ({{.*}}) = ({{.*}}) to (%c1024{{.*}})

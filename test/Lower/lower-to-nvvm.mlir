@@ -4,11 +4,19 @@
 // RUN: dtrain-opt %s --dtrain-lower-to-nvvm | FileCheck %s
 // RUN: dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_80 features=+ptx70" | FileCheck %s --check-prefix=SM80
 // Past sm_90a, the PTX version defaults to the least the chip needs (8.6
-// for sm_100), where +ptx80 would stop LLVM's NVPTX target.
+// for sm_100), where +ptx81 would stop LLVM's NVPTX target.
 // RUN: dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_100" | FileCheck %s --check-prefix=SM100
 // RUN: not dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_xx" 2>&1 | FileCheck %s --check-prefix=BAD-CHIP
 // RUN: not dtrain-opt %s --dtrain-lower-to-nvvm="features=+ptx80,+fast" 2>&1 | FileCheck %s --check-prefix=BAD-FEATURE
 // RUN: not dtrain-opt %s --dtrain-lower-to-nvvm="toolkit=%t/no-toolkit" 2>&1 | FileCheck %s --check-prefix=BAD-TOOLKIT
+// A merged loop's kernel may take 256 bytes less than ptxas allows its
+// parameters: 32764 bytes from PTX 8.1 (the default up to sm_90a, and
+// every newer chip's least version), 4352 before.
+// RUN: dtrain-opt %s --dtrain-lower-to-nvvm --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: dtrain-opt %s --dtrain-lower-to-nvvm="chip=sm_100" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: dtrain-opt %s --dtrain-lower-to-nvvm="features=+ptx80" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=BUDGET80
+// BUDGET: dtrain-fuse-sibling-parallel-loops{align=256 max-parameter-bytes=32508}
+// BUDGET80: dtrain-fuse-sibling-parallel-loops{align=256 max-parameter-bytes=4096}
 
 // The model of lower-to-llvm.mlir with a sigmoid: the matmul is a call of
 // the CUDA runtime's cuBLAS kernel (same arguments as the CPU's), and the
@@ -43,7 +51,7 @@
 // nvvm.maxntid tells ptxas; a grid of one block needs no block index), and
 // exp from libdevice.
 // NVVM-LABEL: IR Dump After ConvertGpuOpsToNVVMOps
-// NVVM:       gpu.module @dtrain_model_run_kernel [#nvvm.target<chip = "sm_90", features = "+ptx80">]
+// NVVM:       gpu.module @dtrain_model_run_kernel [#nvvm.target<chip = "sm_90", features = "+ptx81">]
 // NVVM:         llvm.func @dtrain_model_run_kernel({{.*}}) attributes {gpu.kernel, {{.*}}nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
 // NVVM:           nvvm.read.ptx.sreg.tid.x range <i32, 0, 256>
 // NVVM:           llvm.call @__nv_expf
@@ -69,7 +77,7 @@
 // CHECK-NEXT:   llvm.call @mgpuStreamSynchronize(%[[STREAM]])
 // CHECK-NEXT:   llvm.call @mgpuStreamDestroy(%[[STREAM]])
 // CHECK-NEXT:   llvm.return
-// CHECK:      gpu.binary @dtrain_model_run_kernel [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx80">, properties = {{.*}}, "
+// CHECK:      gpu.binary @dtrain_model_run_kernel [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx81">, properties = {{.*}}, "
 // CHECK-LABEL: llvm.func @main(
 // CHECK:        llvm.call @dtrain_rt_cuda_init_trainer()
 // CHECK-NEXT:   llvm.call @dtrain_rt_model_main(

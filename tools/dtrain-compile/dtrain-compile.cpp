@@ -271,7 +271,7 @@ static cl::opt<std::string>
 
 static cl::opt<std::string> gpuFeatures(
     "gpu-features",
-    cl::desc("--target=cuda: PTX features, e.g. +ptx86 (default: +ptx80 "
+    cl::desc("--target=cuda: PTX features, e.g. +ptx86 (default: +ptx81 "
              "up to sm_90a, the least PTX version --gpu-arch needs after)"),
     cl::init(""), cl::cat(compileCategory));
 

@@ -465,8 +465,8 @@ def FuseSiblingParallelLoops : Pass<"dtrain-fuse-sibling-parallel-loops",
       passes, and the allocations and side-effect-free ops that define the
       values it uses move up with it. A chain of dependent loops per
       parameter (LARS's partial sums, their sum, the update) so becomes
-      one loop per link (resnet50's bf16 step with LARS: 138 launches,
-      447 without this sweep).
+      one loop per link (resnet50's bf16 step with LARS: 124 launches;
+      447 before this sweep and the budget of PTX 8.1).
     - *Down*: then a run of loops that may each move down to the run's
       last loop merges there: a data-parallel trainer's updates, each after
       its gradient's wait, merge after the last wait.
@@ -506,14 +506,19 @@ def FuseSiblingParallelLoops : Pass<"dtrain-fuse-sibling-parallel-loops",
     share one buffer, which `--dtrain-emit-model-entry` reaches through the
     parameter's slot alone, not loading the output's), and while the
     buffers and values the run uses, a kernel's parameters, stay within
-    4096 bytes (PTX 8.0 takes 4352: resnet50's 52 batch-norm updates would
-    take 8656); a loop whose body has other memory effects, or reaches a
+    `max-parameter-bytes` (ptxas takes 4352 bytes with PTX 8.0, 32764 from
+    PTX 8.1: `--dtrain-lower-to-nvvm` passes 256 less than its features
+    allow); a loop whose body has other memory effects, or reaches a
     buffer of unknown origin, stays alone.
   }];
   let options = [
     Option<"align", "align", "int64_t", "256",
            "the multiple each loop's range starts at in the merged loop: "
            "dtrain-tile-parallel-loops-for-gpu's threads (default 256)">,
+    Option<"maxParameterBytes", "max-parameter-bytes", "int64_t", "4096",
+           "the most bytes of buffers and values a merged loop may use, "
+           "its kernel's parameters (default 4096, within PTX 8.0's "
+           "4352)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

@@ -44,7 +44,7 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
       llvm::cl::init("sm_90")};
   PassOptions::Option<std::string> features{
       *this, "features",
-      llvm::cl::desc("PTX features, e.g. +ptx86 (default: +ptx80 up to "
+      llvm::cl::desc("PTX features, e.g. +ptx86 (default: +ptx81 up to "
                      "sm_90a, the least PTX version the chip needs after)"),
       llvm::cl::init("")};
   PassOptions::Option<std::string> toolkit{
@@ -57,9 +57,9 @@ struct LowerToNVVMOptions : public PassPipelineOptions<LowerToNVVMOptions> {
 
 /// Checks OPTIONS' chip and features against LLVM's NVPTX target, and
 /// reports an unknown one through REPORT (the kernels' compilation would
-/// fail on it, once for each kernel). Empty features become +ptx80 up to
-/// sm_90a, and for newer chips stay empty: the least PTX version the chip
-/// needs.
+/// fail on it, once for each kernel). Empty features become +ptx81 up to
+/// sm_90a (PTX 8.1: kernels of up to 32764 bytes of parameters), and for
+/// newer chips stay empty: the least PTX version the chip needs.
 LogicalResult
 resolveNVPTXTarget(LowerToNVVMOptions &options,
                    llvm::function_ref<void(const llvm::Twine &)> report);
