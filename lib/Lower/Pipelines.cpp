@@ -75,19 +75,25 @@ static constexpr llvm::StringLiteral kCUDAKernelShapes =
 /// (ptxas refuses more than 4352 with 8.0).
 static constexpr llvm::StringLiteral kDefaultPTXFeatures = "+ptx81";
 
+/// The number of CHIP, sm_NN[a]: NN.
+static std::optional<unsigned> getSMVersion(llvm::StringRef chip) {
+  unsigned sm = 0;
+  if (!chip.consume_front("sm_") ||
+      chip.take_while(llvm::isDigit).getAsInteger(10, sm))
+    return std::nullopt;
+  return sm;
+}
+
 /// The most bytes of buffers and values that a merged loop's kernel may take
 /// as parameters for CHIP with FEATURES (resolved: see resolveNVPTXTarget),
 /// 256 below ptxas's limit: 32764 bytes from PTX 8.1 on sm_70 and newer,
 /// which a newer chip than sm_90a always needs, else 4352.
 static int64_t getKernelParameterBudget(llvm::StringRef chip,
                                         llvm::StringRef features) {
-  unsigned sm = 0;
-  if (llvm::StringRef(chip)
-          .drop_front(3)
-          .take_while(llvm::isDigit)
-          .getAsInteger(10, sm))
+  std::optional<unsigned> sm = getSMVersion(chip);
+  if (!sm)
     return 4352 - 256;
-  unsigned ptx = sm > 90 ? 86 : 0;
+  unsigned ptx = *sm > 90 ? 86 : 0;
   llvm::SmallVector<llvm::StringRef> items;
   features.split(items, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef item : items) {
@@ -95,7 +101,7 @@ static int64_t getKernelParameterBudget(llvm::StringRef chip,
     if (item.consume_front("+ptx") && !item.getAsInteger(10, version))
       ptx = std::max(ptx, version);
   }
-  return (ptx >= 81 && sm >= 70 ? 32764 : 4352) - 256;
+  return (ptx >= 81 && *sm >= 70 ? 32764 : 4352) - 256;
 }
 
 /// CUDA: every loop nest a kernel, outlined into gpu.modules compiled to a
@@ -283,10 +289,8 @@ LogicalResult mlir::dtrain::lower::resolveNVPTXTarget(
   }
   // A newer chip than sm_90a needs a newer PTX version than the default,
   // which the NVPTX target picks where the features name none.
-  unsigned sm = 0;
-  llvm::StringRef number = llvm::StringRef(chip).drop_front(3);
-  if (features.empty() &&
-      !number.take_while(llvm::isDigit).getAsInteger(10, sm) && sm <= 90)
+  std::optional<unsigned> sm = getSMVersion(chip);
+  if (features.empty() && sm && *sm <= 90)
     options.features = kDefaultPTXFeatures.str();
   return success();
 }
