@@ -849,9 +849,9 @@ TEST(WithoutDevice, NothingToComputeNeedsNoDevice) {
 
 //===--- Invalid calls (run as separate processes by ctest) ---------------===//
 
-/// Makes the invalid call NAME, which must abort; returns 2 when it does not
-/// or NAME is unknown. Host pointers: the checks come before any device work.
-int invalidCall(const std::string &name) {
+/// Makes the invalid call NAME, which must abort; false where NAME is
+/// unknown. Host pointers: the checks come before any device work.
+bool makeInvalidCall(const std::string &name) {
   std::vector<float> x(64 * 64), y(64 * 64), w(64 * 64);
   if (name == "conv-output") // 8x8, 3x3, stride 1, no padding gives 6x6
     dtrain_rt_cuda_conv2d_f32(x.data(), w.data(), nullptr, y.data(), 1, 2, 8, 8,
@@ -895,15 +895,16 @@ int invalidCall(const std::string &name) {
     dtrain_rt_cuda_matmul_f32(x.data(), w.data(), y.data(), 4, 4, 4, 0, 0,
                               0.0f);
   } else
-    return dtrain::rt::test::invalidCallReturned(name, /*known=*/false);
-  return dtrain::rt::test::invalidCallReturned(name, /*known=*/true);
+    return false;
+  return true;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  if (const char *name = dtrain::rt::test::getInvalidCallCase(argc, argv))
-    return invalidCall(name);
+  if (std::optional<int> status =
+          dtrain::rt::test::runInvalidCall(argc, argv, makeInvalidCall))
+    return *status;
   ::testing::InitGoogleTest(&argc, argv);
   return runCudaTests(argc > 1 &&
                       std::strcmp(argv[1], "--without-device") == 0);

@@ -54,9 +54,9 @@ TEST(CudaLoopsKernels, MatrixProductWithBeta) {
     EXPECT_EQ(bf16ToF32(c16[i]), want[i]) << "element " << i;
 }
 
-/// Makes the invalid call NAME, which must abort; returns 2 when it does
-/// not.
-int invalidCall(const std::string &name) {
+/// Makes the invalid call NAME, which must abort; false where NAME is
+/// unknown.
+bool makeInvalidCall(const std::string &name) {
   uint16_t data[64] = {};
   float stats[8] = {};
   if (name == "conv-output") // a 3x3 kernel on 8x8 gives 6x6, not 6x7
@@ -66,15 +66,16 @@ int invalidCall(const std::string &name) {
     dtrain_rt_cuda_batch_norm_train_f16(nullptr, stats, stats, data, stats,
                                         stats, 1, 2, 4, 1e-5f);
   else
-    return dtrain::rt::test::invalidCallReturned(name, /*known=*/false);
-  return dtrain::rt::test::invalidCallReturned(name, /*known=*/true);
+    return false;
+  return true;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  if (const char *name = dtrain::rt::test::getInvalidCallCase(argc, argv))
-    return invalidCall(name);
+  if (std::optional<int> status =
+          dtrain::rt::test::runInvalidCall(argc, argv, makeInvalidCall))
+    return *status;
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

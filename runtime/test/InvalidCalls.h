@@ -2,8 +2,7 @@
 //
 // A kernel test program run as `PROGRAM --invalid=CASE` makes the one
 // invalid call CASE, which must abort with the kernel's message
-// (expect_failure.sh checks the message and the status); these say which
-// case was asked for, and what to exit with when the call returned.
+// (expect_failure.sh checks the message and the status).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,24 +11,25 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace dtrain::rt::test {
 
-/// CASE where the command line is `PROGRAM --invalid=CASE`, else null.
-inline const char *getInvalidCallCase(int argc, char **argv) {
+/// With the command line `PROGRAM --invalid=CASE`: makes the invalid call
+/// CASE through MAKE, which returns false where it does not know CASE; the
+/// call must abort, so this says that it returned, or that CASE is
+/// unknown, and returns the exit status, 2. Nullopt for any other command
+/// line.
+inline std::optional<int> runInvalidCall(int argc, char **argv,
+                                         bool (*make)(const std::string &)) {
   const char *prefix = "--invalid=";
-  if (argc == 2 && !std::strncmp(argv[1], prefix, std::strlen(prefix)))
-    return argv[1] + std::strlen(prefix);
-  return nullptr;
-}
-
-/// The exit status (2) after the call of case NAME returned, or after no
-/// call when the program does not know NAME (KNOWN false); says which.
-inline int invalidCallReturned(const std::string &name, bool known) {
+  if (argc != 2 || std::strncmp(argv[1], prefix, std::strlen(prefix)))
+    return std::nullopt;
+  const std::string name = argv[1] + std::strlen(prefix);
   std::fprintf(stderr,
-               known ? "invalid call '%s' did not abort\n"
-                     : "unknown invalid call '%s'\n",
+               make(name) ? "invalid call '%s' did not abort\n"
+                          : "unknown invalid call '%s'\n",
                name.c_str());
   return 2;
 }

@@ -1139,9 +1139,9 @@ TEST(BatchNormF64, GradientsAreFiniteDifferences) {
 
 //===--- Invalid calls (run as separate processes by ctest) ---------------===//
 
-/// Makes the invalid call NAME, which must abort; returns 2 when it does not
-/// or NAME is unknown.
-int invalidCall(const std::string &name) {
+/// Makes the invalid call NAME, which must abort; false where NAME is
+/// unknown.
+bool makeInvalidCall(const std::string &name) {
   std::vector<float> x(64 * 64), y(64 * 64), w(64 * 64);
   std::vector<double> x64(64 * 64), y64(64 * 64), w64(64 * 64);
   if (name == "conv-output") // 8x8, 3x3, stride 1, no padding gives 6x6
@@ -1197,15 +1197,16 @@ int invalidCall(const std::string &name) {
     dtrain_rt_matmul_f64(x64.data(), w64.data(), y64.data(), 4, -1, 4, 0, 0,
                          0.0);
   else
-    return dtrain::rt::test::invalidCallReturned(name, /*known=*/false);
-  return dtrain::rt::test::invalidCallReturned(name, /*known=*/true);
+    return false;
+  return true;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  if (const char *name = dtrain::rt::test::getInvalidCallCase(argc, argv))
-    return invalidCall(name);
+  if (std::optional<int> status =
+          dtrain::rt::test::runInvalidCall(argc, argv, makeInvalidCall))
+    return *status;
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
