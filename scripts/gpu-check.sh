@@ -18,8 +18,8 @@
 # batch 32 in f32 (strict, and TF32) and bf16 against PyTorch's eager
 # steps on the same GPU; the bf16 steps' host time by call into the CUDA
 # runtime (DTRAIN_CUDA_HOST_PROFILE=1); then, where Nsight Compute is
-# installed, the resnet18 bf16 step's GPU time by kernel
-# (scripts/gpu-profile.sh).
+# installed, the resnet18 bf16 step's GPU time by kernel, and resnet50's
+# with the runtime's split batch norm (scripts/gpu-profile.sh).
 # Where dtrain-compile and lit are built here too, also the lit tests'
 # GPU branches (every step case of train-step.test against PyTorch).
 #
@@ -141,6 +141,10 @@ if section "heavy-op kernels against the CPU runtime (dtrain-rt-cuda-dnn-test)";
 # each against its CPU kernel (oneDNN) over the CPU tests' geometries; the
 # bf16 and f16 matrix products and convolutions too.
 run_test dtrain-rt-cuda-dnn-test 600 "$bin/dtrain-rt-cuda-dnn-test"
+# The batch norms again on the runtime's split kernels.
+run_test "dtrain-rt-cuda-dnn-test (DTRAIN_CUDA_SPLIT_BATCH_NORM=1)" 300 \
+  env DTRAIN_CUDA_SPLIT_BATCH_NORM=1 "$bin/dtrain-rt-cuda-dnn-test" \
+  --gtest_filter='*BatchNorm*'
 fi
 
 select_times=$work/select-times.txt # both timings, for their ratio
@@ -260,7 +264,9 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
 # GPU machines' step times drift by tens of percent over seconds). The f32
 # step twice: in f32 (the default) and with DTRAIN_CUDA_TF32=1 (TF32
 # tensor cores, as PyTorch's convolutions run by default); both against
-# PyTorch's f32 step.
+# PyTorch's f32 step. The bf16 step twice too: with cuDNN's batch norm (the
+# default) and with DTRAIN_CUDA_SPLIT_BATCH_NORM=1 (bf16-split: the
+# runtime's own); both against PyTorch's bf16 step.
 (
   cd "$BUNDLE/steps" || exit 1
   "$numpy_python" gpu_bundle_steps.py weights . resnet18 resnet50 || exit 1
@@ -275,10 +281,12 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
     dtrain_ms=$(awk -v a="$ms" -v b="${dtrain_ms:-$ms}" 'BEGIN { print (a + 0 < b + 0 ? a : b) }')
   }
   for model in resnet18 resnet50; do
-    torch_f32=
-    for variant in f32 tf32 bf16; do
+    declare -A torch_by_precision=()
+    for variant in f32 tf32 bf16 bf16-split; do
       precision=${variant/tf32/f32}
+      precision=${precision%-split}
       step=(env "DTRAIN_CUDA_TF32=$([ "$variant" = tf32 ] && echo 1 || echo 0)"
+            "DTRAIN_CUDA_SPLIT_BATCH_NORM=$([ "$variant" = bf16-split ] && echo 1 || echo 0)"
             ./"$model-$precision.bin" --model "$model.onnx"
             --input "x=$model-x.npy" --input "labels=$model-labels.npy")
       probe=$(timeout "$(within 120)" "${step[@]}" --repeat 1 --warmup 1) \
@@ -288,14 +296,14 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
       dtrain_ms=
       time_dtrain || { status=1; continue; }
       torch_ms=nan
-      if [ "$variant" = tf32 ] && [ -n "$torch_f32" ]; then
-        torch_ms=$torch_f32 # measured for f32 already
+      if [ -n "${torch_by_precision[$precision]:-}" ]; then
+        torch_ms=${torch_by_precision[$precision]} # measured already
       elif [ -n "$torch_python" ]; then
         out=$(timeout "$(within 180)" "$torch_python" gpu_bundle_steps.py torch . "$model" \
                 "$precision" 3) || { echo "$out"; status=1; }
         echo "$out"
         torch_ms=$(sed -nE 's/.*torch_min_ms=([0-9.]+).*/\1/p' <<<"$out")
-        [ "$variant" = f32 ] && torch_f32=$torch_ms
+        torch_by_precision[$precision]=$torch_ms
       fi
       time_dtrain || { status=1; continue; }
       echo "$model $variant: dtrain $dtrain_ms ms (2 x $runs runs), torch ${torch_ms:-nan} ms"
@@ -345,6 +353,21 @@ case $? in
   0) ;;
   77) echo "skipped: no ncu (Nsight Compute) here" ;;
   *) failed "scripts/gpu-profile.sh" ;;
+esac
+fi
+
+if section "resnet50's bf16 step on the split batch norm (scripts/gpu-profile.sh)"; then
+# Its batch norms took 4.5 of the step's 14.4 ms on cuDNN; the same
+# profile with DTRAIN_CUDA_SPLIT_BATCH_NORM=1, its CSV in split-batch-norm/
+# beside the report.
+mkdir -p "$(dirname "$report")/split-batch-norm"
+DTRAIN_CUDA_SPLIT_BATCH_NORM=1 OUT=$(dirname "$report")/split-batch-norm \
+  timeout "$(within 150)" \
+  scripts/gpu-profile.sh --bundle "$bundle_dir" resnet50-bf16
+case $? in
+  0) ;;
+  77) echo "skipped: no ncu (Nsight Compute) here" ;;
+  *) failed "scripts/gpu-profile.sh (split batch norm)" ;;
 esac
 fi
 

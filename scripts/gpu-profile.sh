@@ -11,7 +11,8 @@
 #
 # STEP: a step binary of the bundle's steps/ folder, as MODEL-PRECISION
 # (resnet18-bf16, resnet50-f32, ...; resnet18-bf16 and resnet18-f32 by
-# default); DTRAIN_CUDA_TF32 passes through. Each step's kernels go to
+# default); DTRAIN_CUDA_TF32 and DTRAIN_CUDA_SPLIT_BATCH_NORM pass
+# through. Each step's kernels go to
 # ncu-STEP.csv (in $OUT when set, else the current folder) and the
 # summary to the terminal. ncu runs each kernel alone, so the sum is the
 # GPU's busy time without overlap or launch gaps; compare it with the

@@ -14,7 +14,7 @@ import sys
 KINDS = [
     ("generated", ("dtrain_model_run_kernel",)),
     ("layout transposes", ("nchwToNhwc", "nhwcToNchw")),
-    ("batch norm", ("bn_fw", "bn_bw", "batch_norm")),
+    ("batch norm", ("bn_fw", "bn_bw", "batch_norm", "BatchNorm")),
     ("pooling", ("pool",)),
     ("convolution and matmul", ("xmma", "cutlass", "gemm", "convolve",
                                 "nvjet", "splitK", "Reduce")),

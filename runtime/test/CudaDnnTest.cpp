@@ -32,6 +32,7 @@
 #include "Float16.h"
 #include "InvalidCalls.h"
 #include "KernelCases.h"
+#include "MatchesCpu.h"
 #include "dtrain_rt.h"
 #include "dtrain_rt_cuda.h"
 
@@ -54,48 +55,6 @@ namespace {
 using Buffer = DeviceBuffer<float>;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-/// The relative tolerance against the CPU kernels.
-constexpr double kTolerance = 1e-4;
-
-double rms(const std::vector<float> &v) {
-  double sum = 0;
-  for (float x : v)
-    sum += double(x) * x;
-  return v.empty() ? 0.0 : std::sqrt(sum / double(v.size()));
-}
-
-/// |GPU - CPU| <= TOLERANCE (|CPU| + SCALE) elementwise, SCALE the RMS of
-/// CPU unless given (the magnitude of the terms a result sums, where they
-/// cancel): 0 for an all-zero CPU result, which GPU must then equal.
-::testing::AssertionResult matchesCpu(const std::vector<float> &gpu,
-                                      const std::vector<float> &cpu,
-                                      double scale = -1,
-                                      double tolerance = kTolerance) {
-  if (gpu.size() != cpu.size())
-    return ::testing::AssertionFailure()
-           << "size " << gpu.size() << " != " << cpu.size();
-  if (scale < 0)
-    scale = rms(cpu);
-  size_t bad = 0, first = 0;
-  double worst = 0;
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    const double error = std::fabs(double(gpu[i]) - double(cpu[i]));
-    const double bound = tolerance * (std::fabs(double(cpu[i])) + scale);
-    if (!(error <= bound)) { // NaN fails
-      if (bad++ == 0)
-        first = i;
-    } else if (bound > 0) {
-      worst = std::max(worst, error / bound);
-    }
-  }
-  if (!bad)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << bad << " of " << gpu.size() << " elements differ; first at "
-         << first << ": " << gpu[first] << " on the GPU, " << cpu[first]
-         << " on the CPU (scale " << scale << ")";
-}
 
 /// A device buffer of N floats, all NaN.
 struct Output : Buffer {
@@ -261,20 +220,6 @@ TEST(CudaConv, RepeatedGeometryGivesTheSameResult) {
 }
 
 //===--- 16-bit matrix products and convolutions --------------------------===//
-
-/// A 16-bit element type of the matrix product and the convolutions, and
-/// the tolerance of their results against the CPU's f32 kernels on the same
-/// (rounded) inputs: twice the type's unit roundoff, for the one rounding
-/// of each result (two for a biased convolution's) and f32 sums in another
-/// order.
-struct HalfType {
-  int32_t type;
-  const char *name;
-  double tolerance;
-};
-
-const HalfType halfTypes[] = {{DTRAIN_RT_BF16, "bf16", 0x1p-7},
-                              {DTRAIN_RT_F16, "f16", 0x1p-10}};
 
 /// Device copies of float values in a 16-bit TYPE, read back as floats.
 class HalfBuffer {
@@ -605,6 +550,8 @@ std::vector<BatchNormCase> allBatchNormCases() {
                                    std::end(batchNormCases));
   cases.insert(cases.end(), std::begin(gpuBatchNormCases),
                std::end(gpuBatchNormCases));
+  cases.insert(cases.end(), std::begin(splitBatchNormCases),
+               std::end(splitBatchNormCases));
   return cases;
 }
 
@@ -892,6 +839,10 @@ bool makeInvalidCall(const std::string &name) {
     dtrain_rt_cuda_matmul_f32(x.data(), nullptr, y.data(), 4, 4, 4, 0, 0, 0.0f);
   else if (name == "tf32-switch") { // a valid call, an invalid switch
     setenv("DTRAIN_CUDA_TF32", "yes", 1);
+    dtrain_rt_cuda_matmul_f32(x.data(), w.data(), y.data(), 4, 4, 4, 0, 0,
+                              0.0f);
+  } else if (name == "split-batch-norm-switch") {
+    setenv("DTRAIN_CUDA_SPLIT_BATCH_NORM", "yes", 1);
     dtrain_rt_cuda_matmul_f32(x.data(), w.data(), y.data(), 4, 4, 4, 0, 0,
                               0.0f);
   } else

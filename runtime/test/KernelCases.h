@@ -167,6 +167,15 @@ inline const BatchNormCase batchNormCases[] = {
     {4, 64, 49, 1e-5f}, // blocked channels, 7x7
 };
 
+/// Shapes whose channels the GPU's split batch norm (BatchNormSplits.h)
+/// takes in several blocks, with ranges that start within a row, in units
+/// of 8, 4 and 1 elements.
+inline const BatchNormCase splitBatchNormCases[] = {
+    {8, 4, 12544, 1e-5f}, // 112x112
+    {16, 3, 1000, 1e-5f}, // rows of 1000: units of 8 (16-bit), 4 (f32)
+    {64, 2, 777, 1e-3f},  // odd rows: units of 1
+};
+
 struct BatchNormData {
   std::vector<float> x, scale, bias, mean, var;
   BatchNormData(const BatchNormCase &k, uint32_t seed)

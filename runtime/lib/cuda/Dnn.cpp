@@ -37,6 +37,8 @@
 // batch's); the biased variance that the ABI returns is that times
 // (M - 1) / M, M = N SPATIAL. With M = 1 (which cuDNN's unbiased variance
 // cannot take), the batch mean is X and the variance 0.
+// DTRAIN_CUDA_SPLIT_BATCH_NORM=1 runs batch norm in training, and its
+// gradient, on the runtime's own kernels instead (BatchNorm.cu).
 //
 //===----------------------------------------------------------------------===//
 
@@ -560,6 +562,11 @@ void normalizeTraining(const char *kernel, int32_t type, const void *x,
   checkBatchNormTrain(kernel, x, scale, bias, y, batchMean, batchVar, n, c,
                       spatial, epsilon);
   KernelCall call(kernel);
+  if (splitBatchNormSelected()) {
+    launchSplitBatchNormTrain(call, type, x, scale, bias, y, batchMean,
+                              batchVar, n, c, spatial, epsilon);
+    return;
+  }
   const NormPlan &plan = normPlan(call, type, n, c, spatial);
   const size_t channelBytes = size_t(c) * sizeof(float);
   const int64_t count = n * spatial;
@@ -595,6 +602,11 @@ void normalizeBackward(const char *kernel, int32_t type, const void *x,
   checkBatchNormBackward(kernel, x, dy, scale, batchMean, batchVar, dx, dscale,
                          dbias, n, c, spatial, epsilon);
   KernelCall call(kernel);
+  if (splitBatchNormSelected()) {
+    launchSplitBatchNormBackward(call, type, x, dy, scale, batchMean, batchVar,
+                                 dx, dscale, dbias, n, c, spatial, epsilon);
+    return;
+  }
   const NormPlan &plan = normPlan(call, type, n, c, spatial);
   // cuDNN takes the saved statistics as the mean and 1 / sqrt(var + eps).
   float *invStd = static_cast<float *>(call.scratch(size_t(c) * sizeof(float)));

@@ -52,7 +52,9 @@ bool dtrain::rt::gpu::tf32Allowed() {
 
 KernelCall::KernelCall(const char *kernel)
     : name(kernel), timer(kernel), lock(shared().mutex) {
-  tf32Allowed(); // an invalid value is reported before the device is opened
+  // Invalid switches are reported before the device is opened.
+  tf32Allowed();
+  splitBatchNormSelected();
   const Driver &driver = cuda(); // opens the device, or says why not and exits
   // The CUDA runtime of this thread on the same device (and so on its
   // primary context, which cuda() made current).

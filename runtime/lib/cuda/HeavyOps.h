@@ -4,7 +4,8 @@
 // _conv2d_*, _pool2d_*, _batch_norm_*): matrix products on cuBLAS
 // (Blas.cpp), convolution and batch norm on cuDNN (Dnn.cpp), pooling on
 // kernels of their own, which also hold the few helper kernels that cuDNN
-// needs around it (DnnKernels.cu).
+// needs around it (DnnKernels.cu), and batch norm in training, on demand,
+// on kernels of their own too (BatchNorm.cu).
 //
 // They queue their work on the step stream (StepStream.h) and return
 // without waiting for it: generated code waits for that stream before its
@@ -153,6 +154,27 @@ void launchInverseStd(const KernelCall &call, const float *var, float epsilon,
 /// the unbiased one (COUNT >= 2).
 void launchBiasVariance(const KernelCall &call, float *var, int64_t count,
                         int64_t c);
+
+//===--- Batch norm in training on split channels (BatchNorm.cu) ----------===//
+
+/// Whether batch norm in training runs on the kernels below rather than
+/// cuDNN's: DTRAIN_CUDA_SPLIT_BATCH_NORM=1 (read once; off when unset or 0).
+bool splitBatchNormSelected();
+/// Y = the batch norm of X (N x C x SPATIAL, TYPE) with the batch's
+/// statistics, which it returns in BATCHMEAN and BATCHVAR (biased), as
+/// dtrain_rt_batch_norm_train_f32 does.
+void launchSplitBatchNormTrain(KernelCall &call, int32_t type, const void *x,
+                               const float *scale, const float *bias, void *y,
+                               float *batchMean, float *batchVar, int64_t n,
+                               int64_t c, int64_t spatial, float epsilon);
+/// DX, DSCALE and DBIAS, as dtrain_rt_batch_norm_backward_f32 computes
+/// them.
+void launchSplitBatchNormBackward(KernelCall &call, int32_t type, const void *x,
+                                  const void *dy, const float *scale,
+                                  const float *batchMean, const float *batchVar,
+                                  void *dx, float *dscale, float *dbias,
+                                  int64_t n, int64_t c, int64_t spatial,
+                                  float epsilon);
 
 } // namespace dtrain::rt::gpu
 

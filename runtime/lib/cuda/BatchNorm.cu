@@ -1,0 +1,230 @@
+//===- BatchNorm.cu - batch norm in training on split channels ------------===//
+//
+// The kernels of BatchNormSplits.h (which says why and how): for each
+// direction, one kernel of block sums and one that combines them and
+// writes its range. A block takes split blockIdx.x of channel blockIdx.y
+// (and every gridDim.y-th channel after it).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaInternal.h"
+
+#include "cuda/BatchNormSplits.h"
+#include "cuda/CudaDriver.h"
+#include "cuda/HeavyOps.h"
+
+using namespace dtrain::rt;
+using namespace dtrain::rt::gpu;
+
+namespace {
+
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+/// The sums of the calling block's threads (blockDim.x, a multiple of 32),
+/// in thread 0. Every thread of the block calls it.
+__device__ SumPair blockSum(SumPair sums) {
+  __shared__ SumPair warps[32];
+  for (int offset = 16; offset > 0; offset /= 2) {
+    sums.first += __shfl_down_sync(kFullWarp, sums.first, offset);
+    sums.second += __shfl_down_sync(kFullWarp, sums.second, offset);
+  }
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0)
+    warps[warp] = sums;
+  __syncthreads();
+  if (warp == 0) {
+    sums = lane < blockDim.x / 32 ? warps[lane] : SumPair{};
+    for (int offset = 16; offset > 0; offset /= 2) {
+      sums.first += __shfl_down_sync(kFullWarp, sums.first, offset);
+      sums.second += __shfl_down_sync(kFullWarp, sums.second, offset);
+    }
+  }
+  __syncthreads(); // WARPS read before a next call writes it
+  return sums;
+}
+
+/// The sums of channel CH's splits (PARTIALS[CH * SPLITS + split]), in
+/// double, in the lanes of warp 0 (lane 0 holds the total).
+__device__ void channelSums(const BatchNormSplits &g, const SumPair *partials,
+                            int32_t ch, double &first, double &second) {
+  first = 0.0;
+  second = 0.0;
+  for (int32_t split = threadIdx.x; split < g.splits; split += 32) {
+    const SumPair p = partials[int64_t(ch) * g.splits + split];
+    first += double(p.first);
+    second += double(p.second);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    first += __shfl_down_sync(kFullWarp, first, offset);
+    second += __shfl_down_sync(kFullWarp, second, offset);
+  }
+}
+
+template <int32_t Type, int Width>
+__global__ void __launch_bounds__(kBatchNormThreads)
+    splitBatchNormSums(BatchNormSplits g, const void *__restrict__ x,
+                       SumPair *__restrict__ partials) {
+  for (int32_t ch = blockIdx.y; ch < g.c; ch += gridDim.y) {
+    const SumPair sums = blockSum(
+        shiftedSums<Type, Width>(g, x, ch, blockIdx.x, threadIdx.x, blockDim.x,
+                                 channelShift<Type>(g, x, ch)));
+    if (threadIdx.x == 0)
+      partials[int64_t(ch) * g.splits + blockIdx.x] = sums;
+  }
+}
+
+template <int32_t Type, int Width>
+__global__ void __launch_bounds__(kBatchNormThreads)
+    splitBatchNormApply(BatchNormSplits g, const void *__restrict__ x,
+                        const float *__restrict__ scale,
+                        const float *__restrict__ bias,
+                        const SumPair *__restrict__ partials, float epsilon,
+                        void *__restrict__ y, float *__restrict__ batchMean,
+                        float *__restrict__ batchVar) {
+  __shared__ BatchStatistics statistics;
+  for (int32_t ch = blockIdx.y; ch < g.c; ch += gridDim.y) {
+    if (threadIdx.x < 32) {
+      double sum, squares;
+      channelSums(g, partials, ch, sum, squares);
+      if (threadIdx.x == 0) {
+        statistics = batchStatistics(sum, squares, g.count(),
+                                     channelShift<Type>(g, x, ch));
+        if (blockIdx.x == 0) {
+          batchMean[ch] = statistics.mean;
+          batchVar[ch] = statistics.var;
+        }
+      }
+    }
+    __syncthreads();
+    const BatchStatistics s = statistics;
+    normalizeUnits<Type, Width>(
+        g, x, y, ch, blockIdx.x, threadIdx.x, blockDim.x, s.mean,
+        scale[ch] * inverseStd(s.var, epsilon), bias[ch]);
+    __syncthreads(); // STATISTICS read before the next channel's
+  }
+}
+
+template <int32_t Type, int Width>
+__global__ void __launch_bounds__(kBatchNormThreads)
+    splitBatchNormGradientSums(BatchNormSplits g, const void *__restrict__ x,
+                               const void *__restrict__ dy,
+                               const float *__restrict__ batchMean,
+                               SumPair *__restrict__ partials) {
+  for (int32_t ch = blockIdx.y; ch < g.c; ch += gridDim.y) {
+    const SumPair sums = blockSum(gradientSums<Type, Width>(
+        g, x, dy, ch, blockIdx.x, threadIdx.x, blockDim.x, batchMean[ch]));
+    if (threadIdx.x == 0)
+      partials[int64_t(ch) * g.splits + blockIdx.x] = sums;
+  }
+}
+
+template <int32_t Type, int Width>
+__global__ void __launch_bounds__(kBatchNormThreads)
+    splitBatchNormGradient(BatchNormSplits g, const void *__restrict__ x,
+                           const void *__restrict__ dy,
+                           const float *__restrict__ scale,
+                           const float *__restrict__ batchMean,
+                           const float *__restrict__ batchVar,
+                           const SumPair *__restrict__ partials, float epsilon,
+                           void *__restrict__ dx, float *__restrict__ dscale,
+                           float *__restrict__ dbias) {
+  __shared__ GradientTerms terms;
+  for (int32_t ch = blockIdx.y; ch < g.c; ch += gridDim.y) {
+    if (threadIdx.x < 32) {
+      double sumDy, sumDyX;
+      channelSums(g, partials, ch, sumDy, sumDyX);
+      if (threadIdx.x == 0) {
+        terms = gradientTerms(sumDy, sumDyX, g.count(), batchMean[ch],
+                              batchVar[ch], scale[ch], epsilon);
+        if (blockIdx.x == 0) {
+          dscale[ch] = terms.dscale;
+          dbias[ch] = terms.dbias;
+        }
+      }
+    }
+    __syncthreads();
+    const GradientTerms t = terms;
+    gradientUnits<Type, Width>(g, x, dy, dx, ch, blockIdx.x, threadIdx.x,
+                               blockDim.x, t);
+    __syncthreads(); // TERMS read before the next channel's
+  }
+}
+
+/// The split of a batch norm of TYPE whose data pointers are DATA, after
+/// checking that its sizes fit the kernels' 32-bit indices.
+template <size_t N>
+BatchNormSplits checkedSplits(const KernelCall &call, int32_t type, int64_t n,
+                              int64_t c, int64_t spatial,
+                              const void *const (&data)[N]) {
+  if (c > INT32_MAX || spatial > INT32_MAX || n * spatial > INT32_MAX)
+    call.fail("a batch norm of %lld x %lld x %lld is more than the split "
+              "kernels' 32-bit indices take (DTRAIN_CUDA_SPLIT_BATCH_NORM=0 "
+              "runs cuDNN's)",
+              (long long)n, (long long)c, (long long)spatial);
+  const int bytes = type == DTRAIN_RT_F32 ? 4 : 2;
+  return splitBatchNorm(n, c, spatial,
+                        batchNormUnitWidth(spatial, bytes, data));
+}
+
+dim3 splitGrid(const BatchNormSplits &g) {
+  constexpr int32_t kMaxGridY = 65535;
+  return dim3(unsigned(g.splits), unsigned(g.c < kMaxGridY ? g.c : kMaxGridY));
+}
+
+/// Scratch memory for the splits' sums.
+SumPair *splitPartials(KernelCall &call, const BatchNormSplits &g) {
+  return static_cast<SumPair *>(
+      call.scratch(size_t(g.c) * size_t(g.splits) * sizeof(SumPair)));
+}
+
+} // namespace
+
+bool dtrain::rt::gpu::splitBatchNormSelected() {
+  static const bool selected = switchedOn(
+      "DTRAIN_CUDA_SPLIT_BATCH_NORM", false,
+      "run batch norm in training on cuDNN",
+      "run it on the runtime's kernels, each channel split over blocks");
+  return selected;
+}
+
+void dtrain::rt::gpu::launchSplitBatchNormTrain(
+    KernelCall &call, int32_t type, const void *x, const float *scale,
+    const float *bias, void *y, float *batchMean, float *batchVar, int64_t n,
+    int64_t c, int64_t spatial, float epsilon) {
+  const BatchNormSplits g = checkedSplits(call, type, n, c, spatial, {x, y});
+  SumPair *partials = splitPartials(call, g);
+  forTypeAndWidth(type, g.width, [&](auto t, auto w) {
+    constexpr int32_t Type = decltype(t)::value;
+    constexpr int Width = decltype(w)::value;
+    splitBatchNormSums<Type, Width>
+        <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(g, x, partials);
+    call.check(cudaGetLastError(), "splitBatchNormSums launch");
+    splitBatchNormApply<Type, Width>
+        <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
+            g, x, scale, bias, partials, epsilon, y, batchMean, batchVar);
+    call.check(cudaGetLastError(), "splitBatchNormApply launch");
+  });
+}
+
+void dtrain::rt::gpu::launchSplitBatchNormBackward(
+    KernelCall &call, int32_t type, const void *x, const void *dy,
+    const float *scale, const float *batchMean, const float *batchVar, void *dx,
+    float *dscale, float *dbias, int64_t n, int64_t c, int64_t spatial,
+    float epsilon) {
+  const BatchNormSplits g =
+      checkedSplits(call, type, n, c, spatial, {x, dy, dx});
+  SumPair *partials = splitPartials(call, g);
+  forTypeAndWidth(type, g.width, [&](auto t, auto w) {
+    constexpr int32_t Type = decltype(t)::value;
+    constexpr int Width = decltype(w)::value;
+    splitBatchNormGradientSums<Type, Width>
+        <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
+            g, x, dy, batchMean, partials);
+    call.check(cudaGetLastError(), "splitBatchNormGradientSums launch");
+    splitBatchNormGradient<Type, Width>
+        <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
+            g, x, dy, scale, batchMean, batchVar, partials, epsilon, dx, dscale,
+            dbias);
+    call.check(cudaGetLastError(), "splitBatchNormGradient launch");
+  });
+}
