@@ -455,11 +455,36 @@ static bool isF32Tensor(Type type) {
   return tensor && tensor.getElementType().isF32();
 }
 
+/// The element-wise nn ops that compute the new values of FUNC's buffers
+/// (its train.updated results, such as batch norm's running statistics:
+/// running * momentum + batch statistic * (1 - momentum)), up to the ops
+/// that are not element-wise arithmetic.
+static DenseSet<Operation *> getBufferUpdates(func::FuncOp func) {
+  DenseSet<Operation *> updates;
+  SmallVector<Value> worklist;
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (func.getResultAttr(i, train::TrainDialect::kUpdatedAttrName))
+      worklist.push_back(returnOp.getOperand(i));
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val().getDefiningOp();
+    if (!isa_and_nonnull<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>(op) ||
+        !updates.insert(op).second)
+      continue;
+    llvm::append_range(worklist, op->getOperands());
+  }
+  return updates;
+}
+
 void MixedPrecisionPass::narrowCompute(func::FuncOp func) {
   if (!computeType || !func.getBody().hasOneBlock())
     return;
   Block &body = func.getBody().front();
   OpBuilder b(func.getContext());
+  // A buffer's new value is computed in f32, as a parameter's is (by the
+  // optimizer): rounding batch norm's running statistics to 16 bits every
+  // step would lose the small updates of their moving average.
+  const DenseSet<Operation *> bufferUpdates = getBufferUpdates(func);
   // One cast per value and direction, before the first op that needs it
   // (every later user comes after it in the single block); the function's
   // arguments' (the parameters', the batch's) all at its start, in their
@@ -491,7 +516,8 @@ void MixedPrecisionPass::narrowCompute(func::FuncOp func) {
   Type f32 = Float32Type::get(func.getContext());
   for (Operation &op : llvm::make_early_inc_range(body)) {
     bool computes = isa<nn::NNDialect>(op.getDialect()) &&
-                    !isa<nn::CastOp>(op) && !keepsF32(&op);
+                    !isa<nn::CastOp>(op) && !keepsF32(&op) &&
+                    !bufferUpdates.contains(&op);
     for (OpOperand &operand : op.getOpOperands()) {
       Value value = operand.get();
       if (computes && isF32Tensor(value.getType()))

@@ -362,7 +362,13 @@ def MixedPrecision : Pass<"dtrain-mixed-precision", "func::FuncOp"> {
     means, so they accumulate in f32), and so does everything that is not
     an nn op: the optimizer updates read f32 gradients and keep f32 master
     weights and state, and the exchanges and the averaged loss are f32 (or
-    `wire`). A cast back to the type a widening cast came from folds away.
+    `wire`). The arithmetic that computes a buffer's new value (a
+    `train.updated` result that is not a parameter's update: batch norm's
+    running statistics, `running * momentum + statistic * (1 - momentum)`)
+    stays f32 too, as PyTorch's autocast leaves it: rounded to 16 bits
+    every step, an update of a moving average smaller than half a 16-bit
+    unit (with bf16, a statistic within 2 to 4% of the running value at a
+    momentum of 0.9) would be lost. A cast back to the type a widening cast came from folds away.
     The runtime's kernels (matrix products, convolutions, pooling) run on
     16-bit tensors in f32, rounding their results to 16 bits.
 
