@@ -63,13 +63,17 @@ __device__ void channelSums(const BatchNormSplits &g, const SumPair *partials,
 template <int32_t Type, int Width>
 __global__ void __launch_bounds__(kBatchNormThreads)
     splitBatchNormSums(BatchNormSplits g, const void *__restrict__ x,
-                       SumPair *__restrict__ partials) {
+                       SumPair *__restrict__ partials,
+                       float *__restrict__ shifts) {
   for (int32_t ch = blockIdx.y; ch < g.c; ch += gridDim.y) {
-    const SumPair sums = blockSum(
-        shiftedSums<Type, Width>(g, x, ch, blockIdx.x, threadIdx.x, blockDim.x,
-                                 channelShift<Type>(g, x, ch)));
-    if (threadIdx.x == 0)
+    const float shift = channelShift<Type>(g, x, ch);
+    const SumPair sums = blockSum(shiftedSums<Type, Width>(
+        g, x, ch, blockIdx.x, threadIdx.x, blockDim.x, shift));
+    if (threadIdx.x == 0) {
       partials[int64_t(ch) * g.splits + blockIdx.x] = sums;
+      if (blockIdx.x == 0)
+        shifts[ch] = shift;
+    }
   }
 }
 
@@ -78,7 +82,8 @@ __global__ void __launch_bounds__(kBatchNormThreads)
     splitBatchNormApply(BatchNormSplits g, const void *__restrict__ x,
                         const float *__restrict__ scale,
                         const float *__restrict__ bias,
-                        const SumPair *__restrict__ partials, float epsilon,
+                        const SumPair *__restrict__ partials,
+                        const float *__restrict__ shifts, float epsilon,
                         void *__restrict__ y, float *__restrict__ batchMean,
                         float *__restrict__ batchVar) {
   __shared__ BatchStatistics statistics;
@@ -87,8 +92,7 @@ __global__ void __launch_bounds__(kBatchNormThreads)
       double sum, squares;
       channelSums(g, partials, ch, sum, squares);
       if (threadIdx.x == 0) {
-        statistics = batchStatistics(sum, squares, g.count(),
-                                     channelShift<Type>(g, x, ch));
+        statistics = batchStatistics(sum, squares, g.count(), shifts[ch]);
         if (blockIdx.x == 0) {
           batchMean[ch] = statistics.mean;
           batchVar[ch] = statistics.var;
@@ -171,10 +175,20 @@ dim3 splitGrid(const BatchNormSplits &g) {
   return dim3(unsigned(g.splits), unsigned(g.c < kMaxGridY ? g.c : kMaxGridY));
 }
 
-/// Scratch memory for the splits' sums.
-SumPair *splitPartials(KernelCall &call, const BatchNormSplits &g) {
-  return static_cast<SumPair *>(
-      call.scratch(size_t(g.c) * size_t(g.splits) * sizeof(SumPair)));
+/// What the first kernel of a direction leaves the second, in scratch
+/// memory: the splits' sums, and (forward) each channel's shift, so that
+/// the second kernel need not read X, which Y may overwrite in place.
+struct SplitScratch {
+  SumPair *partials;
+  float *shifts;
+};
+
+SplitScratch splitScratch(KernelCall &call, const BatchNormSplits &g) {
+  const size_t sums = size_t(g.c) * size_t(g.splits) * sizeof(SumPair);
+  char *scratch =
+      static_cast<char *>(call.scratch(sums + size_t(g.c) * sizeof(float)));
+  return {reinterpret_cast<SumPair *>(scratch),
+          reinterpret_cast<float *>(scratch + sums)};
 }
 
 } // namespace
@@ -192,16 +206,18 @@ void dtrain::rt::gpu::launchSplitBatchNormTrain(
     const float *bias, void *y, float *batchMean, float *batchVar, int64_t n,
     int64_t c, int64_t spatial, float epsilon) {
   const BatchNormSplits g = checkedSplits(call, type, n, c, spatial, {x, y});
-  SumPair *partials = splitPartials(call, g);
+  const SplitScratch scratch = splitScratch(call, g);
   forTypeAndWidth(type, g.width, [&](auto t, auto w) {
     constexpr int32_t Type = decltype(t)::value;
     constexpr int Width = decltype(w)::value;
     splitBatchNormSums<Type, Width>
-        <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(g, x, partials);
+        <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
+            g, x, scratch.partials, scratch.shifts);
     call.check(cudaGetLastError(), "splitBatchNormSums launch");
     splitBatchNormApply<Type, Width>
         <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
-            g, x, scale, bias, partials, epsilon, y, batchMean, batchVar);
+            g, x, scale, bias, scratch.partials, scratch.shifts, epsilon, y,
+            batchMean, batchVar);
     call.check(cudaGetLastError(), "splitBatchNormApply launch");
   });
 }
@@ -213,18 +229,18 @@ void dtrain::rt::gpu::launchSplitBatchNormBackward(
     float epsilon) {
   const BatchNormSplits g =
       checkedSplits(call, type, n, c, spatial, {x, dy, dx});
-  SumPair *partials = splitPartials(call, g);
+  const SplitScratch scratch = splitScratch(call, g);
   forTypeAndWidth(type, g.width, [&](auto t, auto w) {
     constexpr int32_t Type = decltype(t)::value;
     constexpr int Width = decltype(w)::value;
     splitBatchNormGradientSums<Type, Width>
         <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
-            g, x, dy, batchMean, partials);
+            g, x, dy, batchMean, scratch.partials);
     call.check(cudaGetLastError(), "splitBatchNormGradientSums launch");
     splitBatchNormGradient<Type, Width>
         <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
-            g, x, dy, scale, batchMean, batchVar, partials, epsilon, dx, dscale,
-            dbias);
+            g, x, dy, scale, batchMean, batchVar, scratch.partials, epsilon, dx,
+            dscale, dbias);
     call.check(cudaGetLastError(), "splitBatchNormGradient launch");
   });
 }
