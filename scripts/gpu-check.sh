@@ -16,10 +16,12 @@
 # digits CNN's --target=cuda trainer against the CPU trainer (3 steps on 1
 # and 2 ranks, and in bf16), and resnet18 and resnet50 training steps at
 # batch 32 in f32 (strict, and TF32) and bf16 against PyTorch's eager
-# steps on the same GPU; the bf16 steps' host time by call into the CUDA
-# runtime (DTRAIN_CUDA_HOST_PROFILE=1); then, where Nsight Compute is
-# installed, the resnet18 bf16 step's GPU time by kernel, and resnet50's
-# with the runtime's split batch norm (scripts/gpu-profile.sh).
+# steps on the same GPU, and resnet18's bf16 step's outputs with the
+# runtime's split batch norm against cuDNN's; the bf16 steps' host time by
+# call into the CUDA runtime (DTRAIN_CUDA_HOST_PROFILE=1); then, where
+# Nsight Compute is installed, the resnet18 bf16 step's GPU time by
+# kernel, and resnet50's with the runtime's split batch norm
+# (scripts/gpu-profile.sh).
 # Where dtrain-compile and lit are built here too, also the lit tests'
 # GPU branches (every step case of train-step.test against PyTorch).
 #
@@ -320,6 +322,27 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
   done
   exit $status
 ) || failed "training steps (bench)"
+fi
+
+if section "resnet18's bf16 step on the split batch norm against cuDNN's"; then
+# One step from the same weights in f32 and in bf16 with each batch norm
+# (DTRAIN_CUDA_SPLIT_BATCH_NORM): the split batch norm's bf16 outputs (the
+# loss, the updated parameters, the momentum buffers, which hold the
+# gradients after one step, the running statistics) must be as close to
+# the f32 step's as cuDNN's bf16 outputs are, twice over.
+(
+  cd "$BUNDLE/steps" || exit 1
+  "$numpy_python" gpu_bundle_steps.py weights . resnet18 || exit 1
+  one_step() { # SPLIT PRECISION OUTPUT
+    timeout "$(within 60)" env "DTRAIN_CUDA_SPLIT_BATCH_NORM=$1" \
+      ./"resnet18-$2.bin" --model resnet18.onnx --input "x=resnet18-x.npy" \
+      --input "labels=resnet18-labels.npy" --output "$3"
+  }
+  one_step 0 f32 f32-cudnn.npz && one_step 0 bf16 bf16-cudnn.npz \
+    && one_step 1 bf16 bf16-split.npz \
+    && "$numpy_python" ../digits/compare_checkpoints.py --as-close-as \
+         f32-cudnn.npz bf16-split.npz bf16-cudnn.npz 2
+) || failed "resnet18's bf16 step on the split batch norm"
 fi
 
 if section "where the bf16 steps' host time goes (DTRAIN_CUDA_HOST_PROFILE=1)"; then
