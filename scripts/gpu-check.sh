@@ -16,11 +16,12 @@
 # digits CNN's --target=cuda trainer against the CPU trainer (3 steps on 1
 # and 2 ranks, and in bf16), and resnet18 and resnet50 training steps at
 # batch 32 in f32 (strict, and TF32) and bf16 against PyTorch's eager
-# steps on the same GPU, and resnet18's bf16 step's outputs with the
-# runtime's split batch norm against cuDNN's; the bf16 steps' host time by
+# steps on the same GPU (bf16 also with the runtime's split batch norm and
+# pointwise convolutions as cuBLAS products), and resnet18's bf16 step's
+# outputs with those against the default's; the bf16 steps' host time by
 # call into the CUDA runtime (DTRAIN_CUDA_HOST_PROFILE=1); then, where
 # Nsight Compute is installed, the resnet18 bf16 step's GPU time by
-# kernel, and resnet50's with the runtime's split batch norm
+# kernel, and resnet50's with the split batch norm and pointwise products
 # (scripts/gpu-profile.sh).
 # Where dtrain-compile and lit are built here too, also the lit tests'
 # GPU branches (every step case of train-step.test against PyTorch).
@@ -143,10 +144,14 @@ if section "heavy-op kernels against the CPU runtime (dtrain-rt-cuda-dnn-test)";
 # each against its CPU kernel (oneDNN) over the CPU tests' geometries; the
 # bf16 and f16 matrix products and convolutions too.
 run_test dtrain-rt-cuda-dnn-test 600 "$bin/dtrain-rt-cuda-dnn-test"
-# The batch norms again on the runtime's split kernels.
+# The batch norms again on the runtime's split kernels, and the
+# convolutions with the pointwise ones on cuBLAS.
 run_test "dtrain-rt-cuda-dnn-test (DTRAIN_CUDA_SPLIT_BATCH_NORM=1)" 300 \
   env DTRAIN_CUDA_SPLIT_BATCH_NORM=1 "$bin/dtrain-rt-cuda-dnn-test" \
   --gtest_filter='*BatchNorm*'
+run_test "dtrain-rt-cuda-dnn-test (DTRAIN_CUDA_CONV_GEMM=1)" 300 \
+  env DTRAIN_CUDA_CONV_GEMM=1 "$bin/dtrain-rt-cuda-dnn-test" \
+  --gtest_filter='*Conv*'
 fi
 
 select_times=$work/select-times.txt # both timings, for their ratio
@@ -266,9 +271,11 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
 # GPU machines' step times drift by tens of percent over seconds). The f32
 # step twice: in f32 (the default) and with DTRAIN_CUDA_TF32=1 (TF32
 # tensor cores, as PyTorch's convolutions run by default); both against
-# PyTorch's f32 step. The bf16 step twice too: with cuDNN's batch norm (the
-# default) and with DTRAIN_CUDA_SPLIT_BATCH_NORM=1 (bf16-split: the
-# runtime's own); both against PyTorch's bf16 step.
+# PyTorch's f32 step. The bf16 step four times: as by default, with
+# DTRAIN_CUDA_SPLIT_BATCH_NORM=1 (bf16-split: the runtime's own batch
+# norm), with DTRAIN_CUDA_CONV_GEMM=1 (bf16-gemm: pointwise convolutions
+# as cuBLAS products), and with both (bf16-split-gemm); all against
+# PyTorch's bf16 step.
 (
   cd "$BUNDLE/steps" || exit 1
   "$numpy_python" gpu_bundle_steps.py weights . resnet18 resnet50 || exit 1
@@ -282,13 +289,16 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
     ms=$(sed -nE 's/.*min_ms=([0-9.]+).*/\1/p' <<<"$out")
     dtrain_ms=$(awk -v a="$ms" -v b="${dtrain_ms:-$ms}" 'BEGIN { print (a + 0 < b + 0 ? a : b) }')
   }
+  # 1 where the variant's name has $1 in it, else 0: a switch's value.
+  has() { [[ "$variant" == *"$1"* ]] && echo 1 || echo 0; }
   for model in resnet18 resnet50; do
     declare -A torch_by_precision=()
-    for variant in f32 tf32 bf16 bf16-split; do
+    for variant in f32 tf32 bf16 bf16-split bf16-gemm bf16-split-gemm; do
       precision=${variant/tf32/f32}
-      precision=${precision%-split}
-      step=(env "DTRAIN_CUDA_TF32=$([ "$variant" = tf32 ] && echo 1 || echo 0)"
-            "DTRAIN_CUDA_SPLIT_BATCH_NORM=$([ "$variant" = bf16-split ] && echo 1 || echo 0)"
+      precision=${precision%%-*}
+      step=(env "DTRAIN_CUDA_TF32=$(has tf32)"
+            "DTRAIN_CUDA_SPLIT_BATCH_NORM=$(has split)"
+            "DTRAIN_CUDA_CONV_GEMM=$(has gemm)"
             ./"$model-$precision.bin" --model "$model.onnx"
             --input "x=$model-x.npy" --input "labels=$model-labels.npy")
       probe=$(timeout "$(within 120)" "${step[@]}" --repeat 1 --warmup 1) \
@@ -324,25 +334,26 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
 ) || failed "training steps (bench)"
 fi
 
-if section "resnet18's bf16 step on the split batch norm against cuDNN's"; then
-# One step from the same weights in f32 and in bf16 with each batch norm
-# (DTRAIN_CUDA_SPLIT_BATCH_NORM): the split batch norm's bf16 outputs (the
-# loss, the updated parameters, the momentum buffers, which hold the
-# gradients after one step, the running statistics) must be as close to
-# the f32 step's as cuDNN's bf16 outputs are, twice over.
+if section "resnet18's bf16 step with the split batch norm and pointwise products"; then
+# One step from the same weights in f32 and in bf16, by default and with
+# DTRAIN_CUDA_SPLIT_BATCH_NORM=1 DTRAIN_CUDA_CONV_GEMM=1: the latter's bf16
+# outputs (the loss, the updated parameters, the momentum buffers, which
+# hold the gradients after one step, the running statistics) must be as
+# close to the f32 step's as the default bf16 outputs are, twice over.
 (
   cd "$BUNDLE/steps" || exit 1
   "$numpy_python" gpu_bundle_steps.py weights . resnet18 || exit 1
-  one_step() { # SPLIT PRECISION OUTPUT
+  one_step() { # SWITCHES PRECISION OUTPUT
     timeout "$(within 60)" env "DTRAIN_CUDA_SPLIT_BATCH_NORM=$1" \
-      ./"resnet18-$2.bin" --model resnet18.onnx --input "x=resnet18-x.npy" \
-      --input "labels=resnet18-labels.npy" --output "$3"
+      "DTRAIN_CUDA_CONV_GEMM=$1" ./"resnet18-$2.bin" --model resnet18.onnx \
+      --input "x=resnet18-x.npy" --input "labels=resnet18-labels.npy" \
+      --output "$3"
   }
-  one_step 0 f32 f32-cudnn.npz && one_step 0 bf16 bf16-cudnn.npz \
-    && one_step 1 bf16 bf16-split.npz \
+  one_step 0 f32 f32.npz && one_step 0 bf16 bf16.npz \
+    && one_step 1 bf16 bf16-split-gemm.npz \
     && "$numpy_python" ../digits/compare_checkpoints.py --as-close-as \
-         f32-cudnn.npz bf16-split.npz bf16-cudnn.npz 2
-) || failed "resnet18's bf16 step on the split batch norm"
+         f32.npz bf16-split-gemm.npz bf16.npz 2
+) || failed "resnet18's bf16 step with the split batch norm and pointwise products"
 fi
 
 if section "where the bf16 steps' host time goes (DTRAIN_CUDA_HOST_PROFILE=1)"; then
@@ -379,18 +390,18 @@ case $? in
 esac
 fi
 
-if section "resnet50's bf16 step on the split batch norm (scripts/gpu-profile.sh)"; then
-# Its batch norms took 4.5 of the step's 14.4 ms on cuDNN; the same
-# profile with DTRAIN_CUDA_SPLIT_BATCH_NORM=1, its CSV in split-batch-norm/
-# beside the report.
-mkdir -p "$(dirname "$report")/split-batch-norm"
-DTRAIN_CUDA_SPLIT_BATCH_NORM=1 OUT=$(dirname "$report")/split-batch-norm \
-  timeout "$(within 150)" \
+if section "resnet50's bf16 step with the split batch norm and pointwise products (scripts/gpu-profile.sh)"; then
+# Its batch norms took 4.5 and cuDNN's layout transposes 1.9 of the step's
+# 14.4 ms; the same profile with DTRAIN_CUDA_SPLIT_BATCH_NORM=1
+# DTRAIN_CUDA_CONV_GEMM=1, its CSV in split-gemm/ beside the report.
+mkdir -p "$(dirname "$report")/split-gemm"
+DTRAIN_CUDA_SPLIT_BATCH_NORM=1 DTRAIN_CUDA_CONV_GEMM=1 \
+  OUT=$(dirname "$report")/split-gemm timeout "$(within 150)" \
   scripts/gpu-profile.sh --bundle "$bundle_dir" resnet50-bf16
 case $? in
   0) ;;
   77) echo "skipped: no ncu (Nsight Compute) here" ;;
-  *) failed "scripts/gpu-profile.sh (split batch norm)" ;;
+  *) failed "scripts/gpu-profile.sh (split batch norm, pointwise products)" ;;
 esac
 fi
 

@@ -11,9 +11,9 @@
 #
 # STEP: a step binary of the bundle's steps/ folder, as MODEL-PRECISION
 # (resnet18-bf16, resnet50-f32, ...; resnet18-bf16 and resnet18-f32 by
-# default); DTRAIN_CUDA_TF32 and DTRAIN_CUDA_SPLIT_BATCH_NORM pass
-# through. Each step's kernels go to
-# ncu-STEP.csv (in $OUT when set, else the current folder) and the
+# default); the DTRAIN_CUDA_* switches (TF32, SPLIT_BATCH_NORM, CONV_GEMM)
+# pass through. Each step's kernels go to ncu-STEP.csv (in $OUT when set,
+# else the current folder) and the
 # summary to the terminal. ncu runs each kernel alone, so the sum is the
 # GPU's busy time without overlap or launch gaps; compare it with the
 # step's own time (gpu-check.sh). Exits 77 where there is no ncu.

@@ -116,6 +116,8 @@ const ConvCase gpuConvCases[] = {
     {2, 32, 17, 17, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, false}, // depthwise
     {2, 8, 16, 16, 16, 3, 3, 1, 2, 3, 0, 1, 2, 2, 2, 2, true},    // all mixed
     {4, 3, 64, 64, 32, 7, 7, 2, 2, 3, 2, 3, 4, 1, 1, 1, false},   // stem
+    {4, 64, 28, 28, 256, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, false}, // 1x1
+    {8, 256, 7, 7, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, true},    // 1x1
 };
 
 std::vector<ConvCase> allConvCases() {
@@ -839,6 +841,10 @@ bool makeInvalidCall(const std::string &name) {
     dtrain_rt_cuda_matmul_f32(x.data(), nullptr, y.data(), 4, 4, 4, 0, 0, 0.0f);
   else if (name == "tf32-switch") { // a valid call, an invalid switch
     setenv("DTRAIN_CUDA_TF32", "yes", 1);
+    dtrain_rt_cuda_matmul_f32(x.data(), w.data(), y.data(), 4, 4, 4, 0, 0,
+                              0.0f);
+  } else if (name == "conv-gemm-switch") {
+    setenv("DTRAIN_CUDA_CONV_GEMM", "yes", 1);
     dtrain_rt_cuda_matmul_f32(x.data(), w.data(), y.data(), 4, 4, 4, 0, 0,
                               0.0f);
   } else if (name == "split-batch-norm-switch") {

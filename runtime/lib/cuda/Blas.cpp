@@ -4,7 +4,9 @@
 // matrices: one GEMM, summed in f32. cuBLAS is column-major, and a
 // row-major matrix read column-major is its transpose, so the row-major
 // C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T:
-// B first, the sizes swapped, the same transposes.
+// B first, the sizes swapped, the same transposes. And the strided batched
+// products of the pointwise convolutions (PointwiseConv.h), which
+// PointwiseConv.h describes in cuBLAS's terms.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 
 #include "Kernels.h"
 #include "cuda/HeavyOps.h"
+#include "cuda/PointwiseConv.h"
 
 #include <cublas_v2.h>
 
@@ -29,6 +32,14 @@ cudaDataType_t blasType(int32_t type) {
     return CUDA_R_16F;
   }
   return CUDA_R_32F;
+}
+
+/// The compute type of products of TYPE: f32 sums, and in the default math
+/// mode f32 products (no TF32, unless tf32Allowed()); 16-bit products are
+/// exact there, on tensor cores.
+cublasComputeType_t computeType(int32_t type) {
+  return type == DTRAIN_RT_F32 && tf32Allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                : CUBLAS_COMPUTE_32F;
 }
 
 /// C = op(A) op(B) + BETA C on M x N, K matrices of element type TYPE, as
@@ -64,12 +75,7 @@ void multiply(const char *kernel, int32_t type, const void *a, const void *b,
     return;
   }
   // With BETA == 0, the product does not read C (NaN in C ignored, as on
-  // the CPU). CUBLAS_COMPUTE_32F: f32 sums, and in the default math mode
-  // f32 products (no TF32, unless tf32Allowed()); 16-bit products are
-  // exact there, on tensor cores.
-  const cublasComputeType_t compute = type == DTRAIN_RT_F32 && tf32Allowed()
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
+  // the CPU).
   const float one = 1.0f;
   const cublasOperation_t opA = transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t opB = transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -77,10 +83,23 @@ void multiply(const char *kernel, int32_t type, const void *a, const void *b,
   // transposed), B is K x N (N x K transposed), C is M x N.
   DTRAIN_HEAVY_BLAS(call, cublasGemmEx_64, call.blas(), opB, opA, n, m, k, &one,
                     b, data, transposeB ? k : n, a, data, transposeA ? m : k,
-                    &beta, c, data, n, compute, CUBLAS_GEMM_DEFAULT);
+                    &beta, c, data, n, computeType(type), CUBLAS_GEMM_DEFAULT);
 }
 
 } // namespace
+
+void dtrain::rt::gpu::launchStridedGemm(KernelCall &call, int32_t type,
+                                        const StridedGemm &g, const void *a,
+                                        const void *b, void *c) {
+  const cudaDataType_t data = blasType(type);
+  const float one = 1.0f, zero = 0.0f;
+  DTRAIN_HEAVY_BLAS(call, cublasGemmStridedBatchedEx_64, call.blas(),
+                    g.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    g.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k,
+                    &one, a, data, g.lda, g.strideA, b, data, g.ldb, g.strideB,
+                    &zero, c, data, g.ldc, g.strideC, g.batch,
+                    computeType(type), CUBLAS_GEMM_DEFAULT);
+}
 
 // The matrix product for matrices of element type T (DTRAIN_RT_<TYPE>),
 // named with SUFFIX.

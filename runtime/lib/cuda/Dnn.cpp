@@ -27,7 +27,8 @@
 // f32), so there the algorithms may use them; never a conversion to a
 // narrower type (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION). The bias and its
 // gradient run on kernels of our own (DnnKernels.cu), in f32, in every
-// element type.
+// element type. DTRAIN_CUDA_CONV_GEMM=1 runs pointwise convolutions and
+// their data gradients as cuBLAS products instead (PointwiseConv.h).
 //
 // Batch norm: cuDNN's spatial mode over X viewed as N x C x SPATIAL x 1; for
 // bf16 and f16 data (X, Y and their gradients) with f32 scale, bias and
@@ -46,6 +47,7 @@
 
 #include "Kernels.h"
 #include "cuda/HeavyOps.h"
+#include "cuda/PointwiseConv.h"
 
 #include <cudnn.h>
 
@@ -397,14 +399,18 @@ const void *paddedInput(const KernelCall &call, const ConvPlan &plan,
 void convolve(const char *kernel, int32_t type, const ConvKey &key,
               const void *x, const void *w, const void *bias, void *y) {
   KernelCall call(kernel);
-  const ConvPlan &plan = convPlan(call, ConvDirection::Forward, type, key);
-  const ConvScratch scratch = convScratch(call, plan);
-  const void *input = paddedInput(call, plan, scratch, x);
-  DTRAIN_HEAVY_DNN(call, cudnnConvolutionForward, call.dnn(), &kOne, plan.x,
-                   input, plan.w, w, plan.conv,
-                   cudnnConvolutionFwdAlgo_t(plan.algorithm), scratch.workspace,
-                   plan.workspaceBytes, &kZero, plan.y, y);
   const ConvGeometry g = convGeometry(key);
+  if (convGemmSelected() && isPointwiseConv(g)) {
+    launchStridedGemm(call, type, pointwiseForward(g), x, w, y);
+  } else {
+    const ConvPlan &plan = convPlan(call, ConvDirection::Forward, type, key);
+    const ConvScratch scratch = convScratch(call, plan);
+    const void *input = paddedInput(call, plan, scratch, x);
+    DTRAIN_HEAVY_DNN(call, cudnnConvolutionForward, call.dnn(), &kOne, plan.x,
+                     input, plan.w, w, plan.conv,
+                     cudnnConvolutionFwdAlgo_t(plan.algorithm),
+                     scratch.workspace, plan.workspaceBytes, &kZero, plan.y, y);
+  }
   if (bias)
     launchAddBias(call, type, bias, y, g.n, g.oc, g.oh * g.ow);
 }
@@ -413,6 +419,11 @@ void convolve(const char *kernel, int32_t type, const ConvKey &key,
 void convolveBackwardData(const char *kernel, int32_t type, const ConvKey &key,
                           const void *dy, const void *w, void *dx) {
   KernelCall call(kernel);
+  if (const ConvGeometry g = convGeometry(key);
+      convGemmSelected() && isPointwiseConv(g)) {
+    launchStridedGemm(call, type, pointwiseBackwardData(g), dy, w, dx);
+    return;
+  }
   const ConvPlan &plan = convPlan(call, ConvDirection::BackwardData, type, key);
   const ConvScratch scratch = convScratch(call, plan);
   // With an asymmetric padding, the gradient of the padded image first.

@@ -43,6 +43,13 @@ Shared &shared() {
 
 } // namespace
 
+bool dtrain::rt::gpu::convGemmSelected() {
+  static const bool selected = switchedOn(
+      "DTRAIN_CUDA_CONV_GEMM", false, "run every convolution on cuDNN",
+      "run pointwise ones and their data gradients as cuBLAS products");
+  return selected;
+}
+
 bool dtrain::rt::gpu::tf32Allowed() {
   static const bool allowed =
       switchedOn("DTRAIN_CUDA_TF32", false, "compute f32 products in f32",
@@ -55,6 +62,7 @@ KernelCall::KernelCall(const char *kernel)
   // Invalid switches are reported before the device is opened.
   tf32Allowed();
   splitBatchNormSelected();
+  convGemmSelected();
   const Driver &driver = cuda(); // opens the device, or says why not and exits
   // The CUDA runtime of this thread on the same device (and so on its
   // primary context, which cuda() made current).

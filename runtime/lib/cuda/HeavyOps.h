@@ -155,6 +155,20 @@ void launchInverseStd(const KernelCall &call, const float *var, float epsilon,
 void launchBiasVariance(const KernelCall &call, float *var, int64_t count,
                         int64_t c);
 
+//===--- Pointwise convolutions as products (Blas.cpp)
+//---------------------===//
+
+struct StridedGemm; // PointwiseConv.h
+
+/// Whether pointwise convolutions and their data gradients run as cuBLAS
+/// products (PointwiseConv.h) rather than on cuDNN: DTRAIN_CUDA_CONV_GEMM=1
+/// (read once; off when unset or 0).
+bool convGemmSelected();
+/// C = op(A) op(B) for each of G's batch, matrices of TYPE, in cuBLAS's
+/// column-major terms (G), summed in f32.
+void launchStridedGemm(KernelCall &call, int32_t type, const StridedGemm &g,
+                       const void *a, const void *b, void *c);
+
 //===--- Batch norm in training on split channels (BatchNorm.cu) ----------===//
 
 /// Whether batch norm in training runs on the kernels below rather than
