@@ -101,6 +101,30 @@ TEST(PointwiseConv, BackwardDataMatchesCpu) {
   }
 }
 
+TEST(PointwiseConv, WeightGradientMatchesCpu) {
+  uint32_t seed = 500;
+  for (const PointwiseCase &k : pointwiseCases) {
+    SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.h << "x"
+                                    << k.w << " to " << k.oc);
+    const std::vector<float> x = randomVector(size_t(k.n * k.c * k.h * k.w),
+                                              seed += 3),
+                             dy = randomVector(size_t(k.n * k.oc * k.h * k.w),
+                                               seed + 1);
+    std::vector<float> cpu(size_t(k.oc * k.c));
+    dtrain_rt_conv2d_backward_weights_f32(
+        x.data(), dy.data(), cpu.data(), nullptr, k.n, k.c, k.h, k.w, k.oc, 1,
+        1, k.h, k.w, 1, 1, 0, 0, 0, 0, 1, 1, 1);
+    const StridedGemm product = pointwiseWeightPartials(pointwiseGeometry(k));
+    // A = X, B = DY, C = the partials, which are then added up.
+    std::vector<float> partials(size_t(k.n * k.oc * k.c));
+    stridedGemm(product, x.data(), dy.data(), partials.data());
+    std::vector<float> gemm(cpu.size(), 0.0f);
+    for (size_t i = 0; i < partials.size(); ++i)
+      gemm[i % gemm.size()] += partials[i];
+    EXPECT_TRUE(matchesCpu(gemm, cpu));
+  }
+}
+
 // Only a 1x1 kernel of stride 1, without padding, in one group.
 TEST(PointwiseConv, Geometries) {
   auto geometry = [](int64_t kh, int64_t stride, int64_t pad, int64_t groups,
@@ -116,6 +140,13 @@ TEST(PointwiseConv, Geometries) {
   EXPECT_FALSE(isPointwiseConv(geometry(1, 2, 0, 1, 1)));
   EXPECT_FALSE(isPointwiseConv(geometry(1, 1, 1, 1, 1)));
   EXPECT_FALSE(isPointwiseConv(geometry(1, 1, 0, 2, 1)));
+  // The weight gradient's partials where they are no larger than the
+  // images: OC <= the pixels of a plane.
+  const ConvGeometry stage1 = pointwiseGeometry({32, 64, 256, 56, 56});
+  const ConvGeometry stage3 = pointwiseGeometry({32, 256, 1024, 14, 14});
+  EXPECT_TRUE(usesWeightPartials(stage1));
+  EXPECT_FALSE(usesWeightPartials(stage3));
+  EXPECT_FALSE(usesWeightPartials(geometry(3, 1, 1, 1, 1)));
 }
 
 } // namespace

@@ -89,6 +89,7 @@ void multiply(const char *kernel, int32_t type, const void *a, const void *b,
 } // namespace
 
 void dtrain::rt::gpu::launchStridedGemm(KernelCall &call, int32_t type,
+                                        int32_t outputType,
                                         const StridedGemm &g, const void *a,
                                         const void *b, void *c) {
   const cudaDataType_t data = blasType(type);
@@ -97,7 +98,7 @@ void dtrain::rt::gpu::launchStridedGemm(KernelCall &call, int32_t type,
                     g.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N,
                     g.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k,
                     &one, a, data, g.lda, g.strideA, b, data, g.ldb, g.strideB,
-                    &zero, c, data, g.ldc, g.strideC, g.batch,
+                    &zero, c, blasType(outputType), g.ldc, g.strideC, g.batch,
                     computeType(type), CUBLAS_GEMM_DEFAULT);
 }
 

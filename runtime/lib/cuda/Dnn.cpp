@@ -27,8 +27,9 @@
 // f32), so there the algorithms may use them; never a conversion to a
 // narrower type (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION). The bias and its
 // gradient run on kernels of our own (DnnKernels.cu), in f32, in every
-// element type. DTRAIN_CUDA_CONV_GEMM=1 runs pointwise convolutions and
-// their data gradients as cuBLAS products instead (PointwiseConv.h).
+// element type. DTRAIN_CUDA_CONV_GEMM=1 runs pointwise convolutions, their
+// data gradients and (where the partials are small) their weight gradients
+// as cuBLAS products instead (PointwiseConv.h).
 //
 // Batch norm: cuDNN's spatial mode over X viewed as N x C x SPATIAL x 1; for
 // bf16 and f16 data (X, Y and their gradients) with f32 scale, bias and
@@ -401,7 +402,7 @@ void convolve(const char *kernel, int32_t type, const ConvKey &key,
   KernelCall call(kernel);
   const ConvGeometry g = convGeometry(key);
   if (convGemmSelected() && isPointwiseConv(g)) {
-    launchStridedGemm(call, type, pointwiseForward(g), x, w, y);
+    launchStridedGemm(call, type, type, pointwiseForward(g), x, w, y);
   } else {
     const ConvPlan &plan = convPlan(call, ConvDirection::Forward, type, key);
     const ConvScratch scratch = convScratch(call, plan);
@@ -421,7 +422,7 @@ void convolveBackwardData(const char *kernel, int32_t type, const ConvKey &key,
   KernelCall call(kernel);
   if (const ConvGeometry g = convGeometry(key);
       convGemmSelected() && isPointwiseConv(g)) {
-    launchStridedGemm(call, type, pointwiseBackwardData(g), dy, w, dx);
+    launchStridedGemm(call, type, type, pointwiseBackwardData(g), dy, w, dx);
     return;
   }
   const ConvPlan &plan = convPlan(call, ConvDirection::BackwardData, type, key);
@@ -442,15 +443,24 @@ void convolveBackwardWeights(const char *kernel, int32_t type,
                              const ConvKey &key, const void *x, const void *dy,
                              void *dw, void *db) {
   KernelCall call(kernel);
-  const ConvPlan &plan =
-      convPlan(call, ConvDirection::BackwardWeights, type, key);
-  const ConvScratch scratch = convScratch(call, plan);
-  const void *input = paddedInput(call, plan, scratch, x);
-  DTRAIN_HEAVY_DNN(call, cudnnConvolutionBackwardFilter, call.dnn(), &kOne,
-                   plan.x, input, plan.y, dy, plan.conv,
-                   cudnnConvolutionBwdFilterAlgo_t(plan.algorithm),
-                   scratch.workspace, plan.workspaceBytes, &kZero, plan.w, dw);
   const ConvGeometry g = convGeometry(key);
+  if (convGemmSelected() && usesWeightPartials(g)) {
+    const StridedGemm product = pointwiseWeightPartials(g);
+    const int64_t weights = g.oc * g.c;
+    float *partials = static_cast<float *>(
+        call.scratch(size_t(g.n * weights) * sizeof(float)));
+    launchStridedGemm(call, type, DTRAIN_RT_F32, product, x, dy, partials);
+    launchSumBatches(call, type, partials, g.n, weights, dw);
+  } else {
+    const ConvPlan &plan =
+        convPlan(call, ConvDirection::BackwardWeights, type, key);
+    const ConvScratch scratch = convScratch(call, plan);
+    const void *input = paddedInput(call, plan, scratch, x);
+    DTRAIN_HEAVY_DNN(
+        call, cudnnConvolutionBackwardFilter, call.dnn(), &kOne, plan.x, input,
+        plan.y, dy, plan.conv, cudnnConvolutionBwdFilterAlgo_t(plan.algorithm),
+        scratch.workspace, plan.workspaceBytes, &kZero, plan.w, dw);
+  }
   if (db)
     launchBiasGradient(call, type, dy, db, g.n, g.oc, g.oh * g.ow);
 }

@@ -11,8 +11,9 @@
 // inverse (cuDNN pads symmetrically; an asymmetric padding's excess is
 // materialized), a convolution's bias and its gradient in every element
 // type (cuDNN's bias functions leave their 16-bit support unstated), the
-// inverse standard deviations that cuDNN's batch-norm gradient takes, and
-// the biased variance from cuDNN's unbiased one.
+// inverse standard deviations that cuDNN's batch-norm gradient takes, the
+// biased variance from cuDNN's unbiased one, and the sum of the pointwise
+// convolutions' per-image weight gradients (PointwiseConv.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -329,6 +330,17 @@ __global__ void biasGradient(int32_t type, const void *__restrict__ dy,
   }
 }
 
+__global__ void sumBatches(int32_t type, const float *__restrict__ partials,
+                           int64_t batches, int64_t count,
+                           void *__restrict__ y) {
+  DTRAIN_GRID_LOOP(i, count) {
+    float sum = 0.0f;
+    for (int64_t b = 0; b < batches; ++b)
+      sum += partials[b * count + i];
+    storeFromFloat(y, type, i, sum);
+  }
+}
+
 __global__ void widen(int32_t type, const void *__restrict__ x,
                       float *__restrict__ y, int64_t n) {
   DTRAIN_GRID_LOOP(i, n) { y[i] = loadAsFloat(x, type, i); }
@@ -462,6 +474,14 @@ void dtrain::rt::gpu::launchBiasGradient(const KernelCall &call, int32_t type,
   const unsigned grid = unsigned(c < kMaxGrid ? c : kMaxGrid);
   biasGradient<<<grid, kBlock, 0, call.stream()>>>(type, dy, db, n, c, spatial);
   checkLaunched(call, "biasGradient launch");
+}
+
+void dtrain::rt::gpu::launchSumBatches(const KernelCall &call, int32_t type,
+                                       const float *partials, int64_t batches,
+                                       int64_t count, void *y) {
+  sumBatches<<<gridFor(count, 1), kBlock, 0, call.stream()>>>(
+      type, partials, batches, count, y);
+  checkLaunched(call, "sumBatches launch");
 }
 
 void dtrain::rt::gpu::launchWiden(const KernelCall &call, int32_t type,

@@ -46,7 +46,7 @@ Shared &shared() {
 bool dtrain::rt::gpu::convGemmSelected() {
   static const bool selected = switchedOn(
       "DTRAIN_CUDA_CONV_GEMM", false, "run every convolution on cuDNN",
-      "run pointwise ones and their data gradients as cuBLAS products");
+      "run pointwise ones and their gradients as cuBLAS products");
   return selected;
 }
 

@@ -143,6 +143,11 @@ void launchAddBias(const KernelCall &call, int32_t type, const void *bias,
 /// tree in each channel's block), rounded once to TYPE.
 void launchBiasGradient(const KernelCall &call, int32_t type, const void *dy,
                         void *db, int64_t n, int64_t c, int64_t spatial);
+/// Y (COUNT elements of TYPE) = the sum of the BATCHES arrays of COUNT
+/// floats at PARTIALS, each in f32 in batch order, rounded once to TYPE.
+void launchSumBatches(const KernelCall &call, int32_t type,
+                      const float *partials, int64_t batches, int64_t count,
+                      void *y);
 /// Y (N floats) = X (N elements of TYPE), exactly.
 void launchWiden(const KernelCall &call, int32_t type, const void *x, float *y,
                  int64_t n);
@@ -160,14 +165,15 @@ void launchBiasVariance(const KernelCall &call, float *var, int64_t count,
 
 struct StridedGemm; // PointwiseConv.h
 
-/// Whether pointwise convolutions and their data gradients run as cuBLAS
+/// Whether pointwise convolutions and their gradients run as cuBLAS
 /// products (PointwiseConv.h) rather than on cuDNN: DTRAIN_CUDA_CONV_GEMM=1
 /// (read once; off when unset or 0).
 bool convGemmSelected();
-/// C = op(A) op(B) for each of G's batch, matrices of TYPE, in cuBLAS's
-/// column-major terms (G), summed in f32.
-void launchStridedGemm(KernelCall &call, int32_t type, const StridedGemm &g,
-                       const void *a, const void *b, void *c);
+/// C = op(A) op(B) for each of G's batch, in cuBLAS's column-major terms
+/// (G): A and B of TYPE, C of OUTPUTTYPE (TYPE or f32), summed in f32.
+void launchStridedGemm(KernelCall &call, int32_t type, int32_t outputType,
+                       const StridedGemm &g, const void *a, const void *b,
+                       void *c);
 
 //===--- Batch norm in training on split channels (BatchNorm.cu) ----------===//
 

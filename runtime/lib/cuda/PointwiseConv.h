@@ -6,8 +6,12 @@
 // are cuBLAS strided batched products over the N images, which read and
 // write the planes as they lie, where cuDNN's tensor-core convolutions
 // transpose NCHW tensors to NHWC and back (DTRAIN_CUDA_CONV_GEMM=1 runs
-// them so: Dnn.cpp). The weight gradient sums over the images as well,
-// which one strided batched product cannot, and stays cuDNN's.
+// them so: Dnn.cpp). The weight gradient DW = sum over n of DY[n] X[n]^T
+// sums over the images as well, which one strided batched product cannot:
+// it makes each image's product, in f32, and a kernel adds them up. Those
+// N x OC x C partial products are worth their traffic where they are no
+// larger than the images they spare a transpose of (OC <= P: resnet50's
+// first two stages); elsewhere the weight gradient stays cuDNN's.
 //
 // The products are described here in cuBLAS's column-major terms, without
 // CUDA, so that a CPU test (test/PointwiseConvTest.cpp) runs the
@@ -58,6 +62,24 @@ inline StridedGemm pointwiseForward(const ConvGeometry &g) {
 inline StridedGemm pointwiseBackwardData(const ConvGeometry &g) {
   const int64_t p = g.oh * g.ow;
   return {false, true, p, g.c, g.oc, p, g.oc * p, g.c, 0, p, g.c * p, g.n};
+}
+
+/// The weight gradient's partial products DW[n] = DY[n] X[n]^T (OC x C):
+/// the column-major DW[n]^T = X[n] DY[n]^T, op(A) = X[n] the transpose of
+/// its column-major P x C view (A = X, columns P apart), B = DY[n]'s P x OC
+/// view (columns P apart), C = the partials (f32, columns C apart, OC x C
+/// elements from one image's to the next).
+inline StridedGemm pointwiseWeightPartials(const ConvGeometry &g) {
+  const int64_t p = g.oh * g.ow;
+  return {true,    false, g.c,      g.oc, p,          p,
+          g.c * p, p,     g.oc * p, g.c,  g.oc * g.c, g.n};
+}
+
+/// Whether G's weight gradient runs as partial products and their sum
+/// (pointwiseWeightPartials): a pointwise convolution whose partials are no
+/// larger than its images.
+inline bool usesWeightPartials(const ConvGeometry &g) {
+  return isPointwiseConv(g) && g.oc <= g.oh * g.ow;
 }
 
 } // namespace dtrain::rt::gpu
