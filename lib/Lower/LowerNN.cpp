@@ -451,9 +451,11 @@ public:
   NNLowering(
       OpBuilder &b, StringRef target,
       llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients,
-      llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms)
+      llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms,
+      llvm::DenseMap<Operation *, Operation *> fusedReLUs)
       : b(b), target(target), fusedBiasGradients(std::move(fusedBiasGradients)),
-        sixteenBitBatchNorms(std::move(sixteenBitBatchNorms)) {}
+        sixteenBitBatchNorms(std::move(sixteenBitBatchNorms)),
+        fusedReLUs(std::move(fusedReLUs)) {}
 
   FailureOr<SmallVector<Value>> lower(Operation *op);
 
@@ -509,6 +511,9 @@ private:
   /// The batch norms that run on 16-bit data (see getSixteenBitBatchNorms),
   /// with the casts that their 16-bit results replace.
   llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms;
+  /// The ReLUs and ReLU gradients that batch norms and their gradients
+  /// compute with them (see getFusedReLUs), by batch norm or gradient.
+  llvm::DenseMap<Operation *, Operation *> fusedReLUs;
 
   /// The batch-norm kernel call of OP (CALL, f32 data), on OP's 16-bit data
   /// instead where OP is one of sixteenBitBatchNorms: the inputs that its
@@ -579,6 +584,47 @@ getSixteenBitBatchNorms(Operation *root) {
     }
   }
   return found;
+}
+
+/// For the CUDA target, the ReLUs that batch norms in training compute
+/// with their normalization (dtrain_rt_cuda_batch_norm_train_relu_*): an
+/// nn.relu that is the batch norm's data result's one user, or its 16-bit
+/// narrowing cast's (SIXTEENBIT); and the ReLU gradients that batch-norm
+/// gradients take in place of their output gradient (..._backward_relu_*):
+/// an nn.relu_grad whose result is that output gradient and has no other
+/// user, or is through its widening cast. By batch norm or gradient, the
+/// nn.relu or nn.relu_grad. Saves the tensor between, and a kernel each.
+static llvm::DenseMap<Operation *, Operation *> getFusedReLUs(
+    Operation *root,
+    const llvm::DenseMap<Operation *, SixteenBitBatchNorm> &sixteenBit) {
+  llvm::DenseMap<Operation *, Operation *> fused;
+  root->walk([&](Operation *op) {
+    if (!isa<nn::BatchNormTrainOp, nn::BatchNormTrainGradOp>(op) ||
+        getKernelElementType(op, "cuda").isF64())
+      return;
+    auto casts = sixteenBit.find(op);
+    if (auto bn = dyn_cast<nn::BatchNormTrainOp>(op)) {
+      Value result = bn.getResult();
+      if (casts != sixteenBit.end()) {
+        if (casts->second.narrowing.size() != 1)
+          return;
+        nn::CastOp narrowing = casts->second.narrowing.front();
+        result = narrowing.getResult();
+      }
+      if (result.hasOneUse() && isa<nn::ReluOp>(*result.user_begin()))
+        fused[op] = *result.user_begin();
+      return;
+    }
+    Value grad = cast<nn::BatchNormTrainGradOp>(op).getGrad();
+    if (casts != sixteenBit.end()) {
+      nn::CastOp widening = casts->second.widening.front(); // the grad's
+      grad = widening.getInput();
+    }
+    auto relu = grad.getDefiningOp<nn::ReluGradOp>();
+    if (relu && grad.hasOneUse())
+      fused[op] = relu;
+  });
+  return fused;
 }
 
 SmallVector<Value> NNLowering::buildBatchNormCall(Operation *op,
@@ -1124,12 +1170,21 @@ NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
       createI64s(b, loc, getBatchNormGeometry(type));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildBatchNormCall(op, {"batch_norm_train",
-                                 element,
-                                 {op.getInput(), op.getScale(), op.getBias()},
-                                 {type, getTensorType(op.getBatchMean()),
-                                  getTensorType(op.getBatchVar())},
-                                 scalars});
+  Operation *relu = fusedReLUs.lookup(op);
+  SmallVector<Value> results = buildBatchNormCall(
+      op, {relu ? "batch_norm_train_relu" : "batch_norm_train",
+           element,
+           {op.getInput(), op.getScale(), op.getBias()},
+           {type, getTensorType(op.getBatchMean()),
+            getTensorType(op.getBatchVar())},
+           scalars});
+  if (relu) {
+    // What read the ReLU reads the kernel's result; the batch norm's own
+    // (the ReLU's input) goes unused.
+    relu->getResult(0).replaceAllUsesWith(results.front());
+    relu->erase();
+  }
+  return results;
 }
 
 // The optimizer updates follow PyTorch 1.13's single-tensor implementations
@@ -1319,13 +1374,23 @@ NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
   SmallVector<Value> scalars = createI64s(b, loc, getBatchNormGeometry(type));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  return buildBatchNormCall(op, {"batch_norm_backward",
-                                 element,
-                                 {op.getInput(), op.getGrad(), op.getScale(),
-                                  op.getBatchMean(), op.getBatchVar()},
-                                 {type, getTensorType(op.getScaleGrad()),
-                                  getTensorType(op.getBiasGrad())},
-                                 scalars});
+  SmallVector<Value> inputs = {op.getInput(), op.getGrad(), op.getScale(),
+                               op.getBatchMean(), op.getBatchVar()};
+  // With a fused ReLU gradient, its output gradient and the ReLU's output
+  // in place of the batch norm's output gradient (which the pass erases
+  // with the ReLU gradient).
+  auto relu = dyn_cast_or_null<nn::ReluGradOp>(fusedReLUs.lookup(op));
+  if (relu) {
+    inputs[1] = relu.getGrad();
+    inputs.insert(inputs.begin() + 2, relu.getInput());
+  }
+  return buildBatchNormCall(
+      op, {relu ? "batch_norm_backward_relu" : "batch_norm_backward",
+           element,
+           inputs,
+           {type, getTensorType(op.getScaleGrad()),
+            getTensorType(op.getBiasGrad())},
+           scalars});
 }
 
 FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
@@ -1584,9 +1649,11 @@ struct LowerNNPass
     }
     llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients;
     llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms;
+    llvm::DenseMap<Operation *, Operation *> fusedReLUs;
     if (target == "cuda") {
       fusedBiasGradients = getFusedBiasGradients(getOperation());
       sixteenBitBatchNorms = getSixteenBitBatchNorms(getOperation());
+      fusedReLUs = getFusedReLUs(getOperation(), sixteenBitBatchNorms);
     }
     // A fused bias gradient is lowered with its weight gradient, a 16-bit
     // batch norm's narrowing casts with the batch norm; its widening casts
@@ -1602,9 +1669,19 @@ struct LowerNNPass
         widening.insert(cast);
     }
     fused.insert(widening.begin(), widening.end());
+    // A fused ReLU goes with its batch norm; a fused ReLU gradient once its
+    // batch-norm gradient (and the cast between) has.
+    // (Two batch-norm gradients may share one, through one cast: a
+    // downsampling branch's and the main branch's.)
+    llvm::SetVector<Operation *> reluGradients;
+    for (auto &[batchNorm, relu] : fusedReLUs) {
+      fused.insert(relu);
+      if (isa<nn::ReluGradOp>(relu))
+        reluGradients.insert(relu);
+    }
     IRRewriter rewriter(&getContext());
     NNLowering lowering(rewriter, target, std::move(fusedBiasGradients),
-                        std::move(sixteenBitBatchNorms));
+                        std::move(sixteenBitBatchNorms), std::move(fusedReLUs));
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
       if (isa<nn::NNDialect, train::TrainDialect>(op->getDialect()) &&
@@ -1634,7 +1711,9 @@ struct LowerNNPass
     for (Operation *cast : widening)
       rewriter.eraseOp(cast);
     if (failed)
-      signalPassFailure();
+      return signalPassFailure();
+    for (Operation *relu : reluGradients)
+      rewriter.eraseOp(relu);
   }
 };
 } // namespace

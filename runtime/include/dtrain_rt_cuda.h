@@ -275,6 +275,23 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
     const float *batch_mean, const float *batch_var, float *dx, float *dscale,
     float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon);
 
+/* Batch norm in training followed by a ReLU, and the gradient of both: Y =
+ * max(batch norm of X, 0) (a NaN stays a NaN), and the gradients for DZ,
+ * the gradient of the ReLU's output Z: DY = DZ where Z > 0, else 0. What
+ * dtrain_rt_cuda_batch_norm_train_f32 and _backward_f32 compute with the
+ * ReLU and its gradient around them, without the tensor between
+ * (--dtrain-lower-nn{target=cuda} calls them for a ReLU that is a batch
+ * norm's only user, and for a ReLU gradient that is its gradient's only
+ * output gradient). */
+void dtrain_rt_cuda_batch_norm_train_relu_f32(
+    const float *x, const float *scale, const float *bias, float *y,
+    float *batch_mean, float *batch_var, int64_t n, int64_t c, int64_t spatial,
+    float epsilon);
+void dtrain_rt_cuda_batch_norm_backward_relu_f32(
+    const float *x, const float *dz, const float *z, const float *scale,
+    const float *batch_mean, const float *batch_var, float *dx, float *dscale,
+    float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon);
+
 /* The matrix product, the convolutions and pooling on bf16 and f16
  * tensors (their raw 16-bit patterns): the same arguments, BETA still a
  * float. They compute what the f32 kernel computes on the tensors widened
@@ -359,6 +376,24 @@ void dtrain_rt_cuda_batch_norm_backward_f16(
     const float *batch_mean, const float *batch_var, uint16_t *dx,
     float *dscale, float *dbias, int64_t n, int64_t c, int64_t spatial,
     float epsilon);
+void dtrain_rt_cuda_batch_norm_train_relu_bf16(
+    const uint16_t *x, const float *scale, const float *bias, uint16_t *y,
+    float *batch_mean, float *batch_var, int64_t n, int64_t c, int64_t spatial,
+    float epsilon);
+void dtrain_rt_cuda_batch_norm_train_relu_f16(
+    const uint16_t *x, const float *scale, const float *bias, uint16_t *y,
+    float *batch_mean, float *batch_var, int64_t n, int64_t c, int64_t spatial,
+    float epsilon);
+void dtrain_rt_cuda_batch_norm_backward_relu_bf16(
+    const uint16_t *x, const uint16_t *dz, const uint16_t *z,
+    const float *scale, const float *batch_mean, const float *batch_var,
+    uint16_t *dx, float *dscale, float *dbias, int64_t n, int64_t c,
+    int64_t spatial, float epsilon);
+void dtrain_rt_cuda_batch_norm_backward_relu_f16(
+    const uint16_t *x, const uint16_t *dz, const uint16_t *z,
+    const float *scale, const float *batch_mean, const float *batch_var,
+    uint16_t *dx, float *dscale, float *dbias, int64_t n, int64_t c,
+    int64_t spatial, float epsilon);
 void dtrain_rt_cuda_pool2d_bf16(const uint16_t *x, uint16_t *y, int32_t kind,
                                 int64_t n, int64_t c, int64_t h, int64_t w,
                                 int64_t oh, int64_t ow, int64_t kh, int64_t kw,

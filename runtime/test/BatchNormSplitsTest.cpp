@@ -108,7 +108,8 @@ void channelSums(const BatchNormSplits &g, const std::vector<SumPair> &partials,
 /// splitBatchNormSums, then splitBatchNormApply.
 void emulateTraining(int32_t type, const BatchNormSplits &g, const void *x,
                      const float *scale, const float *bias, float epsilon,
-                     void *y, float *batchMean, float *batchVar) {
+                     bool withRelu, void *y, float *batchMean,
+                     float *batchVar) {
   forTypeAndWidth(type, g.width, [&](auto t, auto w) {
     constexpr int32_t Type = decltype(t)::value;
     constexpr int Width = decltype(w)::value;
@@ -129,22 +130,22 @@ void emulateTraining(int32_t type, const BatchNormSplits &g, const void *x,
         for (int32_t thread = 0; thread < kBatchNormThreads; ++thread)
           normalizeUnits<Type, Width>(
               g, x, y, ch, split, thread, kBatchNormThreads, s.mean,
-              scale[ch] * inverseStd(s.var, epsilon), bias[ch]);
+              scale[ch] * inverseStd(s.var, epsilon), bias[ch], withRelu);
     }
   });
 }
 
 /// splitBatchNormGradientSums, then splitBatchNormGradient.
 void emulateBackward(int32_t type, const BatchNormSplits &g, const void *x,
-                     const void *dy, const float *scale, const float *batchMean,
-                     const float *batchVar, float epsilon, void *dx,
-                     float *dscale, float *dbias) {
+                     const void *dy, const void *z, const float *scale,
+                     const float *batchMean, const float *batchVar,
+                     float epsilon, void *dx, float *dscale, float *dbias) {
   forTypeAndWidth(type, g.width, [&](auto t, auto w) {
     constexpr int32_t Type = decltype(t)::value;
     constexpr int Width = decltype(w)::value;
     const std::vector<SumPair> partials =
         blockSums(g, [&](int32_t ch, int32_t split, int32_t thread) {
-          return gradientSums<Type, Width>(g, x, dy, ch, split, thread,
+          return gradientSums<Type, Width>(g, x, dy, z, ch, split, thread,
                                            kBatchNormThreads, batchMean[ch]);
         });
     for (int32_t ch = 0; ch < g.c; ++ch) {
@@ -157,7 +158,7 @@ void emulateBackward(int32_t type, const BatchNormSplits &g, const void *x,
       dbias[ch] = terms.dbias;
       for (int32_t split = 0; split < g.splits; ++split)
         for (int32_t thread = 0; thread < kBatchNormThreads; ++thread)
-          gradientUnits<Type, Width>(g, x, dy, dx, ch, split, thread,
+          gradientUnits<Type, Width>(g, x, dy, z, dx, ch, split, thread,
                                      kBatchNormThreads, terms);
     }
   });
@@ -185,63 +186,96 @@ const TypeCase typeCases[] = {
     {halfTypes[1].type, halfTypes[1].name, halfTypes[1].tolerance}};
 
 // Y and the statistics, then the gradients from the CPU's statistics,
-// against the f32 CPU kernels on the same (rounded) data.
+// against the f32 CPU kernels on the same (rounded) data; and so with a
+// ReLU fused after the batch norm: Y = max(the batch norm, 0), and the
+// gradients for DZ, the ReLU output's (DY = DZ where Z > 0).
 TEST(BatchNormSplits, MatchesCpu) {
   uint32_t seed = 9100;
   for (const TypeCase &t : typeCases) {
     for (const BatchNormCase &k : testCases()) {
-      SCOPED_TRACE(testing::Message()
-                   << t.name << " " << k.n << "x" << k.c << "x" << k.spatial
-                   << " epsilon " << k.epsilon);
-      BatchNormData d(k, seed += 5);
-      std::vector<float> dyValues = randomVector(d.x.size(), seed + 1000);
-      Tensor x(t.type, d.x), dy(t.type, dyValues);
-      Tensor y(t.type, d.x.size()), dx(t.type, d.x.size());
-      const size_t c = size_t(k.c);
+      for (bool withRelu : {false, true}) {
+        SCOPED_TRACE(testing::Message()
+                     << t.name << " " << k.n << "x" << k.c << "x" << k.spatial
+                     << " epsilon " << k.epsilon
+                     << (withRelu ? " with a ReLU" : ""));
+        BatchNormData d(k, seed += 5);
+        std::vector<float> dyValues = randomVector(d.x.size(), seed + 1000);
+        Tensor x(t.type, d.x), dy(t.type, dyValues);
+        Tensor y(t.type, d.x.size()), dx(t.type, d.x.size());
+        const size_t c = size_t(k.c);
 
-      std::vector<float> cpuY(d.x.size(), kNaN), cpuMean(c, kNaN),
-          cpuVar(c, kNaN), cpuDx(d.x.size(), kNaN), cpuDscale(c, kNaN),
-          cpuDbias(c, kNaN);
-      dtrain_rt_batch_norm_train_f32(d.x.data(), d.scale.data(), d.bias.data(),
-                                     cpuY.data(), cpuMean.data(), cpuVar.data(),
-                                     k.n, k.c, k.spatial, k.epsilon);
-      dtrain_rt_batch_norm_backward_f32(
-          d.x.data(), dyValues.data(), d.scale.data(), cpuMean.data(),
-          cpuVar.data(), cpuDx.data(), cpuDscale.data(), cpuDbias.data(), k.n,
-          k.c, k.spatial, k.epsilon);
+        std::vector<float> cpuY(d.x.size(), kNaN), cpuMean(c, kNaN),
+            cpuVar(c, kNaN), cpuDx(d.x.size(), kNaN), cpuDscale(c, kNaN),
+            cpuDbias(c, kNaN);
+        dtrain_rt_batch_norm_train_f32(
+            d.x.data(), d.scale.data(), d.bias.data(), cpuY.data(),
+            cpuMean.data(), cpuVar.data(), k.n, k.c, k.spatial, k.epsilon);
+        // With the ReLU: its output Z (rounded, as the split kernels read
+        // it) and the batch norm's output gradient DZ masked by it.
+        std::vector<float> zValues = cpuY, cpuDy = dyValues;
+        if (withRelu)
+          for (size_t i = 0; i < cpuY.size(); ++i)
+            cpuY[i] = zValues[i] = std::max(cpuY[i], 0.0f);
+        Tensor z(t.type, zValues);
+        if (withRelu)
+          for (size_t i = 0; i < cpuDy.size(); ++i)
+            cpuDy[i] = zValues[i] > 0.0f ? dyValues[i] : 0.0f;
+        dtrain_rt_batch_norm_backward_f32(
+            d.x.data(), cpuDy.data(), d.scale.data(), cpuMean.data(),
+            cpuVar.data(), cpuDx.data(), cpuDscale.data(), cpuDbias.data(), k.n,
+            k.c, k.spatial, k.epsilon);
 
-      const int bytes = t.type == DTRAIN_RT_F32 ? 4 : 2;
-      const BatchNormSplits g = splitBatchNorm(
-          k.n, k.c, k.spatial,
-          batchNormUnitWidth(k.spatial, bytes, {x.data(), y.data()}));
-      std::vector<float> mean(c, kNaN), var(c, kNaN);
-      emulateTraining(t.type, g, x.data(), d.scale.data(), d.bias.data(),
-                      k.epsilon, y.data(), mean.data(), var.data());
-      EXPECT_TRUE(matchesCpu(y.read(), cpuY, -1, t.tolerance)) << "y";
-      EXPECT_TRUE(matchesCpu(mean, cpuMean)) << "batch mean";
-      EXPECT_TRUE(matchesCpu(var, cpuVar)) << "batch variance";
+        const int bytes = t.type == DTRAIN_RT_F32 ? 4 : 2;
+        const BatchNormSplits g = splitBatchNorm(
+            k.n, k.c, k.spatial,
+            batchNormUnitWidth(k.spatial, bytes, {x.data(), y.data()}));
+        std::vector<float> mean(c, kNaN), var(c, kNaN);
+        emulateTraining(t.type, g, x.data(), d.scale.data(), d.bias.data(),
+                        k.epsilon, withRelu, y.data(), mean.data(), var.data());
+        EXPECT_TRUE(matchesCpu(y.read(), cpuY, -1, t.tolerance)) << "y";
+        EXPECT_TRUE(matchesCpu(mean, cpuMean)) << "batch mean";
+        EXPECT_TRUE(matchesCpu(var, cpuVar)) << "batch variance";
 
-      std::vector<float> dscale(c, kNaN), dbias(c, kNaN);
-      emulateBackward(t.type, g, x.data(), dy.data(), d.scale.data(),
-                      cpuMean.data(), cpuVar.data(), k.epsilon, dx.data(),
-                      dscale.data(), dbias.data());
-      // DX = SCALE / std (DY - mean(DY) - XHAT mean(DY XHAT)) cancels: the
-      // error is relative to the terms' size, SCALE / std |DY|.
-      double terms = 0;
-      for (size_t ch = 0; ch < c; ++ch)
-        terms = std::max(terms,
-                         std::fabs(double(d.scale[ch])) /
-                             std::sqrt(double(cpuVar[ch]) + double(k.epsilon)));
-      EXPECT_TRUE(
-          matchesCpu(dx.read(), cpuDx, terms * rms(dyValues), t.tolerance))
-          << "dx";
-      EXPECT_TRUE(
-          matchesCpu(dscale, cpuDscale,
-                     rms(dyValues) * std::sqrt(double(k.n * k.spatial))))
-          << "dscale";
-      EXPECT_TRUE(matchesCpu(dbias, cpuDbias)) << "dbias";
+        std::vector<float> dscale(c, kNaN), dbias(c, kNaN);
+        emulateBackward(t.type, g, x.data(), dy.data(),
+                        withRelu ? z.data() : nullptr, d.scale.data(),
+                        cpuMean.data(), cpuVar.data(), k.epsilon, dx.data(),
+                        dscale.data(), dbias.data());
+        // DX = SCALE / std (DY - mean(DY) - XHAT mean(DY XHAT)) cancels:
+        // the error is relative to the terms' size, SCALE / std |DY|.
+        double terms = 0;
+        for (size_t ch = 0; ch < c; ++ch)
+          terms = std::max(
+              terms, std::fabs(double(d.scale[ch])) /
+                         std::sqrt(double(cpuVar[ch]) + double(k.epsilon)));
+        EXPECT_TRUE(
+            matchesCpu(dx.read(), cpuDx, terms * rms(dyValues), t.tolerance))
+            << "dx";
+        EXPECT_TRUE(
+            matchesCpu(dscale, cpuDscale,
+                       rms(dyValues) * std::sqrt(double(k.n * k.spatial))))
+            << "dscale";
+        EXPECT_TRUE(matchesCpu(dbias, cpuDbias)) << "dbias";
+      }
     }
   }
+}
+
+// The ReLU keeps a NaN and makes -0 +0; its gradient passes where Z > 0
+// only (not at 0, not at NaN).
+TEST(BatchNormSplits, Relu) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(relu(2.5f), 2.5f);
+  EXPECT_EQ(relu(-1.0f), 0.0f);
+  EXPECT_FALSE(std::signbit(relu(-0.0f)));
+  EXPECT_TRUE(std::isnan(relu(nan)));
+  const float z[4] = {1.0f, 0.0f, -2.0f, nan}, dz[4] = {5, 6, 7, 8};
+  const WideUnit<DTRAIN_RT_F32, 4> masked =
+      outputGradient<DTRAIN_RT_F32, 4>(dz, z, 0);
+  EXPECT_EQ(masked.values[0], 5.0f);
+  EXPECT_EQ(masked.values[1], 0.0f);
+  EXPECT_EQ(masked.values[2], 0.0f);
+  EXPECT_EQ(masked.values[3], 0.0f);
 }
 
 // The variance of data far from 0 beside its spread, where a one-pass
@@ -274,7 +308,7 @@ TEST(BatchNormSplits, VarianceOfOffsetData) {
                      batchNormUnitWidth(k.spatial, 4, {x.data(), y.data()}));
   std::vector<float> mean(2), var(2);
   emulateTraining(DTRAIN_RT_F32, g, x.data(), d.scale.data(), d.bias.data(),
-                  k.epsilon, y.data(), mean.data(), var.data());
+                  k.epsilon, false, y.data(), mean.data(), var.data());
   EXPECT_TRUE(matchesCpu(var, exactVar, 0, 1e-5)) << "batch variance";
   EXPECT_TRUE(matchesCpu(mean, exactMean, 0, 1e-7)) << "batch mean";
 }

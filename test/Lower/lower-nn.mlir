@@ -351,6 +351,55 @@ func.func @batch_norm_f32_uses(%x: tensor<2x3x4x5xbf16>, %s: tensor<3xf32>, %b: 
 
 // -----
 
+// For target=cuda, a ReLU that is a batch norm's only user (through the
+// cast back to 16 bits) runs in the batch norm's kernel, and a ReLU
+// gradient that is a batch-norm gradient's output gradient in the
+// gradient's kernel, which takes the ReLU's output gradient and output
+// (DZ, Z) for it: neither ReLU is left, nor the tensor between. The
+// gradient that the residual branch reads as well stays. On the CPU both
+// stay ReLUs of their own.
+// CUDA-DAG: func.func private @dtrain_rt_cuda_batch_norm_train_relu_bf16(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f32) attributes {dtrain.step_stream}
+// CUDA-DAG: func.func private @dtrain_rt_cuda_batch_norm_backward_relu_bf16(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f32) attributes {dtrain.step_stream}
+// CUDA-LABEL: func.func @batch_norm_relu(
+// CUDA-SAME:  %[[X:[^:]+]]: tensor<2x3x4x5xbf16>, %[[DZ:[^:]+]]: tensor<2x3x4x5xbf16>
+// CUDA-NOT:   linalg.generic
+// CUDA:       bufferization.to_buffer %[[X]]
+// CUDA:       %[[Z:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x3x4x5xbf16>
+// CUDA:       call @dtrain_rt_cuda_batch_norm_train_relu_bf16(
+// CUDA:       %[[ZT:.*]] = bufferization.to_tensor %[[Z]]
+// CUDA-NOT:   linalg.generic
+// CUDA:       bufferization.to_buffer %[[DZ]]
+// CUDA:       memref.extract_aligned_pointer_as_index %[[Z]]
+// CUDA:       call @dtrain_rt_cuda_batch_norm_backward_relu_bf16(
+// CUDA:       %[[DX:.*]] = bufferization.to_tensor
+// CUDA:       %[[DW:.*]] = linalg.generic
+// CUDA:       call @dtrain_rt_cuda_batch_norm_backward_bf16(
+// CUDA:       return %[[ZT]], %[[DX]], %{{.*}}, %[[DW]] :
+// CHECK-LABEL: func.func @batch_norm_relu
+// CHECK:       call @dtrain_rt_batch_norm_train_f32(
+// CHECK:       arith.maximumf
+// CHECK:       arith.cmpf ogt
+// CHECK:       call @dtrain_rt_batch_norm_backward_f32(
+func.func @batch_norm_relu(%x: tensor<2x3x4x5xbf16>, %dz: tensor<2x3x4x5xbf16>, %s: tensor<3xf32>, %b: tensor<3xf32>)
+    -> (tensor<2x3x4x5xbf16>, tensor<2x3x4x5xbf16>, tensor<2x3x4x5xbf16>, tensor<2x3x4x5xbf16>) {
+  %x32 = nn.cast %x : tensor<2x3x4x5xbf16> to tensor<2x3x4x5xf32>
+  %y, %mean, %var = nn.batch_norm_train %x32, %s, %b : tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  %y16 = nn.cast %y : tensor<2x3x4x5xf32> to tensor<2x3x4x5xbf16>
+  %z = nn.relu %y16 : tensor<2x3x4x5xbf16>
+  %dy = nn.relu_grad %dz, %z : tensor<2x3x4x5xbf16>
+  %dy32 = nn.cast %dy : tensor<2x3x4x5xbf16> to tensor<2x3x4x5xf32>
+  %dx, %ds, %db = nn.batch_norm_train_grad %dy32, %x32, %s, %mean, %var : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  %dx16 = nn.cast %dx : tensor<2x3x4x5xf32> to tensor<2x3x4x5xbf16>
+  // A ReLU gradient that the residual branch reads too.
+  %dw = nn.relu_grad %dx16, %z : tensor<2x3x4x5xbf16>
+  %dw32 = nn.cast %dw : tensor<2x3x4x5xbf16> to tensor<2x3x4x5xf32>
+  %dv, %ds2, %db2 = nn.batch_norm_train_grad %dw32, %x32, %s, %mean, %var : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  %dv16 = nn.cast %dv : tensor<2x3x4x5xf32> to tensor<2x3x4x5xbf16>
+  return %z, %dx16, %dv16, %dw : tensor<2x3x4x5xbf16>, tensor<2x3x4x5xbf16>, tensor<2x3x4x5xbf16>, tensor<2x3x4x5xbf16>
+}
+
+// -----
+
 // train.loss_seed is the constant 1; train.skip_update selects per element
 // between the old and the updated value, the flag read as a scalar.
 // CHECK-LABEL: func.func @loss_scaling

@@ -144,10 +144,17 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     whose f32 data come from `nn.cast`s of a 16-bit type and go back to it
     (one that `--dtrain-mixed-precision` keeps in f32) reads and writes the
     16-bit data itself (`dtrain_rt_cuda_batch_norm_train_bf16`, ...; f32
-    scale, bias and statistics), and the casts go. A convolution's bias gradient (an
-    `nn.reduce_sum` of its output gradient over N, OH and OW) is computed
-    by its weight gradient's call. The f64 reference loops stay on the
-    host.
+    scale, bias and statistics), and the casts go. A batch norm in
+    training whose data result (or its cast back to 16 bits) has one user,
+    an `nn.relu`, computes the ReLU too
+    (`dtrain_rt_cuda_batch_norm_train_relu_bf16`, ...), and a batch-norm
+    gradient whose output gradient is an `nn.relu_grad` (or its cast to
+    f32) that nothing else reads takes the ReLU's output gradient and
+    output in its place (`dtrain_rt_cuda_batch_norm_backward_relu_bf16`,
+    ...): the ReLU, its gradient and the tensors between go. A
+    convolution's bias gradient (an `nn.reduce_sum` of its output gradient
+    over N, OH and OW) is computed by its weight gradient's call. The f64
+    reference loops stay on the host.
   }];
   let options = [
     Option<"target", "target", "std::string", "\"cpu\"",

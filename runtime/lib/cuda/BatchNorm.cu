@@ -84,7 +84,8 @@ __global__ void __launch_bounds__(kBatchNormThreads)
                         const float *__restrict__ bias,
                         const SumPair *__restrict__ partials,
                         const float *__restrict__ shifts, float epsilon,
-                        void *__restrict__ y, float *__restrict__ batchMean,
+                        bool withRelu, void *__restrict__ y,
+                        float *__restrict__ batchMean,
                         float *__restrict__ batchVar) {
   __shared__ BatchStatistics statistics;
   for (int32_t ch = blockIdx.y; ch < g.c; ch += gridDim.y) {
@@ -103,7 +104,7 @@ __global__ void __launch_bounds__(kBatchNormThreads)
     const BatchStatistics s = statistics;
     normalizeUnits<Type, Width>(
         g, x, y, ch, blockIdx.x, threadIdx.x, blockDim.x, s.mean,
-        scale[ch] * inverseStd(s.var, epsilon), bias[ch]);
+        scale[ch] * inverseStd(s.var, epsilon), bias[ch], withRelu);
     __syncthreads(); // STATISTICS read before the next channel's
   }
 }
@@ -112,11 +113,12 @@ template <int32_t Type, int Width>
 __global__ void __launch_bounds__(kBatchNormThreads)
     splitBatchNormGradientSums(BatchNormSplits g, const void *__restrict__ x,
                                const void *__restrict__ dy,
+                               const void *__restrict__ z,
                                const float *__restrict__ batchMean,
                                SumPair *__restrict__ partials) {
   for (int32_t ch = blockIdx.y; ch < g.c; ch += gridDim.y) {
     const SumPair sums = blockSum(gradientSums<Type, Width>(
-        g, x, dy, ch, blockIdx.x, threadIdx.x, blockDim.x, batchMean[ch]));
+        g, x, dy, z, ch, blockIdx.x, threadIdx.x, blockDim.x, batchMean[ch]));
     if (threadIdx.x == 0)
       partials[int64_t(ch) * g.splits + blockIdx.x] = sums;
   }
@@ -126,6 +128,7 @@ template <int32_t Type, int Width>
 __global__ void __launch_bounds__(kBatchNormThreads)
     splitBatchNormGradient(BatchNormSplits g, const void *__restrict__ x,
                            const void *__restrict__ dy,
+                           const void *__restrict__ z,
                            const float *__restrict__ scale,
                            const float *__restrict__ batchMean,
                            const float *__restrict__ batchVar,
@@ -148,7 +151,7 @@ __global__ void __launch_bounds__(kBatchNormThreads)
     }
     __syncthreads();
     const GradientTerms t = terms;
-    gradientUnits<Type, Width>(g, x, dy, dx, ch, blockIdx.x, threadIdx.x,
+    gradientUnits<Type, Width>(g, x, dy, z, dx, ch, blockIdx.x, threadIdx.x,
                                blockDim.x, t);
     __syncthreads(); // TERMS read before the next channel's
   }
@@ -204,7 +207,7 @@ bool dtrain::rt::gpu::splitBatchNormSelected() {
 void dtrain::rt::gpu::launchSplitBatchNormTrain(
     KernelCall &call, int32_t type, const void *x, const float *scale,
     const float *bias, void *y, float *batchMean, float *batchVar, int64_t n,
-    int64_t c, int64_t spatial, float epsilon) {
+    int64_t c, int64_t spatial, float epsilon, bool withRelu) {
   const BatchNormSplits g = checkedSplits(call, type, n, c, spatial, {x, y});
   const SplitScratch scratch = splitScratch(call, g);
   forTypeAndWidth(type, g.width, [&](auto t, auto w) {
@@ -216,31 +219,31 @@ void dtrain::rt::gpu::launchSplitBatchNormTrain(
     call.check(cudaGetLastError(), "splitBatchNormSums launch");
     splitBatchNormApply<Type, Width>
         <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
-            g, x, scale, bias, scratch.partials, scratch.shifts, epsilon, y,
-            batchMean, batchVar);
+            g, x, scale, bias, scratch.partials, scratch.shifts, epsilon,
+            withRelu, y, batchMean, batchVar);
     call.check(cudaGetLastError(), "splitBatchNormApply launch");
   });
 }
 
 void dtrain::rt::gpu::launchSplitBatchNormBackward(
     KernelCall &call, int32_t type, const void *x, const void *dy,
-    const float *scale, const float *batchMean, const float *batchVar, void *dx,
-    float *dscale, float *dbias, int64_t n, int64_t c, int64_t spatial,
-    float epsilon) {
+    const void *z, const float *scale, const float *batchMean,
+    const float *batchVar, void *dx, float *dscale, float *dbias, int64_t n,
+    int64_t c, int64_t spatial, float epsilon) {
   const BatchNormSplits g =
-      checkedSplits(call, type, n, c, spatial, {x, dy, dx});
+      checkedSplits(call, type, n, c, spatial, {x, dy, z, dx});
   const SplitScratch scratch = splitScratch(call, g);
   forTypeAndWidth(type, g.width, [&](auto t, auto w) {
     constexpr int32_t Type = decltype(t)::value;
     constexpr int Width = decltype(w)::value;
     splitBatchNormGradientSums<Type, Width>
         <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
-            g, x, dy, batchMean, scratch.partials);
+            g, x, dy, z, batchMean, scratch.partials);
     call.check(cudaGetLastError(), "splitBatchNormGradientSums launch");
     splitBatchNormGradient<Type, Width>
         <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
-            g, x, dy, scale, batchMean, batchVar, scratch.partials, epsilon, dx,
-            dscale, dbias);
+            g, x, dy, z, scale, batchMean, batchVar, scratch.partials, epsilon,
+            dx, dscale, dbias);
     call.check(cudaGetLastError(), "splitBatchNormGradient launch");
   });
 }

@@ -1,10 +1,10 @@
-//===- BatchNormSplits.h - batch norm over channels split in blocks -*- C++
-//-*-===//
+//===- BatchNormSplits.h - batch norm on split channels ---------*- C++ -*-===//
 //
 // The arithmetic of the runtime's own batch-norm kernels (BatchNorm.cu,
-// DTRAIN_CUDA_SPLIT_BATCH_NORM=1), as host and device functions, so that a
-// CPU test (test/BatchNormSplitsTest.cpp) runs the very same code over an
-// emulated grid.
+// DTRAIN_CUDA_SPLIT_BATCH_NORM=1), with or without a ReLU after it, as
+// host and device functions, so that a CPU test
+// (test/BatchNormSplitsTest.cpp) runs the very same code over an emulated
+// grid.
 //
 // cuDNN's NCHW batch norm gives each channel one block: on an H200 the
 // 112x112 layers of resnet50 ran in 64 blocks, and its batch norms took
@@ -71,6 +71,30 @@ struct alignas(sizeof(ElementBits<Type>) * Width) ElementUnit {
   ElementBits<Type> elements[Width];
 };
 
+/// max(V, 0), a NaN staying a NaN (as torch.relu, and nn.relu's lowering,
+/// arith.maximumf); -0 gives +0.
+DTRAIN_RT_HOST_DEVICE inline float relu(float v) {
+  return v > 0.0f || v != v ? v : 0.0f;
+}
+
+/// The ReLU's gradient from its output Z: DZ where Z > 0, else 0 (at 0 and
+/// at a NaN too), as nn.relu_grad's.
+DTRAIN_RT_HOST_DEVICE inline float reluGradient(float dz, float z) {
+  return z > 0.0f ? dz : 0.0f;
+}
+
+/// The unit at OFFSET of WIDTH elements of TYPE at DATA, widened.
+template <int32_t Type, int Width> struct WideUnit {
+  float values[Width];
+
+  DTRAIN_RT_HOST_DEVICE WideUnit(const void *data, int64_t offset) {
+    const auto unit = *reinterpret_cast<const ElementUnit<Type, Width> *>(
+        static_cast<const ElementBits<Type> *>(data) + offset);
+    for (int i = 0; i < Width; ++i)
+      values[i] = widenElement<Type>(unit.elements[i]);
+  }
+};
+
 /// How a batch norm's N x C x SPATIAL elements are split: channel CH's
 /// elements, N rows of SPATIAL, are UNITS units of WIDTH elements a row,
 /// N x UNITS in all, taken CHUNK at a time by SPLITS blocks (the last may
@@ -133,13 +157,11 @@ DTRAIN_RT_HOST_DEVICE SumPair shiftedSums(const BatchNormSplits &g,
                                           const void *x, int32_t ch,
                                           int32_t split, int32_t thread,
                                           int32_t threads, float shift) {
-  using Unit = ElementUnit<Type, Width>;
   SumPair sums{};
   g.forEachUnit(ch, split, thread, threads, [&](int64_t offset) {
-    const Unit unit = *reinterpret_cast<const Unit *>(
-        static_cast<const ElementBits<Type> *>(x) + offset);
+    const WideUnit<Type, Width> unit(x, offset);
     for (int i = 0; i < Width; ++i) {
-      const float d = widenElement<Type>(unit.elements[i]) - shift;
+      const float d = unit.values[i] - shift;
       sums.first += d;
       sums.second += d * d;
     }
@@ -147,25 +169,36 @@ DTRAIN_RT_HOST_DEVICE SumPair shiftedSums(const BatchNormSplits &g,
   return sums;
 }
 
+/// The output gradient's unit at OFFSET: DY's, or with Z (the ReLU's output
+/// after a fused batch norm) DZ's where Z > 0, else 0.
+template <int32_t Type, int Width>
+DTRAIN_RT_HOST_DEVICE WideUnit<Type, Width>
+outputGradient(const void *dy, const void *z, int64_t offset) {
+  WideUnit<Type, Width> grad(dy, offset);
+  if (z) {
+    const WideUnit<Type, Width> output(z, offset);
+    for (int i = 0; i < Width; ++i)
+      grad.values[i] = reluGradient(grad.values[i], output.values[i]);
+  }
+  return grad;
+}
+
 /// The sums of DY and DY (X - MEAN) over what thread THREAD of THREADS
-/// takes of split SPLIT of channel CH.
+/// takes of split SPLIT of channel CH; DY as outputGradient takes it.
 template <int32_t Type, int Width>
 DTRAIN_RT_HOST_DEVICE SumPair gradientSums(const BatchNormSplits &g,
                                            const void *x, const void *dy,
-                                           int32_t ch, int32_t split,
-                                           int32_t thread, int32_t threads,
-                                           float mean) {
-  using Unit = ElementUnit<Type, Width>;
+                                           const void *z, int32_t ch,
+                                           int32_t split, int32_t thread,
+                                           int32_t threads, float mean) {
   SumPair sums{};
   g.forEachUnit(ch, split, thread, threads, [&](int64_t offset) {
-    const Unit xs = *reinterpret_cast<const Unit *>(
-        static_cast<const ElementBits<Type> *>(x) + offset);
-    const Unit dys = *reinterpret_cast<const Unit *>(
-        static_cast<const ElementBits<Type> *>(dy) + offset);
+    const WideUnit<Type, Width> xs(x, offset);
+    const WideUnit<Type, Width> dys =
+        outputGradient<Type, Width>(dy, z, offset);
     for (int i = 0; i < Width; ++i) {
-      const float d = widenElement<Type>(dys.elements[i]);
-      sums.first += d;
-      sums.second += d * (widenElement<Type>(xs.elements[i]) - mean);
+      sums.first += dys.values[i];
+      sums.second += dys.values[i] * (xs.values[i] - mean);
     }
   });
   return sums;
@@ -190,20 +223,21 @@ DTRAIN_RT_HOST_DEVICE inline float inverseStd(float var, float epsilon) {
 }
 
 /// Y = (X - MEAN) MULTIPLIER + BIAS, MULTIPLIER = SCALE / std, over what
-/// thread THREAD of THREADS takes of split SPLIT of channel CH.
+/// thread THREAD of THREADS takes of split SPLIT of channel CH; its relu
+/// WITHRELU.
 template <int32_t Type, int Width>
 DTRAIN_RT_HOST_DEVICE void
 normalizeUnits(const BatchNormSplits &g, const void *x, void *y, int32_t ch,
                int32_t split, int32_t thread, int32_t threads, float mean,
-               float multiplier, float bias) {
+               float multiplier, float bias, bool withRelu) {
   using Unit = ElementUnit<Type, Width>;
   g.forEachUnit(ch, split, thread, threads, [&](int64_t offset) {
-    const Unit in = *reinterpret_cast<const Unit *>(
-        static_cast<const ElementBits<Type> *>(x) + offset);
+    const WideUnit<Type, Width> in(x, offset);
     Unit out;
-    for (int i = 0; i < Width; ++i)
-      out.elements[i] = roundElement<Type>(
-          (widenElement<Type>(in.elements[i]) - mean) * multiplier + bias);
+    for (int i = 0; i < Width; ++i) {
+      const float v = (in.values[i] - mean) * multiplier + bias;
+      out.elements[i] = roundElement<Type>(withRelu ? relu(v) : v);
+    }
     *reinterpret_cast<Unit *>(static_cast<ElementBits<Type> *>(y) + offset) =
         out;
   });
@@ -234,25 +268,22 @@ gradientTerms(double sumDy, double sumDyX, int64_t count, float mean, float var,
 }
 
 /// DX over what thread THREAD of THREADS takes of split SPLIT of channel
-/// CH.
+/// CH, DY as outputGradient takes it.
 template <int32_t Type, int Width>
 DTRAIN_RT_HOST_DEVICE void
-gradientUnits(const BatchNormSplits &g, const void *x, const void *dy, void *dx,
-              int32_t ch, int32_t split, int32_t thread, int32_t threads,
-              const GradientTerms &t) {
+gradientUnits(const BatchNormSplits &g, const void *x, const void *dy,
+              const void *z, void *dx, int32_t ch, int32_t split,
+              int32_t thread, int32_t threads, const GradientTerms &t) {
   using Unit = ElementUnit<Type, Width>;
   g.forEachUnit(ch, split, thread, threads, [&](int64_t offset) {
-    const Unit xs = *reinterpret_cast<const Unit *>(
-        static_cast<const ElementBits<Type> *>(x) + offset);
-    const Unit dys = *reinterpret_cast<const Unit *>(
-        static_cast<const ElementBits<Type> *>(dy) + offset);
+    const WideUnit<Type, Width> xs(x, offset);
+    const WideUnit<Type, Width> dys =
+        outputGradient<Type, Width>(dy, z, offset);
     Unit out;
-    for (int i = 0; i < Width; ++i) {
-      const float centered = widenElement<Type>(xs.elements[i]) - t.mean;
+    for (int i = 0; i < Width; ++i)
       out.elements[i] = roundElement<Type>(
-          t.multiplier * (widenElement<Type>(dys.elements[i]) - t.meanDy -
-                          centered * t.slope));
-    }
+          t.multiplier *
+          (dys.values[i] - t.meanDy - (xs.values[i] - t.mean) * t.slope));
     *reinterpret_cast<Unit *>(static_cast<ElementBits<Type> *>(dx) + offset) =
         out;
   });

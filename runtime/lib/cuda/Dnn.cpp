@@ -39,8 +39,11 @@
 // batch's); the biased variance that the ABI returns is that times
 // (M - 1) / M, M = N SPATIAL. With M = 1 (which cuDNN's unbiased variance
 // cannot take), the batch mean is X and the variance 0.
+// A ReLU fused into batch norm in training runs after cuDNN's (in place),
+// its gradient before cuDNN's gradient (into scratch memory).
 // DTRAIN_CUDA_SPLIT_BATCH_NORM=1 runs batch norm in training, and its
-// gradient, on the runtime's own kernels instead (BatchNorm.cu).
+// gradient, on the runtime's own kernels instead, the ReLU and its
+// gradient fused into them (BatchNorm.cu).
 //
 //===----------------------------------------------------------------------===//
 
@@ -575,19 +578,11 @@ void normalize(const char *kernel, int32_t type, const void *x,
                      mean, var, y, epsilon);
 }
 
-/// Batch norm in training: the batch's statistics, returned.
-void normalizeTraining(const char *kernel, int32_t type, const void *x,
-                       const float *scale, const float *bias, void *y,
-                       float *batchMean, float *batchVar, int64_t n,
-                       int64_t c, int64_t spatial, float epsilon) {
-  checkBatchNormTrain(kernel, x, scale, bias, y, batchMean, batchVar, n, c,
-                      spatial, epsilon);
-  KernelCall call(kernel);
-  if (splitBatchNormSelected()) {
-    launchSplitBatchNormTrain(call, type, x, scale, bias, y, batchMean,
-                              batchVar, n, c, spatial, epsilon);
-    return;
-  }
+/// Batch norm in training on cuDNN: the batch's statistics, returned.
+void normalizeTrainingOnDnn(KernelCall &call, int32_t type, const void *x,
+                            const float *scale, const float *bias, void *y,
+                            float *batchMean, float *batchVar, int64_t n,
+                            int64_t c, int64_t spatial, float epsilon) {
   const NormPlan &plan = normPlan(call, type, n, c, spatial);
   const size_t channelBytes = size_t(c) * sizeof(float);
   const int64_t count = n * spatial;
@@ -614,9 +609,30 @@ void normalizeTraining(const char *kernel, int32_t type, const void *x,
   launchBiasVariance(call, batchVar, count, c);
 }
 
-/// The gradients of batch norm in training.
+/// Batch norm in training, and its ReLU WITHRELU: the batch's statistics,
+/// returned.
+void normalizeTraining(const char *kernel, int32_t type, const void *x,
+                       const float *scale, const float *bias, void *y,
+                       float *batchMean, float *batchVar, int64_t n, int64_t c,
+                       int64_t spatial, float epsilon, bool withRelu) {
+  checkBatchNormTrain(kernel, x, scale, bias, y, batchMean, batchVar, n, c,
+                      spatial, epsilon);
+  KernelCall call(kernel);
+  if (splitBatchNormSelected()) {
+    launchSplitBatchNormTrain(call, type, x, scale, bias, y, batchMean,
+                              batchVar, n, c, spatial, epsilon, withRelu);
+    return;
+  }
+  normalizeTrainingOnDnn(call, type, x, scale, bias, y, batchMean, batchVar, n,
+                         c, spatial, epsilon);
+  if (withRelu)
+    launchRelu(call, type, y, n * c * spatial);
+}
+
+/// The gradients of batch norm in training for DY; with Z (else NULL), of
+/// batch norm and the ReLU whose output Z is, for its output gradient DY.
 void normalizeBackward(const char *kernel, int32_t type, const void *x,
-                       const void *dy, const float *scale,
+                       const void *dy, const void *z, const float *scale,
                        const float *batchMean, const float *batchVar, void *dx,
                        float *dscale, float *dbias, int64_t n, int64_t c,
                        int64_t spatial, float epsilon) {
@@ -624,14 +640,25 @@ void normalizeBackward(const char *kernel, int32_t type, const void *x,
                          dbias, n, c, spatial, epsilon);
   KernelCall call(kernel);
   if (splitBatchNormSelected()) {
-    launchSplitBatchNormBackward(call, type, x, dy, scale, batchMean, batchVar,
-                                 dx, dscale, dbias, n, c, spatial, epsilon);
+    launchSplitBatchNormBackward(call, type, x, dy, z, scale, batchMean,
+                                 batchVar, dx, dscale, dbias, n, c, spatial,
+                                 epsilon);
     return;
   }
   const NormPlan &plan = normPlan(call, type, n, c, spatial);
-  // cuDNN takes the saved statistics as the mean and 1 / sqrt(var + eps).
-  float *invStd = static_cast<float *>(call.scratch(size_t(c) * sizeof(float)));
+  // cuDNN takes the saved statistics as the mean and 1 / sqrt(var + eps);
+  // and, after a ReLU, the output gradient masked by its output.
+  const size_t invStdBytes = alignScratch(size_t(c) * sizeof(float));
+  const int64_t count = n * c * spatial;
+  char *scratch = static_cast<char *>(call.scratch(
+      invStdBytes + (z ? size_t(count) * size_t(dtypeSize(type)) : 0)));
+  float *invStd = reinterpret_cast<float *>(scratch);
   launchInverseStd(call, batchVar, epsilon, invStd, c);
+  if (z) {
+    void *masked = scratch + invStdBytes;
+    launchReluGradient(call, type, dy, z, masked, count);
+    dy = masked;
+  }
   DTRAIN_HEAVY_DNN(call, cudnnBatchNormalizationBackward, call.dnn(),
                    CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kZero,
                    plan.x, x, plan.x, dy, plan.x, dx, plan.channels, scale,
@@ -657,15 +684,33 @@ void normalizeBackward(const char *kernel, int32_t type, const void *x,
       int64_t spatial, float epsilon) {                                        \
     normalizeTraining("dtrain_rt_cuda_batch_norm_train_" #SUFFIX,              \
                       DTRAIN_RT_##TYPE, x, scale, bias, y, batch_mean,         \
-                      batch_var, n, c, spatial, epsilon);                      \
+                      batch_var, n, c, spatial, epsilon, false);               \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_train_relu_##SUFFIX(                          \
+      const T *x, const float *scale, const float *bias, T *y,                 \
+      float *batch_mean, float *batch_var, int64_t n, int64_t c,               \
+      int64_t spatial, float epsilon) {                                        \
+    normalizeTraining("dtrain_rt_cuda_batch_norm_train_relu_" #SUFFIX,         \
+                      DTRAIN_RT_##TYPE, x, scale, bias, y, batch_mean,         \
+                      batch_var, n, c, spatial, epsilon, true);                \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_backward_##SUFFIX(                            \
       const T *x, const T *dy, const float *scale, const float *batch_mean,    \
       const float *batch_var, T *dx, float *dscale, float *dbias, int64_t n,   \
       int64_t c, int64_t spatial, float epsilon) {                             \
     normalizeBackward("dtrain_rt_cuda_batch_norm_backward_" #SUFFIX,           \
-                      DTRAIN_RT_##TYPE, x, dy, scale, batch_mean, batch_var,   \
-                      dx, dscale, dbias, n, c, spatial, epsilon);              \
+                      DTRAIN_RT_##TYPE, x, dy, nullptr, scale, batch_mean,     \
+                      batch_var, dx, dscale, dbias, n, c, spatial, epsilon);   \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_backward_relu_##SUFFIX(                       \
+      const T *x, const T *dz, const T *z, const float *scale,                 \
+      const float *batch_mean, const float *batch_var, T *dx, float *dscale,   \
+      float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon) {    \
+    const char *kernel = "dtrain_rt_cuda_batch_norm_backward_relu_" #SUFFIX;   \
+    checkKernelPointer(kernel, "dz", dz);                                      \
+    checkKernelPointer(kernel, "z", z);                                        \
+    normalizeBackward(kernel, DTRAIN_RT_##TYPE, x, dz, z, scale, batch_mean,   \
+                      batch_var, dx, dscale, dbias, n, c, spatial, epsilon);   \
   }
 
 DTRAIN_CUDA_BATCH_NORM_KERNELS(f32, F32, float)

@@ -12,14 +12,17 @@
 // materialized), a convolution's bias and its gradient in every element
 // type (cuDNN's bias functions leave their 16-bit support unstated), the
 // inverse standard deviations that cuDNN's batch-norm gradient takes, the
-// biased variance from cuDNN's unbiased one, and the sum of the pointwise
-// convolutions' per-image weight gradients (PointwiseConv.h).
+// biased variance from cuDNN's unbiased one, the sum of the pointwise
+// convolutions' per-image weight gradients (PointwiseConv.h), and the ReLU
+// and its gradient around cuDNN's batch norm where a trainer fuses them
+// into it (dtrain_rt_cuda_batch_norm_train_relu_f32).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaInternal.h"
 
 #include "Float16.h"
+#include "cuda/BatchNormSplits.h"
 #include "cuda/HeavyOps.h"
 
 #include <algorithm>
@@ -341,16 +344,30 @@ __global__ void sumBatches(int32_t type, const float *__restrict__ partials,
   }
 }
 
+__global__ void reluInPlace(int32_t type, void *y, int64_t count) {
+  DTRAIN_GRID_LOOP(i, count) {
+    storeFromFloat(y, type, i, relu(loadAsFloat(y, type, i)));
+  }
+}
+
+__global__ void reluGradients(int32_t type, const void *__restrict__ dz,
+                             const void *__restrict__ z, void *__restrict__ dy,
+                             int64_t count) {
+  DTRAIN_GRID_LOOP(i, count) {
+    storeFromFloat(
+        dy, type, i,
+        gpu::reluGradient(loadAsFloat(dz, type, i), loadAsFloat(z, type, i)));
+  }
+}
+
 __global__ void widen(int32_t type, const void *__restrict__ x,
                       float *__restrict__ y, int64_t n) {
   DTRAIN_GRID_LOOP(i, n) { y[i] = loadAsFloat(x, type, i); }
 }
 
-__global__ void inverseStd(const float *__restrict__ var, float epsilon,
-                           float *__restrict__ invStd, int64_t c) {
-  // sqrtf and the division are IEEE-rounded (no --use_fast_math), as the
-  // CPU's 1 / std::sqrt(var + epsilon).
-  DTRAIN_GRID_LOOP(i, c) { invStd[i] = 1.0f / sqrtf(var[i] + epsilon); }
+__global__ void inverseStds(const float *__restrict__ var, float epsilon,
+                            float *__restrict__ invStd, int64_t c) {
+  DTRAIN_GRID_LOOP(i, c) { invStd[i] = inverseStd(var[i], epsilon); }
 }
 
 __global__ void biasVariance(float *var, double factor, int64_t c) {
@@ -476,6 +493,20 @@ void dtrain::rt::gpu::launchBiasGradient(const KernelCall &call, int32_t type,
   checkLaunched(call, "biasGradient launch");
 }
 
+void dtrain::rt::gpu::launchRelu(const KernelCall &call, int32_t type,
+                                 void *y, int64_t count) {
+  reluInPlace<<<gridFor(count), kBlock, 0, call.stream()>>>(type, y, count);
+  checkLaunched(call, "reluInPlace launch");
+}
+
+void dtrain::rt::gpu::launchReluGradient(const KernelCall &call, int32_t type,
+                                         const void *dz, const void *z,
+                                         void *dy, int64_t count) {
+  reluGradients<<<gridFor(count), kBlock, 0, call.stream()>>>(type, dz, z, dy,
+                                                              count);
+  checkLaunched(call, "reluGradients launch");
+}
+
 void dtrain::rt::gpu::launchSumBatches(const KernelCall &call, int32_t type,
                                        const float *partials, int64_t batches,
                                        int64_t count, void *y) {
@@ -493,8 +524,9 @@ void dtrain::rt::gpu::launchWiden(const KernelCall &call, int32_t type,
 void dtrain::rt::gpu::launchInverseStd(const KernelCall &call, const float *var,
                                        float epsilon, float *invStd,
                                        int64_t c) {
-  inverseStd<<<gridFor(c), kBlock, 0, call.stream()>>>(var, epsilon, invStd, c);
-  checkLaunched(call, "inverseStd launch");
+  inverseStds<<<gridFor(c), kBlock, 0, call.stream()>>>(var, epsilon, invStd,
+                                                        c);
+  checkLaunched(call, "inverseStds launch");
 }
 
 void dtrain::rt::gpu::launchBiasVariance(const KernelCall &call, float *var,

@@ -151,6 +151,12 @@ void launchSumBatches(const KernelCall &call, int32_t type,
 /// Y (N floats) = X (N elements of TYPE), exactly.
 void launchWiden(const KernelCall &call, int32_t type, const void *x, float *y,
                  int64_t n);
+/// Y (COUNT elements of TYPE) = max(Y, 0) in place, a NaN staying a NaN.
+void launchRelu(const KernelCall &call, int32_t type, void *y, int64_t count);
+/// DY (COUNT elements of TYPE) = DZ where Z > 0, else 0: the ReLU's
+/// gradient from its output Z.
+void launchReluGradient(const KernelCall &call, int32_t type, const void *dz,
+                        const void *z, void *dy, int64_t count);
 /// INV_STD[c] = 1 / sqrt(VAR[c] + EPSILON), for C channels, in float as the
 /// CPU computes it.
 void launchInverseStd(const KernelCall &call, const float *var, float epsilon,
@@ -182,19 +188,21 @@ void launchStridedGemm(KernelCall &call, int32_t type, int32_t outputType,
 bool splitBatchNormSelected();
 /// Y = the batch norm of X (N x C x SPATIAL, TYPE) with the batch's
 /// statistics, which it returns in BATCHMEAN and BATCHVAR (biased), as
-/// dtrain_rt_batch_norm_train_f32 does.
+/// dtrain_rt_batch_norm_train_f32 does; its ReLU WITHRELU.
 void launchSplitBatchNormTrain(KernelCall &call, int32_t type, const void *x,
                                const float *scale, const float *bias, void *y,
                                float *batchMean, float *batchVar, int64_t n,
-                               int64_t c, int64_t spatial, float epsilon);
+                               int64_t c, int64_t spatial, float epsilon,
+                               bool withRelu);
 /// DX, DSCALE and DBIAS, as dtrain_rt_batch_norm_backward_f32 computes
-/// them.
+/// them; with Z (else NULL), for DY = the ReLU gradient of DY masked by
+/// Z > 0 (dtrain_rt_cuda_batch_norm_backward_relu_f32).
 void launchSplitBatchNormBackward(KernelCall &call, int32_t type, const void *x,
-                                  const void *dy, const float *scale,
-                                  const float *batchMean, const float *batchVar,
-                                  void *dx, float *dscale, float *dbias,
-                                  int64_t n, int64_t c, int64_t spatial,
-                                  float epsilon);
+                                  const void *dy, const void *z,
+                                  const float *scale, const float *batchMean,
+                                  const float *batchVar, void *dx,
+                                  float *dscale, float *dbias, int64_t n,
+                                  int64_t c, int64_t spatial, float epsilon);
 
 } // namespace dtrain::rt::gpu
 

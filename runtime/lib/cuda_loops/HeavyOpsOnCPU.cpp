@@ -9,12 +9,15 @@
 // the f32 kernel on the tensors widened to f32, each output rounded once
 // (a forward convolution's bias added after that rounding, and the sum
 // rounded again), after the CPU kernels' argument checks, which name the
-// CUDA function.
+// CUDA function. A batch norm with a fused ReLU (_relu) applies it to the
+// f32 result, and its gradient masks the output gradient first, with the
+// GPU kernels' ReLU arithmetic (cuda/BatchNormSplits.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Float16.h"
 #include "Kernels.h"
+#include "cuda/BatchNormSplits.h"
 
 #pragma GCC visibility push(default)
 #include "dtrain_rt_cuda.h"
@@ -187,28 +190,51 @@ void batchNorm(const char *kernel, const Half &type, const uint16_t *x,
   round(type, wy, y);
 }
 
+/// Y = max(Y, 0) for COUNT elements (a fused ReLU).
+void reluInPlace(float *y, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = gpu::relu(y[i]);
+}
+
+/// DY = the ReLU's gradient of DZ from its output Z, COUNT elements.
+std::vector<float> reluGradients(const float *dz, const float *z,
+                                 int64_t count) {
+  std::vector<float> dy(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    dy[size_t(i)] = gpu::reluGradient(dz[i], z[i]);
+  return dy;
+}
+
 void batchNormTrain(const char *kernel, const Half &type, const uint16_t *x,
                     const float *scale, const float *bias, uint16_t *y,
                     float *batchMean, float *batchVar, int64_t n, int64_t c,
-                    int64_t spatial, float epsilon) {
+                    int64_t spatial, float epsilon, bool withRelu) {
   checkBatchNormTrain(kernel, x, scale, bias, y, batchMean, batchVar, n, c,
                       spatial, epsilon);
   std::vector<float> wx = widen(type, x, n * c * spatial);
   std::vector<float> wy(wx.size());
   dtrain_rt_batch_norm_train_f32(wx.data(), scale, bias, wy.data(), batchMean,
                                  batchVar, n, c, spatial, epsilon);
+  if (withRelu)
+    reluInPlace(wy.data(), int64_t(wy.size()));
   round(type, wy, y);
 }
 
+/// The gradients for DY; with Z (else NULL), of the batch norm and the ReLU
+/// whose output Z is, for its output gradient DY.
 void batchNormBackward(const char *kernel, const Half &type, const uint16_t *x,
-                       const uint16_t *dy, const float *scale,
-                       const float *batchMean, const float *batchVar,
-                       uint16_t *dx, float *dscale, float *dbias, int64_t n,
-                       int64_t c, int64_t spatial, float epsilon) {
+                       const uint16_t *dy, const uint16_t *z,
+                       const float *scale, const float *batchMean,
+                       const float *batchVar, uint16_t *dx, float *dscale,
+                       float *dbias, int64_t n, int64_t c, int64_t spatial,
+                       float epsilon) {
   checkBatchNormBackward(kernel, x, dy, scale, batchMean, batchVar, dx, dscale,
                          dbias, n, c, spatial, epsilon);
-  std::vector<float> wx = widen(type, x, n * c * spatial);
-  std::vector<float> wdy = widen(type, dy, n * c * spatial);
+  const int64_t count = n * c * spatial;
+  std::vector<float> wx = widen(type, x, count);
+  std::vector<float> wdy = widen(type, dy, count);
+  if (z)
+    wdy = reluGradients(wdy.data(), widen(type, z, count).data(), count);
   std::vector<float> wdx(wx.size());
   dtrain_rt_batch_norm_backward_f32(wx.data(), wdy.data(), scale, batchMean,
                                     batchVar, wdx.data(), dscale, dbias, n, c,
@@ -310,6 +336,29 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
                                     dscale, dbias, n, c, spatial, epsilon);
 }
 
+void dtrain_rt_cuda_batch_norm_train_relu_f32(
+    const float *x, const float *scale, const float *bias, float *y,
+    float *batch_mean, float *batch_var, int64_t n, int64_t c, int64_t spatial,
+    float epsilon) {
+  dtrain_rt_batch_norm_train_f32(x, scale, bias, y, batch_mean, batch_var, n, c,
+                                 spatial, epsilon);
+  reluInPlace(y, n * c * spatial);
+}
+
+void dtrain_rt_cuda_batch_norm_backward_relu_f32(
+    const float *x, const float *dz, const float *z, const float *scale,
+    const float *batch_mean, const float *batch_var, float *dx, float *dscale,
+    float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon) {
+  const char *kernel = "dtrain_rt_cuda_batch_norm_backward_relu_f32";
+  checkKernelPointer(kernel, "dz", dz);
+  checkKernelPointer(kernel, "z", z);
+  checkBatchNormBackward(kernel, x, dz, scale, batch_mean, batch_var, dx,
+                         dscale, dbias, n, c, spatial, epsilon);
+  const std::vector<float> dy = reluGradients(dz, z, n * c * spatial);
+  dtrain_rt_batch_norm_backward_f32(x, dy.data(), scale, batch_mean, batch_var,
+                                    dx, dscale, dbias, n, c, spatial, epsilon);
+}
+
 //===--- bf16 and f16: the f32 kernels on widened tensors, rounded -------===//
 
 #define DTRAIN_HALF_KERNELS(SUFFIX, TYPE)                                      \
@@ -387,7 +436,16 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
       float *batch_mean, float *batch_var, int64_t n, int64_t c,               \
       int64_t spatial, float epsilon) {                                        \
     batchNormTrain("dtrain_rt_cuda_batch_norm_train_" #SUFFIX, TYPE, x, scale, \
-                   bias, y, batch_mean, batch_var, n, c, spatial, epsilon);    \
+                   bias, y, batch_mean, batch_var, n, c, spatial, epsilon,     \
+                   false);                                                     \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_train_relu_##SUFFIX(                          \
+      const uint16_t *x, const float *scale, const float *bias, uint16_t *y,   \
+      float *batch_mean, float *batch_var, int64_t n, int64_t c,               \
+      int64_t spatial, float epsilon) {                                        \
+    batchNormTrain("dtrain_rt_cuda_batch_norm_train_relu_" #SUFFIX, TYPE, x,   \
+                   scale, bias, y, batch_mean, batch_var, n, c, spatial,       \
+                   epsilon, true);                                             \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_backward_##SUFFIX(                            \
       const uint16_t *x, const uint16_t *dy, const float *scale,               \
@@ -395,8 +453,19 @@ void dtrain_rt_cuda_batch_norm_backward_f32(
       float *dscale, float *dbias, int64_t n, int64_t c, int64_t spatial,      \
       float epsilon) {                                                         \
     batchNormBackward("dtrain_rt_cuda_batch_norm_backward_" #SUFFIX, TYPE, x,  \
-                      dy, scale, batch_mean, batch_var, dx, dscale, dbias, n,  \
-                      c, spatial, epsilon);                                    \
+                      dy, nullptr, scale, batch_mean, batch_var, dx, dscale,   \
+                      dbias, n, c, spatial, epsilon);                          \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_backward_relu_##SUFFIX(                       \
+      const uint16_t *x, const uint16_t *dz, const uint16_t *z,                \
+      const float *scale, const float *batch_mean, const float *batch_var,     \
+      uint16_t *dx, float *dscale, float *dbias, int64_t n, int64_t c,         \
+      int64_t spatial, float epsilon) {                                        \
+    const char *kernel = "dtrain_rt_cuda_batch_norm_backward_relu_" #SUFFIX;   \
+    checkKernelPointer(kernel, "dz", dz);                                      \
+    checkKernelPointer(kernel, "z", z);                                        \
+    batchNormBackward(kernel, TYPE, x, dz, z, scale, batch_mean, batch_var,    \
+                      dx, dscale, dbias, n, c, spatial, epsilon);              \
   }
 
 DTRAIN_HALF_KERNELS(bf16, kBF16)
