@@ -60,6 +60,26 @@ __device__ void channelSums(const BatchNormSplits &g, const SumPair *partials,
   }
 }
 
+/// What thread 0 makes, MAKE(first, second), of channel CH's split sums
+/// (added up by channelSums), for the whole block. Every thread of the
+/// block calls it.
+template <class Terms, class Make>
+__device__ Terms shareChannelTerms(const BatchNormSplits &g,
+                                   const SumPair *partials, int32_t ch,
+                                   Make make) {
+  __shared__ Terms shared;
+  if (threadIdx.x < 32) {
+    double first, second;
+    channelSums(g, partials, ch, first, second);
+    if (threadIdx.x == 0)
+      shared = make(first, second);
+  }
+  __syncthreads();
+  const Terms terms = shared;
+  __syncthreads(); // SHARED read before a next call writes it
+  return terms;
+}
+
 template <int32_t Type, int Width>
 __global__ void __launch_bounds__(kBatchNormThreads)
     splitBatchNormSums(BatchNormSplits g, const void *__restrict__ x,
@@ -87,25 +107,20 @@ __global__ void __launch_bounds__(kBatchNormThreads)
                         bool withRelu, void *__restrict__ y,
                         float *__restrict__ batchMean,
                         float *__restrict__ batchVar) {
-  __shared__ BatchStatistics statistics;
   for (int32_t ch = blockIdx.y; ch < g.c; ch += gridDim.y) {
-    if (threadIdx.x < 32) {
-      double sum, squares;
-      channelSums(g, partials, ch, sum, squares);
-      if (threadIdx.x == 0) {
-        statistics = batchStatistics(sum, squares, g.count(), shifts[ch]);
-        if (blockIdx.x == 0) {
-          batchMean[ch] = statistics.mean;
-          batchVar[ch] = statistics.var;
-        }
-      }
-    }
-    __syncthreads();
-    const BatchStatistics s = statistics;
+    const BatchStatistics s = shareChannelTerms<BatchStatistics>(
+        g, partials, ch, [&](double sum, double squares) {
+          const BatchStatistics made =
+              batchStatistics(sum, squares, g.count(), shifts[ch]);
+          if (blockIdx.x == 0) {
+            batchMean[ch] = made.mean;
+            batchVar[ch] = made.var;
+          }
+          return made;
+        });
     normalizeUnits<Type, Width>(
         g, x, y, ch, blockIdx.x, threadIdx.x, blockDim.x, s.mean,
         scale[ch] * inverseStd(s.var, epsilon), bias[ch], withRelu);
-    __syncthreads(); // STATISTICS read before the next channel's
   }
 }
 
@@ -125,35 +140,26 @@ __global__ void __launch_bounds__(kBatchNormThreads)
 }
 
 template <int32_t Type, int Width>
-__global__ void __launch_bounds__(kBatchNormThreads)
-    splitBatchNormGradient(BatchNormSplits g, const void *__restrict__ x,
-                           const void *__restrict__ dy,
-                           const void *__restrict__ z,
-                           const float *__restrict__ scale,
-                           const float *__restrict__ batchMean,
-                           const float *__restrict__ batchVar,
-                           const SumPair *__restrict__ partials, float epsilon,
-                           void *__restrict__ dx, float *__restrict__ dscale,
-                           float *__restrict__ dbias) {
-  __shared__ GradientTerms terms;
+__global__ void __launch_bounds__(kBatchNormThreads) splitBatchNormGradient(
+    BatchNormSplits g, const void *__restrict__ x, const void *__restrict__ dy,
+    const void *__restrict__ z, const float *__restrict__ scale,
+    const float *__restrict__ batchMean, const float *__restrict__ batchVar,
+    const SumPair *__restrict__ partials, float epsilon, void *__restrict__ dx,
+    float *__restrict__ dscale, float *__restrict__ dbias) {
   for (int32_t ch = blockIdx.y; ch < g.c; ch += gridDim.y) {
-    if (threadIdx.x < 32) {
-      double sumDy, sumDyX;
-      channelSums(g, partials, ch, sumDy, sumDyX);
-      if (threadIdx.x == 0) {
-        terms = gradientTerms(sumDy, sumDyX, g.count(), batchMean[ch],
-                              batchVar[ch], scale[ch], epsilon);
-        if (blockIdx.x == 0) {
-          dscale[ch] = terms.dscale;
-          dbias[ch] = terms.dbias;
-        }
-      }
-    }
-    __syncthreads();
-    const GradientTerms t = terms;
+    const GradientTerms t = shareChannelTerms<GradientTerms>(
+        g, partials, ch, [&](double sumDy, double sumDyX) {
+          const GradientTerms made =
+              gradientTerms(sumDy, sumDyX, g.count(), batchMean[ch],
+                            batchVar[ch], scale[ch], epsilon);
+          if (blockIdx.x == 0) {
+            dscale[ch] = made.dscale;
+            dbias[ch] = made.dbias;
+          }
+          return made;
+        });
     gradientUnits<Type, Width>(g, x, dy, z, dx, ch, blockIdx.x, threadIdx.x,
                                blockDim.x, t);
-    __syncthreads(); // TERMS read before the next channel's
   }
 }
 

@@ -28,8 +28,8 @@
 #ifndef DTRAIN_RUNTIME_CUDA_BATCHNORMSPLITS_H
 #define DTRAIN_RUNTIME_CUDA_BATCHNORMSPLITS_H
 
-#include "Float16.h"
 #include "HostDevice.h"
+#include "cuda/FloatTypes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,38 +38,6 @@
 #include <type_traits>
 
 namespace dtrain::rt::gpu {
-
-/// How one element of the float type TYPE (DTRAIN_RT_F32, _BF16 or _F16)
-/// is stored: a float, or the bits of a 16-bit float.
-template <int32_t Type>
-using ElementBits = std::conditional_t<Type == DTRAIN_RT_F32, float, uint16_t>;
-
-template <int32_t Type>
-DTRAIN_RT_HOST_DEVICE inline float widenElement(ElementBits<Type> element) {
-  if constexpr (Type == DTRAIN_RT_BF16)
-    return bf16ToF32(element);
-  else if constexpr (Type == DTRAIN_RT_F16)
-    return f16ToF32(element);
-  else
-    return element;
-}
-
-template <int32_t Type>
-DTRAIN_RT_HOST_DEVICE inline ElementBits<Type> roundElement(float value) {
-  if constexpr (Type == DTRAIN_RT_BF16)
-    return f32ToBF16(value);
-  else if constexpr (Type == DTRAIN_RT_F16)
-    return f32ToF16(value);
-  else
-    return value;
-}
-
-/// WIDTH consecutive elements of TYPE, aligned to their size, so that the
-/// GPU loads and stores them as one access.
-template <int32_t Type, int Width>
-struct alignas(sizeof(ElementBits<Type>) * Width) ElementUnit {
-  ElementBits<Type> elements[Width];
-};
 
 /// max(V, 0), a NaN staying a NaN (as torch.relu, and nn.relu's lowering,
 /// arith.maximumf); -0 gives +0.
@@ -82,18 +50,6 @@ DTRAIN_RT_HOST_DEVICE inline float relu(float v) {
 DTRAIN_RT_HOST_DEVICE inline float reluGradient(float dz, float z) {
   return z > 0.0f ? dz : 0.0f;
 }
-
-/// The unit at OFFSET of WIDTH elements of TYPE at DATA, widened.
-template <int32_t Type, int Width> struct WideUnit {
-  float values[Width];
-
-  DTRAIN_RT_HOST_DEVICE WideUnit(const void *data, int64_t offset) {
-    const auto unit = *reinterpret_cast<const ElementUnit<Type, Width> *>(
-        static_cast<const ElementBits<Type> *>(data) + offset);
-    for (int i = 0; i < Width; ++i)
-      values[i] = widenElement<Type>(unit.elements[i]);
-  }
-};
 
 /// How a batch norm's N x C x SPATIAL elements are split: channel CH's
 /// elements, N rows of SPATIAL, are UNITS units of WIDTH elements a row,
@@ -339,7 +295,7 @@ int batchNormUnitWidth(int64_t spatial, int elementBytes,
 /// std::integral_constant<int, WIDTH>: the code of that element type and
 /// unit width (1, 2, 4, or 8 for 16-bit types), resolved when compiled.
 template <class F> void forTypeAndWidth(int32_t type, int width, F f) {
-  auto withWidth = [&](auto t) {
+  forFloatType(type, [&](auto t) {
     switch (width) {
     case 2:
       return f(t, std::integral_constant<int, 2>());
@@ -351,14 +307,7 @@ template <class F> void forTypeAndWidth(int32_t type, int width, F f) {
       break;
     }
     f(t, std::integral_constant<int, 1>());
-  };
-  switch (type) {
-  case DTRAIN_RT_BF16:
-    return withWidth(std::integral_constant<int32_t, DTRAIN_RT_BF16>());
-  case DTRAIN_RT_F16:
-    return withWidth(std::integral_constant<int32_t, DTRAIN_RT_F16>());
-  }
-  withWidth(std::integral_constant<int32_t, DTRAIN_RT_F32>());
+  });
 }
 
 } // namespace dtrain::rt::gpu

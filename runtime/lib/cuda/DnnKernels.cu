@@ -44,19 +44,6 @@ void checkLaunched(const KernelCall &call, const char *kernel) {
   call.check(cudaGetLastError(), kernel);
 }
 
-/// Calls LAUNCH with std::integral_constant<int32_t, TYPE>, TYPE one of the
-/// heavy ops' float types: the kernel of that type, its loads and stores
-/// resolved when it is compiled.
-template <class Launch> void forFloatType(int32_t type, Launch launch) {
-  switch (type) {
-  case DTRAIN_RT_BF16:
-    return launch(std::integral_constant<int32_t, DTRAIN_RT_BF16>());
-  case DTRAIN_RT_F16:
-    return launch(std::integral_constant<int32_t, DTRAIN_RT_F16>());
-  }
-  launch(std::integral_constant<int32_t, DTRAIN_RT_F32>());
-}
-
 //===--- Pooling ----------------------------------------------------------===//
 
 /// PoolDim and PoolShape with the sizes within a plane as 32-bit ints,
