@@ -76,19 +76,24 @@ std::optional<Member> asMember(scf::ParallelOp loop) {
 
 /// Whether CALL calls one of the runtime's collectives or communicator
 /// queries (--dtrain-lower-comm-to-runtime marks them
-/// dtrain.stream_independent).
-bool isCommCall(func::CallOp call) {
+/// dtrain.stream_independent), or one of its heavy-op kernels
+/// (--dtrain-lower-nn{target=cuda} marks them dtrain.step_stream): calls
+/// that touch no memory but what their pointers address.
+bool isRuntimeCall(func::CallOp call) {
   auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
       call, call.getCalleeAttr());
-  return callee && callee->hasAttr(dtrain::lower::kStreamIndependentAttrName);
+  return callee &&
+         (callee->hasAttr(dtrain::lower::kStreamIndependentAttrName) ||
+          callee->hasAttr(dtrain::lower::kStepStreamAttrName));
 }
 
-/// The buffers that CALL, a call of the runtime's collectives, may touch:
-/// a collective's are those its pointers address (dtrain_rt.h), and a
-/// wait's those of the collective whose request it takes; the operands'
-/// definitions are followed back to the memrefs they come from. Nullopt
-/// where one is not a known buffer.
-std::optional<llvm::SmallPtrSet<Value, 4>> getCommBuffers(func::CallOp call) {
+/// The buffers that CALL, a runtime call (isRuntimeCall), may touch: a
+/// collective's or a kernel's are those its pointers address (dtrain_rt.h,
+/// dtrain_rt_cuda.h), and a wait's those of the collective whose request
+/// it takes; the operands' definitions are followed back to the memrefs
+/// they come from. Nullopt where one is not a known buffer.
+std::optional<llvm::SmallPtrSet<Value, 4>>
+getRuntimeCallBuffers(func::CallOp call) {
   llvm::SmallPtrSet<Value, 4> buffers;
   SmallVector<Value> pending(call.getOperands());
   llvm::SmallPtrSet<Value, 16> seen;
@@ -107,7 +112,7 @@ std::optional<llvm::SmallPtrSet<Value, 4>> getCommBuffers(func::CallOp call) {
     if (!def || def->getNumRegions() != 0)
       return std::nullopt;
     auto producer = dyn_cast<func::CallOp>(def);
-    if (producer && !isCommCall(producer))
+    if (producer && !isRuntimeCall(producer))
       return std::nullopt;
     llvm::append_range(pending, def->getOperands());
   }
@@ -307,14 +312,17 @@ struct FuseSiblingParallelLoopsPass
         // Side-effect-free ops and allocations between the loops may stay
         // where they are: the merged loop goes where the run's last loop
         // was, and the loops before cannot reach a buffer allocated after
-        // them. So may collectives and their waits (an optimizer's
-        // update follows its gradient's wait) on buffers that the run's
-        // loops so far do not touch.
+        // them. So may the runtime's calls on buffers that the run's loops
+        // so far do not touch: collectives and their waits (an
+        // optimizer's update follows its gradient's wait), and heavy ops
+        // (a batch norm's running statistics follow its kernel; the next
+        // layers' kernels need them not).
         if (isMemoryEffectFree(&op) || isa<memref::AllocOp>(op))
           continue;
-        if (auto call = dyn_cast<func::CallOp>(op); call && isCommCall(call))
+        if (auto call = dyn_cast<func::CallOp>(op);
+            call && isRuntimeCall(call))
           if (std::optional<llvm::SmallPtrSet<Value, 4>> buffers =
-                  getCommBuffers(call))
+                  getRuntimeCallBuffers(call))
             if (llvm::all_of(run, [&](const Member &m) {
                   return llvm::none_of(*buffers, [&](Value buffer) {
                     return m.accesses.touches(buffer);
@@ -399,9 +407,10 @@ struct FuseSiblingParallelLoopsPass
             continue;
           }
         }
-        if (auto call = dyn_cast<func::CallOp>(op); call && isCommCall(call))
+        if (auto call = dyn_cast<func::CallOp>(op);
+            call && isRuntimeCall(call))
           if (std::optional<llvm::SmallPtrSet<Value, 4>> buffers =
-                  getCommBuffers(call)) {
+                  getRuntimeCallBuffers(call)) {
             dtrain::lower::BufferAccesses accesses;
             accesses.reads.insert(buffers->begin(), buffers->end());
             accesses.writes.insert(buffers->begin(), buffers->end());

@@ -320,6 +320,56 @@ func.func @waits(%unknown: !llvm.ptr) {
   return
 }
 
+// The runtime's heavy-op kernels (dtrain.step_stream) touch the buffers
+// their pointers address too: each batch norm's running-statistics update
+// (after the kernel that makes its batch statistics) moves past the next
+// layers' kernels, and the two updates merge before the kernel that reads
+// the first's result.
+// CHECK-LABEL: func.func @kernels
+// CHECK:         call @dtrain_rt_cuda_batch_norm_train_bf16(
+// CHECK-NEXT:    call @dtrain_rt_cuda_batch_norm_train_bf16(
+// CHECK:         scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c512{{.*}}) step
+// CHECK:         call @dtrain_rt_cuda_batch_norm_train_bf16(
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+func.func private @dtrain_rt_cuda_batch_norm_train_bf16(!llvm.ptr, !llvm.ptr) attributes {dtrain.step_stream}
+func.func @kernels() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %m1 = memref.alloc() : memref<64xf32>
+  %m2 = memref.alloc() : memref<64xf32>
+  %running1 = memref.alloc() : memref<64xf32>
+  %running2 = memref.alloc() : memref<64xf32>
+  %x1 = memref.extract_aligned_pointer_as_index %m1 : memref<64xf32> -> index
+  %i1 = arith.index_castui %x1 : index to i64
+  %a1 = llvm.inttoptr %i1 : i64 to !llvm.ptr
+  %x2 = memref.extract_aligned_pointer_as_index %m2 : memref<64xf32> -> index
+  %i2 = arith.index_castui %x2 : index to i64
+  %a2 = llvm.inttoptr %i2 : i64 to !llvm.ptr
+  %xr = memref.extract_aligned_pointer_as_index %running1 : memref<64xf32> -> index
+  %ir = arith.index_castui %xr : index to i64
+  %ar = llvm.inttoptr %ir : i64 to !llvm.ptr
+  call @dtrain_rt_cuda_batch_norm_train_bf16(%a1, %a1) : (!llvm.ptr, !llvm.ptr) -> ()
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %m = memref.load %m1[%i] : memref<64xf32>
+    memref.store %m, %running1[%i] : memref<64xf32>
+    scf.reduce
+  }
+  call @dtrain_rt_cuda_batch_norm_train_bf16(%a2, %a2) : (!llvm.ptr, !llvm.ptr) -> ()
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %m = memref.load %m2[%i] : memref<64xf32>
+    memref.store %m, %running2[%i] : memref<64xf32>
+    scf.reduce
+  }
+  call @dtrain_rt_cuda_batch_norm_train_bf16(%ar, %a2) : (!llvm.ptr, !llvm.ptr) -> ()
+  memref.dealloc %m1 : memref<64xf32>
+  memref.dealloc %m2 : memref<64xf32>
+  memref.dealloc %running1 : memref<64xf32>
+  memref.dealloc %running2 : memref<64xf32>
+  return
+}
+
 // Chains of dependent loops, one per parameter (LARS: a norm's partial
 // sums, their sum, the update): each loop joins the earliest run it may
 // move up to, past the loops it is independent of, with the allocations

@@ -478,6 +478,13 @@ def FuseSiblingParallelLoops : Pass<"dtrain-fuse-sibling-parallel-loops",
       last loop merges there: a data-parallel trainer's updates, each after
       its gradient's wait, merge after the last wait.
 
+    Both sweeps pass the runtime's calls (collectives and waits,
+    `dtrain.stream_independent`; heavy-op kernels, `dtrain.step_stream`)
+    whose buffers, those their pointers address, the loops leave alone: a
+    batch norm's running-statistics update moves past the next layers'
+    kernels and merges with theirs (resnet50's bf16 step: 54 launches, 91
+    when only collectives were passed; with LARS, 59 and 95).
+
     ```mlir
     scf.parallel (%i) = (%c0) to (%c100) step (%c1) { A(%i) }
     scf.parallel (%i) = (%c0) to (%c512) step (%c1) { B(%i) }
