@@ -924,6 +924,10 @@ bool makeInvalidCall(const std::string &name) {
     dtrain_rt_cuda_batch_norm_backward_f32(x.data(), y.data(), w.data(),
                                            w.data(), w.data(), x.data(),
                                            nullptr, w.data(), 2, 3, 4, 1e-5f);
+  else if (name == "batch-norm-backward-relu-null-z")
+    dtrain_rt_cuda_batch_norm_backward_relu_f32(
+        x.data(), y.data(), nullptr, w.data(), w.data(), w.data(), x.data(),
+        w.data(), w.data(), 2, 3, 4, 1e-5f);
   else if (name == "matmul-size")
     dtrain_rt_cuda_matmul_f32(x.data(), w.data(), y.data(), 4, -1, 4, 0, 0,
                               0.0f);

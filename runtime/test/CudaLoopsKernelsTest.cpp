@@ -54,6 +54,44 @@ TEST(CudaLoopsKernels, MatrixProductWithBeta) {
     EXPECT_EQ(bf16ToF32(c16[i]), want[i]) << "element " << i;
 }
 
+// Batch norm with a fused ReLU on bf16 data: the batch norm's results, the
+// negative ones 0; its gradient masks the output gradient by Z > 0 first.
+// One channel of 1, 2, 3, 4: mean 2.5, variance 1.25.
+TEST(CudaLoopsKernels, BatchNormWithRelu) {
+  const float x[] = {1, 2, 3, 4}, dz[] = {1, 2, 3, 4};
+  uint16_t x16[4], dz16[4], y16[4], plain16[4], dx16[4], masked16[4];
+  for (int i = 0; i < 4; ++i) {
+    x16[i] = f32ToBF16(x[i]);
+    dz16[i] = f32ToBF16(dz[i]);
+  }
+  const float scale = 1, bias = 0;
+  float mean, var, dscale, dbias, maskedScale, maskedBias;
+  dtrain_rt_cuda_batch_norm_train_bf16(x16, &scale, &bias, plain16, &mean, &var,
+                                       1, 1, 4, 0.0f);
+  dtrain_rt_cuda_batch_norm_train_relu_bf16(x16, &scale, &bias, y16, &mean,
+                                            &var, 1, 1, 4, 0.0f);
+  EXPECT_EQ(mean, 2.5f);
+  EXPECT_EQ(var, 1.25f);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(bf16ToF32(y16[i]), i < 2 ? 0.0f : bf16ToF32(plain16[i]))
+        << "element " << i;
+  // With Z = Y, the gradient is the plain one for DZ with its first two
+  // elements 0.
+  const uint16_t zeroed[] = {f32ToBF16(0.0f), f32ToBF16(0.0f), dz16[2],
+                             dz16[3]};
+  dtrain_rt_cuda_batch_norm_backward_relu_bf16(x16, dz16, y16, &scale, &mean,
+                                               &var, dx16, &dscale, &dbias, 1,
+                                               1, 4, 0.0f);
+  dtrain_rt_cuda_batch_norm_backward_bf16(x16, zeroed, &scale, &mean, &var,
+                                          masked16, &maskedScale, &maskedBias,
+                                          1, 1, 4, 0.0f);
+  EXPECT_EQ(dbias, 7.0f);
+  EXPECT_EQ(dbias, maskedBias);
+  EXPECT_EQ(dscale, maskedScale);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(dx16[i], masked16[i]) << "element " << i;
+}
+
 /// Makes the invalid call NAME, which must abort; false where NAME is
 /// unknown.
 bool makeInvalidCall(const std::string &name) {
@@ -62,6 +100,10 @@ bool makeInvalidCall(const std::string &name) {
   if (name == "conv-output") // a 3x3 kernel on 8x8 gives 6x6, not 6x7
     dtrain_rt_cuda_conv2d_bf16(data, data, nullptr, data, 1, 1, 8, 8, 1, 3, 3,
                                6, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1);
+  else if (name == "batch-norm-relu-null-z")
+    dtrain_rt_cuda_batch_norm_backward_relu_bf16(data, data, nullptr, stats,
+                                                 stats, stats, data, stats,
+                                                 stats, 1, 2, 4, 1e-5f);
   else if (name == "batch-norm-null")
     dtrain_rt_cuda_batch_norm_train_f16(nullptr, stats, stats, data, stats,
                                         stats, 1, 2, 4, 1e-5f);
