@@ -260,6 +260,16 @@ struct SixteenBitBatchNorm {
   SmallVector<nn::CastOp> widening, narrowing;
 };
 
+/// A ReLU that a batch norm in training (or its gradient) computes with it
+/// (getFusedReLUs): the nn.relu (nn.relu_grad), and where a residual is
+/// added before the ReLU, that nn.add and which of its operands is the
+/// residual.
+struct FusedReLU {
+  Operation *relu;
+  nn::AddOp add;
+  unsigned residual;
+};
+
 /// A call of a dtrain_rt_* kernel: the buffers it reads (a null Value is
 /// passed as NULL), the tensors it produces, then scalar arguments, in the
 /// order of the C prototype (pointers first, as every kernel takes them).
@@ -452,7 +462,7 @@ public:
       OpBuilder &b, StringRef target,
       llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients,
       llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms,
-      llvm::DenseMap<Operation *, Operation *> fusedReLUs)
+      llvm::DenseMap<Operation *, FusedReLU> fusedReLUs)
       : b(b), target(target), fusedBiasGradients(std::move(fusedBiasGradients)),
         sixteenBitBatchNorms(std::move(sixteenBitBatchNorms)),
         fusedReLUs(std::move(fusedReLUs)) {}
@@ -513,7 +523,7 @@ private:
   llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms;
   /// The ReLUs and ReLU gradients that batch norms and their gradients
   /// compute with them (see getFusedReLUs), by batch norm or gradient.
-  llvm::DenseMap<Operation *, Operation *> fusedReLUs;
+  llvm::DenseMap<Operation *, FusedReLU> fusedReLUs;
 
   /// The batch-norm kernel call of OP (CALL, f32 data), on OP's 16-bit data
   /// instead where OP is one of sixteenBitBatchNorms: the inputs that its
@@ -589,15 +599,17 @@ getSixteenBitBatchNorms(Operation *root) {
 /// For the CUDA target, the ReLUs that batch norms in training compute
 /// with their normalization (dtrain_rt_cuda_batch_norm_train_relu_*): an
 /// nn.relu that is the batch norm's data result's one user, or its 16-bit
-/// narrowing cast's (SIXTEENBIT); and the ReLU gradients that batch-norm
-/// gradients take in place of their output gradient (..._backward_relu_*):
-/// an nn.relu_grad whose result is that output gradient and has no other
-/// user, or is through its widening cast. By batch norm or gradient, the
-/// nn.relu or nn.relu_grad. Saves the tensor between, and a kernel each.
-static llvm::DenseMap<Operation *, Operation *> getFusedReLUs(
+/// narrowing cast's (SIXTEENBIT); or an nn.add of that result and a
+/// residual defined before the batch norm, whose one user is an nn.relu
+/// (..._train_add_relu_*: a residual block's end); and the ReLU gradients
+/// that batch-norm gradients take in place of their output gradient
+/// (..._backward_relu_*): an nn.relu_grad whose result is that output
+/// gradient and has no other user, or is through its widening cast. By
+/// batch norm or gradient. Saves the tensors between, and a kernel each.
+static llvm::DenseMap<Operation *, FusedReLU> getFusedReLUs(
     Operation *root,
     const llvm::DenseMap<Operation *, SixteenBitBatchNorm> &sixteenBit) {
-  llvm::DenseMap<Operation *, Operation *> fused;
+  llvm::DenseMap<Operation *, FusedReLU> fused;
   root->walk([&](Operation *op) {
     if (!isa<nn::BatchNormTrainOp, nn::BatchNormTrainGradOp>(op) ||
         getKernelElementType(op, "cuda").isF64())
@@ -610,9 +622,39 @@ static llvm::DenseMap<Operation *, Operation *> getFusedReLUs(
           return;
         nn::CastOp narrowing = casts->second.narrowing.front();
         result = narrowing.getResult();
+      } else if (getTensorType(result).getElementType() !=
+                 getKernelElementType(op, "cuda")) {
+        return; // the kernel's result is converted after it
       }
-      if (result.hasOneUse() && isa<nn::ReluOp>(*result.user_begin()))
-        fused[op] = *result.user_begin();
+      if (!result.hasOneUse())
+        return;
+      Operation *user = *result.user_begin();
+      if (isa<nn::ReluOp>(user)) {
+        fused[op] = {user, nullptr, 0};
+        return;
+      }
+      // The sum's rounding is the add's only if it adds in the kernel's
+      // type; the residual must be there before the batch norm runs.
+      auto add = dyn_cast<nn::AddOp>(user);
+      if (!add || !add.getResult().hasOneUse() ||
+          !isa<nn::ReluOp>(*add.getResult().user_begin()) ||
+          add.getLhs().getType() != add.getRhs().getType())
+        return;
+      const unsigned residual = add.getLhs() == result ? 1 : 0;
+      Value r = add->getOperand(residual);
+      Operation *def = r.getDefiningOp();
+      // A 16-bit batch norm's narrowing cast is that batch norm's kernel
+      // result, there once the batch norm has run.
+      if (auto narrowing = dyn_cast_or_null<nn::CastOp>(def))
+        if (Operation *from = narrowing.getInput().getDefiningOp();
+            from && sixteenBit.count(from))
+          def = from;
+      if (r == result ||
+          (def &&
+           (def->getBlock() != op->getBlock() || !def->isBeforeInBlock(op))) ||
+          (!def && cast<BlockArgument>(r).getOwner() != op->getBlock()))
+        return;
+      fused[op] = {*add.getResult().user_begin(), add, residual};
       return;
     }
     Value grad = cast<nn::BatchNormTrainGradOp>(op).getGrad();
@@ -622,7 +664,7 @@ static llvm::DenseMap<Operation *, Operation *> getFusedReLUs(
     }
     auto relu = grad.getDefiningOp<nn::ReluGradOp>();
     if (relu && grad.hasOneUse())
-      fused[op] = relu;
+      fused[op] = {relu, nullptr, 0};
   });
   return fused;
 }
@@ -1170,19 +1212,31 @@ NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
       createI64s(b, loc, getBatchNormGeometry(type));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
-  Operation *relu = fusedReLUs.lookup(op);
-  SmallVector<Value> results = buildBatchNormCall(
-      op, {relu ? "batch_norm_train_relu" : "batch_norm_train",
-           element,
-           {op.getInput(), op.getScale(), op.getBias()},
-           {type, getTensorType(op.getBatchMean()),
-            getTensorType(op.getBatchVar())},
-           scalars});
-  if (relu) {
+  SmallVector<Value> inputs = {op.getInput(), op.getScale(), op.getBias()};
+  StringRef kernel = "batch_norm_train";
+  auto fused = fusedReLUs.find(op);
+  if (fused != fusedReLUs.end()) {
+    kernel = "batch_norm_train_relu";
+    if (nn::AddOp add = fused->second.add) {
+      kernel = "batch_norm_train_add_relu";
+      inputs.insert(inputs.begin() + 1,
+                    add->getOperand(fused->second.residual));
+    }
+  }
+  SmallVector<Value> results =
+      buildBatchNormCall(op, {kernel,
+                              element,
+                              inputs,
+                              {type, getTensorType(op.getBatchMean()),
+                               getTensorType(op.getBatchVar())},
+                              scalars});
+  if (fused != fusedReLUs.end()) {
     // What read the ReLU reads the kernel's result; the batch norm's own
-    // (the ReLU's input) goes unused.
-    relu->getResult(0).replaceAllUsesWith(results.front());
-    relu->erase();
+    // (the ReLU's or the add's input) goes unused.
+    fused->second.relu->getResult(0).replaceAllUsesWith(results.front());
+    fused->second.relu->erase();
+    if (nn::AddOp add = fused->second.add)
+      add->erase();
   }
   return results;
 }
@@ -1379,7 +1433,10 @@ NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
   // With a fused ReLU gradient, its output gradient and the ReLU's output
   // in place of the batch norm's output gradient (which the pass erases
   // with the ReLU gradient).
-  auto relu = dyn_cast_or_null<nn::ReluGradOp>(fusedReLUs.lookup(op));
+  auto fused = fusedReLUs.find(op);
+  auto relu = fused == fusedReLUs.end()
+                  ? nullptr
+                  : cast<nn::ReluGradOp>(fused->second.relu);
   if (relu) {
     inputs[1] = relu.getGrad();
     inputs.insert(inputs.begin() + 2, relu.getInput());
@@ -1649,7 +1706,7 @@ struct LowerNNPass
     }
     llvm::DenseMap<Operation *, nn::ReduceSumOp> fusedBiasGradients;
     llvm::DenseMap<Operation *, SixteenBitBatchNorm> sixteenBitBatchNorms;
-    llvm::DenseMap<Operation *, Operation *> fusedReLUs;
+    llvm::DenseMap<Operation *, FusedReLU> fusedReLUs;
     if (target == "cuda") {
       fusedBiasGradients = getFusedBiasGradients(getOperation());
       sixteenBitBatchNorms = getSixteenBitBatchNorms(getOperation());
@@ -1669,15 +1726,17 @@ struct LowerNNPass
         widening.insert(cast);
     }
     fused.insert(widening.begin(), widening.end());
-    // A fused ReLU goes with its batch norm; a fused ReLU gradient once its
-    // batch-norm gradient (and the cast between) has.
+    // A fused ReLU (and add) goes with its batch norm; a fused ReLU
+    // gradient once its batch-norm gradient (and the cast between) has.
     // (Two batch-norm gradients may share one, through one cast: a
     // downsampling branch's and the main branch's.)
     llvm::SetVector<Operation *> reluGradients;
     for (auto &[batchNorm, relu] : fusedReLUs) {
-      fused.insert(relu);
-      if (isa<nn::ReluGradOp>(relu))
-        reluGradients.insert(relu);
+      fused.insert(relu.relu);
+      if (relu.add)
+        fused.insert(relu.add);
+      if (isa<nn::ReluGradOp>(relu.relu))
+        reluGradients.insert(relu.relu);
     }
     IRRewriter rewriter(&getContext());
     NNLowering lowering(rewriter, target, std::move(fusedBiasGradients),

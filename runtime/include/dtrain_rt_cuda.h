@@ -291,6 +291,18 @@ void dtrain_rt_cuda_batch_norm_backward_relu_f32(
     const float *x, const float *dz, const float *z, const float *scale,
     const float *batch_mean, const float *batch_var, float *dx, float *dscale,
     float *dbias, int64_t n, int64_t c, int64_t spatial, float epsilon);
+/* Batch norm in training, a residual added, and a ReLU: Y = max(the batch
+ * norm of X + RESIDUAL (N x C x SPATIAL), 0), rounded as the ops it
+ * replaces round (the batch norm's result, then the sum, to the element
+ * type): what dtrain_rt_cuda_batch_norm_train_f32 computes with the add and
+ * the ReLU after it (--dtrain-lower-nn{target=cuda} calls it for a batch
+ * norm whose only user is such an add, with the ReLU its only user: a
+ * residual block's end). Its gradient is the plain batch norm's, for the
+ * ReLU's gradient. */
+void dtrain_rt_cuda_batch_norm_train_add_relu_f32(
+    const float *x, const float *residual, const float *scale,
+    const float *bias, float *y, float *batch_mean, float *batch_var, int64_t n,
+    int64_t c, int64_t spatial, float epsilon);
 
 /* The matrix product, the convolutions and pooling on bf16 and f16
  * tensors (their raw 16-bit patterns): the same arguments, BETA still a
@@ -384,6 +396,14 @@ void dtrain_rt_cuda_batch_norm_train_relu_f16(
     const uint16_t *x, const float *scale, const float *bias, uint16_t *y,
     float *batch_mean, float *batch_var, int64_t n, int64_t c, int64_t spatial,
     float epsilon);
+void dtrain_rt_cuda_batch_norm_train_add_relu_bf16(
+    const uint16_t *x, const uint16_t *residual, const float *scale,
+    const float *bias, uint16_t *y, float *batch_mean, float *batch_var,
+    int64_t n, int64_t c, int64_t spatial, float epsilon);
+void dtrain_rt_cuda_batch_norm_train_add_relu_f16(
+    const uint16_t *x, const uint16_t *residual, const float *scale,
+    const float *bias, uint16_t *y, float *batch_mean, float *batch_var,
+    int64_t n, int64_t c, int64_t spatial, float epsilon);
 void dtrain_rt_cuda_batch_norm_backward_relu_bf16(
     const uint16_t *x, const uint16_t *dz, const uint16_t *z,
     const float *scale, const float *batch_mean, const float *batch_var,

@@ -108,8 +108,8 @@ void channelSums(const BatchNormSplits &g, const std::vector<SumPair> &partials,
 /// splitBatchNormSums, then splitBatchNormApply.
 void emulateTraining(int32_t type, const BatchNormSplits &g, const void *x,
                      const float *scale, const float *bias, float epsilon,
-                     bool withRelu, void *y, float *batchMean,
-                     float *batchVar) {
+                     const BatchNormActivation &activation, void *y,
+                     float *batchMean, float *batchVar) {
   forTypeAndWidth(type, g.width, [&](auto t, auto w) {
     constexpr int32_t Type = decltype(t)::value;
     constexpr int Width = decltype(w)::value;
@@ -130,7 +130,7 @@ void emulateTraining(int32_t type, const BatchNormSplits &g, const void *x,
         for (int32_t thread = 0; thread < kBatchNormThreads; ++thread)
           normalizeUnits<Type, Width>(
               g, x, y, ch, split, thread, kBatchNormThreads, s.mean,
-              scale[ch] * inverseStd(s.var, epsilon), bias[ch], withRelu);
+              scale[ch] * inverseStd(s.var, epsilon), bias[ch], activation);
     }
   });
 }
@@ -185,22 +185,32 @@ const TypeCase typeCases[] = {
     {halfTypes[0].type, halfTypes[0].name, halfTypes[0].tolerance},
     {halfTypes[1].type, halfTypes[1].name, halfTypes[1].tolerance}};
 
+/// What follows the batch norm in a case of MatchesCpu.
+enum class After { Nothing, Relu, ResidualRelu };
+
 // Y and the statistics, then the gradients from the CPU's statistics,
 // against the f32 CPU kernels on the same (rounded) data; and so with a
 // ReLU fused after the batch norm: Y = max(the batch norm, 0), and the
-// gradients for DZ, the ReLU output's (DY = DZ where Z > 0).
+// gradients for DZ, the ReLU output's (DY = DZ where Z > 0); and with a
+// residual added before the ReLU: Y = max(the batch norm + R, 0), each
+// sum rounded to the type as the add it replaces rounds it.
 TEST(BatchNormSplits, MatchesCpu) {
   uint32_t seed = 9100;
   for (const TypeCase &t : typeCases) {
     for (const BatchNormCase &k : testCases()) {
-      for (bool withRelu : {false, true}) {
+      for (After after : {After::Nothing, After::Relu, After::ResidualRelu}) {
         SCOPED_TRACE(testing::Message()
                      << t.name << " " << k.n << "x" << k.c << "x" << k.spatial
-                     << " epsilon " << k.epsilon
-                     << (withRelu ? " with a ReLU" : ""));
+                     << " epsilon " << k.epsilon << " then "
+                     << (after == After::Nothing ? "nothing"
+                         : after == After::Relu  ? "a ReLU"
+                                                 : "a residual and a ReLU"));
         BatchNormData d(k, seed += 5);
         std::vector<float> dyValues = randomVector(d.x.size(), seed + 1000);
-        Tensor x(t.type, d.x), dy(t.type, dyValues);
+        std::vector<float> residualValues =
+            randomVector(d.x.size(), seed + 2000);
+        Tensor x(t.type, d.x), dy(t.type, dyValues),
+            residual(t.type, residualValues);
         Tensor y(t.type, d.x.size()), dx(t.type, d.x.size());
         const size_t c = size_t(k.c);
 
@@ -210,14 +220,22 @@ TEST(BatchNormSplits, MatchesCpu) {
         dtrain_rt_batch_norm_train_f32(
             d.x.data(), d.scale.data(), d.bias.data(), cpuY.data(),
             cpuMean.data(), cpuVar.data(), k.n, k.c, k.spatial, k.epsilon);
-        // With the ReLU: its output Z (rounded, as the split kernels read
-        // it) and the batch norm's output gradient DZ masked by it.
-        std::vector<float> zValues = cpuY, cpuDy = dyValues;
-        if (withRelu)
+        // The ops after the batch norm as the CPU trainer runs them: the
+        // batch norm's result rounded to the type, the sum rounded, the
+        // ReLU; then its output Z (as the split kernels read it) and the
+        // batch norm's output gradient DZ masked by it.
+        if (after == After::ResidualRelu) {
+          Tensor rounded(t.type, cpuY);
           for (size_t i = 0; i < cpuY.size(); ++i)
-            cpuY[i] = zValues[i] = std::max(cpuY[i], 0.0f);
+            cpuY[i] = cpuY[i] + residualValues[i];
+          Tensor sums(t.type, cpuY);
+        }
+        if (after != After::Nothing)
+          for (float &v : cpuY)
+            v = std::max(v, 0.0f);
+        std::vector<float> zValues = cpuY, cpuDy = dyValues;
         Tensor z(t.type, zValues);
-        if (withRelu)
+        if (after != After::Nothing)
           for (size_t i = 0; i < cpuDy.size(); ++i)
             cpuDy[i] = zValues[i] > 0.0f ? dyValues[i] : 0.0f;
         dtrain_rt_batch_norm_backward_f32(
@@ -226,21 +244,26 @@ TEST(BatchNormSplits, MatchesCpu) {
             k.c, k.spatial, k.epsilon);
 
         const int bytes = t.type == DTRAIN_RT_F32 ? 4 : 2;
+        const BatchNormActivation activation{
+            after != After::Nothing,
+            after == After::ResidualRelu ? residual.data() : nullptr};
         const BatchNormSplits g = splitBatchNorm(
             k.n, k.c, k.spatial,
-            batchNormUnitWidth(k.spatial, bytes, {x.data(), y.data()}));
+            batchNormUnitWidth(k.spatial, bytes,
+                               {x.data(), activation.residual, y.data()}));
         std::vector<float> mean(c, kNaN), var(c, kNaN);
         emulateTraining(t.type, g, x.data(), d.scale.data(), d.bias.data(),
-                        k.epsilon, withRelu, y.data(), mean.data(), var.data());
+                        k.epsilon, activation, y.data(), mean.data(),
+                        var.data());
         EXPECT_TRUE(matchesCpu(y.read(), cpuY, -1, t.tolerance)) << "y";
         EXPECT_TRUE(matchesCpu(mean, cpuMean)) << "batch mean";
         EXPECT_TRUE(matchesCpu(var, cpuVar)) << "batch variance";
 
         std::vector<float> dscale(c, kNaN), dbias(c, kNaN);
         emulateBackward(t.type, g, x.data(), dy.data(),
-                        withRelu ? z.data() : nullptr, d.scale.data(),
-                        cpuMean.data(), cpuVar.data(), k.epsilon, dx.data(),
-                        dscale.data(), dbias.data());
+                        after != After::Nothing ? z.data() : nullptr,
+                        d.scale.data(), cpuMean.data(), cpuVar.data(),
+                        k.epsilon, dx.data(), dscale.data(), dbias.data());
         // DX = SCALE / std (DY - mean(DY) - XHAT mean(DY XHAT)) cancels:
         // the error is relative to the terms' size, SCALE / std |DY|.
         double terms = 0;
@@ -308,7 +331,7 @@ TEST(BatchNormSplits, VarianceOfOffsetData) {
                      batchNormUnitWidth(k.spatial, 4, {x.data(), y.data()}));
   std::vector<float> mean(2), var(2);
   emulateTraining(DTRAIN_RT_F32, g, x.data(), d.scale.data(), d.bias.data(),
-                  k.epsilon, false, y.data(), mean.data(), var.data());
+                  k.epsilon, {}, y.data(), mean.data(), var.data());
   EXPECT_TRUE(matchesCpu(var, exactVar, 0, 1e-5)) << "batch variance";
   EXPECT_TRUE(matchesCpu(mean, exactMean, 0, 1e-7)) << "batch mean";
 }

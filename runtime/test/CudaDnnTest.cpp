@@ -830,6 +830,69 @@ TEST(CudaBatchNorm, FusedReluMatchesCpu) {
   }
 }
 
+// Batch norm with a residual added and a ReLU (_add_relu) against the CPU
+// kernel with the ops around it, rounded as they round: the batch norm's
+// result and the sum to the type, then the ReLU. f32, bf16, f16.
+TEST(CudaBatchNorm, FusedResidualReluMatchesCpu) {
+  uint32_t seed = 6100;
+  for (int32_t type : {DTRAIN_RT_F32, DTRAIN_RT_BF16, DTRAIN_RT_F16}) {
+    const double tolerance =
+        type == DTRAIN_RT_F32
+            ? kTolerance
+            : halfTypes[type == DTRAIN_RT_BF16 ? 0 : 1].tolerance;
+    for (const BatchNormCase &k : allBatchNormCases()) {
+      SCOPED_TRACE(testing::Message() << "type " << type << " " << k.n << "x"
+                                      << k.c << "x" << k.spatial);
+      BatchNormData d(k, seed += 5);
+      std::vector<float> r = randomVector(d.x.size(), seed + 1000);
+      const size_t c = size_t(k.c);
+      // The 16-bit data rounded in place, so that the CPU reads them too.
+      std::optional<HalfBuffer> x16, r16;
+      if (type != DTRAIN_RT_F32) {
+        x16.emplace(type, d.x);
+        r16.emplace(type, r);
+      }
+      std::vector<float> cpuZ(d.x.size(), kNaN), cpuMean(c, kNaN),
+          cpuVar(c, kNaN);
+      dtrain_rt_batch_norm_train_f32(d.x.data(), d.scale.data(), d.bias.data(),
+                                     cpuZ.data(), cpuMean.data(), cpuVar.data(),
+                                     k.n, k.c, k.spatial, k.epsilon);
+      auto roundInPlace = [&](std::vector<float> &values) {
+        if (type != DTRAIN_RT_F32)
+          HalfBuffer rounded(type, values); // rounds VALUES in place
+      };
+      roundInPlace(cpuZ);
+      for (size_t i = 0; i < cpuZ.size(); ++i)
+        cpuZ[i] += r[i];
+      roundInPlace(cpuZ);
+      for (float &v : cpuZ)
+        v = std::max(v, 0.0f);
+
+      Buffer scale(d.scale), bias(d.bias);
+      Output gpuMean(c), gpuVar(c);
+      std::vector<float> gpuZ;
+      if (type == DTRAIN_RT_F32) {
+        Buffer x(d.x), gr(r);
+        Output y(d.x.size());
+        dtrain_rt_cuda_batch_norm_train_add_relu_f32(
+            x.get(), gr.get(), scale.get(), bias.get(), y.get(), gpuMean.get(),
+            gpuVar.get(), k.n, k.c, k.spatial, k.epsilon);
+        gpuZ = y.read();
+      } else {
+        HalfBuffer y(type, d.x.size());
+        (type == DTRAIN_RT_BF16 ? dtrain_rt_cuda_batch_norm_train_add_relu_bf16
+                                : dtrain_rt_cuda_batch_norm_train_add_relu_f16)(
+            x16->get(), r16->get(), scale.get(), bias.get(), y.get(),
+            gpuMean.get(), gpuVar.get(), k.n, k.c, k.spatial, k.epsilon);
+        gpuZ = y.read();
+      }
+      EXPECT_TRUE(matchesCpu(gpuZ, cpuZ, -1, tolerance)) << "z";
+      EXPECT_TRUE(matchesCpu(gpuMean.read(), cpuMean)) << "batch mean";
+      EXPECT_TRUE(matchesCpu(gpuVar.read(), cpuVar)) << "batch variance";
+    }
+  }
+}
+
 TEST(CudaManagedMemory, ResultsAreReadyOnTheStepStream) {
   const ConvCase k = gpuConvCases[0];
   const ConvData d(k, 11);

@@ -92,6 +92,31 @@ TEST(CudaLoopsKernels, BatchNormWithRelu) {
     EXPECT_EQ(dx16[i], masked16[i]) << "element " << i;
 }
 
+// Batch norm with a residual added and a ReLU on bf16 data: the ops it
+// replaces, each rounded to bf16 (the batch norm's result, the sum), and
+// the ReLU. One channel of 1, 2, 3, 4 (normalized about -1.34, -0.45,
+// 0.45, 1.34) plus 1: 0 where the sum is negative.
+TEST(CudaLoopsKernels, BatchNormWithResidualRelu) {
+  const float x[] = {1, 2, 3, 4};
+  uint16_t x16[4], r16[4], y16[4], plain16[4];
+  for (int i = 0; i < 4; ++i) {
+    x16[i] = f32ToBF16(x[i]);
+    r16[i] = f32ToBF16(1.0f);
+  }
+  const float scale = 1, bias = 0;
+  float mean, var;
+  dtrain_rt_cuda_batch_norm_train_bf16(x16, &scale, &bias, plain16, &mean, &var,
+                                       1, 1, 4, 0.0f);
+  dtrain_rt_cuda_batch_norm_train_add_relu_bf16(x16, r16, &scale, &bias, y16,
+                                                &mean, &var, 1, 1, 4, 0.0f);
+  for (int i = 0; i < 4; ++i) {
+    const float sum = bf16ToF32(f32ToBF16(bf16ToF32(plain16[i]) + 1.0f));
+    EXPECT_EQ(bf16ToF32(y16[i]), sum > 0.0f ? sum : 0.0f) << "element " << i;
+  }
+  EXPECT_EQ(bf16ToF32(y16[0]), 0.0f); // -1.34 + 1
+  EXPECT_GT(bf16ToF32(y16[1]), 0.0f); // -0.45 + 1
+}
+
 /// Makes the invalid call NAME, which must abort; false where NAME is
 /// unknown.
 bool makeInvalidCall(const std::string &name) {

@@ -400,6 +400,38 @@ func.func @batch_norm_relu(%x: tensor<2x3x4x5xbf16>, %dz: tensor<2x3x4x5xbf16>, 
 
 // -----
 
+// A batch norm whose result is added to a residual that is there before
+// it, the sum's one user a ReLU (a residual block's end), computes the add
+// and the ReLU too, reading the residual: neither op is left. Where the
+// residual comes only after the batch norm (the other branch of a
+// downsampling block, whose batch norm is later), the add stays.
+// CUDA-DAG: func.func private @dtrain_rt_cuda_batch_norm_train_add_relu_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, f32) attributes {dtrain.step_stream}
+// CUDA-LABEL: func.func @batch_norm_add_relu(
+// CUDA-SAME:  %[[X:[^:]+]]: tensor<2x3x4x5xf32>, %[[R:[^:]+]]: tensor<2x3x4x5xf32>
+// CUDA-NOT:   linalg.generic
+// CUDA:       bufferization.to_buffer %[[R]]
+// CUDA:       call @dtrain_rt_cuda_batch_norm_train_add_relu_f32(
+// CUDA:       %[[Z:.*]] = bufferization.to_tensor
+// CUDA:       call @dtrain_rt_cuda_batch_norm_train_f32(
+// CUDA:       call @dtrain_rt_cuda_batch_norm_train_f32(
+// CUDA-COUNT-3: linalg.generic
+// CUDA:       return %[[Z]], %{{.*}} :
+func.func @batch_norm_add_relu(%x: tensor<2x3x4x5xf32>, %r: tensor<2x3x4x5xf32>, %s: tensor<3xf32>, %b: tensor<3xf32>)
+    -> (tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>) {
+  %y, %mean, %var = nn.batch_norm_train %x, %s, %b : tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  %sum = nn.add %r, %y : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x4x5xf32>
+  %z = nn.relu %sum : tensor<2x3x4x5xf32>
+  // Two batch norms into one add: the first's residual comes after it.
+  %u, %mean2, %var2 = nn.batch_norm_train %x, %s, %b : tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  %v, %mean3, %var3 = nn.batch_norm_train %r, %s, %b : tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  %sum2 = nn.add %u, %v : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x4x5xf32>
+  %w = nn.relu %sum2 : tensor<2x3x4x5xf32>
+  %w2 = nn.add %w, %v : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x4x5xf32>
+  return %z, %w2 : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>
+}
+
+// -----
+
 // train.loss_seed is the constant 1; train.skip_update selects per element
 // between the old and the updated value, the flag read as a scalar.
 // CHECK-LABEL: func.func @loss_scaling

@@ -147,7 +147,10 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     scale, bias and statistics), and the casts go. A batch norm in
     training whose data result (or its cast back to 16 bits) has one user,
     an `nn.relu`, computes the ReLU too
-    (`dtrain_rt_cuda_batch_norm_train_relu_bf16`, ...), and a batch-norm
+    (`dtrain_rt_cuda_batch_norm_train_relu_bf16`, ...), or an `nn.add` of
+    it and a residual there before it, whose one user is an `nn.relu` (a
+    residual block's end), computes the add and the ReLU, rounded as they
+    are (`dtrain_rt_cuda_batch_norm_train_add_relu_bf16`, ...); a batch-norm
     gradient whose output gradient is an `nn.relu_grad` (or its cast to
     f32) that nothing else reads takes the ReLU's output gradient and
     output in its place (`dtrain_rt_cuda_batch_norm_backward_relu_bf16`,

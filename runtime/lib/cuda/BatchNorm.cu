@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kBatchNormThreads)
                         const float *__restrict__ bias,
                         const SumPair *__restrict__ partials,
                         const float *__restrict__ shifts, float epsilon,
-                        bool withRelu, void *__restrict__ y,
+                        BatchNormActivation activation, void *__restrict__ y,
                         float *__restrict__ batchMean,
                         float *__restrict__ batchVar) {
   for (int32_t ch = blockIdx.y; ch < g.c; ch += gridDim.y) {
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kBatchNormThreads)
         });
     normalizeUnits<Type, Width>(
         g, x, y, ch, blockIdx.x, threadIdx.x, blockDim.x, s.mean,
-        scale[ch] * inverseStd(s.var, epsilon), bias[ch], withRelu);
+        scale[ch] * inverseStd(s.var, epsilon), bias[ch], activation);
   }
 }
 
@@ -213,8 +213,10 @@ bool dtrain::rt::gpu::splitBatchNormSelected() {
 void dtrain::rt::gpu::launchSplitBatchNormTrain(
     KernelCall &call, int32_t type, const void *x, const float *scale,
     const float *bias, void *y, float *batchMean, float *batchVar, int64_t n,
-    int64_t c, int64_t spatial, float epsilon, bool withRelu) {
-  const BatchNormSplits g = checkedSplits(call, type, n, c, spatial, {x, y});
+    int64_t c, int64_t spatial, float epsilon,
+    const BatchNormActivation &activation) {
+  const BatchNormSplits g =
+      checkedSplits(call, type, n, c, spatial, {x, activation.residual, y});
   const SplitScratch scratch = splitScratch(call, g);
   forTypeAndWidth(type, g.width, [&](auto t, auto w) {
     constexpr int32_t Type = decltype(t)::value;
@@ -226,7 +228,7 @@ void dtrain::rt::gpu::launchSplitBatchNormTrain(
     splitBatchNormApply<Type, Width>
         <<<splitGrid(g), kBatchNormThreads, 0, call.stream()>>>(
             g, x, scale, bias, scratch.partials, scratch.shifts, epsilon,
-            withRelu, y, batchMean, batchVar);
+            activation, y, batchMean, batchVar);
     call.check(cudaGetLastError(), "splitBatchNormApply launch");
   });
 }

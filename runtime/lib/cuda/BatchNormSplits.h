@@ -51,6 +51,23 @@ DTRAIN_RT_HOST_DEVICE inline float reluGradient(float dz, float z) {
   return z > 0.0f ? dz : 0.0f;
 }
 
+/// What follows a batch norm in its kernel: nothing, a ReLU, or the sum
+/// with RESIDUAL (of the batch norm's shape and type) and a ReLU.
+struct BatchNormActivation {
+  bool relu = false;
+  const void *residual = nullptr;
+};
+
+/// The ReLU of a batch norm's result NORMALIZED plus RESIDUAL in TYPE,
+/// rounded as the ops it replaces round them: the batch norm's result to
+/// TYPE, then the sum (in f32) to TYPE.
+template <int32_t Type>
+DTRAIN_RT_HOST_DEVICE inline float residualRelu(float normalized,
+                                                float residual) {
+  const float y = widenElement<Type>(roundElement<Type>(normalized));
+  return relu(widenElement<Type>(roundElement<Type>(y + residual)));
+}
+
 /// How a batch norm's N x C x SPATIAL elements are split: channel CH's
 /// elements, N rows of SPATIAL, are UNITS units of WIDTH elements a row,
 /// N x UNITS in all, taken CHUNK at a time by SPLITS blocks (the last may
@@ -178,21 +195,29 @@ DTRAIN_RT_HOST_DEVICE inline float inverseStd(float var, float epsilon) {
   return 1.0f / sqrtf(var + epsilon);
 }
 
-/// Y = (X - MEAN) MULTIPLIER + BIAS, MULTIPLIER = SCALE / std, over what
-/// thread THREAD of THREADS takes of split SPLIT of channel CH; its relu
-/// WITHRELU.
+/// Y = (X - MEAN) MULTIPLIER + BIAS, MULTIPLIER = SCALE / std, then
+/// ACTIVATION, over what thread THREAD of THREADS takes of split SPLIT of
+/// channel CH.
 template <int32_t Type, int Width>
 DTRAIN_RT_HOST_DEVICE void
 normalizeUnits(const BatchNormSplits &g, const void *x, void *y, int32_t ch,
                int32_t split, int32_t thread, int32_t threads, float mean,
-               float multiplier, float bias, bool withRelu) {
+               float multiplier, float bias,
+               const BatchNormActivation &activation) {
   using Unit = ElementUnit<Type, Width>;
   g.forEachUnit(ch, split, thread, threads, [&](int64_t offset) {
     const WideUnit<Type, Width> in(x, offset);
     Unit out;
-    for (int i = 0; i < Width; ++i) {
-      const float v = (in.values[i] - mean) * multiplier + bias;
-      out.elements[i] = roundElement<Type>(withRelu ? relu(v) : v);
+    if (activation.residual) {
+      const WideUnit<Type, Width> residual(activation.residual, offset);
+      for (int i = 0; i < Width; ++i)
+        out.elements[i] = roundElement<Type>(residualRelu<Type>(
+            (in.values[i] - mean) * multiplier + bias, residual.values[i]));
+    } else {
+      for (int i = 0; i < Width; ++i) {
+        const float v = (in.values[i] - mean) * multiplier + bias;
+        out.elements[i] = roundElement<Type>(activation.relu ? relu(v) : v);
+      }
     }
     *reinterpret_cast<Unit *>(static_cast<ElementBits<Type> *>(y) + offset) =
         out;

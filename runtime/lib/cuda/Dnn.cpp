@@ -39,8 +39,9 @@
 // batch's); the biased variance that the ABI returns is that times
 // (M - 1) / M, M = N SPATIAL. With M = 1 (which cuDNN's unbiased variance
 // cannot take), the batch mean is X and the variance 0.
-// A ReLU fused into batch norm in training runs after cuDNN's (in place),
-// its gradient before cuDNN's gradient (into scratch memory).
+// A ReLU fused into batch norm in training (and a residual added before
+// it) runs after cuDNN's, in place; the ReLU's gradient before cuDNN's
+// gradient, into scratch memory.
 // DTRAIN_CUDA_SPLIT_BATCH_NORM=1 runs batch norm in training, and its
 // gradient, on the runtime's own kernels instead, the ReLU and its
 // gradient fused into them (BatchNorm.cu).
@@ -50,6 +51,7 @@
 #include "CudaInternal.h"
 
 #include "Kernels.h"
+#include "cuda/BatchNormSplits.h"
 #include "cuda/HeavyOps.h"
 #include "cuda/PointwiseConv.h"
 
@@ -609,24 +611,25 @@ void normalizeTrainingOnDnn(KernelCall &call, int32_t type, const void *x,
   launchBiasVariance(call, batchVar, count, c);
 }
 
-/// Batch norm in training, and its ReLU WITHRELU: the batch's statistics,
+/// Batch norm in training, then ACTIVATION: the batch's statistics,
 /// returned.
 void normalizeTraining(const char *kernel, int32_t type, const void *x,
                        const float *scale, const float *bias, void *y,
                        float *batchMean, float *batchVar, int64_t n, int64_t c,
-                       int64_t spatial, float epsilon, bool withRelu) {
+                       int64_t spatial, float epsilon,
+                       const BatchNormActivation &activation) {
   checkBatchNormTrain(kernel, x, scale, bias, y, batchMean, batchVar, n, c,
                       spatial, epsilon);
   KernelCall call(kernel);
   if (splitBatchNormSelected()) {
     launchSplitBatchNormTrain(call, type, x, scale, bias, y, batchMean,
-                              batchVar, n, c, spatial, epsilon, withRelu);
+                              batchVar, n, c, spatial, epsilon, activation);
     return;
   }
   normalizeTrainingOnDnn(call, type, x, scale, bias, y, batchMean, batchVar, n,
                          c, spatial, epsilon);
-  if (withRelu)
-    launchRelu(call, type, y, n * c * spatial);
+  if (activation.relu)
+    launchRelu(call, type, y, activation.residual, n * c * spatial);
 }
 
 /// The gradients of batch norm in training for DY; with Z (else NULL), of
@@ -684,7 +687,7 @@ void normalizeBackward(const char *kernel, int32_t type, const void *x,
       int64_t spatial, float epsilon) {                                        \
     normalizeTraining("dtrain_rt_cuda_batch_norm_train_" #SUFFIX,              \
                       DTRAIN_RT_##TYPE, x, scale, bias, y, batch_mean,         \
-                      batch_var, n, c, spatial, epsilon, false);               \
+                      batch_var, n, c, spatial, epsilon, {});                  \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_train_relu_##SUFFIX(                          \
       const T *x, const float *scale, const float *bias, T *y,                 \
@@ -692,7 +695,16 @@ void normalizeBackward(const char *kernel, int32_t type, const void *x,
       int64_t spatial, float epsilon) {                                        \
     normalizeTraining("dtrain_rt_cuda_batch_norm_train_relu_" #SUFFIX,         \
                       DTRAIN_RT_##TYPE, x, scale, bias, y, batch_mean,         \
-                      batch_var, n, c, spatial, epsilon, true);                \
+                      batch_var, n, c, spatial, epsilon, {true, nullptr});     \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_train_add_relu_##SUFFIX(                      \
+      const T *x, const T *residual, const float *scale, const float *bias,    \
+      T *y, float *batch_mean, float *batch_var, int64_t n, int64_t c,         \
+      int64_t spatial, float epsilon) {                                        \
+    const char *kernel = "dtrain_rt_cuda_batch_norm_train_add_relu_" #SUFFIX;  \
+    checkKernelPointer(kernel, "residual", residual);                          \
+    normalizeTraining(kernel, DTRAIN_RT_##TYPE, x, scale, bias, y, batch_mean, \
+                      batch_var, n, c, spatial, epsilon, {true, residual});    \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_backward_##SUFFIX(                            \
       const T *x, const T *dy, const float *scale, const float *batch_mean,    \

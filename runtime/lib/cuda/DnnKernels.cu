@@ -331,9 +331,18 @@ __global__ void sumBatches(int32_t type, const float *__restrict__ partials,
   }
 }
 
-__global__ void reluInPlace(int32_t type, void *y, int64_t count) {
+template <int32_t Type>
+__global__ void reluInPlace(void *y, const void *__restrict__ residual,
+                            int64_t count) {
+  ElementBits<Type> *data = static_cast<ElementBits<Type> *>(y);
   DTRAIN_GRID_LOOP(i, count) {
-    storeFromFloat(y, type, i, relu(loadAsFloat(y, type, i)));
+    const float v = widenElement<Type>(data[i]);
+    data[i] = roundElement<Type>(
+        residual ? residualRelu<Type>(
+                       v, widenElement<Type>(
+                              static_cast<const ElementBits<Type> *>(
+                                  residual)[i]))
+                 : relu(v));
   }
 }
 
@@ -481,8 +490,12 @@ void dtrain::rt::gpu::launchBiasGradient(const KernelCall &call, int32_t type,
 }
 
 void dtrain::rt::gpu::launchRelu(const KernelCall &call, int32_t type,
-                                 void *y, int64_t count) {
-  reluInPlace<<<gridFor(count), kBlock, 0, call.stream()>>>(type, y, count);
+                                 void *y, const void *residual,
+                                 int64_t count) {
+  forFloatType(type, [&](auto t) {
+    reluInPlace<decltype(t)::value>
+        <<<gridFor(count), kBlock, 0, call.stream()>>>(y, residual, count);
+  });
   checkLaunched(call, "reluInPlace launch");
 }
 

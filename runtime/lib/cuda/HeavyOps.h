@@ -151,8 +151,11 @@ void launchSumBatches(const KernelCall &call, int32_t type,
 /// Y (N floats) = X (N elements of TYPE), exactly.
 void launchWiden(const KernelCall &call, int32_t type, const void *x, float *y,
                  int64_t n);
-/// Y (COUNT elements of TYPE) = max(Y, 0) in place, a NaN staying a NaN.
-void launchRelu(const KernelCall &call, int32_t type, void *y, int64_t count);
+/// Y (COUNT elements of TYPE) = max(Y, 0) in place, a NaN staying a NaN;
+/// with RESIDUAL (else NULL), max(Y + RESIDUAL, 0), the sum rounded to TYPE
+/// (residualRelu).
+void launchRelu(const KernelCall &call, int32_t type, void *y,
+                const void *residual, int64_t count);
 /// DY (COUNT elements of TYPE) = DZ where Z > 0, else 0: the ReLU's
 /// gradient from its output Z.
 void launchReluGradient(const KernelCall &call, int32_t type, const void *dz,
@@ -169,7 +172,8 @@ void launchBiasVariance(const KernelCall &call, float *var, int64_t count,
 //===--- Pointwise convolutions as products (Blas.cpp)
 //---------------------===//
 
-struct StridedGemm; // PointwiseConv.h
+struct StridedGemm;         // PointwiseConv.h
+struct BatchNormActivation; // BatchNormSplits.h
 
 /// Whether pointwise convolutions and their gradients run as cuBLAS
 /// products (PointwiseConv.h) rather than on cuDNN: DTRAIN_CUDA_CONV_GEMM=1
@@ -188,12 +192,12 @@ void launchStridedGemm(KernelCall &call, int32_t type, int32_t outputType,
 bool splitBatchNormSelected();
 /// Y = the batch norm of X (N x C x SPATIAL, TYPE) with the batch's
 /// statistics, which it returns in BATCHMEAN and BATCHVAR (biased), as
-/// dtrain_rt_batch_norm_train_f32 does; its ReLU WITHRELU.
+/// dtrain_rt_batch_norm_train_f32 does; then ACTIVATION.
 void launchSplitBatchNormTrain(KernelCall &call, int32_t type, const void *x,
                                const float *scale, const float *bias, void *y,
                                float *batchMean, float *batchVar, int64_t n,
                                int64_t c, int64_t spatial, float epsilon,
-                               bool withRelu);
+                               const BatchNormActivation &activation);
 /// DX, DSCALE and DBIAS, as dtrain_rt_batch_norm_backward_f32 computes
 /// them; with Z (else NULL), for DY = the ReLU gradient of DY masked by
 /// Z > 0 (dtrain_rt_cuda_batch_norm_backward_relu_f32).

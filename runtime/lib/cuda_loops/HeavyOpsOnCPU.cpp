@@ -30,13 +30,14 @@ using namespace dtrain::rt;
 
 namespace {
 
-/// A 16-bit float type's conversions.
+/// A 16-bit float type's conversions, and its DTRAIN_RT_* code.
 struct Half {
   float (*widen)(uint16_t);
   uint16_t (*round)(float);
+  int32_t code;
 };
-const Half kBF16 = {bf16ToF32, f32ToBF16};
-const Half kF16 = {f16ToF32, f32ToF16};
+const Half kBF16 = {bf16ToF32, f32ToBF16, DTRAIN_RT_BF16};
+const Half kF16 = {f16ToF32, f32ToF16, DTRAIN_RT_F16};
 
 /// COUNT elements of X widened to f32 (none where X is null).
 std::vector<float> widen(const Half &type, const uint16_t *x, int64_t count) {
@@ -190,10 +191,14 @@ void batchNorm(const char *kernel, const Half &type, const uint16_t *x,
   round(type, wy, y);
 }
 
-/// Y = max(Y, 0) for COUNT elements (a fused ReLU).
-void reluInPlace(float *y, int64_t count) {
+/// Y = max(Y, 0) for COUNT elements (a fused ReLU); with RESIDUAL (else
+/// NULL), max(Y + RESIDUAL, 0), rounded as the GPU's kernels round it in
+/// TYPE (gpu::residualRelu).
+template <int32_t Type>
+void reluInPlace(float *y, const float *residual, int64_t count) {
   for (int64_t i = 0; i < count; ++i)
-    y[i] = gpu::relu(y[i]);
+    y[i] =
+        residual ? gpu::residualRelu<Type>(y[i], residual[i]) : gpu::relu(y[i]);
 }
 
 /// DY = the ReLU's gradient of DZ from its output Z, COUNT elements.
@@ -205,18 +210,26 @@ std::vector<float> reluGradients(const float *dz, const float *z,
   return dy;
 }
 
+/// Batch norm in training; with WITHRELU, a ReLU after it, and with
+/// RESIDUAL (else NULL) the residual added before the ReLU.
 void batchNormTrain(const char *kernel, const Half &type, const uint16_t *x,
                     const float *scale, const float *bias, uint16_t *y,
                     float *batchMean, float *batchVar, int64_t n, int64_t c,
-                    int64_t spatial, float epsilon, bool withRelu) {
+                    int64_t spatial, float epsilon, bool withRelu,
+                    const uint16_t *residual) {
   checkBatchNormTrain(kernel, x, scale, bias, y, batchMean, batchVar, n, c,
                       spatial, epsilon);
   std::vector<float> wx = widen(type, x, n * c * spatial);
   std::vector<float> wy(wx.size());
   dtrain_rt_batch_norm_train_f32(wx.data(), scale, bias, wy.data(), batchMean,
                                  batchVar, n, c, spatial, epsilon);
-  if (withRelu)
-    reluInPlace(wy.data(), int64_t(wy.size()));
+  if (withRelu) {
+    const std::vector<float> wr = widen(type, residual, int64_t(wy.size()));
+    const float *r = residual ? wr.data() : nullptr;
+    gpu::forFloatType(type.code, [&](auto t) {
+      reluInPlace<decltype(t)::value>(wy.data(), r, int64_t(wy.size()));
+    });
+  }
   round(type, wy, y);
 }
 
@@ -342,7 +355,18 @@ void dtrain_rt_cuda_batch_norm_train_relu_f32(
     float epsilon) {
   dtrain_rt_batch_norm_train_f32(x, scale, bias, y, batch_mean, batch_var, n, c,
                                  spatial, epsilon);
-  reluInPlace(y, n * c * spatial);
+  reluInPlace<DTRAIN_RT_F32>(y, nullptr, n * c * spatial);
+}
+
+void dtrain_rt_cuda_batch_norm_train_add_relu_f32(
+    const float *x, const float *residual, const float *scale,
+    const float *bias, float *y, float *batch_mean, float *batch_var, int64_t n,
+    int64_t c, int64_t spatial, float epsilon) {
+  checkKernelPointer("dtrain_rt_cuda_batch_norm_train_add_relu_f32", "residual",
+                     residual);
+  dtrain_rt_batch_norm_train_f32(x, scale, bias, y, batch_mean, batch_var, n, c,
+                                 spatial, epsilon);
+  reluInPlace<DTRAIN_RT_F32>(y, residual, n * c * spatial);
 }
 
 void dtrain_rt_cuda_batch_norm_backward_relu_f32(
@@ -437,7 +461,7 @@ void dtrain_rt_cuda_batch_norm_backward_relu_f32(
       int64_t spatial, float epsilon) {                                        \
     batchNormTrain("dtrain_rt_cuda_batch_norm_train_" #SUFFIX, TYPE, x, scale, \
                    bias, y, batch_mean, batch_var, n, c, spatial, epsilon,     \
-                   false);                                                     \
+                   false, nullptr);                                            \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_train_relu_##SUFFIX(                          \
       const uint16_t *x, const float *scale, const float *bias, uint16_t *y,   \
@@ -445,7 +469,16 @@ void dtrain_rt_cuda_batch_norm_backward_relu_f32(
       int64_t spatial, float epsilon) {                                        \
     batchNormTrain("dtrain_rt_cuda_batch_norm_train_relu_" #SUFFIX, TYPE, x,   \
                    scale, bias, y, batch_mean, batch_var, n, c, spatial,       \
-                   epsilon, true);                                             \
+                   epsilon, true, nullptr);                                    \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_norm_train_add_relu_##SUFFIX(                      \
+      const uint16_t *x, const uint16_t *residual, const float *scale,         \
+      const float *bias, uint16_t *y, float *batch_mean, float *batch_var,     \
+      int64_t n, int64_t c, int64_t spatial, float epsilon) {                  \
+    const char *kernel = "dtrain_rt_cuda_batch_norm_train_add_relu_" #SUFFIX;  \
+    checkKernelPointer(kernel, "residual", residual);                          \
+    batchNormTrain(kernel, TYPE, x, scale, bias, y, batch_mean, batch_var, n,  \
+                   c, spatial, epsilon, true, residual);                       \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_backward_##SUFFIX(                            \
       const uint16_t *x, const uint16_t *dy, const float *scale,               \
