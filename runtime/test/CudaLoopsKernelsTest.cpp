@@ -125,6 +125,9 @@ bool makeInvalidCall(const std::string &name) {
   if (name == "conv-output") // a 3x3 kernel on 8x8 gives 6x6, not 6x7
     dtrain_rt_cuda_conv2d_bf16(data, data, nullptr, data, 1, 1, 8, 8, 1, 3, 3,
                                6, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1);
+  else if (name == "batch-norm-add-relu-null-residual")
+    dtrain_rt_cuda_batch_norm_train_add_relu_bf16(
+        data, nullptr, stats, stats, data, stats, stats, 1, 2, 4, 1e-5f);
   else if (name == "batch-norm-relu-null-z")
     dtrain_rt_cuda_batch_norm_backward_relu_bf16(data, data, nullptr, stats,
                                                  stats, stats, data, stats,
