@@ -739,160 +739,124 @@ struct Managed {
   size_t count;
 };
 
-// The trainer's case: managed buffers written and read on the host around
-// the calls, with a wait for the step stream before each read.
-// Batch norm with a fused ReLU (_relu) against the CPU kernels with the
-// ReLU around them: Y = max(the batch norm, 0); the gradients for DZ, the
-// ReLU output's, masked by Z (from the CPU's statistics). f32, bf16, f16.
-TEST(CudaBatchNorm, FusedReluMatchesCpu) {
+// Batch norm with what a trainer fuses into it, against the CPU kernels
+// with the ops around them, rounded as those round: a ReLU (_relu: Y =
+// max(the batch norm, 0)), or a residual and a ReLU (_add_relu: the batch
+// norm's result and the sum rounded to the type, then the ReLU); and the
+// gradients for DZ, the ReLU output's, masked by Z (_backward_relu, from
+// the CPU's statistics). f32, bf16, f16.
+TEST(CudaBatchNorm, FusedActivationsMatchCpu) {
   uint32_t seed = 5800;
   for (int32_t type : {DTRAIN_RT_F32, DTRAIN_RT_BF16, DTRAIN_RT_F16}) {
     const double tolerance =
         type == DTRAIN_RT_F32
             ? kTolerance
             : halfTypes[type == DTRAIN_RT_BF16 ? 0 : 1].tolerance;
-    for (const BatchNormCase &k : allBatchNormCases()) {
-      SCOPED_TRACE(testing::Message() << "type " << type << " " << k.n << "x"
-                                      << k.c << "x" << k.spatial);
-      BatchNormData d(k, seed += 5);
-      std::vector<float> dz = randomVector(d.x.size(), seed + 1000);
-      const size_t c = size_t(k.c);
-      // The 16-bit data rounded in place, so that the CPU reads them too.
-      std::optional<HalfBuffer> x16, dz16;
-      if (type != DTRAIN_RT_F32) {
-        x16.emplace(type, d.x);
-        dz16.emplace(type, dz);
-      }
-      std::vector<float> cpuZ(d.x.size(), kNaN), cpuMean(c, kNaN),
-          cpuVar(c, kNaN);
-      dtrain_rt_batch_norm_train_f32(d.x.data(), d.scale.data(), d.bias.data(),
-                                     cpuZ.data(), cpuMean.data(), cpuVar.data(),
-                                     k.n, k.c, k.spatial, k.epsilon);
-      for (float &v : cpuZ)
-        v = std::max(v, 0.0f);
-      std::vector<float> z = cpuZ; // rounded to TYPE below, as the GPU reads it
-      std::optional<HalfBuffer> z16;
+    // VALUES rounded to TYPE in place.
+    auto roundInPlace = [&](std::vector<float> &values) {
       if (type != DTRAIN_RT_F32)
-        z16.emplace(type, z);
-      std::vector<float> dy(dz.size()), cpuDx(d.x.size(), kNaN),
-          cpuDscale(c, kNaN), cpuDbias(c, kNaN);
-      for (size_t i = 0; i < dy.size(); ++i)
-        dy[i] = z[i] > 0.0f ? dz[i] : 0.0f;
-      dtrain_rt_batch_norm_backward_f32(
-          d.x.data(), dy.data(), d.scale.data(), cpuMean.data(), cpuVar.data(),
-          cpuDx.data(), cpuDscale.data(), cpuDbias.data(), k.n, k.c, k.spatial,
-          k.epsilon);
-
-      Buffer scale(d.scale), bias(d.bias), mean(cpuMean), var(cpuVar);
-      Output gpuMean(c), gpuVar(c), dscale(c), dbias(c);
-      std::vector<float> gpuZ, gpuDx;
-      if (type == DTRAIN_RT_F32) {
-        Buffer x(d.x), gz(z), gdz(dz);
-        Output y(d.x.size()), dx(d.x.size());
-        dtrain_rt_cuda_batch_norm_train_relu_f32(
-            x.get(), scale.get(), bias.get(), y.get(), gpuMean.get(),
-            gpuVar.get(), k.n, k.c, k.spatial, k.epsilon);
-        dtrain_rt_cuda_batch_norm_backward_relu_f32(
-            x.get(), gdz.get(), gz.get(), scale.get(), mean.get(), var.get(),
-            dx.get(), dscale.get(), dbias.get(), k.n, k.c, k.spatial,
-            k.epsilon);
-        gpuZ = y.read();
-        gpuDx = dx.read();
-      } else {
-        const bool bf16 = type == DTRAIN_RT_BF16;
-        HalfBuffer y(type, d.x.size()), dx(type, d.x.size());
-        (bf16 ? dtrain_rt_cuda_batch_norm_train_relu_bf16
-              : dtrain_rt_cuda_batch_norm_train_relu_f16)(
-            x16->get(), scale.get(), bias.get(), y.get(), gpuMean.get(),
-            gpuVar.get(), k.n, k.c, k.spatial, k.epsilon);
-        (bf16 ? dtrain_rt_cuda_batch_norm_backward_relu_bf16
-              : dtrain_rt_cuda_batch_norm_backward_relu_f16)(
-            x16->get(), dz16->get(), z16->get(), scale.get(), mean.get(),
-            var.get(), dx.get(), dscale.get(), dbias.get(), k.n, k.c, k.spatial,
-            k.epsilon);
-        gpuZ = y.read();
-        gpuDx = dx.read();
-      }
-      EXPECT_TRUE(matchesCpu(gpuZ, cpuZ, -1, tolerance)) << "z";
-      EXPECT_TRUE(matchesCpu(gpuMean.read(), cpuMean)) << "batch mean";
-      EXPECT_TRUE(matchesCpu(gpuVar.read(), cpuVar)) << "batch variance";
-      double terms = 0; // as in CudaBatchNorm.GradientMatchesCpu
-      for (size_t ch = 0; ch < c; ++ch)
-        terms = std::max(terms,
-                         std::fabs(double(d.scale[ch])) /
-                             std::sqrt(double(cpuVar[ch]) + double(k.epsilon)));
-      EXPECT_TRUE(matchesCpu(gpuDx, cpuDx, terms * rms(dz), tolerance)) << "dx";
-      EXPECT_TRUE(matchesCpu(dscale.read(), cpuDscale,
-                             rms(dz) * std::sqrt(double(k.n * k.spatial))))
-          << "dscale";
-      EXPECT_TRUE(matchesCpu(dbias.read(), cpuDbias)) << "dbias";
-    }
-  }
-}
-
-// Batch norm with a residual added and a ReLU (_add_relu) against the CPU
-// kernel with the ops around it, rounded as they round: the batch norm's
-// result and the sum to the type, then the ReLU. f32, bf16, f16.
-TEST(CudaBatchNorm, FusedResidualReluMatchesCpu) {
-  uint32_t seed = 6100;
-  for (int32_t type : {DTRAIN_RT_F32, DTRAIN_RT_BF16, DTRAIN_RT_F16}) {
-    const double tolerance =
-        type == DTRAIN_RT_F32
-            ? kTolerance
-            : halfTypes[type == DTRAIN_RT_BF16 ? 0 : 1].tolerance;
+        HalfBuffer rounded(type, values);
+    };
     for (const BatchNormCase &k : allBatchNormCases()) {
-      SCOPED_TRACE(testing::Message() << "type " << type << " " << k.n << "x"
-                                      << k.c << "x" << k.spatial);
-      BatchNormData d(k, seed += 5);
-      std::vector<float> r = randomVector(d.x.size(), seed + 1000);
-      const size_t c = size_t(k.c);
-      // The 16-bit data rounded in place, so that the CPU reads them too.
-      std::optional<HalfBuffer> x16, r16;
-      if (type != DTRAIN_RT_F32) {
-        x16.emplace(type, d.x);
-        r16.emplace(type, r);
-      }
-      std::vector<float> cpuZ(d.x.size(), kNaN), cpuMean(c, kNaN),
-          cpuVar(c, kNaN);
-      dtrain_rt_batch_norm_train_f32(d.x.data(), d.scale.data(), d.bias.data(),
-                                     cpuZ.data(), cpuMean.data(), cpuVar.data(),
-                                     k.n, k.c, k.spatial, k.epsilon);
-      auto roundInPlace = [&](std::vector<float> &values) {
-        if (type != DTRAIN_RT_F32)
-          HalfBuffer rounded(type, values); // rounds VALUES in place
-      };
-      roundInPlace(cpuZ);
-      for (size_t i = 0; i < cpuZ.size(); ++i)
-        cpuZ[i] += r[i];
-      roundInPlace(cpuZ);
-      for (float &v : cpuZ)
-        v = std::max(v, 0.0f);
+      for (bool withResidual : {false, true}) {
+        SCOPED_TRACE(testing::Message()
+                     << "type " << type << " " << k.n << "x" << k.c << "x"
+                     << k.spatial << (withResidual ? " with a residual" : ""));
+        BatchNormData d(k, seed += 5);
+        std::vector<float> dz = randomVector(d.x.size(), seed + 1000),
+                           r = randomVector(d.x.size(), seed + 2000);
+        const size_t c = size_t(k.c);
+        // The 16-bit data rounded in place, so that the CPU reads them too.
+        std::optional<HalfBuffer> x16, dz16, r16;
+        if (type != DTRAIN_RT_F32) {
+          x16.emplace(type, d.x);
+          dz16.emplace(type, dz);
+          r16.emplace(type, r);
+        }
+        std::vector<float> z(d.x.size(), kNaN), cpuMean(c, kNaN),
+            cpuVar(c, kNaN);
+        dtrain_rt_batch_norm_train_f32(
+            d.x.data(), d.scale.data(), d.bias.data(), z.data(), cpuMean.data(),
+            cpuVar.data(), k.n, k.c, k.spatial, k.epsilon);
+        if (withResidual) {
+          roundInPlace(z);
+          for (size_t i = 0; i < z.size(); ++i)
+            z[i] += r[i];
+        }
+        roundInPlace(z);
+        for (float &v : z)
+          v = std::max(v, 0.0f);
+        std::vector<float> dy(dz.size()), cpuDx(d.x.size(), kNaN),
+            cpuDscale(c, kNaN), cpuDbias(c, kNaN);
+        for (size_t i = 0; i < dy.size(); ++i)
+          dy[i] = z[i] > 0.0f ? dz[i] : 0.0f;
+        dtrain_rt_batch_norm_backward_f32(
+            d.x.data(), dy.data(), d.scale.data(), cpuMean.data(),
+            cpuVar.data(), cpuDx.data(), cpuDscale.data(), cpuDbias.data(), k.n,
+            k.c, k.spatial, k.epsilon);
 
-      Buffer scale(d.scale), bias(d.bias);
-      Output gpuMean(c), gpuVar(c);
-      std::vector<float> gpuZ;
-      if (type == DTRAIN_RT_F32) {
-        Buffer x(d.x), gr(r);
-        Output y(d.x.size());
-        dtrain_rt_cuda_batch_norm_train_add_relu_f32(
-            x.get(), gr.get(), scale.get(), bias.get(), y.get(), gpuMean.get(),
-            gpuVar.get(), k.n, k.c, k.spatial, k.epsilon);
-        gpuZ = y.read();
-      } else {
-        HalfBuffer y(type, d.x.size());
-        (type == DTRAIN_RT_BF16 ? dtrain_rt_cuda_batch_norm_train_add_relu_bf16
-                                : dtrain_rt_cuda_batch_norm_train_add_relu_f16)(
-            x16->get(), r16->get(), scale.get(), bias.get(), y.get(),
-            gpuMean.get(), gpuVar.get(), k.n, k.c, k.spatial, k.epsilon);
-        gpuZ = y.read();
+        Buffer scale(d.scale), bias(d.bias), mean(cpuMean), var(cpuVar);
+        Output gpuMean(c), gpuVar(c), dscale(c), dbias(c);
+        std::vector<float> gpuZ, gpuDx;
+        if (type == DTRAIN_RT_F32) {
+          Buffer x(d.x), gz(z), gdz(dz), gr(r);
+          Output y(d.x.size()), dx(d.x.size());
+          if (withResidual)
+            dtrain_rt_cuda_batch_norm_train_add_relu_f32(
+                x.get(), gr.get(), scale.get(), bias.get(), y.get(),
+                gpuMean.get(), gpuVar.get(), k.n, k.c, k.spatial, k.epsilon);
+          else
+            dtrain_rt_cuda_batch_norm_train_relu_f32(
+                x.get(), scale.get(), bias.get(), y.get(), gpuMean.get(),
+                gpuVar.get(), k.n, k.c, k.spatial, k.epsilon);
+          dtrain_rt_cuda_batch_norm_backward_relu_f32(
+              x.get(), gdz.get(), gz.get(), scale.get(), mean.get(), var.get(),
+              dx.get(), dscale.get(), dbias.get(), k.n, k.c, k.spatial,
+              k.epsilon);
+          gpuZ = y.read();
+          gpuDx = dx.read();
+        } else {
+          const bool bf16 = type == DTRAIN_RT_BF16;
+          HalfBuffer z16(type, z), y(type, d.x.size()), dx(type, d.x.size());
+          if (withResidual)
+            (bf16 ? dtrain_rt_cuda_batch_norm_train_add_relu_bf16
+                  : dtrain_rt_cuda_batch_norm_train_add_relu_f16)(
+                x16->get(), r16->get(), scale.get(), bias.get(), y.get(),
+                gpuMean.get(), gpuVar.get(), k.n, k.c, k.spatial, k.epsilon);
+          else
+            (bf16 ? dtrain_rt_cuda_batch_norm_train_relu_bf16
+                  : dtrain_rt_cuda_batch_norm_train_relu_f16)(
+                x16->get(), scale.get(), bias.get(), y.get(), gpuMean.get(),
+                gpuVar.get(), k.n, k.c, k.spatial, k.epsilon);
+          (bf16 ? dtrain_rt_cuda_batch_norm_backward_relu_bf16
+                : dtrain_rt_cuda_batch_norm_backward_relu_f16)(
+              x16->get(), dz16->get(), z16.get(), scale.get(), mean.get(),
+              var.get(), dx.get(), dscale.get(), dbias.get(), k.n, k.c,
+              k.spatial, k.epsilon);
+          gpuZ = y.read();
+          gpuDx = dx.read();
+        }
+        EXPECT_TRUE(matchesCpu(gpuZ, z, -1, tolerance)) << "z";
+        EXPECT_TRUE(matchesCpu(gpuMean.read(), cpuMean)) << "batch mean";
+        EXPECT_TRUE(matchesCpu(gpuVar.read(), cpuVar)) << "batch variance";
+        double terms = 0; // as in CudaBatchNorm.GradientMatchesCpu
+        for (size_t ch = 0; ch < c; ++ch)
+          terms = std::max(
+              terms, std::fabs(double(d.scale[ch])) /
+                         std::sqrt(double(cpuVar[ch]) + double(k.epsilon)));
+        EXPECT_TRUE(matchesCpu(gpuDx, cpuDx, terms * rms(dz), tolerance))
+            << "dx";
+        EXPECT_TRUE(matchesCpu(dscale.read(), cpuDscale,
+                               rms(dz) * std::sqrt(double(k.n * k.spatial))))
+            << "dscale";
+        EXPECT_TRUE(matchesCpu(dbias.read(), cpuDbias)) << "dbias";
       }
-      EXPECT_TRUE(matchesCpu(gpuZ, cpuZ, -1, tolerance)) << "z";
-      EXPECT_TRUE(matchesCpu(gpuMean.read(), cpuMean)) << "batch mean";
-      EXPECT_TRUE(matchesCpu(gpuVar.read(), cpuVar)) << "batch variance";
     }
   }
 }
 
+// The trainer's case: managed buffers written and read on the host around
+// the calls, with a wait for the step stream before each read.
 TEST(CudaManagedMemory, ResultsAreReadyOnTheStepStream) {
   const ConvCase k = gpuConvCases[0];
   const ConvData d(k, 11);
