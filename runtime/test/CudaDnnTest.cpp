@@ -635,16 +635,10 @@ TEST(CudaBatchNorm, GradientMatchesCpu) {
     dtrain_rt_cuda_batch_norm_backward_f32(
         x.get(), gpuDy.get(), scale.get(), mean.get(), var.get(), dx.get(),
         dscale.get(), dbias.get(), k.n, k.c, k.spatial, k.epsilon);
-    // DX = SCALE / std (DY - mean(DY) - XHAT mean(DY XHAT)) cancels: the
-    // error is relative to the terms' size, SCALE / std |DY|.
-    double terms = 0;
-    for (int64_t c = 0; c < k.c; ++c)
-      terms = std::max(
-          terms, std::fabs(double(d.scale[size_t(c)])) /
-                     std::sqrt(double(cpu.var[size_t(c)]) + double(k.epsilon)));
-    EXPECT_TRUE(matchesCpu(dx.read(), cpu.dx, terms * rms(dy))) << "dx";
-    EXPECT_TRUE(matchesCpu(dscale.read(), cpu.dscale,
-                           rms(dy) * std::sqrt(double(k.n * k.spatial))))
+    const BatchNormGradientScales scales = batchNormGradientScales(
+        d.scale, cpu.var, k.epsilon, dy, k.n * k.spatial);
+    EXPECT_TRUE(matchesCpu(dx.read(), cpu.dx, scales.dx)) << "dx";
+    EXPECT_TRUE(matchesCpu(dscale.read(), cpu.dscale, scales.dscale))
         << "dscale";
     EXPECT_TRUE(matchesCpu(dbias.read(), cpu.dbias)) << "dbias";
   }
@@ -686,15 +680,11 @@ TEST(CudaHalf, BatchNormMatchesCpu) {
       backward(x.get(), gpuDy.get(), scale.get(), cpuMean.get(), cpuVar.get(),
                dx.get(), dscale.get(), dbias.get(), k.n, k.c, k.spatial,
                k.epsilon);
-      double terms = 0; // as in CudaBatchNorm.GradientMatchesCpu
-      for (int64_t c = 0; c < k.c; ++c)
-        terms = std::max(terms, std::fabs(double(d.scale[size_t(c)])) /
-                                    std::sqrt(double(cpu.var[size_t(c)]) +
-                                              double(k.epsilon)));
-      EXPECT_TRUE(matchesCpu(dx.read(), cpu.dx, terms * rms(dy), t.tolerance))
+      const BatchNormGradientScales scales = batchNormGradientScales(
+          d.scale, cpu.var, k.epsilon, dy, k.n * k.spatial);
+      EXPECT_TRUE(matchesCpu(dx.read(), cpu.dx, scales.dx, t.tolerance))
           << "dx";
-      EXPECT_TRUE(matchesCpu(dscale.read(), cpu.dscale,
-                             rms(dy) * std::sqrt(double(k.n * k.spatial))))
+      EXPECT_TRUE(matchesCpu(dscale.read(), cpu.dscale, scales.dscale))
           << "dscale";
       EXPECT_TRUE(matchesCpu(dbias.read(), cpu.dbias)) << "dbias";
 
@@ -839,15 +829,10 @@ TEST(CudaBatchNorm, FusedActivationsMatchCpu) {
         EXPECT_TRUE(matchesCpu(gpuZ, z, -1, tolerance)) << "z";
         EXPECT_TRUE(matchesCpu(gpuMean.read(), cpuMean)) << "batch mean";
         EXPECT_TRUE(matchesCpu(gpuVar.read(), cpuVar)) << "batch variance";
-        double terms = 0; // as in CudaBatchNorm.GradientMatchesCpu
-        for (size_t ch = 0; ch < c; ++ch)
-          terms = std::max(
-              terms, std::fabs(double(d.scale[ch])) /
-                         std::sqrt(double(cpuVar[ch]) + double(k.epsilon)));
-        EXPECT_TRUE(matchesCpu(gpuDx, cpuDx, terms * rms(dz), tolerance))
-            << "dx";
-        EXPECT_TRUE(matchesCpu(dscale.read(), cpuDscale,
-                               rms(dz) * std::sqrt(double(k.n * k.spatial))))
+        const BatchNormGradientScales scales = batchNormGradientScales(
+            d.scale, cpuVar, k.epsilon, dz, k.n * k.spatial);
+        EXPECT_TRUE(matchesCpu(gpuDx, cpuDx, scales.dx, tolerance)) << "dx";
+        EXPECT_TRUE(matchesCpu(dscale.read(), cpuDscale, scales.dscale))
             << "dscale";
         EXPECT_TRUE(matchesCpu(dbias.read(), cpuDbias)) << "dbias";
       }

@@ -59,6 +59,25 @@ inline ::testing::AssertionResult matchesCpu(const std::vector<float> &gpu,
          << " on the CPU (scale " << scale << ")";
 }
 
+/// matchesCpu's scales for a batch-norm gradient's results: DX = SCALE /
+/// std (DY - mean(DY) - XHAT mean(DY XHAT)) cancels, so its error is
+/// relative to the terms' size, the largest SCALE / std times DY's RMS;
+/// DSCALE sums COUNT products of DY and XHAT (about 1 in size).
+struct BatchNormGradientScales {
+  double dx, dscale;
+};
+
+inline BatchNormGradientScales
+batchNormGradientScales(const std::vector<float> &scale,
+                        const std::vector<float> &var, float epsilon,
+                        const std::vector<float> &dy, int64_t count) {
+  double terms = 0;
+  for (size_t c = 0; c < scale.size(); ++c)
+    terms = std::max(terms, std::fabs(double(scale[c])) /
+                                std::sqrt(double(var[c]) + double(epsilon)));
+  return {terms * rms(dy), rms(dy) * std::sqrt(double(count))};
+}
+
 /// A 16-bit element type of the heavy ops, and the tolerance of their
 /// results against the CPU's f32 kernels on the same (rounded) inputs:
 /// twice the type's unit roundoff, for the one rounding of each result (two
