@@ -4,8 +4,9 @@
 // _conv2d_*, _pool2d_*, _batch_norm_*): matrix products on cuBLAS
 // (Blas.cpp), convolution and batch norm on cuDNN (Dnn.cpp), pooling on
 // kernels of their own, which also hold the few helper kernels that cuDNN
-// needs around it (DnnKernels.cu), and batch norm in training, on demand,
-// on kernels of their own too (BatchNorm.cu).
+// needs around it (DnnKernels.cu); on demand, batch norm in training on
+// kernels of their own too (BatchNorm.cu), and pointwise convolutions as
+// cuBLAS products (PointwiseConv.h).
 //
 // They queue their work on the step stream (StepStream.h) and return
 // without waiting for it: generated code waits for that stream before its
@@ -169,8 +170,7 @@ void launchInverseStd(const KernelCall &call, const float *var, float epsilon,
 void launchBiasVariance(const KernelCall &call, float *var, int64_t count,
                         int64_t c);
 
-//===--- Pointwise convolutions as products (Blas.cpp)
-//---------------------===//
+//===--- Pointwise convolutions as cuBLAS products (Blas.cpp) -------------===//
 
 struct StridedGemm;         // PointwiseConv.h
 struct BatchNormActivation; // BatchNormSplits.h
