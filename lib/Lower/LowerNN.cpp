@@ -707,7 +707,9 @@ getFusedBiasGradients(Operation *root) {
       return;
     for (Operation *user : op.getGrad().getUsers()) {
       auto sum = dyn_cast<nn::ReduceSumOp>(user);
-      if (sum && sum.getDims() == ArrayRef<int64_t>{0, 2, 3} &&
+      if (sum &&
+          sum.getDims() ==
+              nn::getConv2DBiasGradientDims(op.getChannelsLast()) &&
           !sum.getKeepDims() && sum->getBlock() == op->getBlock() &&
           op->isBeforeInBlock(sum) && claimed.insert(sum).second) {
         fused[op] = sum;
@@ -1049,30 +1051,49 @@ FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
 }
 
 /// The geometry scalars of the convolution kernels (dtrain_rt.h) for input
-/// X, weight W and output Y, with the window attributes of OP (nn.conv2d or
-/// one of its gradients).
+/// X, weight W and output Y, with the window and layout attributes of OP
+/// (nn.conv2d or one of its gradients): the same for both layouts.
 template <typename ConvLikeOp>
 static SmallVector<Value> createConvGeometry(OpBuilder &b, ConvLikeOp op,
                                              RankedTensorType xType,
                                              RankedTensorType wType,
                                              RankedTensorType yType) {
+  nn::ImageLayout layout = nn::ImageLayout::get(op.getChannelsLast());
+  int64_t c = layout.channels, h = layout.height;
   ArrayRef<int64_t> x = xType.getShape(), w = wType.getShape(),
                     y = yType.getShape();
   ArrayRef<int64_t> strides = op.getStrides(), padding = op.getPadding(),
                     dilations = op.getDilations();
   return createI64s(
       b, op.getLoc(),
-      {x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3], strides[0],
-       strides[1], padding[0], padding[1], padding[2], padding[3],
+      {x[0], x[c], x[h], x[h + 1], w[0], w[h], w[h + 1], y[h], y[h + 1],
+       strides[0], strides[1], padding[0], padding[1], padding[2], padding[3],
        dilations[0], dilations[1], static_cast<int64_t>(op.getGroups())});
+}
+
+/// The name of OP's convolution kernel, BASE or, with channels last, its
+/// NHWC form (BASE_nhwc), which has no f64 reference loops.
+template <typename ConvLikeOp>
+static FailureOr<StringRef> getConvKernel(ConvLikeOp op, FloatType element,
+                                          StringRef base, StringRef nhwc) {
+  if (!op.getChannelsLast())
+    return base;
+  if (element.isF64())
+    return op.emitOpError("with channels_last has no f64 kernel (the f64 "
+                          "reference loops are NCHW)");
+  return nhwc;
 }
 
 FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
   FloatType element = getKernelElementType(op, target);
+  FailureOr<StringRef> kernel =
+      getConvKernel(op, element, "conv2d", "conv2d_nhwc");
+  if (failed(kernel))
+    return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(
              b, op, target,
-             {"conv2d",
+             {*kernel,
               element,
               {op.getInput(), op.getWeight(), op.getBias()},
               {resultType},
@@ -1083,9 +1104,13 @@ FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
 
 FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
   FloatType element = getKernelElementType(op, target);
+  FailureOr<StringRef> kernel = getConvKernel(
+      op, element, "conv2d_backward_data", "conv2d_backward_data_nhwc");
+  if (failed(kernel))
+    return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(b, op, target,
-                         {"conv2d_backward_data",
+                         {*kernel,
                           element,
                           {op.getGrad(), op.getWeight()},
                           {resultType},
@@ -1098,6 +1123,10 @@ FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
 FailureOr<Value>
 NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
   FloatType element = getKernelElementType(op, target);
+  FailureOr<StringRef> kernel = getConvKernel(
+      op, element, "conv2d_backward_weights", "conv2d_backward_weights_nhwc");
+  if (failed(kernel))
+    return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
   SmallVector<RankedTensorType> results = {resultType};
   SmallVector<Value> scalars;
@@ -1112,7 +1141,7 @@ NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
                                         resultType,
                                         getTensorType(op.getGrad())));
   SmallVector<Value> gradients = buildKernelCall(b, op, target,
-                                                 {"conv2d_backward_weights",
+                                                 {*kernel,
                                                   element,
                                                   {op.getInput(), op.getGrad()},
                                                   results,
@@ -1178,12 +1207,14 @@ FailureOr<Value> NNLowering::pool2dBackward(PoolGradOp op, int32_t kind,
 }
 
 /// N, C and the product of the remaining dims, as the batch-norm kernels
-/// take them.
-static SmallVector<int64_t> getBatchNormGeometry(RankedTensorType type) {
-  int64_t spatial = 1;
-  for (int64_t size : type.getShape().drop_front(2))
-    spatial *= size;
-  return {type.getDimSize(0), type.getDimSize(1), spatial};
+/// take them. With the channels last, the N x ... x C data is as NCHW of
+/// N x ... rows, C channels and one spatial element.
+static SmallVector<int64_t> getBatchNormGeometry(RankedTensorType type,
+                                                 bool channelsLast) {
+  ArrayRef<int64_t> shape = type.getShape();
+  if (channelsLast)
+    return {llvm::product_of(shape.drop_back()), shape.back(), 1};
+  return {shape[0], shape[1], llvm::product_of(shape.drop_front(2))};
 }
 
 FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
@@ -1191,7 +1222,7 @@ FailureOr<Value> NNLowering::batchNorm(nn::BatchNormOp op) {
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars =
-      createI64s(b, loc, getBatchNormGeometry(type));
+      createI64s(b, loc, getBatchNormGeometry(type, op.getChannelsLast()));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
   return buildBatchNormCall(op, {"batch_norm",
@@ -1209,7 +1240,7 @@ NNLowering::batchNormTrain(nn::BatchNormTrainOp op) {
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
   SmallVector<Value> scalars =
-      createI64s(b, loc, getBatchNormGeometry(type));
+      createI64s(b, loc, getBatchNormGeometry(type, op.getChannelsLast()));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
   SmallVector<Value> inputs = {op.getInput(), op.getScale(), op.getBias()};
@@ -1425,7 +1456,7 @@ NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
   FloatType element = getKernelElementType(op, target);
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
-  SmallVector<Value> scalars = createI64s(b, loc, getBatchNormGeometry(type));
+  SmallVector<Value> scalars = createI64s(b, loc, getBatchNormGeometry(type, op.getChannelsLast()));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
   SmallVector<Value> inputs = {op.getInput(), op.getGrad(), op.getScale(),

@@ -188,7 +188,8 @@ LogicalResult BuildTrainingPass::buildEvalStep(OpBuilder &b,
     b.setInsertionPoint(op);
     Value normalized =
         nn::BatchNormOp::create(b, op.getLoc(), op.getInput(), op.getScale(),
-                                op.getBias(), mean, var, op.getEpsilon());
+                                op.getBias(), mean, var, op.getEpsilon(),
+                                op.getChannelsLast());
     op.getResult().replaceAllUsesWith(normalized);
   }
   // Only the model output remains; what computed the updates goes.

@@ -12,6 +12,7 @@
 #include "dtrain/Dist/Passes.h"
 #include "dtrain/Import/ONNXImporter.h"
 #include "dtrain/InitAll.h"
+#include "dtrain/Lower/Passes.h"
 #include "dtrain/Lower/Pipelines.h"
 #include "dtrain/Train/Passes.h"
 
@@ -227,6 +228,14 @@ static cl::opt<std::string> mixedPrecisionOptions(
              "init-scale=S growth-factor=F backoff-factor=F "
              "growth-interval=N min-scale=S"),
     cl::init(""), cl::cat(compileCategory));
+
+static cl::opt<bool> channelsLast(
+    "channels-last",
+    cl::desc("Run convolutions and batch norms on NHWC activations and OHWI "
+             "weights (--dtrain-channels-last), as tensor-core convolutions "
+             "take them, with transposes only where the layout changes; "
+             "the model's inputs, weights and checkpoints stay NCHW/OIHW"),
+    cl::init(false), cl::cat(compileCategory));
 
 /// --data-parallel as given, else the mode's default.
 static bool isDataParallel() {
@@ -541,6 +550,8 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
                              "--mixed-precision-options", options)))
       return failure();
   }
+  if (channelsLast)
+    pm.addNestedPass<func::FuncOp>(dtrain::lower::createChannelsLast());
   if (target == Target::CUDA) {
     dtrain::lower::LowerToNVVMOptions options;
     options.chip = gpuArch;

@@ -385,13 +385,14 @@ LogicalResult Conv2DOp::buildGradients(OpBuilder &b,
   Value grad = resultGrads[0];
   operandGrads.push_back(Conv2DBackwardDataOp::create(
       b, loc, getInput().getType(), grad, getWeight(), getStrides(),
-      getDilations(), getPadding(), getGroups()));
+      getDilations(), getPadding(), getGroups(), getChannelsLast()));
   operandGrads.push_back(Conv2DBackwardWeightsOp::create(
       b, loc, getWeight().getType(), getInput(), grad, getStrides(),
-      getDilations(), getPadding(), getGroups()));
+      getDilations(), getPadding(), getGroups(), getChannelsLast()));
   if (getBias())
     operandGrads.push_back(ReduceSumOp::create(
-        b, loc, grad, ArrayRef<int64_t>{0, 2, 3}, /*keep_dims=*/false));
+        b, loc, grad, getConv2DBiasGradientDims(getChannelsLast()),
+        /*keep_dims=*/false));
   return success();
 }
 
@@ -435,7 +436,7 @@ LogicalResult BatchNormTrainOp::buildGradients(
                        "result)");
   auto grads = BatchNormTrainGradOp::create(
       b, getLoc(), resultGrads[0], getInput(), getScale(), getBatchMean(),
-      getBatchVar(), getEpsilon());
+      getBatchVar(), getEpsilon(), getChannelsLast());
   operandGrads.append(
       {grads.getResult(), grads.getScaleGrad(), grads.getBiasGrad()});
   return success();

@@ -362,13 +362,14 @@ struct Window2D {
 };
 } // namespace
 
-/// Checks `window` and returns the spatial output sizes for an NCHW input,
+/// Checks `window` and returns the spatial output sizes for an input whose
+/// height and width are dimensions HEIGHT and HEIGHT + 1,
 /// floor((in + pads - dilation * (kernel - 1) - 1) / stride) + 1, rounded up
 /// in ceil mode except that the last window must start inside the input or
 /// its leading padding (ONNX and PyTorch).
 static FailureOr<std::array<int64_t, 2>>
 inferWindowOutput(const Reporter &error, RankedTensorType inputType,
-                  const Window2D &window) {
+                  const Window2D &window, int64_t height = 2) {
   if (failed(checkValues(error, "strides", window.strides, 2, 1)) ||
       failed(checkValues(error, "dilations", window.dilations, 2, 1)) ||
       failed(checkValues(error, "padding", window.padding, 4, 0)))
@@ -376,7 +377,7 @@ inferWindowOutput(const Reporter &error, RankedTensorType inputType,
   std::array<int64_t, 2> out;
   for (int i = 0; i < 2; ++i) {
     StringRef dim = i == 0 ? "height" : "width";
-    int64_t in = inputType.getDimSize(2 + i), k = window.kernel[i];
+    int64_t in = inputType.getDimSize(height + i), k = window.kernel[i];
     if (ShapedType::isDynamic(in) || ShapedType::isDynamic(k)) {
       out[i] = ShapedType::kDynamic;
       continue;
@@ -407,21 +408,32 @@ static LogicalResult checkNCHW(const Reporter &error, RankedTensorType type) {
   return error("expects an N x C x H x W input, got ", type);
 }
 
+ArrayRef<int64_t> mlir::dtrain::nn::getConv2DBiasGradientDims(bool channelsLast) {
+  static constexpr int64_t nchw[] = {0, 2, 3}, nhwc[] = {0, 1, 2};
+  return channelsLast ? ArrayRef<int64_t>(nhwc) : ArrayRef<int64_t>(nchw);
+}
+
 /// The result type of a convolution of INPUT with WEIGHT (what nn.conv2d
-/// infers and its gradients check).
+/// infers and its gradients check), NCHW and OIHW or, CHANNELS_LAST, NHWC
+/// and OHWI.
 static FailureOr<RankedTensorType>
 inferConv(const Reporter &error, RankedTensorType inputType,
           RankedTensorType weightType, ArrayRef<int64_t> strides,
           ArrayRef<int64_t> dilations, ArrayRef<int64_t> padding,
-          int64_t groups) {
-  if (failed(checkNCHW(error, inputType)))
-    return failure();
+          int64_t groups, bool channelsLast) {
+  if (inputType.getRank() != 4)
+    return error(channelsLast ? "expects an N x H x W x C input, got "
+                              : "expects an N x C x H x W input, got ",
+                 inputType);
   if (weightType.getRank() != 4)
-    return error("expects an O x C/groups x Kh x Kw weight, got ", weightType);
+    return error(channelsLast ? "expects an O x Kh x Kw x C/groups weight, got "
+                              : "expects an O x C/groups x Kh x Kw weight, got ",
+                 weightType);
   if (groups < 1)
     return error("expects groups >= 1, got ", groups);
-  int64_t channels = inputType.getDimSize(1);
-  int64_t groupChannels = weightType.getDimSize(1);
+  ImageLayout layout = ImageLayout::get(channelsLast);
+  int64_t channels = inputType.getDimSize(layout.channels);
+  int64_t groupChannels = weightType.getDimSize(layout.channels);
   int64_t filters = weightType.getDimSize(0);
   if (!ShapedType::isDynamic(channels) &&
       !ShapedType::isDynamic(groupChannels) &&
@@ -433,15 +445,19 @@ inferConv(const Reporter &error, RankedTensorType inputType,
                  groups, " groups");
   FailureOr<std::array<int64_t, 2>> spatial = inferWindowOutput(
       error, inputType,
-      {{weightType.getDimSize(2), weightType.getDimSize(3)},
+      {{weightType.getDimSize(layout.height),
+        weightType.getDimSize(layout.height + 1)},
        strides,
        dilations,
-       padding});
+       padding},
+      layout.height);
   if (failed(spatial))
     return failure();
-  return RankedTensorType::get(
-      {inputType.getDimSize(0), filters, (*spatial)[0], (*spatial)[1]},
-      inputType.getElementType());
+  SmallVector<int64_t, 4> shape = {inputType.getDimSize(0), filters,
+                                   (*spatial)[0], (*spatial)[1]};
+  if (channelsLast)
+    shape = {shape[0], shape[2], shape[3], shape[1]};
+  return RankedTensorType::get(shape, inputType.getElementType());
 }
 
 LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
@@ -452,7 +468,8 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   RankedTensorType weightType = rankedType(adaptor.getWeight());
   FailureOr<RankedTensorType> result = inferConv(
       error, rankedType(adaptor.getInput()), weightType, adaptor.getStrides(),
-      adaptor.getDilations(), adaptor.getPadding(), adaptor.getGroups());
+      adaptor.getDilations(), adaptor.getPadding(), adaptor.getGroups(),
+      adaptor.getChannelsLast());
   if (failed(result))
     return failure();
   if (Value bias = adaptor.getBias())
@@ -481,7 +498,7 @@ LogicalResult Conv2DBackwardDataOp::verify() {
       *this, getGrad(),
       inferConv({getLoc(), getOperationName()}, getResult().getType(),
                 getWeight().getType(), getStrides(), getDilations(),
-                getPadding(), getGroups()));
+                getPadding(), getGroups(), getChannelsLast()));
 }
 
 LogicalResult Conv2DBackwardWeightsOp::verify() {
@@ -489,7 +506,7 @@ LogicalResult Conv2DBackwardWeightsOp::verify() {
       *this, getGrad(),
       inferConv({getLoc(), getOperationName()}, getInput().getType(),
                 getResult().getType(), getStrides(), getDilations(),
-                getPadding(), getGroups()));
+                getPadding(), getGroups(), getChannelsLast()));
 }
 
 /// Both pooling ops and their gradients: the N x C x Ho x Wo result of
@@ -580,15 +597,25 @@ GlobalAvgPool2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 // Normalization
 //===----------------------------------------------------------------------===//
 
-/// Checks an N x C x ... input and its per-channel operands of shape C.
+int64_t mlir::dtrain::nn::getBatchNormChannelDim(ShapedType input, bool channelsLast) {
+  return channelsLast ? input.getRank() - 1 : 1;
+}
+
+/// Checks an N x C x ... input (N x ... x C, CHANNELS_LAST) and its
+/// per-channel operands of shape C.
 static LogicalResult
 checkBatchNormOperands(const Reporter &error, RankedTensorType inputType,
+                       bool channelsLast,
                        ArrayRef<std::pair<StringRef, Value>> perChannel) {
   if (inputType.getRank() < 2)
-    return error("expects an N x C x ... input of rank >= 2, got ", inputType);
+    return error(channelsLast
+                     ? "expects an N x ... x C input of rank >= 2, got "
+                     : "expects an N x C x ... input of rank >= 2, got ",
+                 inputType);
+  int64_t channels =
+      inputType.getDimSize(getBatchNormChannelDim(inputType, channelsLast));
   for (auto [name, value] : perChannel)
-    if (failed(checkShape(error, name, {inputType.getDimSize(1)},
-                          rankedType(value))))
+    if (failed(checkShape(error, name, {channels}, rankedType(value))))
       return failure();
   return success();
 }
@@ -599,6 +626,7 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             SmallVectorImpl<Type> &types) {
   RankedTensorType inputType = rankedType(adaptor.getInput());
   if (failed(checkBatchNormOperands(reporter<BatchNormOp>(loc), inputType,
+                                    adaptor.getChannelsLast(),
                                     {{"scale", adaptor.getScale()},
                                      {"bias", adaptor.getBias()},
                                      {"mean", adaptor.getMean()},
@@ -615,10 +643,13 @@ LogicalResult BatchNormTrainOp::inferReturnTypes(MLIRContext *,
   RankedTensorType inputType = rankedType(adaptor.getInput());
   if (failed(checkBatchNormOperands(
           reporter<BatchNormTrainOp>(loc), inputType,
+          adaptor.getChannelsLast(),
           {{"scale", adaptor.getScale()}, {"bias", adaptor.getBias()}})))
     return failure();
-  auto statsType = RankedTensorType::get({inputType.getDimSize(1)},
-                                         inputType.getElementType());
+  auto statsType = RankedTensorType::get(
+      {inputType.getDimSize(
+          getBatchNormChannelDim(inputType, adaptor.getChannelsLast()))},
+      inputType.getElementType());
   types.append({inputType, statsType, statsType});
   return success();
 }
@@ -629,7 +660,7 @@ LogicalResult BatchNormTrainGradOp::inferReturnTypes(
   Reporter error = reporter<BatchNormTrainGradOp>(loc);
   RankedTensorType inputType = rankedType(adaptor.getInput());
   if (failed(checkBatchNormOperands(
-          error, inputType,
+          error, inputType, adaptor.getChannelsLast(),
           {{"scale", adaptor.getScale()},
            {"batch_mean", adaptor.getBatchMean()},
            {"batch_var", adaptor.getBatchVar()}})) ||

@@ -31,6 +31,23 @@ public:
   }
 };
 
+/// The dimensions of a 4-D activation that hold its channels and its
+/// height (width follows), NCHW or with the channels last (NHWC): see
+/// `channels_last` on nn.conv2d and the batch norms.
+struct ImageLayout {
+  int64_t channels, height;
+  static ImageLayout get(bool channelsLast) {
+    return channelsLast ? ImageLayout{3, 1} : ImageLayout{1, 2};
+  }
+};
+
+/// The dimensions a convolution's bias gradient sums its output gradient
+/// over: N, H and W.
+ArrayRef<int64_t> getConv2DBiasGradientDims(bool channelsLast);
+
+/// The dimension of a batch norm's INPUT that holds the channels.
+int64_t getBatchNormChannelDim(ShapedType input, bool channelsLast);
+
 } // namespace mlir::dtrain::nn
 
 #include "dtrain/Dialect/NN/IR/NNInterfaces.h.inc"

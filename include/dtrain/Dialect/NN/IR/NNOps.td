@@ -414,7 +414,7 @@ def NN_SliceOp : NN_InferOp<"slice", [Pure, SameOperandsAndResultElementType,
 
 def NN_Conv2DOp : NN_InferOp<"conv2d", [Pure, SameOperandsAndResultElementType,
                                          NN_Differentiable]> {
-  let summary = "2-D convolution (cross-correlation), NCHW with OIHW weights";
+  let summary = "2-D convolution (cross-correlation), NCHW with OIHW weights or channels last";
   let description = [{
     `input` is `N x C x H x W`, `weight` is `O x C/groups x Kh x Kw` and the
     optional `bias` is `O`. `strides` and `dilations` hold the (height,
@@ -428,6 +428,11 @@ def NN_Conv2DOp : NN_InferOp<"conv2d", [Pure, SameOperandsAndResultElementType,
 
     and likewise `Wo`.
 
+    With `channels_last`, every tensor has its channels innermost: `input`
+    is `N x H x W x C`, `weight` is `O x Kh x Kw x C/groups` and the result
+    is `N x Ho x Wo x O` (cuDNN's NHWC and KRSC, on which tensor cores run
+    without transposes; `--dtrain-channels-last` sets it).
+
     ```mlir
     %y = nn.conv2d %x, %w, %b {padding = array<i64: 1, 1, 1, 1>} : tensor<32x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32> -> tensor<32x16x32x32xf32>
     %z = nn.conv2d %x, %w {strides = array<i64: 2, 2>} : tensor<32x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<32x16x15x15xf32>
@@ -439,7 +444,7 @@ def NN_Conv2DOp : NN_InferOp<"conv2d", [Pure, SameOperandsAndResultElementType,
     DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
     DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
     DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
-    DefaultValuedAttr<I64Attr, "1">:$groups);
+    DefaultValuedAttr<I64Attr, "1">:$groups, UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
@@ -505,12 +510,12 @@ def NN_GlobalAvgPool2DOp : NN_InferOp<"global_avg_pool2d",
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-// The window attributes of nn.conv2d, shared by its gradients.
+// The window and layout attributes of nn.conv2d, shared by its gradients.
 defvar NN_ConvWindowArgs = (ins
     DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
     DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
     DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
-    DefaultValuedAttr<I64Attr, "1">:$groups);
+    DefaultValuedAttr<I64Attr, "1">:$groups, UnitAttr:$channels_last);
 
 def NN_Conv2DBackwardDataOp : NN_Op<"conv2d_backward_data",
                                     [Pure, SameOperandsAndResultElementType]> {
@@ -520,6 +525,7 @@ def NN_Conv2DBackwardDataOp : NN_Op<"conv2d_backward_data",
     with this `weight` and these window attributes, returns the gradient
     with respect to its input, whose type is the result type (the input's
     size is not implied by the output's when a stride skips rows).
+    `channels_last` as for `nn.conv2d`.
 
     ```mlir
     %dx = nn.conv2d_backward_data %dy, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<32x16x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<32x3x32x32xf32>
@@ -541,7 +547,8 @@ def NN_Conv2DBackwardWeightsOp : NN_Op<"conv2d_backward_weights",
     Given the `input` of an `nn.conv2d` and `grad`, the gradient with
     respect to its result, returns the gradient with respect to its weight
     (of the result type). The bias gradient is `nn.reduce_sum` of `grad`
-    over dimensions 0, 2 and 3.
+    over dimensions 0, 2 and 3 (0, 1 and 2 with `channels_last`, which is
+    as for `nn.conv2d`).
 
     ```mlir
     %dw = nn.conv2d_backward_weights %x, %dy {padding = array<i64: 1, 1, 1, 1>} : tensor<32x3x32x32xf32>, tensor<32x16x32x32xf32> -> tensor<16x3x3x3xf32>
@@ -615,6 +622,7 @@ def NN_BatchNormTrainGradOp : NN_InferOp<"batch_norm_train_grad",
     `batch_var` it returned, returns the gradients with respect to `input`,
     `scale` and `bias` (the batch statistics depend on the input, so the
     input gradient has the two correction terms of training mode).
+    `channels_last` as for `nn.batch_norm_train`.
 
     ```mlir
     %dx, %dscale, %dbias = nn.batch_norm_train_grad %dy, %x, %scale, %mean, %var {epsilon = 1.000000e-05 : f64} : tensor<32x16x8x8xf32>, tensor<32x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<32x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
@@ -623,7 +631,8 @@ def NN_BatchNormTrainGradOp : NN_InferOp<"batch_norm_train_grad",
   let arguments = (ins NN_FloatTensor:$grad, NN_FloatTensor:$input,
                        NN_FloatTensor:$scale, NN_FloatTensor:$batch_mean,
                        NN_FloatTensor:$batch_var,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                       UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$scale_grad,
                       NN_FloatTensor:$bias_grad);
   let assemblyFormat = [{
@@ -646,8 +655,9 @@ def NN_BatchNormOp : NN_InferOp<"batch_norm", [Pure, SameOperandsAndResultElemen
 
         result = scale * (input - mean) / sqrt(var + epsilon) + bias
 
-    where `mean` and `var` are the running statistics. Training uses
-    `nn.batch_norm_train`.
+    where `mean` and `var` are the running statistics. With
+    `channels_last` the channels are the input's last dimension instead
+    (`N x ... x C`). Training uses `nn.batch_norm_train`.
 
     ```mlir
     %y = nn.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.000000e-05 : f64} : tensor<32x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<32x16x8x8xf32>
@@ -656,7 +666,8 @@ def NN_BatchNormOp : NN_InferOp<"batch_norm", [Pure, SameOperandsAndResultElemen
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
                        NN_FloatTensor:$bias, NN_FloatTensor:$mean,
                        NN_FloatTensor:$var,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                       UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias `,` $mean `,` $var attr-dict `:` type($input)
@@ -672,8 +683,9 @@ def NN_BatchNormTrainOp : NN_InferOp<"batch_norm_train",
   let description = [{
     Normalizes `input` (`N x C x ...`) as `nn.batch_norm` does, but with the
     mean and biased variance of the batch, taken per channel over every
-    dimension but 1. Returns them as `batch_mean` and `batch_var` (shape `C`)
-    beside the result, so the training step can update the running
+    dimension but 1 (but the last with `channels_last`, as for
+    `nn.batch_norm`). Returns them as `batch_mean` and `batch_var` (shape
+    `C`) beside the result, so the training step can update the running
     statistics with its momentum.
 
     ```mlir
@@ -682,7 +694,8 @@ def NN_BatchNormTrainOp : NN_InferOp<"batch_norm_train",
   }];
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$scale,
                        NN_FloatTensor:$bias,
-                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                       UnitAttr:$channels_last);
   let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$batch_mean,
                       NN_FloatTensor:$batch_var);
   let assemblyFormat = [{
