@@ -31,13 +31,17 @@ static Value transpose(OpBuilder &b, Location loc, Value value,
 
 /// Whether OP is one of the ops this pass gives the channels_last layout: a
 /// 4-D convolution or batch norm (or gradient) not in f64, whose kernels
-/// are NCHW reference loops.
+/// are NCHW reference loops, and no convolution padded asymmetrically,
+/// which cuDNN takes as a padded copy of NCHW planes.
 static bool isConvertible(Operation *op) {
   if (!isa<nn::Conv2DOp, nn::Conv2DBackwardDataOp, nn::Conv2DBackwardWeightsOp,
            nn::BatchNormOp, nn::BatchNormTrainOp, nn::BatchNormTrainGradOp>(
           op) ||
       op->hasAttr("channels_last"))
     return false;
+  if (auto padding = op->getAttrOfType<DenseI64ArrayAttr>("padding"))
+    if (padding[0] != padding[2] || padding[1] != padding[3])
+      return false;
   auto type = cast<RankedTensorType>(op->getOperand(0).getType());
   return type.getRank() == 4 && !type.getElementType().isF64();
 }

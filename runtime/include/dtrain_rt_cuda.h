@@ -360,6 +360,67 @@ void dtrain_rt_cuda_conv2d_backward_weights_f16(
     int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
     int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
     int64_t dilation_h, int64_t dilation_w, int64_t groups);
+
+/* The convolution kernels on channels-last tensors (nn.conv2d's
+ * channels_last): X N x H x W x C, W OC x KH x KW x C/GROUPS (cuDNN's
+ * KRSC), Y N x OH x OW x OC, with the arguments and checks of the NCHW
+ * kernels; cuDNN's NHWC tensor-core kernels run on them without the
+ * transposes that NCHW tensors take. Symmetric padding only (the padded
+ * copies of the NCHW kernels are of NCHW planes). */
+void dtrain_rt_cuda_conv2d_nhwc_f32(
+    const float *x, const float *w, const float *bias, float *y, int64_t n,
+    int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,
+    int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_backward_data_nhwc_f32(
+    const float *dy, const float *w, float *dx, int64_t n, int64_t c, int64_t h,
+    int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+    int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
+    int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_backward_weights_nhwc_f32(
+    const float *x, const float *dy, float *dw, float *db, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_nhwc_bf16(
+    const uint16_t *x, const uint16_t *w, const uint16_t *bias, uint16_t *y,
+    int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
+    int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_backward_data_nhwc_bf16(
+    const uint16_t *dy, const uint16_t *w, uint16_t *dx, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_backward_weights_nhwc_bf16(
+    const uint16_t *x, const uint16_t *dy, uint16_t *dw, uint16_t *db,
+    int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
+    int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_nhwc_f16(
+    const uint16_t *x, const uint16_t *w, const uint16_t *bias, uint16_t *y,
+    int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
+    int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_backward_data_nhwc_f16(
+    const uint16_t *dy, const uint16_t *w, uint16_t *dx, int64_t n, int64_t c,
+    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
+void dtrain_rt_cuda_conv2d_backward_weights_nhwc_f16(
+    const uint16_t *x, const uint16_t *dy, uint16_t *dw, uint16_t *db,
+    int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
+    int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w, int64_t groups);
 void dtrain_rt_cuda_batch_norm_bf16(const uint16_t *x, const float *scale,
                                     const float *bias, const float *mean,
                                     const float *var, uint16_t *y, int64_t n,

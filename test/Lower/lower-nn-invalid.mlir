@@ -8,3 +8,11 @@ func.func @dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %0 = nn.relu %x : tensor<?x4xf32>
   return %0 : tensor<?x4xf32>
 }
+
+// -----
+
+func.func @channels_last_f64(%x: tensor<1x8x8x3xf64>, %w: tensor<4x3x3x3xf64>) -> tensor<1x6x6x4xf64> {
+  // expected-error @+1 {{'nn.conv2d' op with channels_last has no f64 kernel (the f64 reference loops are NCHW)}}
+  %0 = nn.conv2d %x, %w {channels_last} : tensor<1x8x8x3xf64>, tensor<4x3x3x3xf64> -> tensor<1x6x6x4xf64>
+  return %0 : tensor<1x6x6x4xf64>
+}

@@ -640,3 +640,31 @@ func.func @slice(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
   %0 = nn.slice %x {sizes = array<i64: 2, 3>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : tensor<2x8xf32> -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+// Channels last: the convolutions' NHWC kernels, with the geometry read
+// from NHWC and OHWI shapes (N 2, C 4, H 8, W 8, OC 6, KH 3, KW 3, OH 6,
+// OW 6), and a fused bias gradient (CUDA) over N, H and W; a batch norm as
+// N H W rows of C channels, one spatial element each.
+// CUDA-LABEL: func.func @channels_last
+// CUDA:       call @dtrain_rt_cuda_conv2d_nhwc_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %c8_i64, %c8_i64, %c6_i64, %c3_i64, %c3_i64, %c6_i64, %c6_i64,
+// CUDA:       call @dtrain_rt_cuda_conv2d_backward_data_nhwc_bf16(
+// CUDA:       call @dtrain_rt_cuda_conv2d_backward_weights_nhwc_bf16(
+// CUDA-NOT:   linalg.generic
+// CUDA:       call @dtrain_rt_cuda_batch_norm_train_f32(%{{.*}}, %c72_i64, %c6_i64, %c1_i64,
+// CHECK-LABEL: func.func @channels_last
+// CHECK:       call @dtrain_rt_conv2d_nhwc_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %c8_i64, %c8_i64, %c6_i64, %c3_i64, %c3_i64, %c6_i64, %c6_i64,
+// CHECK:       call @dtrain_rt_conv2d_backward_data_nhwc_f32(
+// CHECK:       call @dtrain_rt_conv2d_backward_weights_nhwc_f32(
+// CHECK:       call @dtrain_rt_batch_norm_train_f32(%{{.*}}, %c72_i64, %c6_i64, %c1_i64,
+func.func @channels_last(%x: tensor<2x8x8x4xbf16>, %w: tensor<6x3x3x4xbf16>, %dy: tensor<2x6x6x6xbf16>,
+                         %s: tensor<6xf32>, %b: tensor<6xf32>, %y32: tensor<2x6x6x6xf32>)
+    -> (tensor<2x6x6x6xbf16>, tensor<2x8x8x4xbf16>, tensor<6x3x3x4xbf16>, tensor<6xbf16>, tensor<2x6x6x6xf32>) {
+  %0 = nn.conv2d %x, %w {channels_last} : tensor<2x8x8x4xbf16>, tensor<6x3x3x4xbf16> -> tensor<2x6x6x6xbf16>
+  %1 = nn.conv2d_backward_data %dy, %w {channels_last} : tensor<2x6x6x6xbf16>, tensor<6x3x3x4xbf16> -> tensor<2x8x8x4xbf16>
+  %2 = nn.conv2d_backward_weights %x, %dy {channels_last} : tensor<2x8x8x4xbf16>, tensor<2x6x6x6xbf16> -> tensor<6x3x3x4xbf16>
+  %3 = nn.reduce_sum %dy dims = [0, 1, 2] : tensor<2x6x6x6xbf16> -> tensor<6xbf16>
+  %4:3 = nn.batch_norm_train %y32, %s, %b {channels_last} : tensor<2x6x6x6xf32>, tensor<6xf32>, tensor<6xf32> -> (tensor<2x6x6x6xf32>, tensor<6xf32>, tensor<6xf32>)
+  return %0, %1, %2, %3, %4#0 : tensor<2x6x6x6xbf16>, tensor<2x8x8x4xbf16>, tensor<6x3x3x4xbf16>, tensor<6xbf16>, tensor<2x6x6x6xf32>
+}

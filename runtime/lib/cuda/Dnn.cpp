@@ -112,6 +112,11 @@ int toInt(const KernelCall &call, const char *name, int64_t value) {
 
 enum class ConvDirection { Forward, BackwardData, BackwardWeights };
 
+/// Where a convolution's tensors have their channels: NCHW and OIHW, or
+/// last, NHWC and OHWI (cuDNN's KRSC), on which its tensor-core kernels
+/// run without transposing.
+enum class ConvLayout { NCHW, NHWC };
+
 /// cuDNN's view of one convolution geometry in one direction.
 struct ConvPlan {
   /// The tensors' element type (DTRAIN_RT_F32, _BF16 or _F16).
@@ -209,8 +214,9 @@ void chooseAlgorithm(const KernelCall &call, ConvPlan &plan, const Perf *perf,
                      perf[chosen.index].mathType);
 }
 
-/// Creates the descriptors of PLAN for geometry G.
-void describeConv(KernelCall &call, ConvPlan &plan, const ConvGeometry &g) {
+/// Creates the descriptors of PLAN for geometry G in LAYOUT.
+void describeConv(KernelCall &call, ConvPlan &plan, const ConvGeometry &g,
+                  ConvLayout layout) {
   // cuDNN's symmetric padding, and the excess on one side.
   const int64_t padH = std::min(g.h.padBegin, g.h.padEnd);
   const int64_t padW = std::min(g.w.padBegin, g.w.padEnd);
@@ -220,6 +226,15 @@ void describeConv(KernelCall &call, ConvPlan &plan, const ConvGeometry &g) {
       g.n * g.c, g.h.in, g.w.in, g.h.in + top + bottom, g.w.in + left + right,
       top,       left};
   plan.needsPadding = top || bottom || left || right;
+  // The padded copies are of NCHW planes; --dtrain-channels-last leaves
+  // such convolutions NCHW.
+  if (plan.needsPadding && layout == ConvLayout::NHWC)
+    call.fail("asymmetric padding (%lld, %lld, %lld, %lld) is not supported "
+              "on channels-last tensors",
+              (long long)g.h.padBegin, (long long)g.w.padBegin,
+              (long long)g.h.padEnd, (long long)g.w.padEnd);
+  const cudnnTensorFormat_t format =
+      layout == ConvLayout::NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
 
   DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan.x);
   DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan.y);
@@ -227,14 +242,13 @@ void describeConv(KernelCall &call, ConvPlan &plan, const ConvGeometry &g) {
   DTRAIN_HEAVY_DNN(call, cudnnCreateConvolutionDescriptor, &plan.conv);
   const int n = int(g.n), c = int(g.c), oc = int(g.oc);
   const cudnnDataType_t data = dnnType(plan.type);
-  DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan.x, CUDNN_TENSOR_NCHW,
-                   data, n, c, toInt(call, "padded height", plan.padded.ph),
+  DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan.x, format, data, n, c,
+                   toInt(call, "padded height", plan.padded.ph),
                    toInt(call, "padded width", plan.padded.pw));
-  DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan.y, CUDNN_TENSOR_NCHW,
-                   data, n, oc, int(g.oh), int(g.ow));
-  DTRAIN_HEAVY_DNN(call, cudnnSetFilter4dDescriptor, plan.w, data,
-                   CUDNN_TENSOR_NCHW, oc, int(g.c / g.groups), int(g.h.kernel),
-                   int(g.w.kernel));
+  DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan.y, format, data, n,
+                   oc, int(g.oh), int(g.ow));
+  DTRAIN_HEAVY_DNN(call, cudnnSetFilter4dDescriptor, plan.w, data, format, oc,
+                   int(g.c / g.groups), int(g.h.kernel), int(g.w.kernel));
   // The products are summed in f32 for every element type.
   DTRAIN_HEAVY_DNN(call, cudnnSetConvolution2dDescriptor, plan.conv, int(padH),
                    int(padW), int(g.h.stride), int(g.w.stride),
@@ -257,19 +271,20 @@ void describeConv(KernelCall &call, ConvPlan &plan, const ConvGeometry &g) {
               (long long)g.ow);
 }
 
-/// The plan of KEY's geometry in DIRECTION on tensors of TYPE, made on
-/// first use.
+/// The plan of KEY's geometry in DIRECTION on tensors of TYPE in LAYOUT,
+/// made on first use.
 const ConvPlan &convPlan(KernelCall &call, ConvDirection direction,
-                         int32_t type, const ConvKey &key) {
+                         int32_t type, ConvLayout layout, const ConvKey &key) {
   // Under the KernelCall's lock, as everything here. Never destroyed.
-  static auto *plans = new std::map<std::tuple<ConvDirection, int32_t, ConvKey>,
-                                    std::unique_ptr<ConvPlan>>;
-  std::unique_ptr<ConvPlan> &entry = (*plans)[{direction, type, key}];
+  static auto *plans =
+      new std::map<std::tuple<ConvDirection, int32_t, ConvLayout, ConvKey>,
+                   std::unique_ptr<ConvPlan>>;
+  std::unique_ptr<ConvPlan> &entry = (*plans)[{direction, type, layout, key}];
   if (entry)
     return *entry;
   auto plan = std::make_unique<ConvPlan>();
   plan->type = type;
-  describeConv(call, *plan, convGeometry(key));
+  describeConv(call, *plan, convGeometry(key), layout);
   cudnnHandle_t dnn = call.dnn();
   ConvPlan &p = *plan;
   int count = 0;
@@ -401,15 +416,31 @@ const void *paddedInput(const KernelCall &call, const ConvPlan &plan,
   return scratch.padded;
 }
 
-/// Y = X * W (+ BIAS) for KEY's checked geometry, on tensors of TYPE.
-void convolve(const char *kernel, int32_t type, const ConvKey &key,
-              const void *x, const void *w, const void *bias, void *y) {
+/// A tensor as N x C x SPATIAL, as the per-channel kernels take it.
+struct PlanesOfChannels {
+  int64_t n, c, spatial;
+};
+
+/// The per-channel planes of a convolution's output (N x OC x OH OW) as the
+/// bias kernels take them: channels last, N OH OW rows of OC channels.
+PlanesOfChannels outputPlanes(const ConvGeometry &g, ConvLayout layout) {
+  if (layout == ConvLayout::NHWC)
+    return {g.n * g.oh * g.ow, g.oc, 1};
+  return {g.n, g.oc, g.oh * g.ow};
+}
+
+/// Y = X * W (+ BIAS) for KEY's checked geometry, on tensors of TYPE in
+/// LAYOUT.
+void convolve(const char *kernel, int32_t type, ConvLayout layout,
+              const ConvKey &key, const void *x, const void *w,
+              const void *bias, void *y) {
   KernelCall call(kernel);
   const ConvGeometry g = convGeometry(key);
-  if (convGemmSelected() && isPointwiseConv(g)) {
+  if (layout == ConvLayout::NCHW && convGemmSelected() && isPointwiseConv(g)) {
     launchStridedGemm(call, type, type, pointwiseForward(g), x, w, y);
   } else {
-    const ConvPlan &plan = convPlan(call, ConvDirection::Forward, type, key);
+    const ConvPlan &plan =
+        convPlan(call, ConvDirection::Forward, type, layout, key);
     const ConvScratch scratch = convScratch(call, plan);
     const void *input = paddedInput(call, plan, scratch, x);
     DTRAIN_HEAVY_DNN(call, cudnnConvolutionForward, call.dnn(), &kOne, plan.x,
@@ -417,20 +448,24 @@ void convolve(const char *kernel, int32_t type, const ConvKey &key,
                      cudnnConvolutionFwdAlgo_t(plan.algorithm),
                      scratch.workspace, plan.workspaceBytes, &kZero, plan.y, y);
   }
-  if (bias)
-    launchAddBias(call, type, bias, y, g.n, g.oc, g.oh * g.ow);
+  if (bias) {
+    const PlanesOfChannels planes = outputPlanes(g, layout);
+    launchAddBias(call, type, bias, y, planes.n, planes.c, planes.spatial);
+  }
 }
 
 /// DX = the gradient of the convolution for KEY with respect to its input.
-void convolveBackwardData(const char *kernel, int32_t type, const ConvKey &key,
-                          const void *dy, const void *w, void *dx) {
+void convolveBackwardData(const char *kernel, int32_t type, ConvLayout layout,
+                          const ConvKey &key, const void *dy, const void *w,
+                          void *dx) {
   KernelCall call(kernel);
   if (const ConvGeometry g = convGeometry(key);
-      convGemmSelected() && isPointwiseConv(g)) {
+      layout == ConvLayout::NCHW && convGemmSelected() && isPointwiseConv(g)) {
     launchStridedGemm(call, type, type, pointwiseBackwardData(g), dy, w, dx);
     return;
   }
-  const ConvPlan &plan = convPlan(call, ConvDirection::BackwardData, type, key);
+  const ConvPlan &plan =
+      convPlan(call, ConvDirection::BackwardData, type, layout, key);
   const ConvScratch scratch = convScratch(call, plan);
   // With an asymmetric padding, the gradient of the padded image first.
   void *output = plan.needsPadding ? scratch.padded : dx;
@@ -445,11 +480,13 @@ void convolveBackwardData(const char *kernel, int32_t type, const ConvKey &key,
 /// DW (and DB, unless NULL) = the gradients of the convolution for KEY
 /// with respect to its weight (and bias).
 void convolveBackwardWeights(const char *kernel, int32_t type,
-                             const ConvKey &key, const void *x, const void *dy,
-                             void *dw, void *db) {
+                             ConvLayout layout, const ConvKey &key,
+                             const void *x, const void *dy, void *dw,
+                             void *db) {
   KernelCall call(kernel);
   const ConvGeometry g = convGeometry(key);
-  if (convGemmSelected() && usesWeightPartials(g)) {
+  if (layout == ConvLayout::NCHW && convGemmSelected() &&
+      usesWeightPartials(g)) {
     const StridedGemm product = pointwiseWeightPartials(g);
     const int64_t weights = g.oc * g.c;
     float *partials = static_cast<float *>(
@@ -458,7 +495,7 @@ void convolveBackwardWeights(const char *kernel, int32_t type,
     launchSumBatches(call, type, partials, g.n, weights, dw);
   } else {
     const ConvPlan &plan =
-        convPlan(call, ConvDirection::BackwardWeights, type, key);
+        convPlan(call, ConvDirection::BackwardWeights, type, layout, key);
     const ConvScratch scratch = convScratch(call, plan);
     const void *input = paddedInput(call, plan, scratch, x);
     DTRAIN_HEAVY_DNN(
@@ -466,8 +503,10 @@ void convolveBackwardWeights(const char *kernel, int32_t type,
         plan.y, dy, plan.conv, cudnnConvolutionBwdFilterAlgo_t(plan.algorithm),
         scratch.workspace, plan.workspaceBytes, &kZero, plan.w, dw);
   }
-  if (db)
-    launchBiasGradient(call, type, dy, db, g.n, g.oc, g.oh * g.ow);
+  if (db) {
+    const PlanesOfChannels planes = outputPlanes(g, layout);
+    launchBiasGradient(call, type, dy, db, planes.n, planes.c, planes.spatial);
+  }
 }
 
 } // namespace
@@ -475,47 +514,49 @@ void convolveBackwardWeights(const char *kernel, int32_t type,
 //===--- C ABI ------------------------------------------------------------===//
 
 // The convolutions and their gradients for tensors of element type T
-// (DTRAIN_RT_<TYPE>), named with SUFFIX: the checks of the CPU kernels,
-// then cuDNN.
-#define DTRAIN_CUDA_CONV2D_KERNELS(SUFFIX, TYPE, T)                            \
-  void dtrain_rt_cuda_conv2d_##SUFFIX(                                         \
+// (DTRAIN_RT_<TYPE>) in LAYOUT, named with NAME (_nhwc or nothing) and
+// SUFFIX: the checks of the CPU kernels, then cuDNN.
+#define DTRAIN_CUDA_CONV2D_KERNELS(NAME, LAYOUT, SUFFIX, TYPE, T)              \
+  void dtrain_rt_cuda_conv2d##NAME##_##SUFFIX(                                 \
       const T *x, const T *w, const T *bias, T *y, int64_t n, int64_t c,       \
       int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,   \
       int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,         \
       int64_t pad_left, int64_t pad_bottom, int64_t pad_right,                 \
       int64_t dilation_h, int64_t dilation_w, int64_t groups) {                \
-    const char *kernel = "dtrain_rt_cuda_conv2d_" #SUFFIX;                     \
-    convolve(kernel, DTRAIN_RT_##TYPE,                                         \
+    const char *kernel = "dtrain_rt_cuda_conv2d" #NAME "_" #SUFFIX;            \
+    convolve(kernel, DTRAIN_RT_##TYPE, ConvLayout::LAYOUT,                     \
              checkConv2d(kernel, x, w, bias, y, n, c, h, w_, oc, kh, kw, oh,   \
                          ow, stride_h, stride_w, pad_top, pad_left,            \
                          pad_bottom, pad_right, dilation_h, dilation_w,        \
                          groups),                                              \
              x, w, bias, y);                                                   \
   }                                                                            \
-  void dtrain_rt_cuda_conv2d_backward_data_##SUFFIX(                           \
+  void dtrain_rt_cuda_conv2d_backward_data##NAME##_##SUFFIX(                   \
       const T *dy, const T *w, T *dx, int64_t n, int64_t c, int64_t h,         \
       int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,  \
       int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
       int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
       int64_t dilation_w, int64_t groups) {                                    \
-    const char *kernel = "dtrain_rt_cuda_conv2d_backward_data_" #SUFFIX;       \
+    const char *kernel =                                                       \
+        "dtrain_rt_cuda_conv2d_backward_data" #NAME "_" #SUFFIX;               \
     convolveBackwardData(                                                      \
-        kernel, DTRAIN_RT_##TYPE,                                              \
+        kernel, DTRAIN_RT_##TYPE, ConvLayout::LAYOUT,                          \
         checkConv2dBackwardData(kernel, dy, w, dx, n, c, h, w_, oc, kh, kw,    \
                                 oh, ow, stride_h, stride_w, pad_top, pad_left, \
                                 pad_bottom, pad_right, dilation_h, dilation_w, \
                                 groups),                                       \
         dy, w, dx);                                                            \
   }                                                                            \
-  void dtrain_rt_cuda_conv2d_backward_weights_##SUFFIX(                        \
+  void dtrain_rt_cuda_conv2d_backward_weights##NAME##_##SUFFIX(                \
       const T *x, const T *dy, T *dw, T *db, int64_t n, int64_t c, int64_t h,  \
       int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,  \
       int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
       int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
       int64_t dilation_w, int64_t groups) {                                    \
-    const char *kernel = "dtrain_rt_cuda_conv2d_backward_weights_" #SUFFIX;    \
+    const char *kernel =                                                       \
+        "dtrain_rt_cuda_conv2d_backward_weights" #NAME "_" #SUFFIX;            \
     convolveBackwardWeights(                                                   \
-        kernel, DTRAIN_RT_##TYPE,                                              \
+        kernel, DTRAIN_RT_##TYPE, ConvLayout::LAYOUT,                          \
         checkConv2dBackwardWeights(kernel, x, dy, dw, db, n, c, h, w_, oc, kh, \
                                    kw, oh, ow, stride_h, stride_w, pad_top,    \
                                    pad_left, pad_bottom, pad_right,            \
@@ -523,9 +564,12 @@ void convolveBackwardWeights(const char *kernel, int32_t type,
         x, dy, dw, db);                                                        \
   }
 
-DTRAIN_CUDA_CONV2D_KERNELS(f32, F32, float)
-DTRAIN_CUDA_CONV2D_KERNELS(bf16, BF16, uint16_t)
-DTRAIN_CUDA_CONV2D_KERNELS(f16, F16, uint16_t)
+DTRAIN_CUDA_CONV2D_KERNELS(, NCHW, f32, F32, float)
+DTRAIN_CUDA_CONV2D_KERNELS(, NCHW, bf16, BF16, uint16_t)
+DTRAIN_CUDA_CONV2D_KERNELS(, NCHW, f16, F16, uint16_t)
+DTRAIN_CUDA_CONV2D_KERNELS(_nhwc, NHWC, f32, F32, float)
+DTRAIN_CUDA_CONV2D_KERNELS(_nhwc, NHWC, bf16, BF16, uint16_t)
+DTRAIN_CUDA_CONV2D_KERNELS(_nhwc, NHWC, f16, F16, uint16_t)
 
 #undef DTRAIN_CUDA_CONV2D_KERNELS
 

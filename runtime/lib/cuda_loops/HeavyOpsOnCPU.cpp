@@ -75,24 +75,26 @@ void matmul(const char *kernel, const Half &type, const uint16_t *a,
   round(type, wc, c);
 }
 
-void conv2d(const char *kernel, const Half &type, const uint16_t *x,
-            const uint16_t *w, const uint16_t *bias, uint16_t *y, int64_t n,
-            int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,
-            int64_t kw, int64_t oh, int64_t ow, int64_t strideH,
-            int64_t strideW, int64_t padTop, int64_t padLeft, int64_t padBottom,
-            int64_t padRight, int64_t dilationH, int64_t dilationW,
-            int64_t groups) {
+void conv2d(const char *kernel, bool channelsLast, const Half &type,
+            const uint16_t *x, const uint16_t *w, const uint16_t *bias,
+            uint16_t *y, int64_t n, int64_t c, int64_t h, int64_t w_,
+            int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+            int64_t strideH, int64_t strideW, int64_t padTop, int64_t padLeft,
+            int64_t padBottom, int64_t padRight, int64_t dilationH,
+            int64_t dilationW, int64_t groups) {
   checkConv2d(kernel, x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow, strideH,
               strideW, padTop, padLeft, padBottom, padRight, dilationH,
               dilationW, groups);
   std::vector<float> wx = widen(type, x, n * c * h * w_);
   std::vector<float> ww = widen(type, w, oc * (c / groups) * kh * kw);
   std::vector<float> wy(size_t(n * oc * oh * ow));
-  dtrain_rt_conv2d_f32(wx.data(), ww.data(), nullptr, wy.data(), n, c, h, w_,
-                       oc, kh, kw, oh, ow, strideH, strideW, padTop, padLeft,
-                       padBottom, padRight, dilationH, dilationW, groups);
+  (channelsLast ? dtrain_rt_conv2d_nhwc_f32 : dtrain_rt_conv2d_f32)(
+      wx.data(), ww.data(), nullptr, wy.data(), n, c, h, w_, oc, kh, kw, oh, ow,
+      strideH, strideW, padTop, padLeft, padBottom, padRight, dilationH,
+      dilationW, groups);
   if (bias) {
-    const int64_t plane = oh * ow;
+    // The channel of element I: innermost, or of the I / (OH OW)th plane.
+    const int64_t plane = channelsLast ? 1 : oh * ow;
     for (size_t i = 0; i < wy.size(); ++i)
       wy[i] = type.widen(type.round(wy[i])) +
               type.widen(bias[(int64_t(i) / plane) % oc]);
@@ -100,7 +102,7 @@ void conv2d(const char *kernel, const Half &type, const uint16_t *x,
   round(type, wy, y);
 }
 
-void conv2dBackwardData(const char *kernel, const Half &type,
+void conv2dBackwardData(const char *kernel, bool channelsLast, const Half &type,
                         const uint16_t *dy, const uint16_t *w, uint16_t *dx,
                         int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc,
                         int64_t kh, int64_t kw, int64_t oh, int64_t ow,
@@ -113,19 +115,23 @@ void conv2dBackwardData(const char *kernel, const Half &type,
   std::vector<float> wdy = widen(type, dy, n * oc * oh * ow);
   std::vector<float> ww = widen(type, w, oc * (c / groups) * kh * kw);
   std::vector<float> wdx(size_t(n * c * h * w_));
-  dtrain_rt_conv2d_backward_data_f32(wdy.data(), ww.data(), wdx.data(), n, c, h,
-                                     w_, oc, kh, kw, oh, ow, strideH, strideW,
-                                     padTop, padLeft, padBottom, padRight,
-                                     dilationH, dilationW, groups);
+  (channelsLast ? dtrain_rt_conv2d_backward_data_nhwc_f32
+                : dtrain_rt_conv2d_backward_data_f32)(
+      wdy.data(), ww.data(), wdx.data(), n, c, h, w_, oc, kh, kw, oh, ow,
+      strideH, strideW, padTop, padLeft, padBottom, padRight, dilationH,
+      dilationW, groups);
   round(type, wdx, dx);
 }
 
-void conv2dBackwardWeights(
-    const char *kernel, const Half &type, const uint16_t *x, const uint16_t *dy,
-    uint16_t *dw, uint16_t *db, int64_t n, int64_t c, int64_t h, int64_t w_,
-    int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t strideH,
-    int64_t strideW, int64_t padTop, int64_t padLeft, int64_t padBottom,
-    int64_t padRight, int64_t dilationH, int64_t dilationW, int64_t groups) {
+void conv2dBackwardWeights(const char *kernel, bool channelsLast,
+                           const Half &type, const uint16_t *x,
+                           const uint16_t *dy, uint16_t *dw, uint16_t *db,
+                           int64_t n, int64_t c, int64_t h, int64_t w_,
+                           int64_t oc, int64_t kh, int64_t kw, int64_t oh,
+                           int64_t ow, int64_t strideH, int64_t strideW,
+                           int64_t padTop, int64_t padLeft, int64_t padBottom,
+                           int64_t padRight, int64_t dilationH,
+                           int64_t dilationW, int64_t groups) {
   checkConv2dBackwardWeights(kernel, x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh,
                              ow, strideH, strideW, padTop, padLeft, padBottom,
                              padRight, dilationH, dilationW, groups);
@@ -133,7 +139,8 @@ void conv2dBackwardWeights(
   std::vector<float> wdy = widen(type, dy, n * oc * oh * ow);
   std::vector<float> wdw(size_t(oc * (c / groups) * kh * kw));
   std::vector<float> wdb(db ? size_t(oc) : 0);
-  dtrain_rt_conv2d_backward_weights_f32(
+  (channelsLast ? dtrain_rt_conv2d_backward_weights_nhwc_f32
+                : dtrain_rt_conv2d_backward_weights_f32)(
       wx.data(), wdy.data(), wdw.data(), data(wdb), n, c, h, w_, oc, kh, kw, oh,
       ow, strideH, strideW, padTop, padLeft, padBottom, padRight, dilationH,
       dilationW, groups);
@@ -268,38 +275,47 @@ void dtrain_rt_cuda_matmul_f32(const float *a, const float *b, float *c,
   dtrain_rt_matmul_f32(a, b, c, m, n, k, transpose_a, transpose_b, beta);
 }
 
-void dtrain_rt_cuda_conv2d_f32(
-    const float *x, const float *w, const float *bias, float *y, int64_t n,
-    int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,
-    int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
-    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
-    int64_t dilation_w, int64_t groups) {
-  dtrain_rt_conv2d_f32(x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,
-                       stride_w, pad_top, pad_left, pad_bottom, pad_right,
-                       dilation_h, dilation_w, groups);
-}
+// The f32 convolutions in LAYOUT's names (NAME: _nhwc or nothing).
+#define DTRAIN_F32_CONV2D_KERNELS(NAME)                                        \
+  void dtrain_rt_cuda_conv2d##NAME##_f32(                                      \
+      const float *x, const float *w, const float *bias, float *y, int64_t n,  \
+      int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,    \
+      int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,              \
+      int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
+      int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
+      int64_t groups) {                                                        \
+    dtrain_rt_conv2d##NAME##_f32(x, w, bias, y, n, c, h, w_, oc, kh, kw, oh,   \
+                                 ow, stride_h, stride_w, pad_top, pad_left,    \
+                                 pad_bottom, pad_right, dilation_h,            \
+                                 dilation_w, groups);                          \
+  }                                                                            \
+  void dtrain_rt_cuda_conv2d_backward_data##NAME##_f32(                        \
+      const float *dy, const float *w, float *dx, int64_t n, int64_t c,        \
+      int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,   \
+      int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,         \
+      int64_t pad_left, int64_t pad_bottom, int64_t pad_right,                 \
+      int64_t dilation_h, int64_t dilation_w, int64_t groups) {                \
+    dtrain_rt_conv2d_backward_data##NAME##_f32(                                \
+        dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w,        \
+        pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w,      \
+        groups);                                                               \
+  }                                                                            \
+  void dtrain_rt_cuda_conv2d_backward_weights##NAME##_f32(                     \
+      const float *x, const float *dy, float *dw, float *db, int64_t n,        \
+      int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,    \
+      int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,              \
+      int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
+      int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
+      int64_t groups) {                                                        \
+    dtrain_rt_conv2d_backward_weights##NAME##_f32(                             \
+        x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w,    \
+        pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w,      \
+        groups);                                                               \
+  }
 
-void dtrain_rt_cuda_conv2d_backward_data_f32(
-    const float *dy, const float *w, float *dx, int64_t n, int64_t c, int64_t h,
-    int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
-    int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
-    int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
-    int64_t dilation_w, int64_t groups) {
-  dtrain_rt_conv2d_backward_data_f32(
-      dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w, pad_top,
-      pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups);
-}
-
-void dtrain_rt_cuda_conv2d_backward_weights_f32(
-    const float *x, const float *dy, float *dw, float *db, int64_t n, int64_t c,
-    int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh,
-    int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
-    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
-    int64_t dilation_w, int64_t groups) {
-  dtrain_rt_conv2d_backward_weights_f32(
-      x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w,
-      pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups);
-}
+DTRAIN_F32_CONV2D_KERNELS()
+DTRAIN_F32_CONV2D_KERNELS(_nhwc)
+#undef DTRAIN_F32_CONV2D_KERNELS
 
 void dtrain_rt_cuda_pool2d_f32(const float *x, float *y, int32_t kind,
                                int64_t n, int64_t c, int64_t h, int64_t w,
@@ -385,37 +401,34 @@ void dtrain_rt_cuda_batch_norm_backward_relu_f32(
 
 //===--- bf16 and f16: the f32 kernels on widened tensors, rounded -------===//
 
-#define DTRAIN_HALF_KERNELS(SUFFIX, TYPE)                                      \
-  void dtrain_rt_cuda_matmul_##SUFFIX(                                         \
-      const uint16_t *a, const uint16_t *b, uint16_t *c, int64_t m, int64_t n, \
-      int64_t k, int32_t transpose_a, int32_t transpose_b, float beta) {       \
-    matmul("dtrain_rt_cuda_matmul_" #SUFFIX, TYPE, a, b, c, m, n, k,           \
-           transpose_a, transpose_b, beta);                                    \
-  }                                                                            \
-  void dtrain_rt_cuda_conv2d_##SUFFIX(                                         \
+// The 16-bit convolutions in one layout (NAME: _nhwc or nothing).
+#define DTRAIN_HALF_CONV2D_KERNELS(NAME, CHANNELS_LAST, SUFFIX, TYPE)          \
+  void dtrain_rt_cuda_conv2d##NAME##_##SUFFIX(                                 \
       const uint16_t *x, const uint16_t *w, const uint16_t *bias, uint16_t *y, \
       int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,     \
       int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,  \
       int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
       int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
       int64_t groups) {                                                        \
-    conv2d("dtrain_rt_cuda_conv2d_" #SUFFIX, TYPE, x, w, bias, y, n, c, h, w_, \
-           oc, kh, kw, oh, ow, stride_h, stride_w, pad_top, pad_left,          \
-           pad_bottom, pad_right, dilation_h, dilation_w, groups);             \
+    conv2d("dtrain_rt_cuda_conv2d" #NAME "_" #SUFFIX, CHANNELS_LAST, TYPE, x,  \
+           w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w,    \
+           pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w,   \
+           groups);                                                            \
   }                                                                            \
-  void dtrain_rt_cuda_conv2d_backward_data_##SUFFIX(                           \
+  void dtrain_rt_cuda_conv2d_backward_data##NAME##_##SUFFIX(                   \
       const uint16_t *dy, const uint16_t *w, uint16_t *dx, int64_t n,          \
       int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,    \
       int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,              \
       int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
       int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
       int64_t groups) {                                                        \
-    conv2dBackwardData("dtrain_rt_cuda_conv2d_backward_data_" #SUFFIX, TYPE,   \
-                       dy, w, dx, n, c, h, w_, oc, kh, kw, oh, ow, stride_h,   \
-                       stride_w, pad_top, pad_left, pad_bottom, pad_right,     \
-                       dilation_h, dilation_w, groups);                        \
+    conv2dBackwardData("dtrain_rt_cuda_conv2d_backward_data" #NAME             \
+                       "_" #SUFFIX,                                            \
+                       CHANNELS_LAST, TYPE, dy, w, dx, n, c, h, w_, oc, kh,    \
+                       kw, oh, ow, stride_h, stride_w, pad_top, pad_left,      \
+                       pad_bottom, pad_right, dilation_h, dilation_w, groups); \
   }                                                                            \
-  void dtrain_rt_cuda_conv2d_backward_weights_##SUFFIX(                        \
+  void dtrain_rt_cuda_conv2d_backward_weights##NAME##_##SUFFIX(                \
       const uint16_t *x, const uint16_t *dy, uint16_t *dw, uint16_t *db,       \
       int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,     \
       int64_t kw, int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w,  \
@@ -423,9 +436,18 @@ void dtrain_rt_cuda_batch_norm_backward_relu_f32(
       int64_t pad_right, int64_t dilation_h, int64_t dilation_w,               \
       int64_t groups) {                                                        \
     conv2dBackwardWeights(                                                     \
-        "dtrain_rt_cuda_conv2d_backward_weights_" #SUFFIX, TYPE, x, dy, dw,    \
-        db, n, c, h, w_, oc, kh, kw, oh, ow, stride_h, stride_w, pad_top,      \
-        pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups);      \
+        "dtrain_rt_cuda_conv2d_backward_weights" #NAME "_" #SUFFIX,            \
+        CHANNELS_LAST, TYPE, x, dy, dw, db, n, c, h, w_, oc, kh, kw, oh, ow,   \
+        stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,          \
+        dilation_h, dilation_w, groups);                                       \
+  }
+
+#define DTRAIN_HALF_KERNELS(SUFFIX, TYPE)                                      \
+  void dtrain_rt_cuda_matmul_##SUFFIX(                                         \
+      const uint16_t *a, const uint16_t *b, uint16_t *c, int64_t m, int64_t n, \
+      int64_t k, int32_t transpose_a, int32_t transpose_b, float beta) {       \
+    matmul("dtrain_rt_cuda_matmul_" #SUFFIX, TYPE, a, b, c, m, n, k,           \
+           transpose_a, transpose_b, beta);                                    \
   }                                                                            \
   void dtrain_rt_cuda_pool2d_##SUFFIX(                                         \
       const uint16_t *x, uint16_t *y, int32_t kind, int64_t n, int64_t c,      \
@@ -503,5 +525,9 @@ void dtrain_rt_cuda_batch_norm_backward_relu_f32(
 
 DTRAIN_HALF_KERNELS(bf16, kBF16)
 DTRAIN_HALF_KERNELS(f16, kF16)
+DTRAIN_HALF_CONV2D_KERNELS(, false, bf16, kBF16)
+DTRAIN_HALF_CONV2D_KERNELS(, false, f16, kF16)
+DTRAIN_HALF_CONV2D_KERNELS(_nhwc, true, bf16, kBF16)
+DTRAIN_HALF_CONV2D_KERNELS(_nhwc, true, f16, kF16)
 
 } // extern "C"

@@ -337,6 +337,32 @@ func.func @conv_filters(%x: tensor<1x4x9x9xf32>, %w: tensor<3x2x3x3xf32>) -> ten
 
 // -----
 
+func.func @conv_channels_last_weight(%x: tensor<1x9x9x3xf32>, %w: tensor<4x3x3xf32>) -> tensor<1x7x7x4xf32> {
+  // expected-error @+1 {{'nn.conv2d' op expects an O x Kh x Kw x C/groups weight, got 'tensor<4x3x3xf32>'}}
+  %0 = nn.conv2d %x, %w {channels_last} : tensor<1x9x9x3xf32>, tensor<4x3x3xf32> -> tensor<1x7x7x4xf32>
+  return %0 : tensor<1x7x7x4xf32>
+}
+
+// -----
+
+// An NCHW weight (4 x 3 x 3 x 3) read as OHWI has 3 input channels per
+// filter, not the input's 9.
+func.func @conv_channels_last_channels(%x: tensor<1x9x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x7x7x4xf32> {
+  // expected-error @+1 {{'nn.conv2d' op input has 9 channels but the weight expects 3 x 1 (groups)}}
+  %0 = nn.conv2d %x, %w {channels_last} : tensor<1x9x9x9xf32>, tensor<4x3x3x3xf32> -> tensor<1x7x7x4xf32>
+  return %0 : tensor<1x7x7x4xf32>
+}
+
+// -----
+
+func.func @batch_norm_channels_last(%x: tensor<8x3x3x4xf32>, %s: tensor<3xf32>) -> tensor<8x3x3x4xf32> {
+  // expected-error @+1 {{'nn.batch_norm_train' op expected scale of type 'tensor<4xf32>' but got 'tensor<3xf32>'}}
+  %0:3 = nn.batch_norm_train %x, %s, %s {channels_last} : tensor<8x3x3x4xf32>, tensor<3xf32>, tensor<3xf32> -> (tensor<8x3x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %0#0 : tensor<8x3x3x4xf32>
+}
+
+// -----
+
 func.func @conv_bias(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x4x7x7xf32> {
   // expected-error @+1 {{'nn.conv2d' op expected bias of type 'tensor<4xf32>' but got 'tensor<3xf32>'}}
   %0 = nn.conv2d %x, %w, %b : tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32>, tensor<3xf32> -> tensor<1x4x7x7xf32>

@@ -151,6 +151,26 @@ func.func @normalization(%x: tensor<8x4x3x3xf32>, %s: tensor<4xf32>, %b: tensor<
   return %y, %t#0, %t#1, %t#2, %r : tensor<8x4x3x3xf32>, tensor<8x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<8x4x1x1xf32>
 }
 
+// Channels last: NHWC activations, OHWI weights, the channels of a batch
+// norm its last dimension.
+// CHECK-LABEL: func.func @channels_last
+func.func @channels_last(%x: tensor<8x9x9x4xf32>, %w: tensor<6x3x3x2xf32>, %dy: tensor<8x5x5x6xf32>,
+                         %s: tensor<6xf32>, %b: tensor<6xf32>)
+    -> (tensor<8x5x5x6xf32>, tensor<8x9x9x4xf32>, tensor<6x3x3x2xf32>, tensor<8x5x5x6xf32>,
+        tensor<8x5x5x6xf32>, tensor<6xf32>) {
+  // CHECK: nn.conv2d %{{.*}}, %{{.*}} {channels_last, groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x9x9x4xf32>, tensor<6x3x3x2xf32> -> tensor<8x5x5x6xf32>
+  %c = nn.conv2d %x, %w {channels_last, groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x9x9x4xf32>, tensor<6x3x3x2xf32> -> tensor<8x5x5x6xf32>
+  // CHECK: nn.conv2d_backward_data %{{.*}}, %{{.*}} {channels_last, groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x5x5x6xf32>, tensor<6x3x3x2xf32> -> tensor<8x9x9x4xf32>
+  %dx = nn.conv2d_backward_data %dy, %w {channels_last, groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x5x5x6xf32>, tensor<6x3x3x2xf32> -> tensor<8x9x9x4xf32>
+  // CHECK: nn.conv2d_backward_weights %{{.*}}, %{{.*}} {channels_last, groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x9x9x4xf32>, tensor<8x5x5x6xf32> -> tensor<6x3x3x2xf32>
+  %dw = nn.conv2d_backward_weights %x, %dy {channels_last, groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x9x9x4xf32>, tensor<8x5x5x6xf32> -> tensor<6x3x3x2xf32>
+  // CHECK: nn.batch_norm_train %{{.*}}, %{{.*}}, %{{.*}} {channels_last} : tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32> -> (tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>)
+  %t:3 = nn.batch_norm_train %c, %s, %b {channels_last} : tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32> -> (tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>)
+  // CHECK: nn.batch_norm_train_grad %{{.*}} {channels_last} : tensor<8x5x5x6xf32>, tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32> -> (tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>)
+  %g:3 = nn.batch_norm_train_grad %dy, %c, %s, %t#1, %t#2 {channels_last, epsilon = 1.0e-5 : f64} : tensor<8x5x5x6xf32>, tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32> -> (tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>)
+  return %c, %dx, %dw, %t#0, %g#0, %g#1 : tensor<8x5x5x6xf32>, tensor<8x9x9x4xf32>, tensor<6x3x3x2xf32>, tensor<8x5x5x6xf32>, tensor<8x5x5x6xf32>, tensor<6xf32>
+}
+
 // Results may be more static than inference, as long as they agree.
 // CHECK-LABEL: func.func @refined_result
 func.func @refined_result(%x: tensor<?x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x7x7xf32> {

@@ -1,0 +1,101 @@
+// RUN: dtrain-opt --dtrain-channels-last %s | FileCheck %s
+
+// A residual block: its input transposed to NHWC once (the convolution and
+// the residual add share it), the weight to OHWI, the batch norm, add and
+// ReLU on NHWC, one transpose back at the end.
+// CHECK-LABEL: func.func @residual_block
+// CHECK-SAME: (%[[X:.*]]: tensor<8x16x32x32xf32>, %[[W:.*]]: tensor<16x16x3x3xf32>
+// CHECK-DAG: %[[XT:.*]] = nn.transpose %[[X]] {permutation = array<i64: 0, 2, 3, 1>} : tensor<8x16x32x32xf32> -> tensor<8x32x32x16xf32>
+// CHECK-DAG: %[[WT:.*]] = nn.transpose %[[W]] {permutation = array<i64: 0, 2, 3, 1>} : tensor<16x16x3x3xf32> -> tensor<16x3x3x16xf32>
+// CHECK: %[[Y:.*]] = nn.conv2d %[[XT]], %[[WT]] {channels_last, padding = array<i64: 1, 1, 1, 1>} : tensor<8x32x32x16xf32>, tensor<16x3x3x16xf32> -> tensor<8x32x32x16xf32>
+// CHECK: %[[N:.*]], %{{.*}}, %{{.*}} = nn.batch_norm_train %[[Y]], %{{.*}}, %{{.*}} {channels_last} : tensor<8x32x32x16xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<8x32x32x16xf32>, tensor<16xf32>, tensor<16xf32>)
+// CHECK: %[[A:.*]] = nn.add %[[N]], %[[XT]] : tensor<8x32x32x16xf32>
+// CHECK: %[[R:.*]] = nn.relu %[[A]] : tensor<8x32x32x16xf32>
+// CHECK: %[[OUT:.*]] = nn.transpose %[[R]] {permutation = array<i64: 0, 3, 1, 2>} : tensor<8x32x32x16xf32> -> tensor<8x16x32x32xf32>
+// CHECK-NOT: nn.transpose
+// CHECK: return %[[OUT]]
+
+func.func @residual_block(%x: tensor<8x16x32x32xf32>, %w: tensor<16x16x3x3xf32>, %s: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<8x16x32x32xf32> {
+  %y = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x32x32xf32>, tensor<16x16x3x3xf32> -> tensor<8x16x32x32xf32>
+  %n, %m, %v = nn.batch_norm_train %y, %s, %b : tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32>)
+  %a = nn.add %n, %x : tensor<8x16x32x32xf32>, tensor<8x16x32x32xf32> -> tensor<8x16x32x32xf32>
+  %r = nn.relu %a : tensor<8x16x32x32xf32>
+  return %r : tensor<8x16x32x32xf32>
+}
+
+// Gradients: one transpose of the weight for the convolution and its data
+// gradient, the weight gradient transposed back to OIHW, and the bias
+// gradient a sum over N, H and W of the NHWC tensor.
+// CHECK-LABEL: func.func @backward
+// CHECK-COUNT-3: nn.transpose %arg{{[0-2]}} {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT: nn.conv2d_backward_data %{{.*}} {channels_last}
+// CHECK-NEXT: nn.transpose %{{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT: nn.conv2d %{{.*}} {channels_last}
+// CHECK-NEXT: %[[G:.*]] = nn.mul %{{.*}} : tensor<8x30x30x16xf32>
+// CHECK-NEXT: %[[DW:.*]] = nn.conv2d_backward_weights %{{.*}}, %[[G]] {channels_last} : tensor<8x32x32x3xf32>, tensor<8x30x30x16xf32> -> tensor<16x3x3x3xf32>
+// CHECK: %[[DWT:.*]] = nn.transpose %[[DW]] {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK: %[[DB:.*]] = nn.reduce_sum %[[G]] dims = [0, 1, 2] : tensor<8x30x30x16xf32> -> tensor<16xf32>
+// CHECK: return %{{.*}}, %[[DWT]], %[[DB]]
+
+func.func @backward(%x: tensor<8x3x32x32xf32>, %w: tensor<16x3x3x3xf32>, %dy: tensor<8x16x30x30xf32>) -> (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) {
+  %dx = nn.conv2d_backward_data %dy, %w : tensor<8x16x30x30xf32>, tensor<16x3x3x3xf32> -> tensor<8x3x32x32xf32>
+  %y = nn.conv2d %x, %w : tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<8x16x30x30xf32>
+  %g = nn.mul %y, %dy : tensor<8x16x30x30xf32>, tensor<8x16x30x30xf32> -> tensor<8x16x30x30xf32>
+  %dw = nn.conv2d_backward_weights %x, %g : tensor<8x3x32x32xf32>, tensor<8x16x30x30xf32> -> tensor<16x3x3x3xf32>
+  %db = nn.reduce_sum %g dims = [0, 2, 3] : tensor<8x16x30x30xf32> -> tensor<16xf32>
+  return %dx, %dw, %db : tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>
+}
+
+// Pooling stays NCHW: transposes around it; its output, which a
+// convolution and the add read, is transposed to NHWC once.
+// CHECK-LABEL: func.func @pooling
+// CHECK: nn.relu %{{.*}} : tensor<8x32x32x16xf32>
+// CHECK: %[[BACK:.*]] = nn.transpose %{{.*}} {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK: %[[P:.*]] = nn.max_pool2d %[[BACK]]
+// CHECK: %[[PT:.*]] = nn.transpose %[[P]] {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[Z:.*]] = nn.conv2d %[[PT]]
+// CHECK: nn.add %[[Z]], %[[PT]] : tensor<8x16x16x16xf32>
+
+func.func @pooling(%x: tensor<8x16x32x32xf32>, %w: tensor<16x16x1x1xf32>) -> tensor<8x16x16x16xf32> {
+  %y = nn.conv2d %x, %w : tensor<8x16x32x32xf32>, tensor<16x16x1x1xf32> -> tensor<8x16x32x32xf32>
+  %r = nn.relu %y : tensor<8x16x32x32xf32>
+  %p = nn.max_pool2d %r {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x16x32x32xf32> -> tensor<8x16x16x16xf32>
+  %z = nn.conv2d %p, %w : tensor<8x16x16x16xf32>, tensor<16x16x1x1xf32> -> tensor<8x16x16x16xf32>
+  %a = nn.add %z, %p : tensor<8x16x16x16xf32>, tensor<8x16x16x16xf32> -> tensor<8x16x16x16xf32>
+  return %a : tensor<8x16x16x16xf32>
+}
+
+// 16-bit data: the casts around the batch norm move with it, so the
+// transposes move 16-bit data and the batch norm's casts stay adjacent to
+// it (--dtrain-lower-nn fuses them into its 16-bit kernel).
+// CHECK-LABEL: func.func @sixteen_bits
+// CHECK: %[[Y:.*]] = nn.conv2d %{{.*}} {channels_last, {{.*}}} : tensor<8x8x8x16xbf16>
+// CHECK-NEXT: %[[WIDE:.*]] = nn.cast %[[Y]] : tensor<8x8x8x16xbf16> to tensor<8x8x8x16xf32>
+// CHECK-NEXT: %[[N:.*]], %{{.*}}, %{{.*}} = nn.batch_norm_train %[[WIDE]], {{.*}} {channels_last}
+// CHECK-NEXT: %[[NARROW:.*]] = nn.cast %[[N]] : tensor<8x8x8x16xf32> to tensor<8x8x8x16xbf16>
+// CHECK-NEXT: %[[R:.*]] = nn.relu %[[NARROW]] : tensor<8x8x8x16xbf16>
+// CHECK-NEXT: nn.conv2d %[[R]]
+
+func.func @sixteen_bits(%x: tensor<8x16x8x8xbf16>, %w: tensor<16x16x3x3xbf16>, %s: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<8x16x8x8xbf16> {
+  %y = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x8x8xbf16>, tensor<16x16x3x3xbf16> -> tensor<8x16x8x8xbf16>
+  %wide = nn.cast %y : tensor<8x16x8x8xbf16> to tensor<8x16x8x8xf32>
+  %n, %m, %v = nn.batch_norm_train %wide, %s, %b : tensor<8x16x8x8xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<8x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+  %narrow = nn.cast %n : tensor<8x16x8x8xf32> to tensor<8x16x8x8xbf16>
+  %r = nn.relu %narrow : tensor<8x16x8x8xbf16>
+  %z = nn.conv2d %r, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x8x8xbf16>, tensor<16x16x3x3xbf16> -> tensor<8x16x8x8xbf16>
+  return %z : tensor<8x16x8x8xbf16>
+}
+
+// Left NCHW: f64 (the reference loops' type), batch norms of rank 2, and
+// a convolution padded asymmetrically.
+// CHECK-LABEL: func.func @unchanged
+// CHECK-NOT: nn.transpose
+// CHECK-NOT: channels_last
+// CHECK: return
+
+func.func @unchanged(%x: tensor<8x3x8x8xf64>, %w: tensor<4x3x3x3xf64>, %h: tensor<8x16xf32>, %s: tensor<16xf32>, %b: tensor<16xf32>, %p: tensor<8x3x8x8xf32>, %pw: tensor<4x3x2x2xf32>) -> (tensor<8x4x6x6xf64>, tensor<8x16xf32>, tensor<8x4x8x8xf32>) {
+  %y = nn.conv2d %x, %w : tensor<8x3x8x8xf64>, tensor<4x3x3x3xf64> -> tensor<8x4x6x6xf64>
+  %n, %m, %v = nn.batch_norm_train %h, %s, %b : tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %a = nn.conv2d %p, %pw {padding = array<i64: 0, 0, 1, 1>} : tensor<8x3x8x8xf32>, tensor<4x3x2x2xf32> -> tensor<8x4x8x8xf32>
+  return %y, %n, %a : tensor<8x4x6x6xf64>, tensor<8x16xf32>, tensor<8x4x8x8xf32>
+}
