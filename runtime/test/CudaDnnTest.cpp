@@ -206,6 +206,54 @@ TEST(CudaConv, WeightGradientMatchesCpu) {
   }
 }
 
+// The NHWC kernels (cuDNN's NHWC and KRSC descriptors) against the CPU's, in
+// all three directions, where the padding is symmetric (the only kind
+// --dtrain-channels-last gives them).
+TEST(CudaConv, ChannelsLastMatchesCpu) {
+  uint32_t seed = 700;
+  for (const ConvCase &k : allConvCases()) {
+    if (k.pt != k.pb || k.pl != k.pr)
+      continue;
+    SCOPED_TRACE(testing::Message() << k);
+    const ConvData d(k, seed += 3);
+    const int64_t oh = k.oh(), ow = k.ow(), cg = k.c / k.groups;
+    const auto x = moveChannels(d.x, k.n, k.c, k.h, k.w);
+    const auto w = moveChannels(d.w, k.oc, cg, k.kh, k.kw);
+    const auto dy = moveChannels(randomVector(outputSize(k), seed + 1000), k.n,
+                                 k.oc, oh, ow);
+    std::vector<float> y(dy.size(), kNaN), dx(x.size(), kNaN),
+        dw(w.size(), kNaN), db(size_t(k.oc), kNaN);
+    const float *bias = k.bias ? d.bias.data() : nullptr;
+    dtrain_rt_conv2d_nhwc_f32(x.data(), w.data(), bias, y.data(), k.n, k.c, k.h,
+                              k.w, k.oc, k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt,
+                              k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+    dtrain_rt_conv2d_backward_data_nhwc_f32(
+        dy.data(), w.data(), dx.data(), k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw,
+        oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+    dtrain_rt_conv2d_backward_weights_nhwc_f32(
+        x.data(), dy.data(), dw.data(), db.data(), k.n, k.c, k.h, k.w, k.oc,
+        k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
+        k.groups);
+    Buffer gx(x), gw(w), gdy(dy), gbias(d.bias);
+    Output gy(y.size()), gdx(dx.size()), gdw(dw.size()), gdb(db.size());
+    dtrain_rt_cuda_conv2d_nhwc_f32(
+        gx.get(), gw.get(), k.bias ? gbias.get() : nullptr, gy.get(), k.n, k.c,
+        k.h, k.w, k.oc, k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr,
+        k.dh, k.dw, k.groups);
+    dtrain_rt_cuda_conv2d_backward_data_nhwc_f32(
+        gdy.get(), gw.get(), gdx.get(), k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw,
+        oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+    dtrain_rt_cuda_conv2d_backward_weights_nhwc_f32(
+        gx.get(), gdy.get(), gdw.get(), gdb.get(), k.n, k.c, k.h, k.w, k.oc,
+        k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
+        k.groups);
+    EXPECT_TRUE(matchesCpu(gy.read(), y));
+    EXPECT_TRUE(matchesCpu(gdx.read(), dx));
+    EXPECT_TRUE(matchesCpu(gdw.read(), dw));
+    EXPECT_TRUE(matchesCpu(gdb.read(), db));
+  }
+}
+
 // A geometry seen before runs its kept algorithm again: the same bits
 // (cuDNN's forward algorithms are deterministic), interleaved with other
 // geometries and directions.

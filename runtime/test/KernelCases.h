@@ -69,6 +69,28 @@ struct ConvData {
         bias(randomVector(size_t(k.oc), seed + 2)) {}
 };
 
+/// T, of dimensions D0 x D1 x D2 x D3 (row-major), with its dimension 1
+/// moved last: NCHW to NHWC, OIHW to OHWI (the channels-last kernels'
+/// layouts); with FIRST, its dimension 3 moved to 1 (NHWC to NCHW).
+template <typename T>
+std::vector<T> moveChannels(const std::vector<T> &t, int64_t d0, int64_t d1,
+                            int64_t d2, int64_t d3, bool first = false) {
+  const int64_t channels = first ? d3 : d1;
+  const int64_t spatial = first ? d1 * d2 : d2 * d3;
+  std::vector<T> moved(t.size());
+  for (int64_t a = 0; a < d0; ++a)
+    for (int64_t b = 0; b < channels; ++b)
+      for (int64_t i = 0; i < spatial; ++i) {
+        size_t nchw = size_t((a * channels + b) * spatial + i);
+        size_t nhwc = size_t((a * spatial + i) * channels + b);
+        if (first)
+          moved[nchw] = t[nhwc];
+        else
+          moved[nhwc] = t[nchw];
+      }
+  return moved;
+}
+
 inline const ConvCase convCases[] = {
     // n c  h  w oc kh kw sh sw pt pl pb pr dh dw g bias
     {1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true},

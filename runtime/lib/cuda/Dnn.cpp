@@ -388,8 +388,17 @@ const NormPlan &normPlan(KernelCall &call, int32_t type, int64_t n, int64_t c,
   call.dnn(); // cuDNN loaded before its first descriptor
   DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan->x);
   DTRAIN_HEAVY_DNN(call, cudnnCreateTensorDescriptor, &plan->channels);
-  DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan->x, CUDNN_TENSOR_NCHW,
-                   dnnType(type), int(n), int(c), int(spatial), 1);
+  // Rows of channels (SPATIAL 1: channels last) as one NHWC image of N
+  // rows, the same memory: cuDNN's NHWC kernels read a row's channels
+  // together, where its NCHW kernels would read each channel at a stride
+  // of C elements.
+  if (spatial == 1)
+    DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan->x,
+                     CUDNN_TENSOR_NHWC, dnnType(type), 1, int(c), int(n), 1);
+  else
+    DTRAIN_HEAVY_DNN(call, cudnnSetTensor4dDescriptor, plan->x,
+                     CUDNN_TENSOR_NCHW, dnnType(type), int(n), int(c),
+                     int(spatial), 1);
   DTRAIN_HEAVY_DNN(call, cudnnDeriveBNTensorDescriptor, plan->channels, plan->x,
                    CUDNN_BATCHNORM_SPATIAL);
   entry = std::move(plan);
@@ -655,6 +664,14 @@ void normalizeTrainingOnDnn(KernelCall &call, int32_t type, const void *x,
   launchBiasVariance(call, batchVar, count, c);
 }
 
+/// Whether a batch norm in training of SPATIAL elements a channel and row
+/// runs on the split kernels: when they are selected, for NCHW data (their
+/// blocks read a channel's consecutive elements; rows of channels, SPATIAL
+/// 1, stay cuDNN's).
+bool usesSplitBatchNorm(int64_t spatial) {
+  return spatial > 1 && splitBatchNormSelected();
+}
+
 /// Batch norm in training, then ACTIVATION: the batch's statistics,
 /// returned.
 void normalizeTraining(const char *kernel, int32_t type, const void *x,
@@ -665,7 +682,7 @@ void normalizeTraining(const char *kernel, int32_t type, const void *x,
   checkBatchNormTrain(kernel, x, scale, bias, y, batchMean, batchVar, n, c,
                       spatial, epsilon);
   KernelCall call(kernel);
-  if (splitBatchNormSelected()) {
+  if (usesSplitBatchNorm(spatial)) {
     launchSplitBatchNormTrain(call, type, x, scale, bias, y, batchMean,
                               batchVar, n, c, spatial, epsilon, activation);
     return;
@@ -686,7 +703,7 @@ void normalizeBackward(const char *kernel, int32_t type, const void *x,
   checkBatchNormBackward(kernel, x, dy, scale, batchMean, batchVar, dx, dscale,
                          dbias, n, c, spatial, epsilon);
   KernelCall call(kernel);
-  if (splitBatchNormSelected()) {
+  if (usesSplitBatchNorm(spatial)) {
     launchSplitBatchNormBackward(call, type, x, dy, z, scale, batchMean,
                                  batchVar, dx, dscale, dbias, n, c, spatial,
                                  epsilon);
