@@ -4,7 +4,7 @@ optimizer, same thread count, and the peak memory of each.
 
 usage: train_bench.py [--threads T] [--seconds S] [--models M ...]
                       [--batch B] [--target cuda] [--precision bf16]
-                      BUILD_DIR
+                      [--channels-last] BUILD_DIR
 
 Models and batches as in bench/forward_bench.py (mlp 64 x 784, lenet 64 x
 1x28x28, resnet18 and mobilenet_v2 8 x 3x224x224), exported in TRAINING
@@ -24,7 +24,9 @@ and runs PyTorch's on CUDA (synchronized before each time is taken; its
 column is left out when this torch has no CUDA); --precision bf16 compiles
 with --precision bf16 and runs PyTorch under torch.autocast(bfloat16).
 --batch replaces the models' batches (8 for the networks: a GPU wants
-more).
+more). --channels-last compiles with --channels-last (NHWC convolutions and
+batch norms) and gives PyTorch's model and batch its channels_last memory
+format.
 """
 import argparse
 import os
@@ -70,6 +72,9 @@ def torch_child(name, work, args):
     device = torch.device("cuda" if args.target == "cuda" else "cpu")
     model.to(device)
     x, y = x.to(device), y.to(device)
+    if args.channels_last and x.dim() == 4:
+        model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     times = time_step(make_step(model, x, y, device, args.precision),
                       lambda probe: forward_bench.runs_for(probe, args.seconds))
     print("torch_min_ms=%f torch_mean_ms=%f runs=%d" % (
@@ -102,6 +107,7 @@ def main():
     parser.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--precision", choices=["f32", "bf16"],
                         default="f32")
+    parser.add_argument("--channels-last", action="store_true")
     parser.add_argument("--torch-child", nargs=2, metavar=("MODEL", "WORK"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -116,6 +122,8 @@ def main():
     flags = ["--target", args.target]
     if args.precision == "bf16":
         flags += ["--precision", "bf16"]
+    if args.channels_last:
+        flags += ["--channels-last"]
 
     rows = []
     with tempfile.TemporaryDirectory() as work:
@@ -156,7 +164,9 @@ def main():
                                      "--seconds", str(args.seconds),
                                      "--target", args.target,
                                      "--precision", args.precision,
-                                     "--torch-child", name, work])
+                                     "--torch-child", name, work]
+                                    + (["--channels-last"]
+                                       if args.channels_last else []))
                 t_min = float(re.search(r"torch_min_ms=([0-9.]+)",
                                         out).group(1))
             rows.append((name, batch, d_min, t_min, d_mb, t_mb, compile_s))
@@ -166,8 +176,9 @@ def main():
                   flush=True)
     print()
     print("training step (forward, backward, momentum SGD), min over N runs, "
-          "%s, %s, %d threads; ratio = dtrain / torch" % (
-              args.target, args.precision, args.threads))
+          "%s, %s%s, %d threads; ratio = dtrain / torch" % (
+              args.target, args.precision,
+              ", channels last" if args.channels_last else "", args.threads))
     print("%-13s %5s %10s %10s %6s %10s %9s %9s" % (
         "model", "batch", "dtrain_ms", "torch_ms", "ratio", "dtrain_MB",
         "torch_MB", "compile_s"))

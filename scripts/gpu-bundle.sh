@@ -65,6 +65,10 @@ for model in resnet18 resnet50; do
       --lr 0.01 --momentum 0.9 --weight-decay 5e-4 --target=cuda \
       --precision "$precision" -o "$root/steps/$model-$precision.bin"
   done
+  # bf16 with the convolutions and batch norms on NHWC tensors.
+  "$compile" "$root/steps/$model.onnx" --mode=step --optimizer momentum \
+    --lr 0.01 --momentum 0.9 --weight-decay 5e-4 --target=cuda \
+    --precision bf16 --channels-last -o "$root/steps/$model-bf16-nhwc.bin"
   rm "$root/steps/$model.weights"
 done
 cp scripts/gpu_bundle_steps.py bench/torch_steps.py "$root/steps/"

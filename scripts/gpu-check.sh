@@ -274,8 +274,9 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
 # PyTorch's f32 step. The bf16 step four times: as by default, with
 # DTRAIN_CUDA_SPLIT_BATCH_NORM=1 (bf16-split: the runtime's own batch
 # norm), with DTRAIN_CUDA_CONV_GEMM=1 (bf16-gemm: pointwise convolutions
-# as cuBLAS products), and with both (bf16-split-gemm); all against
-# PyTorch's bf16 step.
+# as cuBLAS products), with both (bf16-split-gemm), and compiled with
+# --channels-last (bf16-nhwc: NHWC convolutions and batch norms, no
+# cuDNN layout transposes); all against PyTorch's bf16 step.
 (
   cd "$BUNDLE/steps" || exit 1
   "$numpy_python" gpu_bundle_steps.py weights . resnet18 resnet50 || exit 1
@@ -293,13 +294,15 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
   has() { [[ "$variant" == *"$1"* ]] && echo 1 || echo 0; }
   for model in resnet18 resnet50; do
     declare -A torch_by_precision=()
-    for variant in f32 tf32 bf16 bf16-split bf16-gemm bf16-split-gemm; do
+    for variant in f32 tf32 bf16 bf16-split bf16-gemm bf16-split-gemm \
+                   bf16-nhwc; do
       precision=${variant/tf32/f32}
       precision=${precision%%-*}
+      binary=$model-$precision$([ "$(has nhwc)" = 1 ] && echo -nhwc).bin
       step=(env "DTRAIN_CUDA_TF32=$(has tf32)"
             "DTRAIN_CUDA_SPLIT_BATCH_NORM=$(has split)"
             "DTRAIN_CUDA_CONV_GEMM=$(has gemm)"
-            ./"$model-$precision.bin" --model "$model.onnx"
+            ./"$binary" --model "$model.onnx"
             --input "x=$model-x.npy" --input "labels=$model-labels.npy")
       probe=$(timeout "$(within 120)" "${step[@]}" --repeat 1 --warmup 1) \
         || { echo "$probe"; status=1; continue; }
@@ -334,16 +337,17 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
 ) || failed "training steps (bench)"
 fi
 
-if section "resnet18's bf16 step with the split batch norm and pointwise products"; then
-# One step from the same weights in f32 and in bf16, by default and with
-# DTRAIN_CUDA_SPLIT_BATCH_NORM=1 DTRAIN_CUDA_CONV_GEMM=1: the latter's bf16
-# outputs (the loss, the updated parameters, the momentum buffers, which
-# hold the gradients after one step, the running statistics) must be as
-# close to the f32 step's as the default bf16 outputs are, twice over.
+if section "resnet18's bf16 step with the split batch norm and pointwise products, and channels last"; then
+# One step from the same weights in f32 and in bf16, by default, with
+# DTRAIN_CUDA_SPLIT_BATCH_NORM=1 DTRAIN_CUDA_CONV_GEMM=1, and compiled with
+# --channels-last: the latter two's bf16 outputs (the loss, the updated
+# parameters, the momentum buffers, which hold the gradients after one
+# step, the running statistics) must each be as close to the f32 step's as
+# the default bf16 outputs are, twice over.
 (
   cd "$BUNDLE/steps" || exit 1
   "$numpy_python" gpu_bundle_steps.py weights . resnet18 || exit 1
-  one_step() { # SWITCHES PRECISION OUTPUT
+  one_step() { # SWITCHES STEP OUTPUT
     timeout "$(within 60)" env "DTRAIN_CUDA_SPLIT_BATCH_NORM=$1" \
       "DTRAIN_CUDA_CONV_GEMM=$1" ./"resnet18-$2.bin" --model resnet18.onnx \
       --input "x=resnet18-x.npy" --input "labels=resnet18-labels.npy" \
@@ -352,8 +356,11 @@ if section "resnet18's bf16 step with the split batch norm and pointwise product
   one_step 0 f32 f32.npz && one_step 0 bf16 bf16.npz \
     && one_step 1 bf16 bf16-split-gemm.npz \
     && "$numpy_python" ../digits/compare_checkpoints.py --as-close-as \
-         f32.npz bf16-split-gemm.npz bf16.npz 2
-) || failed "resnet18's bf16 step with the split batch norm and pointwise products"
+         f32.npz bf16-split-gemm.npz bf16.npz 2 \
+    && one_step 0 bf16-nhwc bf16-nhwc.npz \
+    && "$numpy_python" ../digits/compare_checkpoints.py --as-close-as \
+         f32.npz bf16-nhwc.npz bf16.npz 2
+) || failed "resnet18's bf16 step with the split batch norm and pointwise products, and channels last"
 fi
 
 if section "where the bf16 steps' host time goes (DTRAIN_CUDA_HOST_PROFILE=1)"; then
@@ -402,6 +409,21 @@ case $? in
   0) ;;
   77) echo "skipped: no ncu (Nsight Compute) here" ;;
   *) failed "scripts/gpu-profile.sh (split batch norm, pointwise products)" ;;
+esac
+fi
+
+if section "resnet50's bf16 step with channels last (scripts/gpu-profile.sh)"; then
+# The step compiled with --channels-last: NHWC convolutions and batch
+# norms, so no cuDNN layout transposes; what its generated transposes (the
+# weights to OHWI and their gradients back, around the pooling) take
+# instead. The CSV in nhwc/ beside the report.
+mkdir -p "$(dirname "$report")/nhwc"
+OUT=$(dirname "$report")/nhwc timeout "$(within 150)" \
+  scripts/gpu-profile.sh --bundle "$bundle_dir" resnet50-bf16-nhwc
+case $? in
+  0) ;;
+  77) echo "skipped: no ncu (Nsight Compute) here" ;;
+  *) failed "scripts/gpu-profile.sh (channels last)" ;;
 esac
 fi
 

@@ -50,7 +50,7 @@ python3 gpu_bundle_steps.py weights . $models > /dev/null || exit 1
 
 status=0
 for step in "${steps[@]}"; do
-  model=${step%-*}
+  model=${step%%-*}
   if [ ! -x "./$step.bin" ]; then
     echo "gpu-profile: no step $step in the bundle" >&2
     status=1

@@ -115,7 +115,8 @@ struct ComposeTransposes : OpRewritePattern<nn::TransposeOp> {
 /// nchw(op(a, s)) for 0-d S; an NCHW operand B joins as nhwc(B) where B has
 /// that transpose already (a tensor both layouts read, such as a residual
 /// that a pooling op makes), which CSE then shares. Transposes only move
-/// this way, towards their users, so the rewrites end.
+/// this way, towards their users, so the rewrites end; and not below a
+/// cast that widens the elements.
 struct SinkTransposeThroughElementwise : RewritePattern {
   SinkTransposeThroughElementwise(MLIRContext *context)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
@@ -127,6 +128,12 @@ struct SinkTransposeThroughElementwise : RewritePattern {
              nn::ClipGradOp, nn::ReluGradOp, nn::CastOp>(op))
       return failure();
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    // Not below a widening cast: the transpose would move wider elements
+    // (TransposeBeforeWidening moves those to NHWC above it).
+    if (auto widen = dyn_cast<nn::CastOp>(op);
+        widen && widen.getInput().getType().getElementTypeBitWidth() <
+                     resultType.getElementTypeBitWidth())
+      return failure();
     ArrayRef<int64_t> permutation = kFromChannelsLast, inverse = kToChannelsLast;
     auto isToNCHW = [&](Value value) {
       auto t = value.getDefiningOp<nn::TransposeOp>();
@@ -166,6 +173,27 @@ struct SinkTransposeThroughElementwise : RewritePattern {
     Operation *sunk = rewriter.create(state);
     rewriter.replaceOp(op, transpose(rewriter, op->getLoc(),
                                      sunk->getResult(0), permutation));
+    return success();
+  }
+};
+
+/// A transpose to NHWC of a widening cast transposes the narrow tensor
+/// instead (half the bytes of a bf16 gradient that an f32 batch norm
+/// reads): nhwc(cast(x)) = cast(nhwc(x)), where the cast has no other
+/// user. Only transposes to NHWC move up, as only those to NCHW move down.
+struct TransposeBeforeWidening : OpRewritePattern<nn::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(nn::TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto widen = op.getInput().getDefiningOp<nn::CastOp>();
+    if (op.getPermutation() != ArrayRef<int64_t>(kToChannelsLast) || !widen ||
+        !widen->hasOneUse() ||
+        widen.getInput().getType().getElementTypeBitWidth() >=
+            widen.getType().getElementTypeBitWidth())
+      return failure();
+    Value narrow =
+        transpose(rewriter, op.getLoc(), widen.getInput(), op.getPermutation());
+    rewriter.replaceOpWithNewOp<nn::CastOp>(op, op.getType(), narrow);
     return success();
   }
 };
@@ -237,7 +265,7 @@ struct ChannelsLastPass
 
     RewritePatternSet patterns(&getContext());
     patterns.add<ComposeTransposes, SinkTransposeThroughElementwise,
-                 SumUntransposed>(&getContext());
+                 SumUntransposed, TransposeBeforeWidening>(&getContext());
     FrozenRewritePatternSet frozen(std::move(patterns));
     // Rounds of moving transposes and sharing equal ones (a weight's, a
     // residual's), until nothing changes.

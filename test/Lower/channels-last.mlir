@@ -99,3 +99,22 @@ func.func @unchanged(%x: tensor<8x3x8x8xf64>, %w: tensor<4x3x3x3xf64>, %h: tenso
   %a = nn.conv2d %p, %pw {padding = array<i64: 0, 0, 1, 1>} : tensor<8x3x8x8xf32>, tensor<4x3x2x2xf32> -> tensor<8x4x8x8xf32>
   return %y, %n, %a : tensor<8x4x6x6xf64>, tensor<8x16xf32>, tensor<8x4x8x8xf32>
 }
+
+// Transposes move 16-bit data: a 16-bit weight gradient goes back to OIHW
+// before it is widened for the f32 optimizer, and an f32 batch norm's
+// 16-bit input is transposed before it is widened.
+// CHECK-LABEL: func.func @widening_casts
+// CHECK: %[[DW:.*]] = nn.conv2d_backward_weights %{{.*}} {channels_last, {{.*}}} : tensor<8x8x8x16xbf16>, tensor<8x8x8x16xbf16> -> tensor<16x3x3x16xbf16>
+// CHECK-NEXT: %[[DWT:.*]] = nn.transpose %[[DW]] {permutation = array<i64: 0, 3, 1, 2>} : tensor<16x3x3x16xbf16> -> tensor<16x16x3x3xbf16>
+// CHECK-NEXT: nn.cast %[[DWT]] : tensor<16x16x3x3xbf16> to tensor<16x16x3x3xf32>
+// CHECK: %[[PT:.*]] = nn.transpose %{{.*}} {permutation = array<i64: 0, 2, 3, 1>} : tensor<8x16x8x8xbf16> -> tensor<8x8x8x16xbf16>
+// CHECK-NEXT: %[[WIDE:.*]] = nn.cast %[[PT]] : tensor<8x8x8x16xbf16> to tensor<8x8x8x16xf32>
+// CHECK-NEXT: nn.batch_norm_train %[[WIDE]], {{.*}} {channels_last}
+func.func @widening_casts(%x: tensor<8x16x8x8xbf16>, %dy: tensor<8x16x8x8xbf16>, %p: tensor<8x16x8x8xbf16>, %s: tensor<16xf32>, %b: tensor<16xf32>) -> (tensor<16x16x3x3xf32>, tensor<8x16x8x8xf32>) {
+  %dw = nn.conv2d_backward_weights %x, %dy {padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x8x8xbf16>, tensor<8x16x8x8xbf16> -> tensor<16x16x3x3xbf16>
+  %dw32 = nn.cast %dw : tensor<16x16x3x3xbf16> to tensor<16x16x3x3xf32>
+  %m = nn.max_pool2d %p {kernel = array<i64: 1, 1>} : tensor<8x16x8x8xbf16> -> tensor<8x16x8x8xbf16>
+  %wide = nn.cast %m : tensor<8x16x8x8xbf16> to tensor<8x16x8x8xf32>
+  %n, %mean, %var = nn.batch_norm_train %wide, %s, %b : tensor<8x16x8x8xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<8x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+  return %dw32, %n : tensor<16x16x3x3xf32>, tensor<8x16x8x8xf32>
+}
