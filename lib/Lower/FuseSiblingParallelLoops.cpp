@@ -1,12 +1,13 @@
 //===- FuseSiblingParallelLoops.cpp - sibling loops as one kernel ---------===//
 //
-// Implements --dtrain-fuse-sibling-parallel-loops: independent 1-D
+// Implements --dtrain-fuse-sibling-parallel-loops: independent
 // scf.parallel loops become one 1-D loop over their ranges laid end to
 // end, each starting at a multiple of a block's threads, so that the GPU
 // path launches one kernel for them (an optimizer's updates, the casts of
-// the parameters to 16 bits, LARS's norms) and each block of it runs one
-// loop's body. Loops move up to the first loop of a run, then down to the
-// last.
+// the parameters to 16 bits, LARS's norms, the weights' transposes of
+// --dtrain-channels-last) and each block of it runs one loop's body (a
+// nest's indices taken apart from the range's). Loops move up to the first
+// loop of a run, then down to the last.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -32,10 +34,11 @@ using namespace mlir;
 
 namespace {
 
-/// A loop that may join a run: its trip count and the buffers it reads and
-/// writes.
+/// A loop that may join a run: its trip counts (one a dimension) and their
+/// product, and the buffers it reads and writes.
 struct Member {
   scf::ParallelOp loop;
+  SmallVector<int64_t> sizes;
   int64_t iterations = 0;
   dtrain::lower::BufferAccesses accesses;
   /// The values from above that its body uses, which become a kernel's
@@ -62,14 +65,23 @@ int64_t getParameterBytes(const SetVector<Value> &values) {
 /// a constant in steps of 1, without results, its body's only memory
 /// effects reads and writes of known buffers.
 std::optional<Member> asMember(scf::ParallelOp loop) {
-  std::optional<int64_t> upper = dtrain::lower::getKernelTripCount(loop);
-  if (!upper || *upper < 1)
+  if (loop.getNumResults() != 0 || loop->getParentOfType<scf::ParallelOp>())
     return std::nullopt;
+  SmallVector<int64_t> sizes;
+  int64_t iterations = 1;
+  for (unsigned d = 0, e = loop.getNumLoops(); d < e; ++d) {
+    std::optional<int64_t> size = dtrain::lower::getStaticTripCount(loop, d);
+    if (!isConstantIntValue(loop.getLowerBound()[d], 0) ||
+        !isConstantIntValue(loop.getStep()[d], 1) || !size || *size < 1)
+      return std::nullopt;
+    sizes.push_back(*size);
+    iterations *= *size;
+  }
   std::optional<dtrain::lower::BufferAccesses> accesses =
       dtrain::lower::getNestedBufferAccesses(loop);
   if (!accesses)
     return std::nullopt;
-  Member member{loop, *upper, std::move(*accesses), {}};
+  Member member{loop, std::move(sizes), iterations, std::move(*accesses), {}};
   getUsedValuesDefinedAbove(loop.getRegion(), member.captured);
   return member;
 }
@@ -163,8 +175,17 @@ void emitBodies(OpBuilder &b, Location loc, MutableArrayRef<Member> run,
         scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
     b.setInsertionPointToStart(bounded.thenBlock());
   }
+  // A nest's indices, row-major: the last the remainder by its size.
   IRMapping mapping;
-  mapping.map(member.loop.getInductionVars()[0], index);
+  for (int64_t d = member.sizes.size() - 1; d >= 0; --d) {
+    Value dim = index;
+    if (d > 0) {
+      Value size = constant(member.sizes[d]);
+      dim = arith::RemUIOp::create(b, loc, index, size);
+      index = arith::DivUIOp::create(b, loc, index, size);
+    }
+    mapping.map(member.loop.getInductionVars()[d], dim);
+  }
   for (Operation &op : member.loop.getBody()->without_terminator())
     b.clone(op, mapping);
 }

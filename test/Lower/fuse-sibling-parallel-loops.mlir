@@ -179,17 +179,22 @@ func.func @kept(%arg: memref<64xf32>) {
   return
 }
 
-// Loops that no run takes (2-D nests) stay where they are; loops of a run
-// may move up past them when independent of them. The three 1-D loops
-// merge where the first was, before the nest that reads what the first
-// writes.
+// Nests join runs too, their indices taken apart from the merged loop's
+// (row-major: the remainder by the last size, then the quotient): the
+// three 1-D loops and the independent 2-D nest merge where the first loop
+// was, before the nest that reads what the first loop writes.
 // CHECK-LABEL: func.func @across
 // CHECK:         %[[A:.*]] = memref.alloc() : memref<64xf32>
-// CHECK:         scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c768{{.*}}) step
+// CHECK:         memref.alloc() : memref<50x100xf32>
+// CHECK:         %[[BIG2:.*]] = memref.alloc() : memref<50x100xf32>
+// CHECK:         scf.parallel (%{{[^,]*}}) = (%{{.*}}) to (%c5888{{.*}}) step
 // CHECK:           memref.store %{{.*}}, %[[A]][%{{.*}}] : memref<64xf32>
+// CHECK:           %[[J:.*]] = arith.subi %{{.*}}, %c512
+// CHECK:           %[[COL:.*]] = arith.remui %[[J]], %c100
+// CHECK-NEXT:      %[[ROW:.*]] = arith.divui %[[J]], %c100
+// CHECK-NEXT:      memref.store %{{.*}}, %[[BIG2]][%[[ROW]], %[[COL]]] : memref<50x100xf32>
 // CHECK:         scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c50, %c100) step
 // CHECK-NEXT:      memref.load %[[A]]
-// CHECK:         scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c50, %c100) step
 // CHECK-NOT:     scf.parallel
 // CHECK:         return
 func.func @across() {

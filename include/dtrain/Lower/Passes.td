@@ -490,7 +490,7 @@ def FuseFillsIntoParallelLoops : Pass<"dtrain-fuse-fills-into-parallel-loops",
 
 def FuseSiblingParallelLoops : Pass<"dtrain-fuse-sibling-parallel-loops",
                                      "func::FuncOp"> {
-  let summary = "Merge independent 1-D scf.parallel loops into one loop, "
+  let summary = "Merge independent scf.parallel loops into one 1-D loop, "
                 "so that a GPU runs them as one kernel";
   let description = [{
     For `--target=cuda`, after `dtrain-vectorize-parallel-loops` and before
@@ -502,8 +502,14 @@ def FuseSiblingParallelLoops : Pass<"dtrain-fuse-sibling-parallel-loops",
     of 256 to 2.4 million elements; with LARS, each parameter's norms are
     a chain of 3 more loops).
 
-    Independent outermost 1-D loops (bounds 0 to a constant, step 1, no
-    results) merge into one 1-D loop over their ranges laid end to end.
+    Independent outermost loops (bounds 0 to constants, steps 1, no
+    results) merge into one 1-D loop over their ranges laid end to end; a
+    nest of several dimensions takes its iterations in row-major order,
+    its indices taken apart from the range's (the remainder by the last
+    size, then the quotient): the transposes of the weights to OHWI and
+    of their gradients back that `--dtrain-channels-last` adds, one nest
+    each (resnet50's bf16 step with channels last: 74 launches, 152 when
+    only 1-D loops merged; 29 without channels last, 38 before).
     Each range starts at a multiple of `align`, the threads of a block, so
     that every block of the kernel runs one loop's body: a tree of
     comparisons of the index with the starts, which a block's threads take
