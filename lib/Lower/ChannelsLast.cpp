@@ -81,10 +81,10 @@ static void convertToChannelsLast(RewriterBase &rewriter, Operation *op) {
   rewriter.setInsertionPointAfter(converted);
   SmallVector<Value> replacements;
   for (Value result : converted->getResults())
-    replacements.push_back(isImageValue(result) ? transpose(rewriter, loc,
-                                                            result,
-                                                            kFromChannelsLast)
-                                                : result);
+    replacements.push_back(
+        isImageValue(result)
+            ? transpose(rewriter, loc, result, kFromChannelsLast)
+            : result);
   rewriter.replaceOp(op, replacements);
 }
 
@@ -134,7 +134,8 @@ struct SinkTransposeThroughElementwise : RewritePattern {
         widen && widen.getInput().getType().getElementTypeBitWidth() <
                      resultType.getElementTypeBitWidth())
       return failure();
-    ArrayRef<int64_t> permutation = kFromChannelsLast, inverse = kToChannelsLast;
+    ArrayRef<int64_t> permutation = kFromChannelsLast,
+                      inverse = kToChannelsLast;
     auto isToNCHW = [&](Value value) {
       auto t = value.getDefiningOp<nn::TransposeOp>();
       return t && t.getPermutation() == permutation;
@@ -161,8 +162,7 @@ struct SinkTransposeThroughElementwise : RewritePattern {
       if (cast<RankedTensorType>(operand.getType()).getRank() == 0)
         operands.push_back(operand);
       else if (isToNCHW(operand))
-        operands.push_back(
-            operand.getDefiningOp<nn::TransposeOp>().getInput());
+        operands.push_back(operand.getDefiningOp<nn::TransposeOp>().getInput());
       else
         operands.push_back(transpose(rewriter, op->getLoc(), operand, inverse));
     }
@@ -171,8 +171,8 @@ struct SinkTransposeThroughElementwise : RewritePattern {
     OperationState state(op->getLoc(), op->getName(), operands,
                          {resultType.clone(shape)}, op->getAttrs());
     Operation *sunk = rewriter.create(state);
-    rewriter.replaceOp(op, transpose(rewriter, op->getLoc(),
-                                     sunk->getResult(0), permutation));
+    rewriter.replaceOp(
+        op, transpose(rewriter, op->getLoc(), sunk->getResult(0), permutation));
     return success();
   }
 };
@@ -210,8 +210,7 @@ struct SumUntransposed : OpRewritePattern<nn::ReduceSumOp> {
     ArrayRef<int64_t> permutation = t.getPermutation();
     SmallVector<int64_t> dims, kept;
     for (auto [i, d] : llvm::enumerate(permutation))
-      (llvm::is_contained(op.getDims(), int64_t(i)) ? dims : kept)
-          .push_back(d);
+      (llvm::is_contained(op.getDims(), int64_t(i)) ? dims : kept).push_back(d);
     if (!llvm::is_sorted(kept))
       return failure();
     llvm::sort(dims);

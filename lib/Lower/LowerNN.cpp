@@ -1064,11 +1064,11 @@ static SmallVector<Value> createConvGeometry(OpBuilder &b, ConvLikeOp op,
                     y = yType.getShape();
   ArrayRef<int64_t> strides = op.getStrides(), padding = op.getPadding(),
                     dilations = op.getDilations();
-  return createI64s(
-      b, op.getLoc(),
-      {x[0], x[c], x[h], x[h + 1], w[0], w[h], w[h + 1], y[h], y[h + 1],
-       strides[0], strides[1], padding[0], padding[1], padding[2], padding[3],
-       dilations[0], dilations[1], static_cast<int64_t>(op.getGroups())});
+  return createI64s(b, op.getLoc(),
+                    {x[0], x[c], x[h], x[h + 1], w[0], w[h], w[h + 1], y[h],
+                     y[h + 1], strides[0], strides[1], padding[0], padding[1],
+                     padding[2], padding[3], dilations[0], dilations[1],
+                     static_cast<int64_t>(op.getGroups())});
 }
 
 /// The name of OP's convolution kernel, BASE or, with channels last, its
@@ -1140,12 +1140,9 @@ NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
                      createConvGeometry(b, op, getTensorType(op.getInput()),
                                         resultType,
                                         getTensorType(op.getGrad())));
-  SmallVector<Value> gradients = buildKernelCall(b, op, target,
-                                                 {*kernel,
-                                                  element,
-                                                  {op.getInput(), op.getGrad()},
-                                                  results,
-                                                  scalars});
+  SmallVector<Value> gradients = buildKernelCall(
+      b, op, target,
+      {*kernel, element, {op.getInput(), op.getGrad()}, results, scalars});
   if (bias) {
     bias.getResult().replaceAllUsesWith(gradients[1]);
     bias->erase();
@@ -1456,7 +1453,8 @@ NNLowering::batchNormTrainGrad(nn::BatchNormTrainGradOp op) {
   FloatType element = getKernelElementType(op, target);
   Location loc = op.getLoc();
   RankedTensorType type = getTensorType(op.getResult());
-  SmallVector<Value> scalars = createI64s(b, loc, getBatchNormGeometry(type, op.getChannelsLast()));
+  SmallVector<Value> scalars =
+      createI64s(b, loc, getBatchNormGeometry(type, op.getChannelsLast()));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element),
                                 op.getEpsilon().convertToDouble()));
   SmallVector<Value> inputs = {op.getInput(), op.getGrad(), op.getScale(),

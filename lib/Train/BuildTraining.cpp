@@ -186,10 +186,9 @@ LogicalResult BuildTrainingPass::buildEvalStep(OpBuilder &b,
           "has no running statistics among the buffers (train.buffer) for "
           "the evaluation step");
     b.setInsertionPoint(op);
-    Value normalized =
-        nn::BatchNormOp::create(b, op.getLoc(), op.getInput(), op.getScale(),
-                                op.getBias(), mean, var, op.getEpsilon(),
-                                op.getChannelsLast());
+    Value normalized = nn::BatchNormOp::create(
+        b, op.getLoc(), op.getInput(), op.getScale(), op.getBias(), mean, var,
+        op.getEpsilon(), op.getChannelsLast());
     op.getResult().replaceAllUsesWith(normalized);
   }
   // Only the model output remains; what computed the updates goes.

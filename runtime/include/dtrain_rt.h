@@ -519,15 +519,12 @@ void dtrain_rt_conv2d_backward_weights_f64(
  * nn.conv2d's channels_last lowers to): X N x H x W x C, W OC x KH x KW x
  * C/GROUPS, Y N x OH x OW x OC (and DX, DW, DY likewise); the same
  * arguments and checks. */
-void dtrain_rt_conv2d_nhwc_f32(const float *x, const float *w,
-                               const float *bias, float *y, int64_t n,
-                               int64_t c, int64_t h, int64_t w_, int64_t oc,
-                               int64_t kh, int64_t kw, int64_t oh, int64_t ow,
-                               int64_t stride_h, int64_t stride_w,
-                               int64_t pad_top, int64_t pad_left,
-                               int64_t pad_bottom, int64_t pad_right,
-                               int64_t dilation_h, int64_t dilation_w,
-                               int64_t groups);
+void dtrain_rt_conv2d_nhwc_f32(
+    const float *x, const float *w, const float *bias, float *y, int64_t n,
+    int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,
+    int64_t oh, int64_t ow, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w, int64_t groups);
 void dtrain_rt_conv2d_backward_data_nhwc_f32(
     const float *dy, const float *w, float *dx, int64_t n, int64_t c, int64_t h,
     int64_t w_, int64_t oc, int64_t kh, int64_t kw, int64_t oh, int64_t ow,

@@ -18,12 +18,12 @@
 //
 // Convolution (forward and backward) lets oneDNN choose its blocked layouts
 // (format_tag::any) and reorders from and to NCHW (NHWC for the _nhwc
-// kernels) around it, which beats forcing NCHW. Pooling and batch norm are memory-bound and run on NCHW
-// directly. The few pooling geometries oneDNN cannot express exactly run on
-// the plain loop of ReferenceKernels.cpp instead, and so does the pooling
-// gradient (oneDNN's needs the workspace of a training forward, which
-// inference pooling does not keep). The argument checks are Kernels.cpp's,
-// shared with the f64 kernels.
+// kernels) around it, which beats forcing NCHW. Pooling and batch norm are
+// memory-bound and run on NCHW directly. The few pooling geometries oneDNN
+// cannot express exactly run on the plain loop of ReferenceKernels.cpp instead,
+// and so does the pooling gradient (oneDNN's needs the workspace of a training
+// forward, which inference pooling does not keep). The argument checks are
+// Kernels.cpp's, shared with the f64 kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +33,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <array>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -487,8 +487,7 @@ void batchNormRowsTrain(const float *x, const float *scale, const float *bias,
   for (int64_t row = 0; row < n; ++row)
     for (int64_t ch = 0; ch < c; ++ch)
       y[row * c + ch] =
-          (x[row * c + ch] - batchMean[ch]) * invStd[ch] * scale[ch] +
-          bias[ch];
+          (x[row * c + ch] - batchMean[ch]) * invStd[ch] * scale[ch] + bias[ch];
 }
 
 /// The gradient of batchNormRowsTrain (batchNormBackwardLoop's formulas).
@@ -506,7 +505,8 @@ void batchNormRowsBackward(const float *x, const float *dy, const float *scale,
       sumDy[ch] += dy[i];
       sumDyXhat[ch] += double(dy[i]) * ((x[i] - batchMean[ch]) * invStd[ch]);
     }
-  std::vector<float> meanDy(static_cast<size_t>(c)), meanDyXhat(static_cast<size_t>(c));
+  std::vector<float> meanDy(static_cast<size_t>(c)),
+      meanDyXhat(static_cast<size_t>(c));
   for (int64_t ch = 0; ch < c; ++ch) {
     dbias[ch] = float(sumDy[ch]);
     dscale[ch] = float(sumDyXhat[ch]);
@@ -517,8 +517,8 @@ void batchNormRowsBackward(const float *x, const float *dy, const float *scale,
     for (int64_t ch = 0; ch < c; ++ch) {
       int64_t i = row * c + ch;
       float xhat = (x[i] - batchMean[ch]) * invStd[ch];
-      dx[i] = scale[ch] * invStd[ch] *
-              (dy[i] - meanDy[ch] - xhat * meanDyXhat[ch]);
+      dx[i] =
+          scale[ch] * invStd[ch] * (dy[i] - meanDy[ch] - xhat * meanDyXhat[ch]);
     }
 }
 
@@ -654,7 +654,7 @@ void dtrain_rt_matmul_f32(const float *a, const float *b, float *c, int64_t m,
 
 // Each layout has its own kernels (dtrain_rt_conv2d_f32 and
 // dtrain_rt_conv2d_nhwc_f32, ...), each with its cache.
-#define DTRAIN_CONV2D_KERNELS(NAME, CHANNELS_LAST)                              \
+#define DTRAIN_CONV2D_KERNELS(NAME, CHANNELS_LAST)                             \
   void dtrain_rt_conv2d##NAME##_f32(                                           \
       const float *x, const float *w, const float *bias, float *y, int64_t n,  \
       int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh, int64_t kw,    \
@@ -664,13 +664,12 @@ void dtrain_rt_matmul_f32(const float *a, const float *b, float *c, int64_t m,
       int64_t groups) {                                                        \
     static auto *cache = new GeometryCache<ConvEntry, 19>();                   \
     const char *kernel = "dtrain_rt_conv2d" #NAME "_f32";                      \
-    ConvKey key = checkConv2d(kernel, x, w, bias, y, n, c, h, w_, oc, kh, kw,  \
-                              oh, ow, stride_h, stride_w, pad_top, pad_left,   \
-                              pad_bottom, pad_right, dilation_h, dilation_w,   \
-                              groups);                                         \
+    ConvKey key =                                                              \
+        checkConv2d(kernel, x, w, bias, y, n, c, h, w_, oc, kh, kw, oh, ow,    \
+                    stride_h, stride_w, pad_top, pad_left, pad_bottom,         \
+                    pad_right, dilation_h, dilation_w, groups);                \
     guarded(kernel, [&] {                                                      \
-      runConv(cache->get(key,                                                  \
-                         [&] { return createConv(key, CHANNELS_LAST); }),      \
+      runConv(cache->get(key, [&] { return createConv(key, CHANNELS_LAST); }), \
               x, w, bias, y);                                                  \
     });                                                                        \
   }                                                                            \
@@ -688,12 +687,11 @@ void dtrain_rt_matmul_f32(const float *a, const float *b, float *c, int64_t m,
         stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,        \
         dilation_w, groups);                                                   \
     guarded(kernel, [&] {                                                      \
-      runConvBackwardData(cache->get(key,                                      \
-                                     [&] {                                     \
-                                       return createConvBackwardData(          \
-                                           key, CHANNELS_LAST);                \
-                                     }),                                       \
-                          dy, w, dx);                                          \
+      runConvBackwardData(                                                     \
+          cache->get(                                                          \
+              key,                                                             \
+              [&] { return createConvBackwardData(key, CHANNELS_LAST); }),     \
+          dy, w, dx);                                                          \
     });                                                                        \
   }                                                                            \
                                                                                \
@@ -711,12 +709,11 @@ void dtrain_rt_matmul_f32(const float *a, const float *b, float *c, int64_t m,
         stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,        \
         dilation_w, groups);                                                   \
     guarded(kernel, [&] {                                                      \
-      runConvBackwardWeights(cache->get(key,                                   \
-                                        [&] {                                  \
-                                          return createConvBackwardWeights(    \
-                                              key, CHANNELS_LAST);             \
-                                        }),                                    \
-                             x, dy, dw, db);                                   \
+      runConvBackwardWeights(                                                  \
+          cache->get(                                                          \
+              key,                                                             \
+              [&] { return createConvBackwardWeights(key, CHANNELS_LAST); }),  \
+          x, dy, dw, db);                                                      \
     });                                                                        \
   }
 

@@ -408,7 +408,8 @@ static LogicalResult checkNCHW(const Reporter &error, RankedTensorType type) {
   return error("expects an N x C x H x W input, got ", type);
 }
 
-ArrayRef<int64_t> mlir::dtrain::nn::getConv2DBiasGradientDims(bool channelsLast) {
+ArrayRef<int64_t>
+mlir::dtrain::nn::getConv2DBiasGradientDims(bool channelsLast) {
   static constexpr int64_t nchw[] = {0, 2, 3}, nhwc[] = {0, 1, 2};
   return channelsLast ? ArrayRef<int64_t>(nhwc) : ArrayRef<int64_t>(nchw);
 }
@@ -426,8 +427,9 @@ inferConv(const Reporter &error, RankedTensorType inputType,
                               : "expects an N x C x H x W input, got ",
                  inputType);
   if (weightType.getRank() != 4)
-    return error(channelsLast ? "expects an O x Kh x Kw x C/groups weight, got "
-                              : "expects an O x C/groups x Kh x Kw weight, got ",
+    return error(channelsLast
+                     ? "expects an O x Kh x Kw x C/groups weight, got "
+                     : "expects an O x C/groups x Kh x Kw weight, got ",
                  weightType);
   if (groups < 1)
     return error("expects groups >= 1, got ", groups);
@@ -443,14 +445,14 @@ inferConv(const Reporter &error, RankedTensorType inputType,
   if (!ShapedType::isDynamic(filters) && filters % groups != 0)
     return error("weight has ", filters, " filters, not divisible by the ",
                  groups, " groups");
-  FailureOr<std::array<int64_t, 2>> spatial = inferWindowOutput(
-      error, inputType,
-      {{weightType.getDimSize(layout.height),
-        weightType.getDimSize(layout.height + 1)},
-       strides,
-       dilations,
-       padding},
-      layout.height);
+  FailureOr<std::array<int64_t, 2>> spatial =
+      inferWindowOutput(error, inputType,
+                        {{weightType.getDimSize(layout.height),
+                          weightType.getDimSize(layout.height + 1)},
+                         strides,
+                         dilations,
+                         padding},
+                        layout.height);
   if (failed(spatial))
     return failure();
   SmallVector<int64_t, 4> shape = {inputType.getDimSize(0), filters,
@@ -597,7 +599,8 @@ GlobalAvgPool2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 // Normalization
 //===----------------------------------------------------------------------===//
 
-int64_t mlir::dtrain::nn::getBatchNormChannelDim(ShapedType input, bool channelsLast) {
+int64_t mlir::dtrain::nn::getBatchNormChannelDim(ShapedType input,
+                                                 bool channelsLast) {
   return channelsLast ? input.getRank() - 1 : 1;
 }
 
@@ -642,14 +645,13 @@ LogicalResult BatchNormTrainOp::inferReturnTypes(MLIRContext *,
                                                  SmallVectorImpl<Type> &types) {
   RankedTensorType inputType = rankedType(adaptor.getInput());
   if (failed(checkBatchNormOperands(
-          reporter<BatchNormTrainOp>(loc), inputType,
-          adaptor.getChannelsLast(),
+          reporter<BatchNormTrainOp>(loc), inputType, adaptor.getChannelsLast(),
           {{"scale", adaptor.getScale()}, {"bias", adaptor.getBias()}})))
     return failure();
-  auto statsType = RankedTensorType::get(
-      {inputType.getDimSize(
-          getBatchNormChannelDim(inputType, adaptor.getChannelsLast()))},
-      inputType.getElementType());
+  auto statsType =
+      RankedTensorType::get({inputType.getDimSize(getBatchNormChannelDim(
+                                inputType, adaptor.getChannelsLast()))},
+                            inputType.getElementType());
   types.append({inputType, statsType, statsType});
   return success();
 }
@@ -659,11 +661,10 @@ LogicalResult BatchNormTrainGradOp::inferReturnTypes(
     SmallVectorImpl<Type> &types) {
   Reporter error = reporter<BatchNormTrainGradOp>(loc);
   RankedTensorType inputType = rankedType(adaptor.getInput());
-  if (failed(checkBatchNormOperands(
-          error, inputType, adaptor.getChannelsLast(),
-          {{"scale", adaptor.getScale()},
-           {"batch_mean", adaptor.getBatchMean()},
-           {"batch_var", adaptor.getBatchVar()}})) ||
+  if (failed(checkBatchNormOperands(error, inputType, adaptor.getChannelsLast(),
+                                    {{"scale", adaptor.getScale()},
+                                     {"batch_mean", adaptor.getBatchMean()},
+                                     {"batch_var", adaptor.getBatchVar()}})) ||
       failed(checkShape(error, "grad", inputType.getShape(),
                         rankedType(adaptor.getGrad()))))
     return failure();
