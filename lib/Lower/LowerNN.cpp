@@ -1667,12 +1667,16 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
             [](OpBuilder &, Location, ValueRange x) { return x[0]; })};
       })
       .Case([&](nn::TransposeOp transpose) {
-        Value init = createEmpty(b, op->getLoc(),
-                                 getTensorType(transpose.getResult()));
-        return Values{linalg::TransposeOp::create(
-                          b, op->getLoc(), transpose.getInput(), init,
-                          transpose.getPermutation())
-                          .getResult()[0]};
+        // A generic reading the input through the inverse permutation,
+        // not linalg.transpose: element-wise producers and consumers fuse
+        // with it (a weight gradient's transpose back to OIHW, its cast to
+        // f32 and the optimizer's update, one loop).
+        AffineMap read = inversePermutation(AffineMap::getPermutationMap(
+            transpose.getPermutation(), b.getContext()));
+        return Values{buildParallel(
+            b, op->getLoc(), getTensorType(transpose.getResult()),
+            transpose.getInput(), read,
+            [](OpBuilder &, Location, ValueRange x) { return x[0]; })};
       })
       .Case([&](nn::ConcatOp concatOp) { return Values{concat(concatOp)}; })
       .Case([&](nn::PadOp padOp) { return Values{pad(padOp)}; })

@@ -102,11 +102,13 @@ func.func @reductions(%x: tensor<2x3x4x4xf32>) -> (tensor<2x3x1x1xf32>, tensor<3
 // -----
 
 // Shape ops: views for reshape (flatten then expand, which canonicalization
-// simplifies), linalg.transpose, insert_slice for concat and
+// simplifies), a generic reading through the inverse permutation for
+// transpose (which element-wise ops fuse with), insert_slice for concat and
 // pad (into a filled tensor).
+// CHECK: #[[$SWAP:.*]] = affine_map<(d0, d1) -> (d1, d0)>
 // CHECK-LABEL: func.func @shapes
 // CHECK: tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<2x3x4xf32> into tensor<6x4xf32>
-// CHECK: linalg.transpose ins(%{{.*}} : tensor<6x4xf32>) outs(%{{.*}} : tensor<4x6xf32>) permutation = [1, 0]
+// CHECK: linalg.generic {indexing_maps = [#[[$SWAP]], #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%{{.*}} : tensor<6x4xf32>) outs(%{{.*}} : tensor<4x6xf32>)
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [4, 6] [1, 1] : tensor<4x6xf32> into tensor<4x9xf32>
 // CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 6] [4, 3] [1, 1] : tensor<4x3xf32> into tensor<4x9xf32>
 // CHECK: %[[FILL:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<6x11xf32>)
