@@ -46,8 +46,9 @@ static bool isConvertible(Operation *op) {
   return type.getRank() == 4 && !type.getElementType().isF64();
 }
 
-/// Which operands and results of a convertible OP are activations or
-/// weights (4-D, transposed), the rest being per-channel vectors.
+/// Whether VALUE, an operand or result of a convertible op, is an
+/// activation or a weight (4-D, transposed) rather than a per-channel
+/// vector.
 static bool isImageValue(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   return type && type.getRank() == 4;
@@ -114,9 +115,9 @@ struct ComposeTransposes : OpRewritePattern<nn::TransposeOp> {
 /// ones, and its result is transposed instead: op(nchw(a), s) =
 /// nchw(op(a, s)) for 0-d S; an NCHW operand B joins as nhwc(B) where B has
 /// that transpose already (a tensor both layouts read, such as a residual
-/// that a pooling op makes), which CSE then shares. Transposes only move
-/// this way, towards their users, so the rewrites end; and not below a
-/// cast that widens the elements.
+/// that a pooling op makes), which shareTransposes then makes one.
+/// Transposes only move this way, towards their users, so the rewrites
+/// end; and not below a cast that widens the elements.
 struct SinkTransposeThroughElementwise : RewritePattern {
   SinkTransposeThroughElementwise(MLIRContext *context)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
@@ -269,8 +270,11 @@ struct ChannelsLastPass
     // Rounds of moving transposes and sharing equal ones (a weight's, a
     // residual's), until nothing changes.
     do {
-      if (failed(applyPatternsGreedily(func, frozen)))
+      if (failed(applyPatternsGreedily(func, frozen))) {
+        func.emitError("--dtrain-channels-last: moving the transposes did "
+                       "not converge");
         return signalPassFailure();
+      }
     } while (shareTransposes(rewriter, func));
   }
 };
