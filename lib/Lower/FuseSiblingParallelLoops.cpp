@@ -18,7 +18,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -65,23 +64,16 @@ int64_t getParameterBytes(const SetVector<Value> &values) {
 /// a constant in steps of 1, without results, its body's only memory
 /// effects reads and writes of known buffers.
 std::optional<Member> asMember(scf::ParallelOp loop) {
-  if (loop.getNumResults() != 0 || loop->getParentOfType<scf::ParallelOp>())
+  std::optional<SmallVector<int64_t>> sizes =
+      dtrain::lower::getKernelTripCounts(loop);
+  if (!sizes || llvm::any_of(*sizes, [](int64_t size) { return size < 1; }))
     return std::nullopt;
-  SmallVector<int64_t> sizes;
-  int64_t iterations = 1;
-  for (unsigned d = 0, e = loop.getNumLoops(); d < e; ++d) {
-    std::optional<int64_t> size = dtrain::lower::getStaticTripCount(loop, d);
-    if (!isConstantIntValue(loop.getLowerBound()[d], 0) ||
-        !isConstantIntValue(loop.getStep()[d], 1) || !size || *size < 1)
-      return std::nullopt;
-    sizes.push_back(*size);
-    iterations *= *size;
-  }
   std::optional<dtrain::lower::BufferAccesses> accesses =
       dtrain::lower::getNestedBufferAccesses(loop);
   if (!accesses)
     return std::nullopt;
-  Member member{loop, std::move(sizes), iterations, std::move(*accesses), {}};
+  Member member{
+      loop, *sizes, llvm::product_of(*sizes), std::move(*accesses), {}};
   getUsedValuesDefinedAbove(loop.getRegion(), member.captured);
   return member;
 }

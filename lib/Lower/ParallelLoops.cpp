@@ -9,14 +9,27 @@
 
 using namespace mlir;
 
+std::optional<SmallVector<int64_t>>
+mlir::dtrain::lower::getKernelTripCounts(scf::ParallelOp loop) {
+  if (loop.getNumResults() != 0 || loop->getParentOfType<scf::ParallelOp>())
+    return std::nullopt;
+  SmallVector<int64_t> counts;
+  for (unsigned d = 0, e = loop.getNumLoops(); d < e; ++d) {
+    std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound()[d]);
+    if (!isConstantIntValue(loop.getLowerBound()[d], 0) ||
+        !isConstantIntValue(loop.getStep()[d], 1) || !upper)
+      return std::nullopt;
+    counts.push_back(*upper);
+  }
+  return counts;
+}
+
 std::optional<int64_t>
 mlir::dtrain::lower::getKernelTripCount(scf::ParallelOp loop) {
-  if (loop.getNumLoops() != 1 || loop.getNumResults() != 0 ||
-      loop->getParentOfType<scf::ParallelOp>() ||
-      !isConstantIntValue(loop.getLowerBound()[0], 0) ||
-      !isConstantIntValue(loop.getStep()[0], 1))
+  std::optional<SmallVector<int64_t>> counts = getKernelTripCounts(loop);
+  if (!counts || counts->size() != 1)
     return std::nullopt;
-  return getConstantIntValue(loop.getUpperBound()[0]);
+  return counts->front();
 }
 
 std::optional<int64_t>

@@ -19,8 +19,13 @@
 
 namespace mlir::dtrain::lower {
 
-/// LOOP's trip count when it is a kernel's loop over one range: outermost,
-/// 1-D from 0 to a constant in steps of 1, without results.
+/// LOOP's trip counts, one a dimension, when it is a kernel's nest:
+/// outermost, each dimension from 0 to a constant in steps of 1, without
+/// results.
+std::optional<SmallVector<int64_t>> getKernelTripCounts(scf::ParallelOp loop);
+
+/// LOOP's trip count when it is a kernel's loop over one range: a 1-D nest
+/// of getKernelTripCounts.
 std::optional<int64_t> getKernelTripCount(scf::ParallelOp loop);
 
 /// The trip count of LOOP's dimension DIM where its bounds and step are

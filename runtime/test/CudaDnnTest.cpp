@@ -216,26 +216,12 @@ TEST(CudaConv, ChannelsLastMatchesCpu) {
       continue;
     SCOPED_TRACE(testing::Message() << k);
     const ConvData d(k, seed += 3);
-    const int64_t oh = k.oh(), ow = k.ow(), cg = k.c / k.groups;
-    const auto x = moveChannels(d.x, k.n, k.c, k.h, k.w);
-    const auto w = moveChannels(d.w, k.oc, cg, k.kh, k.kw);
-    const auto dy = moveChannels(randomVector(outputSize(k), seed + 1000), k.n,
-                                 k.oc, oh, ow);
-    std::vector<float> y(dy.size(), kNaN), dx(x.size(), kNaN),
-        dw(w.size(), kNaN), db(size_t(k.oc), kNaN);
-    const float *bias = k.bias ? d.bias.data() : nullptr;
-    dtrain_rt_conv2d_nhwc_f32(x.data(), w.data(), bias, y.data(), k.n, k.c, k.h,
-                              k.w, k.oc, k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt,
-                              k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
-    dtrain_rt_conv2d_backward_data_nhwc_f32(
-        dy.data(), w.data(), dx.data(), k.n, k.c, k.h, k.w, k.oc, k.kh, k.kw,
-        oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
-    dtrain_rt_conv2d_backward_weights_nhwc_f32(
-        x.data(), dy.data(), dw.data(), db.data(), k.n, k.c, k.h, k.w, k.oc,
-        k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
-        k.groups);
-    Buffer gx(x), gw(w), gdy(dy), gbias(d.bias);
-    Output gy(y.size()), gdx(dx.size()), gdw(dw.size()), gdb(db.size());
+    const int64_t oh = k.oh(), ow = k.ow();
+    const ChannelsLastConv cpu =
+        runChannelsLastOnCpu(k, d, randomVector(outputSize(k), seed + 1000));
+    Buffer gx(cpu.x), gw(cpu.w), gdy(cpu.dy), gbias(d.bias);
+    Output gy(cpu.y.size()), gdx(cpu.dx.size()), gdw(cpu.dw.size()),
+        gdb(cpu.db.size());
     dtrain_rt_cuda_conv2d_nhwc_f32(
         gx.get(), gw.get(), k.bias ? gbias.get() : nullptr, gy.get(), k.n, k.c,
         k.h, k.w, k.oc, k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr,
@@ -247,10 +233,10 @@ TEST(CudaConv, ChannelsLastMatchesCpu) {
         gx.get(), gdy.get(), gdw.get(), gdb.get(), k.n, k.c, k.h, k.w, k.oc,
         k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
         k.groups);
-    EXPECT_TRUE(matchesCpu(gy.read(), y));
-    EXPECT_TRUE(matchesCpu(gdx.read(), dx));
-    EXPECT_TRUE(matchesCpu(gdw.read(), dw));
-    EXPECT_TRUE(matchesCpu(gdb.read(), db));
+    EXPECT_TRUE(matchesCpu(gy.read(), cpu.y));
+    EXPECT_TRUE(matchesCpu(gdx.read(), cpu.dx));
+    EXPECT_TRUE(matchesCpu(gdw.read(), cpu.dw));
+    EXPECT_TRUE(matchesCpu(gdb.read(), cpu.db));
   }
 }
 

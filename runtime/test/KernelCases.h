@@ -16,6 +16,7 @@
 #include "dtrain_rt.h"
 
 #include <cstdint>
+#include <limits>
 #include <ostream>
 #include <random>
 #include <vector>
@@ -108,6 +109,42 @@ inline const ConvCase convCases[] = {
     {2, 64, 9, 9, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 64, false}, // blocked dw
     {1, 3, 32, 32, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, false}, // stem
 };
+
+/// A case's tensors moved channels last (X and DY to NHWC, W to OHWI) and
+/// what the CPU's NHWC kernels compute from them: Y, DX, DW and DB, in the
+/// same layouts, NaN where a kernel wrote nothing.
+struct ChannelsLastConv {
+  std::vector<float> x, w, dy;
+  std::vector<float> y, dx, dw, db;
+};
+
+/// Runs the three _nhwc_f32 kernels on case K's data D and output gradient
+/// DY (NCHW, as randomVector makes it).
+inline ChannelsLastConv runChannelsLastOnCpu(const ConvCase &k,
+                                             const ConvData &d,
+                                             const std::vector<float> &dy) {
+  const int64_t oh = k.oh(), ow = k.ow();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  ChannelsLastConv r{moveChannels(d.x, k.n, k.c, k.h, k.w),
+                     moveChannels(d.w, k.oc, k.c / k.groups, k.kh, k.kw),
+                     moveChannels(dy, k.n, k.oc, oh, ow),
+                     std::vector<float>(dy.size(), nan),
+                     std::vector<float>(d.x.size(), nan),
+                     std::vector<float>(d.w.size(), nan),
+                     std::vector<float>(size_t(k.oc), nan)};
+  dtrain_rt_conv2d_nhwc_f32(r.x.data(), r.w.data(),
+                            k.bias ? d.bias.data() : nullptr, r.y.data(), k.n,
+                            k.c, k.h, k.w, k.oc, k.kh, k.kw, oh, ow, k.sh, k.sw,
+                            k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+  dtrain_rt_conv2d_backward_data_nhwc_f32(
+      r.dy.data(), r.w.data(), r.dx.data(), k.n, k.c, k.h, k.w, k.oc, k.kh,
+      k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
+  dtrain_rt_conv2d_backward_weights_nhwc_f32(
+      r.x.data(), r.dy.data(), r.dw.data(), r.db.data(), k.n, k.c, k.h, k.w,
+      k.oc, k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
+      k.groups);
+  return r;
+}
 
 //===--- Pooling ----------------------------------------------------------===//
 

@@ -366,30 +366,14 @@ TEST(Conv2DChannelsLast, MatchesReference) {
     ConvData d(k, seed += 3);
     const int64_t oh = k.oh(), ow = k.ow(), cg = k.c / k.groups;
     auto dy = randomGradient(k, seed + 1000);
-    auto x = moveChannels(d.x, k.n, k.c, k.h, k.w);
-    auto w = moveChannels(d.w, k.oc, cg, k.kh, k.kw);
-    auto dyLast = moveChannels(dy, k.n, k.oc, oh, ow);
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    std::vector<float> y(dy.size(), nan), dx(d.x.size(), nan),
-        dw(d.w.size(), nan), db(size_t(k.oc), nan);
-    dtrain_rt_conv2d_nhwc_f32(
-        x.data(), w.data(), k.bias ? d.bias.data() : nullptr, y.data(), k.n,
-        k.c, k.h, k.w, k.oc, k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb,
-        k.pr, k.dh, k.dw, k.groups);
-    dtrain_rt_conv2d_backward_data_nhwc_f32(
-        dyLast.data(), w.data(), dx.data(), k.n, k.c, k.h, k.w, k.oc, k.kh,
-        k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw, k.groups);
-    dtrain_rt_conv2d_backward_weights_nhwc_f32(
-        x.data(), dyLast.data(), dw.data(), db.data(), k.n, k.c, k.h, k.w, k.oc,
-        k.kh, k.kw, oh, ow, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw,
-        k.groups);
-    EXPECT_TRUE(allClose(moveChannels(y, k.n, oh, ow, k.oc, true),
+    const ChannelsLastConv r = runChannelsLastOnCpu(k, d, dy);
+    EXPECT_TRUE(allClose(moveChannels(r.y, k.n, oh, ow, k.oc, true),
                          referenceConv(k, d.x, d.w, d.bias)));
-    EXPECT_TRUE(allClose(moveChannels(dx, k.n, k.h, k.w, k.c, true),
+    EXPECT_TRUE(allClose(moveChannels(r.dx, k.n, k.h, k.w, k.c, true),
                          referenceConvBackwardData(k, dy, d.w)));
-    EXPECT_TRUE(allClose(moveChannels(dw, k.oc, k.kh, k.kw, cg, true),
+    EXPECT_TRUE(allClose(moveChannels(r.dw, k.oc, k.kh, k.kw, cg, true),
                          referenceConvBackwardWeights(k, d.x, dy), 1e-4, 1e-4));
-    EXPECT_TRUE(allClose(db, referenceConvBackwardBias(k, dy), 1e-4, 1e-4));
+    EXPECT_TRUE(allClose(r.db, referenceConvBackwardBias(k, dy), 1e-4, 1e-4));
   }
 }
 
