@@ -438,6 +438,13 @@ PlanesOfChannels outputPlanes(const ConvGeometry &g, ConvLayout layout) {
   return {g.n, g.oc, g.oh * g.ow};
 }
 
+/// Whether G in LAYOUT runs as cuBLAS products (DTRAIN_CUDA_CONV_GEMM=1):
+/// a pointwise convolution on NCHW planes (its weight gradient only where
+/// usesWeightPartials too).
+bool runsAsGemm(const ConvGeometry &g, ConvLayout layout) {
+  return layout == ConvLayout::NCHW && convGemmSelected() && isPointwiseConv(g);
+}
+
 /// Y = X * W (+ BIAS) for KEY's checked geometry, on tensors of TYPE in
 /// LAYOUT.
 void convolve(const char *kernel, int32_t type, ConvLayout layout,
@@ -445,7 +452,7 @@ void convolve(const char *kernel, int32_t type, ConvLayout layout,
               const void *bias, void *y) {
   KernelCall call(kernel);
   const ConvGeometry g = convGeometry(key);
-  if (layout == ConvLayout::NCHW && convGemmSelected() && isPointwiseConv(g)) {
+  if (runsAsGemm(g, layout)) {
     launchStridedGemm(call, type, type, pointwiseForward(g), x, w, y);
   } else {
     const ConvPlan &plan =
@@ -468,8 +475,7 @@ void convolveBackwardData(const char *kernel, int32_t type, ConvLayout layout,
                           const ConvKey &key, const void *dy, const void *w,
                           void *dx) {
   KernelCall call(kernel);
-  if (const ConvGeometry g = convGeometry(key);
-      layout == ConvLayout::NCHW && convGemmSelected() && isPointwiseConv(g)) {
+  if (const ConvGeometry g = convGeometry(key); runsAsGemm(g, layout)) {
     launchStridedGemm(call, type, type, pointwiseBackwardData(g), dy, w, dx);
     return;
   }
@@ -494,8 +500,7 @@ void convolveBackwardWeights(const char *kernel, int32_t type,
                              void *db) {
   KernelCall call(kernel);
   const ConvGeometry g = convGeometry(key);
-  if (layout == ConvLayout::NCHW && convGemmSelected() &&
-      usesWeightPartials(g)) {
+  if (runsAsGemm(g, layout) && usesWeightPartials(g)) {
     const StridedGemm product = pointwiseWeightPartials(g);
     const int64_t weights = g.oc * g.c;
     float *partials = static_cast<float *>(
