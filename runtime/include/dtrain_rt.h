@@ -564,6 +564,23 @@ void dtrain_rt_pool2d_backward_f64(const double *x, const double *dy,
                                    int64_t pad_bottom, int64_t pad_right,
                                    int64_t dilation_h, int64_t dilation_w);
 
+/* dtrain_rt_pool2d_f32 and its gradient on channels-last tensors (what
+ * nn.max_pool2d's and nn.avg_pool2d's channels_last lower to): X and DX
+ * N x H x W x C, Y and DY N x OH x OW x C; the same arguments and checks. */
+void dtrain_rt_pool2d_nhwc_f32(const float *x, float *y, int32_t kind,
+                               int64_t n, int64_t c, int64_t h, int64_t w,
+                               int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                               int64_t stride_h, int64_t stride_w,
+                               int64_t pad_top, int64_t pad_left,
+                               int64_t pad_bottom, int64_t pad_right,
+                               int64_t dilation_h, int64_t dilation_w);
+void dtrain_rt_pool2d_backward_nhwc_f32(
+    const float *x, const float *dy, float *dx, int32_t kind, int64_t n,
+    int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
+    int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w);
+
 /* The gradient of dtrain_rt_batch_norm_train_f32 (normalization with the
  * batch statistics, which depend on X): given X and DY (N x C x SPATIAL),
  * SCALE (C), and the BATCH_MEAN and BATCH_VAR (C) that the forward call

@@ -502,6 +502,51 @@ void dtrain_rt_cuda_pool2d_backward_f16(
     int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
     int64_t dilation_h, int64_t dilation_w);
 
+/* Pooling and its gradient on channels-last tensors (nn.max_pool2d's and
+ * nn.avg_pool2d's channels_last): X and DX N x H x W x C, Y and DY
+ * N x OH x OW x C, with the arguments, checks and results of the NCHW
+ * kernels of their element type, padding of any kind included; a window's
+ * channels are read together. */
+void dtrain_rt_cuda_pool2d_nhwc_f32(
+    const float *x, float *y, int32_t kind, int64_t n, int64_t c, int64_t h,
+    int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t stride_h,
+    int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t pad_bottom,
+    int64_t pad_right, int64_t dilation_h, int64_t dilation_w);
+void dtrain_rt_cuda_pool2d_backward_nhwc_f32(
+    const float *x, const float *dy, float *dx, int32_t kind, int64_t n,
+    int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
+    int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w);
+void dtrain_rt_cuda_pool2d_nhwc_bf16(const uint16_t *x, uint16_t *y,
+                                     int32_t kind, int64_t n, int64_t c,
+                                     int64_t h, int64_t w, int64_t oh,
+                                     int64_t ow, int64_t kh, int64_t kw,
+                                     int64_t stride_h, int64_t stride_w,
+                                     int64_t pad_top, int64_t pad_left,
+                                     int64_t pad_bottom, int64_t pad_right,
+                                     int64_t dilation_h, int64_t dilation_w);
+void dtrain_rt_cuda_pool2d_backward_nhwc_bf16(
+    const uint16_t *x, const uint16_t *dy, uint16_t *dx, int32_t kind,
+    int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,
+    int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w);
+void dtrain_rt_cuda_pool2d_nhwc_f16(const uint16_t *x, uint16_t *y,
+                                    int32_t kind, int64_t n, int64_t c,
+                                    int64_t h, int64_t w, int64_t oh,
+                                    int64_t ow, int64_t kh, int64_t kw,
+                                    int64_t stride_h, int64_t stride_w,
+                                    int64_t pad_top, int64_t pad_left,
+                                    int64_t pad_bottom, int64_t pad_right,
+                                    int64_t dilation_h, int64_t dilation_w);
+void dtrain_rt_cuda_pool2d_backward_nhwc_f16(
+    const uint16_t *x, const uint16_t *dy, uint16_t *dx, int32_t kind,
+    int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,
+    int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+    int64_t dilation_w);
+
 /*===--- Compiled trainers: the driver and managed memory -----------------===*
 
  *

@@ -401,15 +401,20 @@ void runConvBackwardWeights(ConvBackwardWeightsEntry &e, const float *x,
 struct PoolEntry {
   std::mutex mutex;
   PoolGeometry geometry;
-  /// Empty when oneDNN cannot compute this geometry exactly: poolLoop does.
+  bool channelsLast;
+  /// Empty when oneDNN cannot compute this geometry exactly: poolLoop (or
+  /// poolLoopChannelsLast) does.
   dnnl::pooling_v2_forward pool;
   memory::desc src, dst;
 };
 
-std::unique_ptr<PoolEntry> createPool(const char *kernel, const PoolKey &key) {
+/// The pooling of KEY on NCHW tensors or, CHANNELS_LAST, NHWC ones.
+std::unique_ptr<PoolEntry> createPool(const char *kernel, const PoolKey &key,
+                                      bool channelsLast) {
   auto entry = std::make_unique<PoolEntry>();
   PoolGeometry &g = entry->geometry;
   g = poolGeometry(key);
+  entry->channelsLast = channelsLast;
   checkPoolWindows(kernel, g);
 
   // oneDNN divides AVG_INCLUDE_PAD by the whole window: wrong for a window
@@ -422,8 +427,9 @@ std::unique_ptr<PoolEntry> createPool(const char *kernel, const PoolKey &key) {
       : g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
           ? dnnl::algorithm::pooling_avg_include_padding
           : dnnl::algorithm::pooling_avg_exclude_padding;
-  entry->src = memory::desc({g.n, g.c, g.h.in, g.w.in}, f32, Tag::nchw);
-  entry->dst = memory::desc({g.n, g.c, g.oh, g.ow}, f32, Tag::nchw);
+  Tag image = channelsLast ? Tag::nhwc : Tag::nchw;
+  entry->src = memory::desc({g.n, g.c, g.h.in, g.w.in}, f32, image);
+  entry->dst = memory::desc({g.n, g.c, g.oh, g.ow}, f32, image);
   try {
     // Ceil mode's overhang becomes end padding (never counted: max ignores
     // padding, and only AVG_EXCLUDE_PAD gets here with an overhang).
@@ -442,7 +448,10 @@ std::unique_ptr<PoolEntry> createPool(const char *kernel, const PoolKey &key) {
 
 void runPool(PoolEntry &e, const float *x, float *y) {
   if (!e.pool) {
-    poolLoop(e.geometry, x, y);
+    if (e.channelsLast)
+      poolLoopChannelsLast(e.geometry, x, y);
+    else
+      poolLoop(e.geometry, x, y);
     return;
   }
   std::lock_guard<std::mutex> lock(e.mutex);
@@ -721,37 +730,47 @@ DTRAIN_CONV2D_KERNELS(, false)
 DTRAIN_CONV2D_KERNELS(_nhwc, true)
 #undef DTRAIN_CONV2D_KERNELS
 
-void dtrain_rt_pool2d_f32(const float *x, float *y, int32_t kind, int64_t n,
-                          int64_t c, int64_t h, int64_t w, int64_t oh,
-                          int64_t ow, int64_t kh, int64_t kw, int64_t stride_h,
-                          int64_t stride_w, int64_t pad_top, int64_t pad_left,
-                          int64_t pad_bottom, int64_t pad_right,
-                          int64_t dilation_h, int64_t dilation_w) {
-  static auto *cache = new GeometryCache<PoolEntry, 17>();
-  const char *kernel = "dtrain_rt_pool2d_f32";
-  PoolKey key = checkPool2d(kernel, x, y, kind, n, c, h, w, oh, ow, kh, kw,
-                            stride_h, stride_w, pad_top, pad_left, pad_bottom,
-                            pad_right, dilation_h, dilation_w);
-  guarded(kernel, [&] {
-    runPool(cache->get(key, [&] { return createPool(kernel, key); }), x, y);
-  });
-}
+// The pooling kernels of each layout (NAME: _nhwc or nothing).
+#define DTRAIN_POOL2D_KERNELS(NAME, CHANNELS_LAST)                             \
+  void dtrain_rt_pool2d##NAME##_f32(                                           \
+      const float *x, float *y, int32_t kind, int64_t n, int64_t c, int64_t h, \
+      int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,               \
+      int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
+      int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
+      int64_t dilation_w) {                                                    \
+    static auto *cache = new GeometryCache<PoolEntry, 17>();                   \
+    const char *kernel = "dtrain_rt_pool2d" #NAME "_f32";                      \
+    PoolKey key = checkPool2d(kernel, x, y, kind, n, c, h, w, oh, ow, kh, kw,  \
+                              stride_h, stride_w, pad_top, pad_left,           \
+                              pad_bottom, pad_right, dilation_h, dilation_w);  \
+    guarded(kernel, [&] {                                                      \
+      runPool(                                                                 \
+          cache->get(key,                                                      \
+                     [&] { return createPool(kernel, key, CHANNELS_LAST); }),  \
+          x, y);                                                               \
+    });                                                                        \
+  }                                                                            \
+                                                                               \
+  void dtrain_rt_pool2d_backward##NAME##_f32(                                  \
+      const float *x, const float *dy, float *dx, int32_t kind, int64_t n,     \
+      int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,     \
+      int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,         \
+      int64_t pad_left, int64_t pad_bottom, int64_t pad_right,                 \
+      int64_t dilation_h, int64_t dilation_w) {                                \
+    /* A plain loop: no primitive to cache. */                                 \
+    PoolGeometry g = checkPool2dBackward(                                      \
+        "dtrain_rt_pool2d_backward" #NAME "_f32", x, dy, dx, kind, n, c, h, w, \
+        oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom,     \
+        pad_right, dilation_h, dilation_w);                                    \
+    if (CHANNELS_LAST)                                                         \
+      poolBackwardLoopChannelsLast(g, x, dy, dx);                              \
+    else                                                                       \
+      poolBackwardLoop(g, x, dy, dx);                                          \
+  }
 
-void dtrain_rt_pool2d_backward_f32(const float *x, const float *dy, float *dx,
-                                   int32_t kind, int64_t n, int64_t c,
-                                   int64_t h, int64_t w, int64_t oh, int64_t ow,
-                                   int64_t kh, int64_t kw, int64_t stride_h,
-                                   int64_t stride_w, int64_t pad_top,
-                                   int64_t pad_left, int64_t pad_bottom,
-                                   int64_t pad_right, int64_t dilation_h,
-                                   int64_t dilation_w) {
-  // A plain loop: no primitive to cache.
-  PoolGeometry g = checkPool2dBackward(
-      "dtrain_rt_pool2d_backward_f32", x, dy, dx, kind, n, c, h, w, oh, ow, kh,
-      kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
-      dilation_h, dilation_w);
-  poolBackwardLoop(g, x, dy, dx);
-}
+DTRAIN_POOL2D_KERNELS(, false)
+DTRAIN_POOL2D_KERNELS(_nhwc, true)
+#undef DTRAIN_POOL2D_KERNELS
 
 void dtrain_rt_batch_norm_f32(const float *x, const float *scale,
                               const float *bias, const float *mean,

@@ -204,6 +204,11 @@ DTRAIN_RT_CUDA_SHARED_API PoolGeometry checkPool2dBackward(
 template <typename T> void poolLoop(const PoolGeometry &g, const T *x, T *y);
 template <typename T>
 void poolBackwardLoop(const PoolGeometry &g, const T *x, const T *dy, T *dx);
+/// The same in f32 on channels-last tensors: X and DX N x H x W x C, Y and
+/// DY N x OH x OW x C.
+void poolLoopChannelsLast(const PoolGeometry &g, const float *x, float *y);
+void poolBackwardLoopChannelsLast(const PoolGeometry &g, const float *x,
+                                  const float *dy, float *dx);
 
 //===--- Batch normalization ----------------------------------------------===//
 

@@ -172,6 +172,20 @@ void batchNormBackwardLoop(const T *x, const T *dy, const T *scale,
 
 //===--- Pooling loops (f32 and f64) --------------------------------------===//
 
+/// The divisor of an average pooling of KIND over a window of ROWS x COLS
+/// taps.
+static int64_t poolDivisor(int32_t kind, const TapRange &rows,
+                           const TapRange &cols) {
+  return kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD ? rows.padded * cols.padded
+                                                : rows.inside() * cols.inside();
+}
+
+/// Whether V replaces BEST as a window's maximum for the gradient: larger,
+/// or the first NaN (a NaN is the maximum).
+template <typename T> static bool beatsMax(T v, T best) {
+  return v > best || (std::isnan(v) && !std::isnan(best));
+}
+
 template <typename T>
 void dtrain::rt::poolLoop(const PoolGeometry &g, const T *x, T *y) {
   for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
@@ -192,12 +206,9 @@ void dtrain::rt::poolLoop(const PoolGeometry &g, const T *x, T *y) {
             sum += v;
           }
         }
-        if (g.kind == DTRAIN_RT_POOL_MAX)
-          out[oy * g.ow + ox] = max;
-        else if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
-          out[oy * g.ow + ox] = sum / T(rows.padded * cols.padded);
-        else
-          out[oy * g.ow + ox] = sum / T(rows.inside() * cols.inside());
+        out[oy * g.ow + ox] = g.kind == DTRAIN_RT_POOL_MAX
+                                  ? max
+                                  : sum / T(poolDivisor(g.kind, rows, cols));
       }
     }
   }
@@ -320,22 +331,115 @@ void dtrain::rt::poolBackwardLoop(const PoolGeometry &g, const T *x,
             for (int64_t j = cols.first; j < cols.last; ++j) {
               int64_t at =
                   (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
-              if (in[at] > in[best] ||
-                  (std::isnan(in[at]) && !std::isnan(in[best])))
+              if (beatsMax(in[at], in[best]))
                 best = at;
             }
           gradIn[best] += grad;
           continue;
         }
-        int64_t divisor = g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
-                              ? rows.padded * cols.padded
-                              : rows.inside() * cols.inside();
-        T share = grad / T(divisor);
+        T share = grad / T(poolDivisor(g.kind, rows, cols));
         for (int64_t i = rows.first; i < rows.last; ++i) {
           T *row = gradIn + (y0 + i * g.h.dilation) * g.w.in;
           for (int64_t j = cols.first; j < cols.last; ++j)
             row[x0 + j * g.w.dilation] += share;
         }
+      }
+    }
+  }
+}
+
+// Channels last: the loops walk the windows of an image once, and each
+// tap's C channels are contiguous, so the innermost loops run over them.
+
+void dtrain::rt::poolLoopChannelsLast(const PoolGeometry &g, const float *x,
+                                      float *y) {
+  const int64_t c = g.c;
+  std::vector<float> max(static_cast<size_t>(c)), sum(static_cast<size_t>(c));
+  for (int64_t image = 0; image < g.n; ++image) {
+    const float *in = x + image * g.h.in * g.w.in * c;
+    float *out = y + image * g.oh * g.ow * c;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      TapRange rows = taps(g.h, oy);
+      int64_t y0 = g.h.start(oy);
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        TapRange cols = taps(g.w, ox);
+        int64_t x0 = g.w.start(ox);
+        std::fill(max.begin(), max.end(),
+                  -std::numeric_limits<float>::infinity());
+        std::fill(sum.begin(), sum.end(), 0.0f);
+        for (int64_t i = rows.first; i < rows.last; ++i)
+          for (int64_t j = cols.first; j < cols.last; ++j) {
+            const float *tap =
+                in +
+                ((y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation) * c;
+            for (int64_t ch = 0; ch < c; ++ch) {
+              max[size_t(ch)] = std::max(max[size_t(ch)], tap[ch]);
+              sum[size_t(ch)] += tap[ch];
+            }
+          }
+        float *o = out + (oy * g.ow + ox) * c;
+        if (g.kind == DTRAIN_RT_POOL_MAX) {
+          std::copy(max.begin(), max.end(), o);
+          continue;
+        }
+        float divisor = float(poolDivisor(g.kind, rows, cols));
+        for (int64_t ch = 0; ch < c; ++ch)
+          o[ch] = sum[size_t(ch)] / divisor;
+      }
+    }
+  }
+}
+
+void dtrain::rt::poolBackwardLoopChannelsLast(const PoolGeometry &g,
+                                              const float *x, const float *dy,
+                                              float *dx) {
+  const int64_t c = g.c, pixels = g.h.in * g.w.in;
+  std::fill(dx, dx + g.n * pixels * c, 0.0f);
+  // Each channel's maximum so far in a window, and the pixel that holds it.
+  std::vector<float> best(static_cast<size_t>(c));
+  std::vector<int64_t> bestPixel(static_cast<size_t>(c));
+  for (int64_t image = 0; image < g.n; ++image) {
+    const float *in = x ? x + image * pixels * c : nullptr;
+    const float *gradOut = dy + image * g.oh * g.ow * c;
+    float *gradIn = dx + image * pixels * c;
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      TapRange rows = taps(g.h, oy);
+      int64_t y0 = g.h.start(oy);
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        TapRange cols = taps(g.w, ox);
+        if (!rows.inside() || !cols.inside())
+          continue; // AVG_INCLUDE_PAD's all-padding window
+        int64_t x0 = g.w.start(ox);
+        auto pixelOf = [&](int64_t i, int64_t j) {
+          return (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
+        };
+        const float *grad = gradOut + (oy * g.ow + ox) * c;
+        if (g.kind == DTRAIN_RT_POOL_MAX) {
+          // The first maximum in row-major window order, per channel.
+          int64_t first = pixelOf(rows.first, cols.first);
+          std::copy(in + first * c, in + (first + 1) * c, best.begin());
+          std::fill(bestPixel.begin(), bestPixel.end(), first);
+          for (int64_t i = rows.first; i < rows.last; ++i)
+            for (int64_t j = cols.first; j < cols.last; ++j) {
+              int64_t pixel = pixelOf(i, j);
+              const float *tap = in + pixel * c;
+              for (int64_t ch = 0; ch < c; ++ch)
+                if (beatsMax(tap[ch], best[size_t(ch)])) {
+                  best[size_t(ch)] = tap[ch];
+                  bestPixel[size_t(ch)] = pixel;
+                }
+            }
+          for (int64_t ch = 0; ch < c; ++ch)
+            gradIn[bestPixel[size_t(ch)] * c + ch] += grad[ch];
+          continue;
+        }
+        float divisor = float(poolDivisor(g.kind, rows, cols));
+        for (int64_t i = rows.first; i < rows.last; ++i)
+          for (int64_t j = cols.first; j < cols.last; ++j) {
+            float *tap = gradIn + pixelOf(i, j) * c;
+            for (int64_t ch = 0; ch < c; ++ch)
+              tap[ch] += grad[ch] / divisor;
+          }
       }
     }
   }

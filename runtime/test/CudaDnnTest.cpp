@@ -572,6 +572,75 @@ TEST(CudaHalf, PoolingMatchesCpu) {
   }
 }
 
+// The NHWC kernels (a thread per channel of a pixel) against the CPU's
+// NHWC kernels, on random inputs and on ties.
+TEST(CudaPool, ChannelsLastMatchesCpu) {
+  uint32_t seed = 4500;
+  for (const PoolCase &k : allPoolCases()) {
+    SCOPED_TRACE(testing::Message() << k);
+    const auto x = randomVector(inputSize(k), ++seed, 0.0f, 3.0f);
+    const auto dy = randomVector(outputSize(k), seed + 5000);
+    std::vector<float> ties = x;
+    for (float &v : ties)
+      v = std::floor(v);
+    for (const std::vector<float> &input : {x, ties}) {
+      const ChannelsLastPool cpu = runChannelsLastOnCpu(k, input, dy);
+      Buffer gx(cpu.x), gdy(cpu.dy);
+      Output gy(cpu.y.size()), gdx(cpu.dx.size());
+      dtrain_rt_cuda_pool2d_nhwc_f32(gx.get(), gy.get(), k.kind, k.n, k.c, k.h,
+                                     k.w, k.oh(), k.ow(), k.kh, k.kw, k.sh,
+                                     k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
+      dtrain_rt_cuda_pool2d_backward_nhwc_f32(
+          k.kind == kMax ? gx.get() : nullptr, gdy.get(), gdx.get(), k.kind,
+          k.n, k.c, k.h, k.w, k.oh(), k.ow(), k.kh, k.kw, k.sh, k.sw, k.pt,
+          k.pl, k.pb, k.pr, k.dh, k.dw);
+      EXPECT_TRUE(matchesCpu(gy.read(), cpu.y));
+      EXPECT_TRUE(matchesCpu(gdx.read(), cpu.dx));
+    }
+  }
+}
+
+// 16-bit NHWC pooling computes the NCHW kernels' bits: the same windows,
+// summed in the same order.
+TEST(CudaHalf, ChannelsLastPoolingMatchesNCHW) {
+  uint32_t seed = 4700;
+  for (const HalfType &t : halfTypes) {
+    const bool bf16 = t.type == DTRAIN_RT_BF16;
+    const auto forward =
+        bf16 ? dtrain_rt_cuda_pool2d_bf16 : dtrain_rt_cuda_pool2d_f16;
+    const auto backward = bf16 ? dtrain_rt_cuda_pool2d_backward_bf16
+                               : dtrain_rt_cuda_pool2d_backward_f16;
+    const auto forwardNHWC =
+        bf16 ? dtrain_rt_cuda_pool2d_nhwc_bf16 : dtrain_rt_cuda_pool2d_nhwc_f16;
+    const auto backwardNHWC = bf16 ? dtrain_rt_cuda_pool2d_backward_nhwc_bf16
+                                   : dtrain_rt_cuda_pool2d_backward_nhwc_f16;
+    for (const PoolCase &k : allPoolCases()) {
+      SCOPED_TRACE(testing::Message() << t.name << " " << k);
+      const int64_t oh = k.oh(), ow = k.ow();
+      auto x = randomVector(inputSize(k), ++seed);
+      auto dy = randomVector(outputSize(k), seed + 5000);
+      HalfBuffer gx(t.type, x), gdy(t.type, dy); // rounds X and DY
+      auto xLast = moveChannels(x, k.n, k.c, k.h, k.w);
+      auto dyLast = moveChannels(dy, k.n, k.c, oh, ow);
+      HalfBuffer gxLast(t.type, xLast), gdyLast(t.type, dyLast);
+      HalfBuffer y(t.type, outputSize(k)), yLast(t.type, outputSize(k));
+      HalfBuffer dx(t.type, inputSize(k)), dxLast(t.type, inputSize(k));
+      forward(gx.get(), y.get(), k.kind, k.n, k.c, k.h, k.w, oh, ow, k.kh, k.kw,
+              k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
+      forwardNHWC(gxLast.get(), yLast.get(), k.kind, k.n, k.c, k.h, k.w, oh, ow,
+                  k.kh, k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
+      backward(gx.get(), gdy.get(), dx.get(), k.kind, k.n, k.c, k.h, k.w, oh,
+               ow, k.kh, k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
+      backwardNHWC(gxLast.get(), gdyLast.get(), dxLast.get(), k.kind, k.n, k.c,
+                   k.h, k.w, oh, ow, k.kh, k.kw, k.sh, k.sw, k.pt, k.pl, k.pb,
+                   k.pr, k.dh, k.dw);
+      EXPECT_EQ(moveChannels(yLast.read(), k.n, oh, ow, k.c, true), y.read());
+      EXPECT_EQ(moveChannels(dxLast.read(), k.n, k.h, k.w, k.c, true),
+                dx.read());
+    }
+  }
+}
+
 //===--- Batch normalization ----------------------------------------------===//
 
 const BatchNormCase gpuBatchNormCases[] = {

@@ -211,6 +211,33 @@ inline const PoolCase poolCases[] = {
     {kExclude, 2, 32, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
 };
 
+/// A pooling case's X and DY moved channels last (NHWC), and what the CPU's
+/// NHWC kernels compute from them: Y and DX, NHWC, NaN where a kernel wrote
+/// nothing.
+struct ChannelsLastPool {
+  std::vector<float> x, dy;
+  std::vector<float> y, dx;
+};
+
+/// Runs dtrain_rt_pool2d_nhwc_f32 and its gradient on case K's X and DY
+/// (NCHW).
+inline ChannelsLastPool runChannelsLastOnCpu(const PoolCase &k,
+                                             const std::vector<float> &x,
+                                             const std::vector<float> &dy) {
+  const int64_t oh = k.oh(), ow = k.ow();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  ChannelsLastPool r{
+      moveChannels(x, k.n, k.c, k.h, k.w), moveChannels(dy, k.n, k.c, oh, ow),
+      std::vector<float>(dy.size(), nan), std::vector<float>(x.size(), nan)};
+  dtrain_rt_pool2d_nhwc_f32(r.x.data(), r.y.data(), k.kind, k.n, k.c, k.h, k.w,
+                            oh, ow, k.kh, k.kw, k.sh, k.sw, k.pt, k.pl, k.pb,
+                            k.pr, k.dh, k.dw);
+  dtrain_rt_pool2d_backward_nhwc_f32(
+      r.x.data(), r.dy.data(), r.dx.data(), k.kind, k.n, k.c, k.h, k.w, oh, ow,
+      k.kh, k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
+  return r;
+}
+
 //===--- Batch normalization ----------------------------------------------===//
 
 struct BatchNormCase {

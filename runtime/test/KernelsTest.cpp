@@ -569,6 +569,28 @@ TEST(Pool2DBackward, MatchesReference) {
   }
 }
 
+/// The NHWC kernels against the NCHW references, on random inputs and on
+/// ties (the first maximum of a window takes the gradient in every
+/// channel); forward geometries that oneDNN rejects run on loops.
+TEST(Pool2DChannelsLast, MatchesReference) {
+  uint32_t seed = 8500;
+  for (const PoolCase &k : poolCases) {
+    SCOPED_TRACE(testing::Message() << k);
+    auto x = randomVector(size_t(k.n * k.c * k.h * k.w), ++seed);
+    auto dy = randomVector(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    std::vector<float> ties = x;
+    for (float &v : ties)
+      v = std::round(v);
+    for (const std::vector<float> &input : {x, ties}) {
+      const ChannelsLastPool r = runChannelsLastOnCpu(k, input, dy);
+      EXPECT_TRUE(allClose(moveChannels(r.y, k.n, k.oh(), k.ow(), k.c, true),
+                           referencePool(k, input)));
+      EXPECT_TRUE(allClose(moveChannels(r.dx, k.n, k.h, k.w, k.c, true),
+                           referencePoolBackward(k, input, dy)));
+    }
+  }
+}
+
 /// Max pooling over inputs with many ties (a few distinct values, or all
 /// equal): the first maximal element of each window takes the gradient.
 TEST(Pool2DBackward, MaxTiesGoToTheFirstMaximum) {

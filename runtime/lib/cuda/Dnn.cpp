@@ -359,14 +359,16 @@ ConvScratch convScratch(KernelCall &call, const ConvPlan &plan) {
 
 //===--- Pooling ----------------------------------------------------------===//
 
-PoolShape poolShape(const PoolGeometry &g) {
+/// G's planes: N x C of one channel, or with CHANNELS_LAST N images of C.
+PoolShape poolShape(const PoolGeometry &g, bool channelsLast) {
   return {
       g.kind,
-      g.n * g.c,
+      channelsLast ? g.n : g.n * g.c,
       {g.h.in, g.h.kernel, g.h.stride, g.h.padBegin, g.h.padEnd, g.h.dilation},
       {g.w.in, g.w.kernel, g.w.stride, g.w.padBegin, g.w.padEnd, g.w.dilation},
       g.oh,
-      g.ow};
+      g.ow,
+      channelsLast ? g.c : 1};
 }
 
 //===--- Batch normalization ----------------------------------------------===//
@@ -587,41 +589,46 @@ DTRAIN_CUDA_CONV2D_KERNELS(_nhwc, NHWC, f16, F16, uint16_t)
 
 #undef DTRAIN_CUDA_CONV2D_KERNELS
 
-// Pooling and its gradient for tensors of element type T (DTRAIN_RT_<TYPE>),
-// named with SUFFIX: the checks of the CPU kernels, then kernels of ours.
-#define DTRAIN_CUDA_POOL2D_KERNELS(SUFFIX, TYPE, T)                            \
-  void dtrain_rt_cuda_pool2d_##SUFFIX(                                         \
+// Pooling and its gradient for tensors of element type T (DTRAIN_RT_<TYPE>)
+// in a layout (NAME: _nhwc or nothing; CHANNELS_LAST), named with SUFFIX:
+// the checks of the CPU kernels, then kernels of ours.
+#define DTRAIN_CUDA_POOL2D_KERNELS(NAME, CHANNELS_LAST, SUFFIX, TYPE, T)       \
+  void dtrain_rt_cuda_pool2d##NAME##_##SUFFIX(                                 \
       const T *x, T *y, int32_t kind, int64_t n, int64_t c, int64_t h,         \
       int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,               \
       int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
       int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
       int64_t dilation_w) {                                                    \
-    const char *kernel = "dtrain_rt_cuda_pool2d_" #SUFFIX;                     \
+    const char *kernel = "dtrain_rt_cuda_pool2d" #NAME "_" #SUFFIX;            \
     const PoolGeometry g = poolGeometry(checkPool2d(                           \
         kernel, x, y, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,    \
         pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w));    \
     checkPoolWindows(kernel, g);                                               \
     KernelCall call(kernel);                                                   \
-    launchPool(call, poolShape(g), DTRAIN_RT_##TYPE, x, y);                    \
+    launchPool(call, poolShape(g, CHANNELS_LAST), DTRAIN_RT_##TYPE, x, y);     \
   }                                                                            \
-  void dtrain_rt_cuda_pool2d_backward_##SUFFIX(                                \
+  void dtrain_rt_cuda_pool2d_backward##NAME##_##SUFFIX(                        \
       const T *x, const T *dy, T *dx, int32_t kind, int64_t n, int64_t c,      \
       int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,    \
       int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
       int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
       int64_t dilation_w) {                                                    \
-    const char *kernel = "dtrain_rt_cuda_pool2d_backward_" #SUFFIX;            \
-    const PoolGeometry g = checkPool2dBackward(                                \
-        kernel, x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw, stride_h,         \
-        stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,        \
-        dilation_w);                                                           \
+    const char *kernel = "dtrain_rt_cuda_pool2d_backward" #NAME "_" #SUFFIX;   \
+    const PoolGeometry g =                                                     \
+        checkPool2dBackward(kernel, x, dy, dx, kind, n, c, h, w, oh, ow, kh,   \
+                            kw, stride_h, stride_w, pad_top, pad_left,         \
+                            pad_bottom, pad_right, dilation_h, dilation_w);    \
     KernelCall call(kernel);                                                   \
-    launchPoolBackward(call, poolShape(g), DTRAIN_RT_##TYPE, x, dy, dx);       \
+    launchPoolBackward(call, poolShape(g, CHANNELS_LAST), DTRAIN_RT_##TYPE, x, \
+                       dy, dx);                                                \
   }
 
-DTRAIN_CUDA_POOL2D_KERNELS(f32, F32, float)
-DTRAIN_CUDA_POOL2D_KERNELS(bf16, BF16, uint16_t)
-DTRAIN_CUDA_POOL2D_KERNELS(f16, F16, uint16_t)
+DTRAIN_CUDA_POOL2D_KERNELS(, false, f32, F32, float)
+DTRAIN_CUDA_POOL2D_KERNELS(, false, bf16, BF16, uint16_t)
+DTRAIN_CUDA_POOL2D_KERNELS(, false, f16, F16, uint16_t)
+DTRAIN_CUDA_POOL2D_KERNELS(_nhwc, true, f32, F32, float)
+DTRAIN_CUDA_POOL2D_KERNELS(_nhwc, true, bf16, BF16, uint16_t)
+DTRAIN_CUDA_POOL2D_KERNELS(_nhwc, true, f16, F16, uint16_t)
 
 #undef DTRAIN_CUDA_POOL2D_KERNELS
 

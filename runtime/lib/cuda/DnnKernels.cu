@@ -59,6 +59,7 @@ struct PlaneShape {
   int64_t planes;
   PlaneDim h, w;
   int oh, ow;
+  int channels; // per pixel of a plane: PoolShape's
   __device__ int inputs() const { return h.in * w.in; }
   __device__ int outputs() const { return oh * ow; }
 };
@@ -115,13 +116,37 @@ __device__ Window windowOf(const PlaneShape &g, int at) {
           ox * g.w.stride - g.w.padBegin};
 }
 
-// The pooling kernels run on a grid of (offset in a plane, plane): a thread
-// takes one offset (blockIdx.x, threadIdx.x) in every gridDim.y-th plane,
-// so that what depends on the offset alone (the window, the divisions by
-// sizes known only at run time) is worked out once for all its planes.
+// The pooling kernels run on a grid of (element in a plane, plane): a
+// thread takes one element (blockIdx.x, threadIdx.x) in every gridDim.y-th
+// plane, so that what depends on the element alone (the window, the
+// divisions by sizes known only at run time) is worked out once for all its
+// planes. With ChannelsLast, a plane is an image whose pixels hold
+// g.channels elements each, which consecutive threads take (coalesced
+// accesses); else a plane holds one channel's pixels.
 
-/// The offset in its plane of the calling thread's element.
-__device__ int offsetInPlane() { return blockIdx.x * blockDim.x + threadIdx.x; }
+/// The calling thread's element in its plane: a pixel and a channel.
+struct PlaneElement {
+  int pixel, channel;
+};
+
+template <bool ChannelsLast>
+__device__ PlaneElement elementInPlane(const PlaneShape &g) {
+  const int at = blockIdx.x * blockDim.x + threadIdx.x;
+  if (!ChannelsLast)
+    return {at, 0};
+  const int pixel = at / g.channels;
+  return {pixel, at - pixel * g.channels};
+}
+
+/// The index of channel CHANNEL of pixel PIXEL of PLANE, in planes of
+/// PIXELS pixels.
+template <bool ChannelsLast>
+__device__ int64_t elementIndex(const PlaneShape &g, int64_t plane,
+                                int pixels, int pixel, int channel) {
+  if (!ChannelsLast)
+    return plane * pixels + pixel;
+  return (plane * pixels + pixel) * g.channels + channel;
+}
 
 /// Loops PLANE over the calling thread's planes.
 #define DTRAIN_PLANE_LOOP(plane, planes)                                       \
@@ -129,26 +154,29 @@ __device__ int offsetInPlane() { return blockIdx.x * blockDim.x + threadIdx.x; }
 
 /// One output per thread, summed in the CPU loop's order (row-major over
 /// the window).
-template <int32_t Type>
+template <int32_t Type, bool ChannelsLast>
 __global__ void poolForward(PlaneShape g, const void *__restrict__ x,
                             void *__restrict__ y) {
-  const int at = offsetInPlane();
-  if (at >= g.outputs())
+  const PlaneElement e = elementInPlane<ChannelsLast>(g);
+  if (e.pixel >= g.outputs())
     return;
-  const Window w = windowOf(g, at);
+  const Window w = windowOf(g, e.pixel);
   const Taps &rows = w.rows, &cols = w.cols;
   DTRAIN_PLANE_LOOP(plane, g.planes) {
-    const int64_t in = plane * g.inputs();
     float max = -INFINITY, sum = 0.0f;
     for (int i = rows.first; i < rows.last; ++i) {
       for (int j = cols.first; j < cols.last; ++j) {
-        const float v = loadAsFloat(x, Type, in + w.tap(g, i, j));
+        const float v = loadAsFloat(
+            x, Type,
+            elementIndex<ChannelsLast>(g, plane, g.inputs(), w.tap(g, i, j),
+                                       e.channel));
         if (beats(v, max))
           max = v;
         sum += v;
       }
     }
-    const int64_t o = plane * g.outputs() + at;
+    const int64_t o = elementIndex<ChannelsLast>(g, plane, g.outputs(),
+                                                 e.pixel, e.channel);
     if (g.kind == DTRAIN_RT_POOL_MAX)
       storeFromFloat(y, Type, o, max);
     else if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
@@ -158,29 +186,34 @@ __global__ void poolForward(PlaneShape g, const void *__restrict__ x,
   }
 }
 
-/// ARGMAX[o] = the offset in its plane of window o's first maximum in
+/// ARGMAX[o] = the pixel in its plane of window o's first maximum in
 /// row-major window order (every window has an input element: checked).
-template <int32_t Type>
+template <int32_t Type, bool ChannelsLast>
 __global__ void poolArgmax(PlaneShape g, const void *__restrict__ x,
                            int32_t *__restrict__ argmax) {
-  const int at = offsetInPlane();
-  if (at >= g.outputs())
+  const PlaneElement e = elementInPlane<ChannelsLast>(g);
+  if (e.pixel >= g.outputs())
     return;
-  const Window w = windowOf(g, at);
+  const Window w = windowOf(g, e.pixel);
   DTRAIN_PLANE_LOOP(plane, g.planes) {
-    const int64_t in = plane * g.inputs();
+    auto load = [&](int tap) {
+      return loadAsFloat(x, Type,
+                         elementIndex<ChannelsLast>(g, plane, g.inputs(), tap,
+                                                    e.channel));
+    };
     int best = w.tap(g, w.rows.first, w.cols.first);
-    float max = loadAsFloat(x, Type, in + best);
+    float max = load(best);
     for (int i = w.rows.first; i < w.rows.last; ++i)
       for (int j = w.cols.first; j < w.cols.last; ++j) {
         const int tap = w.tap(g, i, j);
-        const float v = loadAsFloat(x, Type, in + tap);
+        const float v = load(tap);
         if (beats(v, max)) {
           best = tap;
           max = v;
         }
       }
-    argmax[plane * g.outputs() + at] = best;
+    argmax[elementIndex<ChannelsLast>(g, plane, g.outputs(), e.pixel,
+                                      e.channel)] = best;
   }
 }
 
@@ -208,18 +241,18 @@ __device__ bool reads(const PlaneDim &d, int o, int p) {
 /// One input element per thread: the sum of what the windows that read it
 /// send it, taken in the CPU loop's order (windows in row-major order).
 /// ARGMAX is MAX's, else NULL.
-template <int32_t Type>
+template <int32_t Type, bool ChannelsLast>
 __global__ void poolBackward(PlaneShape g, const int32_t *__restrict__ argmax,
                              const void *__restrict__ dy,
                              void *__restrict__ dx) {
-  const int offset = offsetInPlane();
+  const PlaneElement e = elementInPlane<ChannelsLast>(g);
+  const int offset = e.pixel;
   if (offset >= g.inputs())
     return;
   const int iy = offset / g.w.in, ix = offset - iy * g.w.in;
   const Readers rows = readersOf(g.h, g.oh, iy),
                 cols = readersOf(g.w, g.ow, ix);
   DTRAIN_PLANE_LOOP(plane, g.planes) {
-    const int64_t outPlane = plane * g.outputs();
     float grad = 0.0f;
     for (int oy = rows.first; oy < rows.last; ++oy) {
       if (!reads(g.h, oy, iy))
@@ -227,7 +260,8 @@ __global__ void poolBackward(PlaneShape g, const int32_t *__restrict__ argmax,
       for (int ox = cols.first; ox < cols.last; ++ox) {
         if (!reads(g.w, ox, ix))
           continue;
-        const int64_t o = outPlane + oy * g.ow + ox;
+        const int64_t o = elementIndex<ChannelsLast>(
+            g, plane, g.outputs(), oy * g.ow + ox, e.channel);
         if (g.kind == DTRAIN_RT_POOL_MAX) {
           if (argmax[o] == offset)
             grad += loadAsFloat(dy, Type, o);
@@ -240,7 +274,10 @@ __global__ void poolBackward(PlaneShape g, const int32_t *__restrict__ argmax,
         grad += loadAsFloat(dy, Type, o) / float(divisor);
       }
     }
-    storeFromFloat(dx, Type, plane * g.inputs() + offset, grad);
+    storeFromFloat(dx, Type,
+                   elementIndex<ChannelsLast>(g, plane, g.inputs(), offset,
+                                              e.channel),
+                   grad);
   }
 }
 
@@ -381,8 +418,9 @@ PlaneShape planeShape(const KernelCall &call, const PoolShape &g) {
     return outputs * d.stride + d.padBegin + (d.kernel - 1) * d.dilation +
            d.in + d.padEnd;
   };
-  const int64_t largest = std::max(
-      {g.h.in * g.w.in, g.oh * g.ow, reach(g.h, g.oh), reach(g.w, g.ow)});
+  const int64_t largest =
+      std::max({g.h.in * g.w.in * g.channels, g.oh * g.ow * g.channels,
+                reach(g.h, g.oh), reach(g.w, g.ow)});
   if (largest > INT32_MAX)
     call.fail("a pooling plane of %lld x %lld (windows %lld x %lld) is more "
               "than the CUDA kernels' 32-bit plane indices take",
@@ -392,7 +430,8 @@ PlaneShape planeShape(const KernelCall &call, const PoolShape &g) {
     return PlaneDim{int(d.in),       int(d.kernel), int(d.stride),
                     int(d.padBegin), int(d.padEnd), int(d.dilation)};
   };
-  return {g.kind, g.planes, dim(g.h), dim(g.w), int(g.oh), int(g.ow)};
+  return {g.kind,    g.planes,     dim(g.h), dim(g.w),
+          int(g.oh), int(g.ow), int(g.channels)};
 }
 
 /// The launch of a pooling kernel over PLANES planes of PERPLANE elements
@@ -413,14 +452,25 @@ PlaneLaunch planeLaunch(int64_t perPlane, int64_t planes) {
   return {dim3(unsigned(across), unsigned(rows)), dim3(unsigned(threads))};
 }
 
+/// Calls LAUNCH with TYPE and the layout of G as template arguments.
+template <class Launch>
+void forPoolKernel(int32_t type, const PoolShape &g, Launch launch) {
+  forFloatType(type, [&](auto t) {
+    if (g.channels > 1)
+      launch(t, std::true_type());
+    else
+      launch(t, std::false_type());
+  });
+}
+
 } // namespace
 
 void dtrain::rt::gpu::launchPool(const KernelCall &call, const PoolShape &g,
                                  int32_t type, const void *x, void *y) {
   const PlaneShape plane = planeShape(call, g);
-  const PlaneLaunch launch = planeLaunch(g.oh * g.ow, g.planes);
-  forFloatType(type, [&](auto t) {
-    poolForward<decltype(t)::value>
+  const PlaneLaunch launch = planeLaunch(g.oh * g.ow * g.channels, g.planes);
+  forPoolKernel(type, g, [&](auto t, auto channelsLast) {
+    poolForward<decltype(t)::value, decltype(channelsLast)::value>
         <<<launch.grid, launch.block, 0, call.stream()>>>(plane, x, y);
   });
   checkLaunched(call, "poolForward launch");
@@ -432,19 +482,20 @@ void dtrain::rt::gpu::launchPoolBackward(KernelCall &call, const PoolShape &g,
   const PlaneShape plane = planeShape(call, g);
   int32_t *argmax = nullptr;
   if (g.kind == DTRAIN_RT_POOL_MAX) {
-    const int64_t outputs = g.planes * g.oh * g.ow;
+    const int64_t outputs = g.planes * g.oh * g.ow * g.channels;
     argmax =
         static_cast<int32_t *>(call.scratch(size_t(outputs) * sizeof(int32_t)));
-    const PlaneLaunch launch = planeLaunch(g.oh * g.ow, g.planes);
-    forFloatType(type, [&](auto t) {
-      poolArgmax<decltype(t)::value>
+    const PlaneLaunch launch = planeLaunch(g.oh * g.ow * g.channels, g.planes);
+    forPoolKernel(type, g, [&](auto t, auto channelsLast) {
+      poolArgmax<decltype(t)::value, decltype(channelsLast)::value>
           <<<launch.grid, launch.block, 0, call.stream()>>>(plane, x, argmax);
     });
     checkLaunched(call, "poolArgmax launch");
   }
-  const PlaneLaunch launch = planeLaunch(g.h.in * g.w.in, g.planes);
-  forFloatType(type, [&](auto t) {
-    poolBackward<decltype(t)::value>
+  const PlaneLaunch launch =
+      planeLaunch(g.h.in * g.w.in * g.channels, g.planes);
+  forPoolKernel(type, g, [&](auto t, auto channelsLast) {
+    poolBackward<decltype(t)::value, decltype(channelsLast)::value>
         <<<launch.grid, launch.block, 0, call.stream()>>>(plane, argmax, dy,
                                                           dx);
   });

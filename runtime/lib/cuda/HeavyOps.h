@@ -101,12 +101,14 @@ struct PoolDim {
 };
 
 /// A checked pooling geometry (Kernels.h's checkPool2d, checkPoolWindows):
-/// KIND (DTRAIN_RT_POOL_*) over PLANES = N x C planes.
+/// KIND (DTRAIN_RT_POOL_*) over PLANES of H x W pixels of CHANNELS elements
+/// each: N x C planes of 1 (NCHW), or N planes of C (NHWC).
 struct PoolShape {
   int32_t kind;
   int64_t planes;
   PoolDim h, w;
   int64_t oh, ow;
+  int64_t channels;
 };
 
 // TYPE below is the tensors' element type: DTRAIN_RT_F32, _BF16 or _F16.

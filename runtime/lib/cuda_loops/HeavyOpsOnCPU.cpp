@@ -149,40 +149,42 @@ void conv2dBackwardWeights(const char *kernel, bool channelsLast,
     round(type, wdb, db);
 }
 
-void pool2d(const char *kernel, const Half &type, const uint16_t *x,
-            uint16_t *y, int32_t kind, int64_t n, int64_t c, int64_t h,
-            int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
-            int64_t strideH, int64_t strideW, int64_t padTop, int64_t padLeft,
-            int64_t padBottom, int64_t padRight, int64_t dilationH,
-            int64_t dilationW) {
+void pool2d(const char *kernel, bool channelsLast, const Half &type,
+            const uint16_t *x, uint16_t *y, int32_t kind, int64_t n, int64_t c,
+            int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
+            int64_t kw, int64_t strideH, int64_t strideW, int64_t padTop,
+            int64_t padLeft, int64_t padBottom, int64_t padRight,
+            int64_t dilationH, int64_t dilationW) {
   checkPoolWindows(kernel, poolGeometry(checkPool2d(
                                kernel, x, y, kind, n, c, h, w, oh, ow, kh, kw,
                                strideH, strideW, padTop, padLeft, padBottom,
                                padRight, dilationH, dilationW)));
   std::vector<float> wx = widen(type, x, n * c * h * w);
   std::vector<float> wy(size_t(n * c * oh * ow));
-  dtrain_rt_pool2d_f32(wx.data(), wy.data(), kind, n, c, h, w, oh, ow, kh, kw,
-                       strideH, strideW, padTop, padLeft, padBottom, padRight,
-                       dilationH, dilationW);
+  (channelsLast ? dtrain_rt_pool2d_nhwc_f32 : dtrain_rt_pool2d_f32)(
+      wx.data(), wy.data(), kind, n, c, h, w, oh, ow, kh, kw, strideH, strideW,
+      padTop, padLeft, padBottom, padRight, dilationH, dilationW);
   round(type, wy, y);
 }
 
-void pool2dBackward(const char *kernel, const Half &type, const uint16_t *x,
-                    const uint16_t *dy, uint16_t *dx, int32_t kind, int64_t n,
-                    int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,
-                    int64_t kh, int64_t kw, int64_t strideH, int64_t strideW,
-                    int64_t padTop, int64_t padLeft, int64_t padBottom,
-                    int64_t padRight, int64_t dilationH, int64_t dilationW) {
+void pool2dBackward(const char *kernel, bool channelsLast, const Half &type,
+                    const uint16_t *x, const uint16_t *dy, uint16_t *dx,
+                    int32_t kind, int64_t n, int64_t c, int64_t h, int64_t w,
+                    int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                    int64_t strideH, int64_t strideW, int64_t padTop,
+                    int64_t padLeft, int64_t padBottom, int64_t padRight,
+                    int64_t dilationH, int64_t dilationW) {
   checkPool2dBackward(kernel, x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw,
                       strideH, strideW, padTop, padLeft, padBottom, padRight,
                       dilationH, dilationW);
   std::vector<float> wx = widen(type, x, n * c * h * w);
   std::vector<float> wdy = widen(type, dy, n * c * oh * ow);
   std::vector<float> wdx(size_t(n * c * h * w));
-  dtrain_rt_pool2d_backward_f32(wx.data(), wdy.data(), wdx.data(), kind, n, c,
-                                h, w, oh, ow, kh, kw, strideH, strideW, padTop,
-                                padLeft, padBottom, padRight, dilationH,
-                                dilationW);
+  (channelsLast ? dtrain_rt_pool2d_backward_nhwc_f32
+                : dtrain_rt_pool2d_backward_f32)(
+      wx.data(), wdy.data(), wdx.data(), kind, n, c, h, w, oh, ow, kh, kw,
+      strideH, strideW, padTop, padLeft, padBottom, padRight, dilationH,
+      dilationW);
   round(type, wdx, dx);
 }
 
@@ -317,28 +319,32 @@ DTRAIN_F32_CONV2D_KERNELS()
 DTRAIN_F32_CONV2D_KERNELS(_nhwc)
 #undef DTRAIN_F32_CONV2D_KERNELS
 
-void dtrain_rt_cuda_pool2d_f32(const float *x, float *y, int32_t kind,
-                               int64_t n, int64_t c, int64_t h, int64_t w,
-                               int64_t oh, int64_t ow, int64_t kh, int64_t kw,
-                               int64_t stride_h, int64_t stride_w,
-                               int64_t pad_top, int64_t pad_left,
-                               int64_t pad_bottom, int64_t pad_right,
-                               int64_t dilation_h, int64_t dilation_w) {
-  dtrain_rt_pool2d_f32(x, y, kind, n, c, h, w, oh, ow, kh, kw, stride_h,
-                       stride_w, pad_top, pad_left, pad_bottom, pad_right,
-                       dilation_h, dilation_w);
-}
+// The f32 pooling kernels in LAYOUT's names (NAME: _nhwc or nothing).
+#define DTRAIN_F32_POOL2D_KERNELS(NAME)                                        \
+  void dtrain_rt_cuda_pool2d##NAME##_f32(                                      \
+      const float *x, float *y, int32_t kind, int64_t n, int64_t c, int64_t h, \
+      int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,               \
+      int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
+      int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
+      int64_t dilation_w) {                                                    \
+    dtrain_rt_pool2d##NAME##_f32(                                              \
+        x, y, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w, pad_top,   \
+        pad_left, pad_bottom, pad_right, dilation_h, dilation_w);              \
+  }                                                                            \
+  void dtrain_rt_cuda_pool2d_backward##NAME##_f32(                             \
+      const float *x, const float *dy, float *dx, int32_t kind, int64_t n,     \
+      int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,     \
+      int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,         \
+      int64_t pad_left, int64_t pad_bottom, int64_t pad_right,                 \
+      int64_t dilation_h, int64_t dilation_w) {                                \
+    dtrain_rt_pool2d_backward##NAME##_f32(                                     \
+        x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,       \
+        pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w);     \
+  }
 
-void dtrain_rt_cuda_pool2d_backward_f32(
-    const float *x, const float *dy, float *dx, int32_t kind, int64_t n,
-    int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
-    int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,
-    int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
-    int64_t dilation_w) {
-  dtrain_rt_pool2d_backward_f32(x, dy, dx, kind, n, c, h, w, oh, ow, kh, kw,
-                                stride_h, stride_w, pad_top, pad_left,
-                                pad_bottom, pad_right, dilation_h, dilation_w);
-}
+DTRAIN_F32_POOL2D_KERNELS()
+DTRAIN_F32_POOL2D_KERNELS(_nhwc)
+#undef DTRAIN_F32_POOL2D_KERNELS
 
 void dtrain_rt_cuda_batch_norm_f32(const float *x, const float *scale,
                                    const float *bias, const float *mean,
@@ -442,33 +448,36 @@ void dtrain_rt_cuda_batch_norm_backward_relu_f32(
         dilation_h, dilation_w, groups);                                       \
   }
 
+// The 16-bit pooling kernels in one layout (NAME: _nhwc or nothing).
+#define DTRAIN_HALF_POOL2D_KERNELS(NAME, CHANNELS_LAST, SUFFIX, TYPE)          \
+  void dtrain_rt_cuda_pool2d##NAME##_##SUFFIX(                                 \
+      const uint16_t *x, uint16_t *y, int32_t kind, int64_t n, int64_t c,      \
+      int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,    \
+      int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
+      int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
+      int64_t dilation_w) {                                                    \
+    pool2d("dtrain_rt_cuda_pool2d" #NAME "_" #SUFFIX, CHANNELS_LAST, TYPE, x,  \
+           y, kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w, pad_top,   \
+           pad_left, pad_bottom, pad_right, dilation_h, dilation_w);           \
+  }                                                                            \
+  void dtrain_rt_cuda_pool2d_backward##NAME##_##SUFFIX(                        \
+      const uint16_t *x, const uint16_t *dy, uint16_t *dx, int32_t kind,       \
+      int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,      \
+      int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,              \
+      int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
+      int64_t pad_right, int64_t dilation_h, int64_t dilation_w) {             \
+    pool2dBackward("dtrain_rt_cuda_pool2d_backward" #NAME "_" #SUFFIX,         \
+                   CHANNELS_LAST, TYPE, x, dy, dx, kind, n, c, h, w, oh, ow,   \
+                   kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom,  \
+                   pad_right, dilation_h, dilation_w);                         \
+  }
+
 #define DTRAIN_HALF_KERNELS(SUFFIX, TYPE)                                      \
   void dtrain_rt_cuda_matmul_##SUFFIX(                                         \
       const uint16_t *a, const uint16_t *b, uint16_t *c, int64_t m, int64_t n, \
       int64_t k, int32_t transpose_a, int32_t transpose_b, float beta) {       \
     matmul("dtrain_rt_cuda_matmul_" #SUFFIX, TYPE, a, b, c, m, n, k,           \
            transpose_a, transpose_b, beta);                                    \
-  }                                                                            \
-  void dtrain_rt_cuda_pool2d_##SUFFIX(                                         \
-      const uint16_t *x, uint16_t *y, int32_t kind, int64_t n, int64_t c,      \
-      int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,    \
-      int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,   \
-      int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,               \
-      int64_t dilation_w) {                                                    \
-    pool2d("dtrain_rt_cuda_pool2d_" #SUFFIX, TYPE, x, y, kind, n, c, h, w, oh, \
-           ow, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom,      \
-           pad_right, dilation_h, dilation_w);                                 \
-  }                                                                            \
-  void dtrain_rt_cuda_pool2d_backward_##SUFFIX(                                \
-      const uint16_t *x, const uint16_t *dy, uint16_t *dx, int32_t kind,       \
-      int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow,      \
-      int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,              \
-      int64_t pad_top, int64_t pad_left, int64_t pad_bottom,                   \
-      int64_t pad_right, int64_t dilation_h, int64_t dilation_w) {             \
-    pool2dBackward("dtrain_rt_cuda_pool2d_backward_" #SUFFIX, TYPE, x, dy, dx, \
-                   kind, n, c, h, w, oh, ow, kh, kw, stride_h, stride_w,       \
-                   pad_top, pad_left, pad_bottom, pad_right, dilation_h,       \
-                   dilation_w);                                                \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_##SUFFIX(                                     \
       const uint16_t *x, const float *scale, const float *bias,                \
@@ -529,5 +538,9 @@ DTRAIN_HALF_CONV2D_KERNELS(, false, bf16, kBF16)
 DTRAIN_HALF_CONV2D_KERNELS(, false, f16, kF16)
 DTRAIN_HALF_CONV2D_KERNELS(_nhwc, true, bf16, kBF16)
 DTRAIN_HALF_CONV2D_KERNELS(_nhwc, true, f16, kF16)
+DTRAIN_HALF_POOL2D_KERNELS(, false, bf16, kBF16)
+DTRAIN_HALF_POOL2D_KERNELS(, false, f16, kF16)
+DTRAIN_HALF_POOL2D_KERNELS(_nhwc, true, bf16, kBF16)
+DTRAIN_HALF_POOL2D_KERNELS(_nhwc, true, f16, kF16)
 
 } // extern "C"
