@@ -1,7 +1,7 @@
-//===- ChannelsLast.cpp - NHWC convolutions and batch norms ---------------===//
+//===- ChannelsLast.cpp - NHWC convolutions, pooling and batch norms ------===//
 //
-// Implements --dtrain-channels-last: 4-D convolutions and batch norms get
-// the channels_last layout, with transposes around them, and the
+// Implements --dtrain-channels-last: 4-D convolutions, pooling and batch
+// norms get the channels_last layout, with transposes around them, and the
 // transposes move past element-wise ops until they cancel (see Passes.td).
 //
 //===----------------------------------------------------------------------===//
@@ -30,18 +30,22 @@ static Value transpose(OpBuilder &b, Location loc, Value value,
 }
 
 /// Whether OP is one of the ops this pass gives the channels_last layout: a
-/// 4-D convolution or batch norm (or gradient) not in f64, whose kernels
-/// are NCHW reference loops, and no convolution padded asymmetrically,
-/// which cuDNN takes as a padded copy of NCHW planes.
+/// 4-D convolution, pooling or batch norm (or gradient) not in f64, whose
+/// kernels are NCHW reference loops, and no convolution padded
+/// asymmetrically, which cuDNN takes as a padded copy of NCHW planes.
 static bool isConvertible(Operation *op) {
-  if (!isa<nn::Conv2DOp, nn::Conv2DBackwardDataOp, nn::Conv2DBackwardWeightsOp,
-           nn::BatchNormOp, nn::BatchNormTrainOp, nn::BatchNormTrainGradOp>(
-          op) ||
+  bool isConv =
+      isa<nn::Conv2DOp, nn::Conv2DBackwardDataOp, nn::Conv2DBackwardWeightsOp>(
+          op);
+  if (!(isConv || isa<nn::MaxPool2DOp, nn::AvgPool2DOp, nn::MaxPool2DGradOp,
+                      nn::AvgPool2DGradOp, nn::BatchNormOp,
+                      nn::BatchNormTrainOp, nn::BatchNormTrainGradOp>(op)) ||
       op->hasAttr("channels_last"))
     return false;
-  if (auto padding = op->getAttrOfType<DenseI64ArrayAttr>("padding"))
-    if (padding[0] != padding[2] || padding[1] != padding[3])
-      return false;
+  if (auto padding = op->getAttrOfType<DenseI64ArrayAttr>("padding");
+      isConv && padding &&
+      (padding[0] != padding[2] || padding[1] != padding[3]))
+    return false;
   auto type = cast<RankedTensorType>(op->getOperand(0).getType());
   return type.getRank() == 4 && !type.getElementType().isF64();
 }

@@ -1071,11 +1071,12 @@ static SmallVector<Value> createConvGeometry(OpBuilder &b, ConvLikeOp op,
                      static_cast<int64_t>(op.getGroups())});
 }
 
-/// The name of OP's convolution kernel, BASE or, with channels last, its
-/// NHWC form (BASE_nhwc), which has no f64 reference loops.
-template <typename ConvLikeOp>
-static FailureOr<StringRef> getConvKernel(ConvLikeOp op, FloatType element,
-                                          StringRef base, StringRef nhwc) {
+/// The name of OP's kernel (a convolution's or a pooling's), BASE or, with
+/// channels last, its NHWC form (BASE_nhwc), which has no f64 reference
+/// loops.
+template <typename ImageOp>
+static FailureOr<StringRef> getImageKernel(ImageOp op, FloatType element,
+                                           StringRef base, StringRef nhwc) {
   if (!op.getChannelsLast())
     return base;
   if (element.isF64())
@@ -1087,7 +1088,7 @@ static FailureOr<StringRef> getConvKernel(ConvLikeOp op, FloatType element,
 FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
   FloatType element = getKernelElementType(op, target);
   FailureOr<StringRef> kernel =
-      getConvKernel(op, element, "conv2d", "conv2d_nhwc");
+      getImageKernel(op, element, "conv2d", "conv2d_nhwc");
   if (failed(kernel))
     return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
@@ -1104,7 +1105,7 @@ FailureOr<Value> NNLowering::conv2d(nn::Conv2DOp op) {
 
 FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
   FloatType element = getKernelElementType(op, target);
-  FailureOr<StringRef> kernel = getConvKernel(
+  FailureOr<StringRef> kernel = getImageKernel(
       op, element, "conv2d_backward_data", "conv2d_backward_data_nhwc");
   if (failed(kernel))
     return failure();
@@ -1123,7 +1124,7 @@ FailureOr<Value> NNLowering::conv2dBackwardData(nn::Conv2DBackwardDataOp op) {
 FailureOr<Value>
 NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
   FloatType element = getKernelElementType(op, target);
-  FailureOr<StringRef> kernel = getConvKernel(
+  FailureOr<StringRef> kernel = getImageKernel(
       op, element, "conv2d_backward_weights", "conv2d_backward_weights_nhwc");
   if (failed(kernel))
     return failure();
@@ -1151,34 +1152,40 @@ NNLowering::conv2dBackwardWeights(nn::Conv2DBackwardWeightsOp op) {
 }
 
 /// The kind and geometry scalars of the pooling kernels (dtrain_rt.h) for
-/// input X and output Y, with the window attributes of OP (a pooling op or
-/// its gradient).
+/// input X and output Y, with the window and layout attributes of OP (a
+/// pooling op or its gradient): the same for both layouts.
 template <typename PoolLikeOp>
 static SmallVector<Value> createPoolGeometry(OpBuilder &b, PoolLikeOp op,
                                              int32_t kind,
                                              RankedTensorType xType,
                                              RankedTensorType yType) {
   Location loc = op.getLoc();
+  nn::ImageLayout layout = nn::ImageLayout::get(op.getChannelsLast());
+  int64_t c = layout.channels, h = layout.height;
   ArrayRef<int64_t> x = xType.getShape(), y = yType.getShape();
   ArrayRef<int64_t> kernel = op.getKernel(), strides = op.getStrides(),
                     padding = op.getPadding(), dilations = op.getDilations();
   SmallVector<Value> scalars = {createI32(b, loc, kind)};
   llvm::append_range(
-      scalars, createI64s(b, loc,
-                          {x[0], x[1], x[2], x[3], y[2], y[3], kernel[0],
-                           kernel[1], strides[0], strides[1], padding[0],
-                           padding[1], padding[2], padding[3], dilations[0],
-                           dilations[1]}));
+      scalars,
+      createI64s(b, loc,
+                 {x[0], x[c], x[h], x[h + 1], y[h], y[h + 1], kernel[0],
+                  kernel[1], strides[0], strides[1], padding[0], padding[1],
+                  padding[2], padding[3], dilations[0], dilations[1]}));
   return scalars;
 }
 
 template <typename PoolOp>
 FailureOr<Value> NNLowering::pool2d(PoolOp op, int32_t kind) {
   FloatType element = getKernelElementType(op, target);
+  FailureOr<StringRef> kernel =
+      getImageKernel(op, element, "pool2d", "pool2d_nhwc");
+  if (failed(kernel))
+    return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(
              b, op, target,
-             {"pool2d",
+             {*kernel,
               element,
               {op.getInput()},
               {resultType},
@@ -1192,9 +1199,13 @@ template <typename PoolGradOp>
 FailureOr<Value> NNLowering::pool2dBackward(PoolGradOp op, int32_t kind,
                                             Value input) {
   FloatType element = getKernelElementType(op, target);
+  FailureOr<StringRef> kernel =
+      getImageKernel(op, element, "pool2d_backward", "pool2d_backward_nhwc");
+  if (failed(kernel))
+    return failure();
   RankedTensorType resultType = getTensorType(op.getResult());
   return buildKernelCall(b, op, target,
-                         {"pool2d_backward",
+                         {*kernel,
                           element,
                           {input, op.getGrad()},
                           {resultType},

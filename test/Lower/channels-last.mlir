@@ -46,23 +46,47 @@ func.func @backward(%x: tensor<8x3x32x32xf32>, %w: tensor<16x3x3x3xf32>, %dy: te
   return %dx, %dw, %db : tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>
 }
 
-// Pooling stays NCHW: transposes around it; its output, which a
-// convolution and the add read, is transposed to NHWC once.
+// Pooling runs NHWC too, with any padding: from the input's transpose to
+// the output's, the convolutions, the ReLU, both poolings and the add read
+// NHWC tensors.
 // CHECK-LABEL: func.func @pooling
-// CHECK: nn.relu %{{.*}} : tensor<8x32x32x16xf32>
-// CHECK: %[[BACK:.*]] = nn.transpose %{{.*}} {permutation = array<i64: 0, 3, 1, 2>}
-// CHECK: %[[P:.*]] = nn.max_pool2d %[[BACK]]
-// CHECK: %[[PT:.*]] = nn.transpose %[[P]] {permutation = array<i64: 0, 2, 3, 1>}
-// CHECK: %[[Z:.*]] = nn.conv2d %[[PT]]
-// CHECK: nn.add %[[Z]], %[[PT]] : tensor<8x16x16x16xf32>
+// CHECK-COUNT-2: nn.transpose %arg{{[01]}} {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT: nn.conv2d %{{.*}} {channels_last}
+// CHECK-NEXT: %[[R:.*]] = nn.relu %{{.*}} : tensor<8x32x24x16xf32>
+// CHECK-NEXT: %[[P:.*]] = nn.max_pool2d %[[R]] {channels_last, kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x32x24x16xf32> -> tensor<8x16x12x16xf32>
+// CHECK-NEXT: %[[Z:.*]] = nn.conv2d %[[P]], %{{.*}} {channels_last}
+// CHECK-NEXT: %[[Q:.*]] = nn.avg_pool2d %[[Z]] {channels_last, count_include_pad, kernel = array<i64: 3, 3>, padding = array<i64: 0, 1, 2, 1>} : tensor<8x16x12x16xf32> -> tensor<8x16x12x16xf32>
+// CHECK-NEXT: %[[A:.*]] = nn.add %[[Q]], %[[P]] : tensor<8x16x12x16xf32>
+// CHECK-NEXT: %[[OUT:.*]] = nn.transpose %[[A]] {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT: return %[[OUT]]
 
-func.func @pooling(%x: tensor<8x16x32x32xf32>, %w: tensor<16x16x1x1xf32>) -> tensor<8x16x16x16xf32> {
-  %y = nn.conv2d %x, %w : tensor<8x16x32x32xf32>, tensor<16x16x1x1xf32> -> tensor<8x16x32x32xf32>
-  %r = nn.relu %y : tensor<8x16x32x32xf32>
-  %p = nn.max_pool2d %r {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x16x32x32xf32> -> tensor<8x16x16x16xf32>
-  %z = nn.conv2d %p, %w : tensor<8x16x16x16xf32>, tensor<16x16x1x1xf32> -> tensor<8x16x16x16xf32>
-  %a = nn.add %z, %p : tensor<8x16x16x16xf32>, tensor<8x16x16x16xf32> -> tensor<8x16x16x16xf32>
-  return %a : tensor<8x16x16x16xf32>
+func.func @pooling(%x: tensor<8x16x32x24xf32>, %w: tensor<16x16x1x1xf32>) -> tensor<8x16x16x12xf32> {
+  %y = nn.conv2d %x, %w : tensor<8x16x32x24xf32>, tensor<16x16x1x1xf32> -> tensor<8x16x32x24xf32>
+  %r = nn.relu %y : tensor<8x16x32x24xf32>
+  %p = nn.max_pool2d %r {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x16x32x24xf32> -> tensor<8x16x16x12xf32>
+  %z = nn.conv2d %p, %w : tensor<8x16x16x12xf32>, tensor<16x16x1x1xf32> -> tensor<8x16x16x12xf32>
+  %q = nn.avg_pool2d %z {count_include_pad, kernel = array<i64: 3, 3>, padding = array<i64: 0, 1, 2, 1>} : tensor<8x16x16x12xf32> -> tensor<8x16x16x12xf32>
+  %a = nn.add %q, %p : tensor<8x16x16x12xf32>, tensor<8x16x16x12xf32> -> tensor<8x16x16x12xf32>
+  return %a : tensor<8x16x16x12xf32>
+}
+
+// The pooling gradients: max pooling's reads the convolution's NHWC output
+// as its input.
+// CHECK-LABEL: func.func @pooling_gradients
+// CHECK: %[[Y:.*]] = nn.conv2d %{{.*}} {channels_last, {{.*}}} : {{.*}} -> tensor<8x8x6x16xf32>
+// CHECK-NEXT: %[[DZ:.*]] = nn.transpose %arg2 {permutation = array<i64: 0, 2, 3, 1>} : tensor<8x16x4x3xf32> -> tensor<8x4x3x16xf32>
+// CHECK-NEXT: %[[DP:.*]] = nn.max_pool2d_grad %[[DZ]], %[[Y]] {channels_last, kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x4x3x16xf32>, tensor<8x8x6x16xf32> -> tensor<8x8x6x16xf32>
+// CHECK-NEXT: %[[DA:.*]] = nn.avg_pool2d_grad %[[DP]] {channels_last, kernel = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>} : tensor<8x8x6x16xf32> -> tensor<8x8x6x16xf32>
+// CHECK-NEXT: %[[DX:.*]] = nn.conv2d_backward_data %[[DA]], %{{.*}} {channels_last, {{.*}}}
+// CHECK-NEXT: %[[OUT:.*]] = nn.transpose %[[DX]] {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT: return %[[OUT]]
+
+func.func @pooling_gradients(%x: tensor<8x16x8x6xf32>, %w: tensor<16x16x3x3xf32>, %dz: tensor<8x16x4x3xf32>) -> tensor<8x16x8x6xf32> {
+  %y = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x8x6xf32>, tensor<16x16x3x3xf32> -> tensor<8x16x8x6xf32>
+  %dp = nn.max_pool2d_grad %dz, %y {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x16x4x3xf32>, tensor<8x16x8x6xf32> -> tensor<8x16x8x6xf32>
+  %da = nn.avg_pool2d_grad %dp {kernel = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x8x6xf32> -> tensor<8x16x8x6xf32>
+  %dx = nn.conv2d_backward_data %da, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x8x6xf32>, tensor<16x16x3x3xf32> -> tensor<8x16x8x6xf32>
+  return %dx : tensor<8x16x8x6xf32>
 }
 
 // 16-bit data: the casts around the batch norm move with it, so the
@@ -86,18 +110,19 @@ func.func @sixteen_bits(%x: tensor<8x16x8x8xbf16>, %w: tensor<16x16x3x3xbf16>, %
   return %z : tensor<8x16x8x8xbf16>
 }
 
-// Left NCHW: f64 (the reference loops' type), batch norms of rank 2, and
-// a convolution padded asymmetrically.
+// Left NCHW: f64 (the reference loops' type) convolutions and pooling,
+// batch norms of rank 2, and a convolution padded asymmetrically.
 // CHECK-LABEL: func.func @unchanged
 // CHECK-NOT: nn.transpose
 // CHECK-NOT: channels_last
 // CHECK: return
 
-func.func @unchanged(%x: tensor<8x3x8x8xf64>, %w: tensor<4x3x3x3xf64>, %h: tensor<8x16xf32>, %s: tensor<16xf32>, %b: tensor<16xf32>, %p: tensor<8x3x8x8xf32>, %pw: tensor<4x3x2x2xf32>) -> (tensor<8x4x6x6xf64>, tensor<8x16xf32>, tensor<8x4x8x8xf32>) {
-  %y = nn.conv2d %x, %w : tensor<8x3x8x8xf64>, tensor<4x3x3x3xf64> -> tensor<8x4x6x6xf64>
+func.func @unchanged(%x: tensor<8x3x8x8xf64>, %w: tensor<4x3x3x3xf64>, %h: tensor<8x16xf32>, %s: tensor<16xf32>, %b: tensor<16xf32>, %p: tensor<8x3x8x8xf32>, %pw: tensor<4x3x2x2xf32>) -> (tensor<8x4x3x3xf64>, tensor<8x16xf32>, tensor<8x4x8x8xf32>) {
+  %c = nn.conv2d %x, %w : tensor<8x3x8x8xf64>, tensor<4x3x3x3xf64> -> tensor<8x4x6x6xf64>
+  %y = nn.max_pool2d %c {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x4x6x6xf64> -> tensor<8x4x3x3xf64>
   %n, %m, %v = nn.batch_norm_train %h, %s, %b : tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>)
   %a = nn.conv2d %p, %pw {padding = array<i64: 0, 0, 1, 1>} : tensor<8x3x8x8xf32>, tensor<4x3x2x2xf32> -> tensor<8x4x8x8xf32>
-  return %y, %n, %a : tensor<8x4x6x6xf64>, tensor<8x16xf32>, tensor<8x4x8x8xf32>
+  return %y, %n, %a : tensor<8x4x3x3xf64>, tensor<8x16xf32>, tensor<8x4x8x8xf32>
 }
 
 // Transposes move 16-bit data: a 16-bit weight gradient goes back to OIHW
@@ -113,8 +138,7 @@ func.func @unchanged(%x: tensor<8x3x8x8xf64>, %w: tensor<4x3x3x3xf64>, %h: tenso
 func.func @widening_casts(%x: tensor<8x16x8x8xbf16>, %dy: tensor<8x16x8x8xbf16>, %p: tensor<8x16x8x8xbf16>, %s: tensor<16xf32>, %b: tensor<16xf32>) -> (tensor<16x16x3x3xf32>, tensor<8x16x8x8xf32>) {
   %dw = nn.conv2d_backward_weights %x, %dy {padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x8x8xbf16>, tensor<8x16x8x8xbf16> -> tensor<16x16x3x3xbf16>
   %dw32 = nn.cast %dw : tensor<16x16x3x3xbf16> to tensor<16x16x3x3xf32>
-  %m = nn.max_pool2d %p {kernel = array<i64: 1, 1>} : tensor<8x16x8x8xbf16> -> tensor<8x16x8x8xbf16>
-  %wide = nn.cast %m : tensor<8x16x8x8xbf16> to tensor<8x16x8x8xf32>
+  %wide = nn.cast %p : tensor<8x16x8x8xbf16> to tensor<8x16x8x8xf32>
   %n, %mean, %var = nn.batch_norm_train %wide, %s, %b : tensor<8x16x8x8xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<8x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
   return %dw32, %n : tensor<16x16x3x3xf32>, tensor<8x16x8x8xf32>
 }

@@ -670,3 +670,24 @@ func.func @channels_last(%x: tensor<2x8x8x4xbf16>, %w: tensor<6x3x3x4xbf16>, %dy
   %4:3 = nn.batch_norm_train %y32, %s, %b {channels_last} : tensor<2x6x6x6xf32>, tensor<6xf32>, tensor<6xf32> -> (tensor<2x6x6x6xf32>, tensor<6xf32>, tensor<6xf32>)
   return %0, %1, %2, %3, %4#0 : tensor<2x6x6x6xbf16>, tensor<2x8x8x4xbf16>, tensor<6x3x3x4xbf16>, tensor<6xbf16>, tensor<2x6x6x6xf32>
 }
+
+// -----
+
+// Channels-last pooling: the NHWC kernels, with the geometry read from NHWC
+// shapes (N 2, C 4, H 8, W 6, OH 4, OW 3); bf16 on CUDA, widened to f32 on
+// the CPU.
+// CUDA-LABEL: func.func @pooling_channels_last
+// CUDA:       call @dtrain_rt_cuda_pool2d_nhwc_bf16(%{{.*}}, %{{.*}}, %c0_i32, %c2_i64, %c4_i64, %c8_i64, %c6_i64, %c4_i64, %c3_i64, %c2_i64, %c2_i64, %c2_i64, %c2_i64,
+// CUDA:       call @dtrain_rt_cuda_pool2d_backward_nhwc_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i32, %c2_i64, %c4_i64, %c8_i64, %c6_i64, %c4_i64, %c3_i64,
+// CUDA:       call @dtrain_rt_cuda_pool2d_backward_nhwc_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c2_i64, %c4_i64, %c8_i64, %c6_i64, %c4_i64, %c3_i64,
+// CHECK-LABEL: func.func @pooling_channels_last
+// CHECK:       call @dtrain_rt_pool2d_nhwc_f32(%{{.*}}, %{{.*}}, %c0_i32, %c2_i64, %c4_i64, %c8_i64, %c6_i64, %c4_i64, %c3_i64, %c2_i64, %c2_i64, %c2_i64, %c2_i64,
+// CHECK:       call @dtrain_rt_pool2d_backward_nhwc_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i32, %c2_i64, %c4_i64, %c8_i64, %c6_i64, %c4_i64, %c3_i64,
+// CHECK:       call @dtrain_rt_pool2d_backward_nhwc_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c2_i64, %c4_i64, %c8_i64, %c6_i64, %c4_i64, %c3_i64,
+func.func @pooling_channels_last(%x: tensor<2x8x6x4xbf16>, %dy: tensor<2x4x3x4xbf16>)
+    -> (tensor<2x4x3x4xbf16>, tensor<2x8x6x4xbf16>, tensor<2x8x6x4xbf16>) {
+  %0 = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, channels_last} : tensor<2x8x6x4xbf16> -> tensor<2x4x3x4xbf16>
+  %1 = nn.max_pool2d_grad %dy, %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, channels_last} : tensor<2x4x3x4xbf16>, tensor<2x8x6x4xbf16> -> tensor<2x8x6x4xbf16>
+  %2 = nn.avg_pool2d_grad %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, count_include_pad, channels_last} : tensor<2x4x3x4xbf16> -> tensor<2x8x6x4xbf16>
+  return %0, %1, %2 : tensor<2x4x3x4xbf16>, tensor<2x8x6x4xbf16>, tensor<2x8x6x4xbf16>
+}

@@ -231,8 +231,8 @@ static cl::opt<std::string> mixedPrecisionOptions(
 
 static cl::opt<bool> channelsLast(
     "channels-last",
-    cl::desc("Run convolutions and batch norms on NHWC activations and OHWI "
-             "weights (--dtrain-channels-last), as --target=cuda's "
+    cl::desc("Run convolutions, pooling and batch norms on NHWC activations "
+             "and OHWI weights (--dtrain-channels-last), as --target=cuda's "
              "tensor-core convolutions take them, with transposes only "
              "where the layout changes (each weight and its gradient among "
              "them, which on the CPU can cost more than NHWC saves); the "

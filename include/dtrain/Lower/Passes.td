@@ -109,13 +109,15 @@ def EmitModelEntry : Pass<"dtrain-emit-model-entry", "ModuleOp"> {
 }
 
 def ChannelsLast : Pass<"dtrain-channels-last", "func::FuncOp"> {
-  let summary = "Run convolutions and batch norms on NHWC activations";
+  let summary = "Run convolutions, pooling and batch norms on NHWC activations";
   let description = [{
     Gives every 4-D `nn.conv2d`, `nn.conv2d_backward_data`,
-    `nn.conv2d_backward_weights`, `nn.batch_norm`, `nn.batch_norm_train`
-    and `nn.batch_norm_train_grad` that is not f64 the `channels_last`
+    `nn.conv2d_backward_weights`, `nn.max_pool2d`, `nn.avg_pool2d`, their
+    gradients, `nn.batch_norm`, `nn.batch_norm_train` and
+    `nn.batch_norm_train_grad` that is not f64 the `channels_last`
     layout: its activations `N x H x W x C`, a convolution's weight
-    `O x Kh x Kw x C/groups`. cuDNN's tensor-core convolutions work on
+    `O x Kh x Kw x C/groups` (not to a convolution padded asymmetrically,
+    which cuDNN runs on padded NCHW copies). cuDNN's tensor-core convolutions work on
     that layout; on NCHW tensors they transpose their input and output
     (1.93 ms of resnet50's 14.4 ms bf16 step on an H200), and oneDNN
     reorders NCHW to its blocked layouts around each convolution.
@@ -128,7 +130,7 @@ def ChannelsLast : Pass<"dtrain-channels-last", "func::FuncOp"> {
     untransposed one, until transposes meet their inverses and cancel. What
     remains transposes where the layouts change: at the model's input, its
     weights (each once a step, to OHWI, and their gradients back to OIHW),
-    and around the ops that stay NCHW (pooling, the head).
+    and around the ops that stay NCHW (the head's global average pooling).
 
     ```mlir
     // Before: a convolution, a ReLU and a batch norm on NCHW tensors.
@@ -158,7 +160,7 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     |-----|--------|
     | `add`, `sub`, `mul`, `div` (broadcasting), `broadcast`, `relu`, `relu_grad`, `sigmoid`, `tanh`, `leaky_relu`, `clip`, `clip_grad`, `train.sgd_update`, `train.momentum_update`, `train.adam_update`, `train.lars_update` (with the norms it needs) | one parallel `linalg.generic` each, ready for `--linalg-fuse-elementwise-ops` |
     | `softmax`, `log_softmax`, `reduce_sum`, `reduce_mean`, `global_avg_pool2d`, `softmax_cross_entropy(_grad)`, `count_correct` | `linalg.generic` reductions (max-shifted exponentials) and parallel ops |
-    | `reshape`, `transpose`, `concat`, `pad`, `slice` | `tensor.collapse_shape`/`expand_shape`, `linalg.transpose`, `tensor.insert_slice` into a (filled) `tensor.empty`, `tensor.extract_slice` |
+    | `reshape`, `transpose`, `concat`, `pad`, `slice` | `tensor.collapse_shape`/`expand_shape`, a `linalg.generic` reading through the inverse permutation, `tensor.insert_slice` into a (filled) `tensor.empty`, `tensor.extract_slice` |
     | `dropout` | its input (forward execution is inference) |
     | `dropout_mask` | a parallel `linalg.generic` hashing each element's index (SplitMix64, the key computed once) |
     | `matmul`, `conv2d`, `max_pool2d`, `avg_pool2d`, `batch_norm`, `batch_norm_train` | calls of `dtrain_rt_matmul_f32`, `dtrain_rt_conv2d_f32`, `dtrain_rt_pool2d_f32`, `dtrain_rt_batch_norm_f32`, `dtrain_rt_batch_norm_train_f32` |
@@ -171,7 +173,11 @@ def LowerNN : Pass<"dtrain-lower-nn", "ModuleOp"> {
     afterwards. The kernels take f32 (oneDNN) or f64 (`..._f64`, plain
     reference loops, for gradient checks); bf16 and f16 tensors are
     widened to f32 before the call and its results rounded back. Another
-    element type is an error on the op.
+    element type is an error on the op. A convolution or pooling op (or
+    gradient) with `channels_last` calls the NHWC form of its kernel
+    (`dtrain_rt_conv2d_nhwc_f32`, `dtrain_rt_pool2d_backward_nhwc_f32`,
+    ...), with the same geometry arguments; f64 has none (an error). A
+    batch norm with `channels_last` runs as N H W rows of C channels.
 
     With `target=cuda` the f32 kernels are the GPU's, with the same
     arguments: `dtrain_rt_cuda_matmul_f32` (cuBLAS), `dtrain_rt_cuda_conv2d_f32`

@@ -363,6 +363,31 @@ func.func @batch_norm_channels_last(%x: tensor<8x3x3x4xf32>, %s: tensor<3xf32>) 
 
 // -----
 
+// An NCHW result where channels_last pools dimensions 1 and 2.
+func.func @max_pool_channels_last_result(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32> {
+  // expected-error @+1 {{'nn.max_pool2d' op expected result of type 'tensor<1x1x4x8xf32>' but got 'tensor<1x3x4x4xf32>'}}
+  %0 = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, channels_last} : tensor<1x3x8x8xf32> -> tensor<1x3x4x4xf32>
+  return %0 : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+func.func @avg_pool_grad_channels_last(%dy: tensor<1x4x4x3xf32>) -> tensor<1x3x8x8xf32> {
+  // expected-error @+1 {{'nn.avg_pool2d_grad' op has a gradient of type 'tensor<1x4x4x3xf32>', but the forward op's result has type 'tensor<1x1x4x8xf32>'}}
+  %0 = nn.avg_pool2d_grad %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, channels_last} : tensor<1x4x4x3xf32> -> tensor<1x3x8x8xf32>
+  return %0 : tensor<1x3x8x8xf32>
+}
+
+// -----
+
+func.func @max_pool_channels_last_rank(%x: tensor<3x8x8xf32>) -> tensor<3x4x4xf32> {
+  // expected-error @+1 {{'nn.max_pool2d' op expects an N x H x W x C input, got 'tensor<3x8x8xf32>'}}
+  %0 = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, channels_last} : tensor<3x8x8xf32> -> tensor<3x4x4xf32>
+  return %0 : tensor<3x4x4xf32>
+}
+
+// -----
+
 func.func @conv_bias(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x4x7x7xf32> {
   // expected-error @+1 {{'nn.conv2d' op expected bias of type 'tensor<4xf32>' but got 'tensor<3xf32>'}}
   %0 = nn.conv2d %x, %w, %b : tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32>, tensor<3xf32> -> tensor<1x4x7x7xf32>

@@ -152,12 +152,12 @@ func.func @normalization(%x: tensor<8x4x3x3xf32>, %s: tensor<4xf32>, %b: tensor<
 }
 
 // Channels last: NHWC activations, OHWI weights, the channels of a batch
-// norm its last dimension.
+// norm its last dimension, pooling windows over dimensions 1 and 2.
 // CHECK-LABEL: func.func @channels_last
 func.func @channels_last(%x: tensor<8x9x9x4xf32>, %w: tensor<6x3x3x2xf32>, %dy: tensor<8x5x5x6xf32>,
                          %s: tensor<6xf32>, %b: tensor<6xf32>)
     -> (tensor<8x5x5x6xf32>, tensor<8x9x9x4xf32>, tensor<6x3x3x2xf32>, tensor<8x5x5x6xf32>,
-        tensor<8x5x5x6xf32>, tensor<6xf32>) {
+        tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<8x5x5x6xf32>, tensor<8x9x9x4xf32>) {
   // CHECK: nn.conv2d %{{.*}}, %{{.*}} {channels_last, groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x9x9x4xf32>, tensor<6x3x3x2xf32> -> tensor<8x5x5x6xf32>
   %c = nn.conv2d %x, %w {channels_last, groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x9x9x4xf32>, tensor<6x3x3x2xf32> -> tensor<8x5x5x6xf32>
   // CHECK: nn.conv2d_backward_data %{{.*}}, %{{.*}} {channels_last, groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<8x5x5x6xf32>, tensor<6x3x3x2xf32> -> tensor<8x9x9x4xf32>
@@ -168,7 +168,15 @@ func.func @channels_last(%x: tensor<8x9x9x4xf32>, %w: tensor<6x3x3x2xf32>, %dy: 
   %t:3 = nn.batch_norm_train %c, %s, %b {channels_last} : tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32> -> (tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>)
   // CHECK: nn.batch_norm_train_grad %{{.*}} {channels_last} : tensor<8x5x5x6xf32>, tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32> -> (tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>)
   %g:3 = nn.batch_norm_train_grad %dy, %c, %s, %t#1, %t#2 {channels_last, epsilon = 1.0e-5 : f64} : tensor<8x5x5x6xf32>, tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32> -> (tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<6xf32>)
-  return %c, %dx, %dw, %t#0, %g#0, %g#1 : tensor<8x5x5x6xf32>, tensor<8x9x9x4xf32>, tensor<6x3x3x2xf32>, tensor<8x5x5x6xf32>, tensor<8x5x5x6xf32>, tensor<6xf32>
+  // CHECK: nn.max_pool2d %{{.*}} {ceil_mode, channels_last, kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x5x5x6xf32> -> tensor<8x3x3x6xf32>
+  %m = nn.max_pool2d %c {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, ceil_mode, channels_last} : tensor<8x5x5x6xf32> -> tensor<8x3x3x6xf32>
+  // CHECK: nn.max_pool2d_grad %{{.*}}, %{{.*}} {ceil_mode, channels_last, kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<8x3x3x6xf32>, tensor<8x5x5x6xf32> -> tensor<8x5x5x6xf32>
+  %dm = nn.max_pool2d_grad %m, %c {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, ceil_mode, channels_last} : tensor<8x3x3x6xf32>, tensor<8x5x5x6xf32> -> tensor<8x5x5x6xf32>
+  // CHECK: nn.avg_pool2d %{{.*}} {channels_last, kernel = array<i64: 3, 3>, padding = array<i64: 0, 1, 0, 1>} : tensor<8x9x9x4xf32> -> tensor<8x7x9x4xf32>
+  %a = nn.avg_pool2d %x {kernel = array<i64: 3, 3>, padding = array<i64: 0, 1, 0, 1>, channels_last} : tensor<8x9x9x4xf32> -> tensor<8x7x9x4xf32>
+  // CHECK: nn.avg_pool2d_grad %{{.*}} {channels_last, kernel = array<i64: 3, 3>, padding = array<i64: 0, 1, 0, 1>} : tensor<8x7x9x4xf32> -> tensor<8x9x9x4xf32>
+  %da = nn.avg_pool2d_grad %a {kernel = array<i64: 3, 3>, padding = array<i64: 0, 1, 0, 1>, channels_last} : tensor<8x7x9x4xf32> -> tensor<8x9x9x4xf32>
+  return %c, %dx, %dw, %t#0, %g#0, %g#1, %dm, %da : tensor<8x5x5x6xf32>, tensor<8x9x9x4xf32>, tensor<6x3x3x2xf32>, tensor<8x5x5x6xf32>, tensor<8x5x5x6xf32>, tensor<6xf32>, tensor<8x5x5x6xf32>, tensor<8x9x9x4xf32>
 }
 
 // Results may be more static than inference, as long as they agree.

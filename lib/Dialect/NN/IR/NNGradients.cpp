@@ -401,7 +401,8 @@ LogicalResult MaxPool2DOp::buildGradients(OpBuilder &b,
                                           SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(MaxPool2DGradOp::create(
       b, getLoc(), getInput().getType(), resultGrads[0], getInput(),
-      getKernel(), getStrides(), getPadding(), getDilations(), getCeilMode()));
+      getKernel(), getStrides(), getPadding(), getDilations(), getCeilMode(),
+      getChannelsLast()));
   return success();
 }
 
@@ -411,7 +412,7 @@ LogicalResult AvgPool2DOp::buildGradients(OpBuilder &b,
   operandGrads.push_back(AvgPool2DGradOp::create(
       b, getLoc(), getInput().getType(), resultGrads[0], getKernel(),
       getStrides(), getPadding(), getDilations(), getCeilMode(),
-      getCountIncludePad()));
+      getChannelsLast(), getCountIncludePad()));
   return success();
 }
 

@@ -401,11 +401,15 @@ inferWindowOutput(const Reporter &error, RankedTensorType inputType,
   return out;
 }
 
-/// The N x C x H x W input of a 2-D window op.
-static LogicalResult checkNCHW(const Reporter &error, RankedTensorType type) {
+/// The N x C x H x W (or, CHANNELS_LAST, N x H x W x C) input of a 2-D
+/// window op.
+static LogicalResult checkImage(const Reporter &error, RankedTensorType type,
+                                bool channelsLast = false) {
   if (type.getRank() == 4)
     return success();
-  return error("expects an N x C x H x W input, got ", type);
+  return error(channelsLast ? "expects an N x H x W x C input, got "
+                            : "expects an N x C x H x W input, got ",
+               type);
 }
 
 ArrayRef<int64_t>
@@ -422,10 +426,8 @@ inferConv(const Reporter &error, RankedTensorType inputType,
           RankedTensorType weightType, ArrayRef<int64_t> strides,
           ArrayRef<int64_t> dilations, ArrayRef<int64_t> padding,
           int64_t groups, bool channelsLast) {
-  if (inputType.getRank() != 4)
-    return error(channelsLast ? "expects an N x H x W x C input, got "
-                              : "expects an N x C x H x W input, got ",
-                 inputType);
+  if (failed(checkImage(error, inputType, channelsLast)))
+    return failure();
   if (weightType.getRank() != 4)
     return error(channelsLast
                      ? "expects an O x Kh x Kw x C/groups weight, got "
@@ -511,26 +513,33 @@ LogicalResult Conv2DBackwardWeightsOp::verify() {
                 getPadding(), getGroups(), getChannelsLast()));
 }
 
-/// Both pooling ops and their gradients: the N x C x Ho x Wo result of
-/// pooling an INPUT with the window attributes of OP (or its adaptor).
+/// Both pooling ops and their gradients: the N x C x Ho x Wo (or, with
+/// channels_last, N x Ho x Wo x C) result of pooling an INPUT with the
+/// window and layout attributes of OP (or its adaptor).
 template <typename OpOrAdaptor>
 static FailureOr<RankedTensorType> inferPoolResult(const Reporter &error,
                                                    RankedTensorType inputType,
                                                    OpOrAdaptor op) {
   ArrayRef<int64_t> kernel = op.getKernel();
-  if (failed(checkNCHW(error, inputType)) ||
+  bool channelsLast = op.getChannelsLast();
+  if (failed(checkImage(error, inputType, channelsLast)) ||
       failed(checkValues(error, "kernel", kernel, 2, 1)))
     return failure();
-  FailureOr<std::array<int64_t, 2>> spatial = inferWindowOutput(
-      error, inputType,
-      {{kernel[0], kernel[1]}, op.getStrides(), op.getDilations(),
-       op.getPadding(), op.getCeilMode()});
+  ImageLayout layout = ImageLayout::get(channelsLast);
+  FailureOr<std::array<int64_t, 2>> spatial =
+      inferWindowOutput(error, inputType,
+                        {{kernel[0], kernel[1]},
+                         op.getStrides(),
+                         op.getDilations(),
+                         op.getPadding(),
+                         op.getCeilMode()},
+                        layout.height);
   if (failed(spatial))
     return failure();
-  return RankedTensorType::get({inputType.getDimSize(0),
-                                inputType.getDimSize(1), (*spatial)[0],
-                                (*spatial)[1]},
-                               inputType.getElementType());
+  SmallVector<int64_t, 4> shape(inputType.getShape());
+  shape[layout.height] = (*spatial)[0];
+  shape[layout.height + 1] = (*spatial)[1];
+  return RankedTensorType::get(shape, inputType.getElementType());
 }
 
 template <typename OpTy>
@@ -587,7 +596,7 @@ GlobalAvgPool2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                     Adaptor adaptor,
                                     SmallVectorImpl<Type> &types) {
   RankedTensorType inputType = rankedType(adaptor.getInput());
-  if (failed(checkNCHW(reporter<GlobalAvgPool2DOp>(loc), inputType)))
+  if (failed(checkImage(reporter<GlobalAvgPool2DOp>(loc), inputType)))
     return failure();
   types.push_back(RankedTensorType::get(
       {inputType.getDimSize(0), inputType.getDimSize(1), 1, 1},

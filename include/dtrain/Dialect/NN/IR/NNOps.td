@@ -460,13 +460,13 @@ class NN_Pool2DOp<string mnemonic, dag extraArgs = (ins)>
     DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
     DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
     DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
-    UnitAttr:$ceil_mode), extraArgs);
+    UnitAttr:$ceil_mode, UnitAttr:$channels_last), extraArgs);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
 def NN_MaxPool2DOp : NN_Pool2DOp<"max_pool2d"> {
-  let summary = "2-D max pooling, NCHW";
+  let summary = "2-D max pooling, NCHW or NHWC";
   let description = [{
     Takes the maximum over each `kernel` (height, width) window of `input`,
     moved by `strides` (1 when absent) over the input padded by `padding`
@@ -475,6 +475,10 @@ def NN_MaxPool2DOp : NN_Pool2DOp<"max_pool2d"> {
     with `ceil_mode` the division rounds up, but a window must start inside
     the input or its leading padding (the ONNX and PyTorch rule).
 
+    `input` and the result are N x C x H x W or, with `channels_last`,
+    N x H x W x C (what `--dtrain-channels-last` gives pooling between
+    channels-last convolutions).
+
     ```mlir
     %y = nn.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<32x16x32x32xf32> -> tensor<32x16x16x16xf32>
     ```
@@ -482,10 +486,10 @@ def NN_MaxPool2DOp : NN_Pool2DOp<"max_pool2d"> {
 }
 
 def NN_AvgPool2DOp : NN_Pool2DOp<"avg_pool2d", (ins UnitAttr:$count_include_pad)> {
-  let summary = "2-D average pooling, NCHW";
+  let summary = "2-D average pooling, NCHW or NHWC";
   let description = [{
-    Averages each `kernel` window, with `strides`, `padding` and
-    `ceil_mode` as in `nn.max_pool2d`; `dilations` must be 1 (ONNX's
+    Averages each `kernel` window, with `strides`, `padding`, `ceil_mode`
+    and `channels_last` as in `nn.max_pool2d`; `dilations` must be 1 (ONNX's
     AveragePool has none before opset 19). The divisor counts the padding
     elements of a window when `count_include_pad` is present, and only the
     input elements otherwise.
@@ -563,13 +567,14 @@ def NN_Conv2DBackwardWeightsOp : NN_Op<"conv2d_backward_weights",
   let hasVerifier = 1;
 }
 
-// The window attributes of the pooling ops, shared by their gradients.
+// The window and layout attributes of the pooling ops, shared by their
+// gradients.
 defvar NN_PoolWindowArgs = (ins
     DenseI64ArrayAttr:$kernel,
     DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
     DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0, 0, 0}">:$padding,
     DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
-    UnitAttr:$ceil_mode);
+    UnitAttr:$ceil_mode, UnitAttr:$channels_last);
 
 def NN_MaxPool2DGradOp : NN_Op<"max_pool2d_grad",
                                [Pure, SameOperandsAndResultElementType]> {
@@ -579,6 +584,7 @@ def NN_MaxPool2DGradOp : NN_Op<"max_pool2d_grad",
     `nn.max_pool2d` of `input` with these window attributes, returns the
     gradient with respect to `input`: each window's gradient goes to the
     first of its maximal elements (row-major order), as in PyTorch.
+    `channels_last` as for `nn.max_pool2d`.
 
     ```mlir
     %dx = nn.max_pool2d_grad %dy, %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<32x16x16x16xf32>, tensor<32x16x32x32xf32> -> tensor<32x16x32x32xf32>
@@ -600,7 +606,8 @@ def NN_AvgPool2DGradOp : NN_Op<"avg_pool2d_grad",
     Given `grad`, the gradient with respect to the result of an
     `nn.avg_pool2d` with these attributes, returns the gradient with respect
     to its input (of the result type): each window's gradient, divided by
-    the window's divisor, spread over its input elements.
+    the window's divisor, spread over its input elements. `channels_last`
+    as for `nn.max_pool2d`.
 
     ```mlir
     %dx = nn.avg_pool2d_grad %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<32x16x16x16xf32> -> tensor<32x16x32x32xf32>
