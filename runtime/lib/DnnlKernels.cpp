@@ -29,9 +29,11 @@
 
 #include "Internal.h"
 #include "Kernels.h"
+#include "Parallel.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -461,6 +463,25 @@ void runPool(PoolEntry &e, const float *x, float *y) {
   stream.wait();
 }
 
+/// The gradient of pooling on the loops, the images split among the pass's
+/// threads (each image's gradient is its own).
+void runPoolBackward(const PoolGeometry &g, bool channelsLast, const float *x,
+                     const float *dy, float *dx) {
+  const int64_t inputs = g.c * g.h.in * g.w.in, outputs = g.c * g.oh * g.ow;
+  const int chunks = int(std::min<int64_t>(g.n, passThreads(g.n * inputs)));
+  forEachChunk(g.n, chunks, [&](int, int64_t begin, int64_t end) {
+    PoolGeometry images = g;
+    images.n = end - begin;
+    const float *imagesX = x ? x + begin * inputs : nullptr;
+    if (channelsLast)
+      poolBackwardLoopChannelsLast(images, imagesX, dy + begin * outputs,
+                                   dx + begin * inputs);
+    else
+      poolBackwardLoop(images, imagesX, dy + begin * outputs,
+                       dx + begin * inputs);
+  });
+}
+
 //===--- Batch normalization ----------------------------------------------===//
 
 // Rows of channels (SPATIAL 1: a channels-last tensor as nn.batch_norm's
@@ -757,15 +778,12 @@ DTRAIN_CONV2D_KERNELS(_nhwc, true)
       int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_top,         \
       int64_t pad_left, int64_t pad_bottom, int64_t pad_right,                 \
       int64_t dilation_h, int64_t dilation_w) {                                \
-    /* A plain loop: no primitive to cache. */                                 \
+    /* Plain loops: no primitive to cache. */                                  \
     PoolGeometry g = checkPool2dBackward(                                      \
         "dtrain_rt_pool2d_backward" #NAME "_f32", x, dy, dx, kind, n, c, h, w, \
         oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom,     \
         pad_right, dilation_h, dilation_w);                                    \
-    if (CHANNELS_LAST)                                                         \
-      poolBackwardLoopChannelsLast(g, x, dy, dx);                              \
-    else                                                                       \
-      poolBackwardLoop(g, x, dy, dx);                                          \
+    runPoolBackward(g, CHANNELS_LAST, x, dy, dx);                              \
   }
 
 DTRAIN_POOL2D_KERNELS(, false)

@@ -275,6 +275,50 @@ static void maxPool2x2BackwardRowsFor(const double *x0, const double *x1,
   maxPool2x2BackwardRows(x0, x1, dy, dx0, dx1, ow);
 }
 
+/// COUNT taps, TAP[o * STRIDE] at offset AT + o * AT_STRIDE, against the
+/// maxima of their windows so far, BEST[o] at offset BESTAT[o]: a tap that
+/// beats its window's maximum (beatsMax) takes its place. Selects, which
+/// the compiler vectorizes across the windows (the channels of a pixel, or
+/// the windows of an output row). A STRIDE known at compile time
+/// (FIXEDSTRIDE, not 0) vectorizes where a variable one runs one by one.
+template <int64_t FixedStride = 0, typename T>
+static inline void maxOfTaps(const T *tap, int64_t stride, int32_t at,
+                             int32_t atStride, T *__restrict best,
+                             int32_t *__restrict bestAt, int64_t count) {
+  if (FixedStride)
+    stride = FixedStride;
+  for (int64_t o = 0; o < count; ++o) {
+    const T v = tap[o * stride], b = best[o];
+    const bool wins = v > b || (v != v && b == b);
+    best[o] = wins ? v : b;
+    bestAt[o] = wins ? int32_t(at + o * atStride) : bestAt[o];
+  }
+}
+
+/// The f32 taps, compiled for AVX-512 and AVX2 as well as the baseline;
+/// strides 1 (the channels of a pixel, pooling with stride 1) and 2 fixed.
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+maxOfTapsF32(const float *tap, int64_t stride, int32_t at, int32_t atStride,
+             float *best, int32_t *bestAt, int64_t count) {
+  if (stride == 1)
+    maxOfTaps<1>(tap, stride, at, atStride, best, bestAt, count);
+  else if (stride == 2)
+    maxOfTaps<2>(tap, stride, at, atStride, best, bestAt, count);
+  else
+    maxOfTaps(tap, stride, at, atStride, best, bestAt, count);
+}
+
+static void maxOfTapsFor(const float *tap, int64_t stride, int32_t at,
+                         int32_t atStride, float *best, int32_t *bestAt,
+                         int64_t count) {
+  maxOfTapsF32(tap, stride, at, atStride, best, bestAt, count);
+}
+static void maxOfTapsFor(const double *tap, int64_t stride, int32_t at,
+                         int32_t atStride, double *best, int32_t *bestAt,
+                         int64_t count) {
+  maxOfTaps(tap, stride, at, atStride, best, bestAt, count);
+}
+
 /// Every window sends its gradient to the input elements that made its
 /// output.
 template <typename T>
@@ -309,6 +353,23 @@ void dtrain::rt::poolBackwardLoop(const PoolGeometry &g, const T *x,
     rowTaps.push_back(taps(g.h, oy));
   for (int64_t ox = 0; ox < g.ow; ++ox)
     colTaps.push_back(taps(g.w, ox));
+  // Max pooling: the windows of an output row whose columns all lie inside
+  // the input, from column LO to HI - 1 (consecutive), find their maxima
+  // together, tap by tap; the others one by one. (Offsets in a plane are
+  // int32_t's there.)
+  int64_t lo = 0, hi = 0;
+  if (g.kind == DTRAIN_RT_POOL_MAX && g.h.in * g.w.in <= INT32_MAX) {
+    auto isInterior = [&](int64_t ox) {
+      const TapRange &cols = colTaps[size_t(ox)];
+      return cols.first == 0 && cols.last == g.w.kernel;
+    };
+    while (lo < g.ow && !isInterior(lo))
+      ++lo;
+    for (hi = lo; hi < g.ow && isInterior(hi); ++hi) {
+    }
+  }
+  std::vector<T> best(size_t(hi - lo));
+  std::vector<int32_t> bestAt(size_t(hi - lo));
   for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
     const T *in = x ? x + plane * g.h.in * g.w.in : nullptr;
     const T *gradOut = dy + plane * g.oh * g.ow;
@@ -316,7 +377,28 @@ void dtrain::rt::poolBackwardLoop(const PoolGeometry &g, const T *x,
     for (int64_t oy = 0; oy < g.oh; ++oy) {
       const TapRange &rows = rowTaps[size_t(oy)];
       int64_t y0 = g.h.start(oy);
+      if (hi > lo && rows.inside()) {
+        // Tap (i, j) of window LO + o is at OFFSET(i, j) + o * STRIDE.
+        const int32_t stride = int32_t(g.w.stride);
+        auto offset = [&](int64_t i, int64_t j) {
+          return int32_t((y0 + i * g.h.dilation) * g.w.in + g.w.start(lo) +
+                         j * g.w.dilation);
+        };
+        const int32_t first = offset(rows.first, 0);
+        for (int64_t o = 0; o < hi - lo; ++o) {
+          bestAt[size_t(o)] = first + int32_t(o) * stride;
+          best[size_t(o)] = in[bestAt[size_t(o)]];
+        }
+        for (int64_t i = rows.first; i < rows.last; ++i)
+          for (int64_t j = 0; j < g.w.kernel; ++j)
+            maxOfTapsFor(in + offset(i, j), stride, offset(i, j), stride,
+                         best.data(), bestAt.data(), hi - lo);
+      }
       for (int64_t ox = 0; ox < g.ow; ++ox) {
+        if (ox >= lo && ox < hi && rows.inside()) {
+          gradIn[bestAt[size_t(ox - lo)]] += gradOut[oy * g.ow + ox];
+          continue;
+        }
         const TapRange &cols = colTaps[size_t(ox)];
         if (!rows.inside() || !cols.inside())
           continue; // AVG_INCLUDE_PAD's all-padding window
@@ -395,9 +477,11 @@ void dtrain::rt::poolBackwardLoopChannelsLast(const PoolGeometry &g,
                                               float *dx) {
   const int64_t c = g.c, pixels = g.h.in * g.w.in;
   std::fill(dx, dx + g.n * pixels * c, 0.0f);
-  // Each channel's maximum so far in a window, and the pixel that holds it.
+  // Each channel's maximum so far in a window, and the pixel that holds it
+  // (an image's pixels are an int32_t's: its H x W x C elements are in
+  // memory).
   std::vector<float> best(static_cast<size_t>(c));
-  std::vector<int64_t> bestPixel(static_cast<size_t>(c));
+  std::vector<int32_t> bestPixel(static_cast<size_t>(c));
   for (int64_t image = 0; image < g.n; ++image) {
     const float *in = x ? x + image * pixels * c : nullptr;
     const float *gradOut = dy + image * g.oh * g.ow * c;
@@ -411,23 +495,20 @@ void dtrain::rt::poolBackwardLoopChannelsLast(const PoolGeometry &g,
           continue; // AVG_INCLUDE_PAD's all-padding window
         int64_t x0 = g.w.start(ox);
         auto pixelOf = [&](int64_t i, int64_t j) {
-          return (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
+          return int32_t((y0 + i * g.h.dilation) * g.w.in + x0 +
+                         j * g.w.dilation);
         };
         const float *grad = gradOut + (oy * g.ow + ox) * c;
         if (g.kind == DTRAIN_RT_POOL_MAX) {
           // The first maximum in row-major window order, per channel.
-          int64_t first = pixelOf(rows.first, cols.first);
+          int32_t first = pixelOf(rows.first, cols.first);
           std::copy(in + first * c, in + (first + 1) * c, best.begin());
           std::fill(bestPixel.begin(), bestPixel.end(), first);
           for (int64_t i = rows.first; i < rows.last; ++i)
             for (int64_t j = cols.first; j < cols.last; ++j) {
-              int64_t pixel = pixelOf(i, j);
-              const float *tap = in + pixel * c;
-              for (int64_t ch = 0; ch < c; ++ch)
-                if (beatsMax(tap[ch], best[size_t(ch)])) {
-                  best[size_t(ch)] = tap[ch];
-                  bestPixel[size_t(ch)] = pixel;
-                }
+              int32_t pixel = pixelOf(i, j);
+              maxOfTapsFor(in + pixel * c, 1, pixel, 0, best.data(),
+                           bestPixel.data(), c);
             }
           for (int64_t ch = 0; ch < c; ++ch)
             gradIn[bestPixel[size_t(ch)] * c + ch] += grad[ch];

@@ -20,6 +20,7 @@
 
 #include "GaussianK.h"
 #include "Internal.h"
+#include "Parallel.h"
 #include "SelectMethods.h"
 
 #include <algorithm>
@@ -46,34 +47,6 @@ int dtrain::rt::computeThreads() {
 }
 
 namespace {
-
-/// Threads for a pass over N elements: computeThreads(), and one below
-/// 256K elements, where starting threads costs more.
-int passThreads(int64_t n) {
-  if (n < (int64_t(1) << 18))
-    return 1;
-  static const int threads = computeThreads();
-  return threads;
-}
-
-/// FN(begin, end) -> T over contiguous chunks of [0, N) in parallel; the
-/// chunks' results in chunk order.
-template <class T, class Fn> std::vector<T> forChunks(int64_t n, Fn fn) {
-  const int threads = passThreads(n);
-  std::vector<T> results(static_cast<size_t>(threads));
-  if (threads == 1) {
-    results[0] = fn(int64_t(0), n);
-    return results;
-  }
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      results[size_t(t)] = fn(n * t / threads, n * (t + 1) / threads);
-    });
-  for (std::thread &worker : workers)
-    worker.join();
-  return results;
-}
 
 /// The bits of |x|: unsigned order is magnitude order (NaNs above inf).
 inline uint32_t magnitudeBits(float x) {

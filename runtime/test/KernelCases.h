@@ -200,15 +200,18 @@ inline const PoolCase poolCases[] = {
     {kExclude, 1, 2, 8, 8, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, true},
     {kInclude, 1, 3, 8, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true}, // pad+overhang
     {kExclude, 1, 3, 8, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true},
-    {kInclude, 1, 2, 5, 5, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, true},  // overhang
-    {kMax, 2, 3, 5, 7, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, true}, // 2x2, overhang
-    {kInclude, 1, 2, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, true},  // PyTorch rule
-    {kInclude, 2, 8, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, false}, // global
-    {kExclude, 2, 8, 7, 7, 7, 7, 7, 7, 0, 0, 0, 0, 1, 1, false}, // global
-    {kInclude, 1, 2, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, false}, // all-pad
+    {kInclude, 1, 2, 5, 5, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, true}, // overhang
+    {kMax, 2, 3, 5, 7, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, true},     // 2x2, overhang
+    {kInclude, 1, 2, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, true}, // PyTorch rule
+    {kInclude, 2, 8, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, false},   // global
+    {kExclude, 2, 8, 7, 7, 7, 7, 7, 7, 0, 0, 0, 0, 1, 1, false},   // global
+    {kInclude, 1, 2, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, false},   // all-pad
     {kExclude, 1, 2, 10, 10, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false}, // dilated
     {kInclude, 1, 2, 10, 10, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false}, // dilated
     {kExclude, 2, 32, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
+    // 2^18 elements: the CPU's gradients split the images among threads.
+    {kMax, 4, 64, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false},
+    {kExclude, 4, 64, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
 };
 
 /// A pooling case's X and DY moved channels last (NHWC), and what the CPU's
