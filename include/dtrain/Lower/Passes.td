@@ -117,10 +117,11 @@ def ChannelsLast : Pass<"dtrain-channels-last", "func::FuncOp"> {
     `nn.batch_norm_train_grad` that is not f64 the `channels_last`
     layout: its activations `N x H x W x C`, a convolution's weight
     `O x Kh x Kw x C/groups` (not to a convolution padded asymmetrically,
-    which cuDNN runs on padded NCHW copies). cuDNN's tensor-core convolutions work on
-    that layout; on NCHW tensors they transpose their input and output
-    (1.93 ms of resnet50's 14.4 ms bf16 step on an H200), and oneDNN
-    reorders NCHW to its blocked layouts around each convolution.
+    which cuDNN runs on padded NCHW copies). cuDNN's tensor-core
+    convolutions work on that layout; on NCHW tensors they transpose their
+    input and output (1.93 ms of resnet50's 14.4 ms bf16 step on an H200),
+    and oneDNN reorders NCHW to its blocked layouts around each
+    convolution.
 
     Each op gets `nn.transpose`s around it (to NHWC and OHWI before, back to
     NCHW after); then transposes move past element-wise ops (add, sub,
