@@ -389,50 +389,6 @@ TEST(CudaHalf, ConvolutionsMatchCpu) {
 
 //===--- Pooling ----------------------------------------------------------===//
 
-const PoolCase gpuPoolCases[] = {
-    // kind n c h w kh kw sh sw pt pl pb pr dh dw ceil
-    {kMax, 8, 64, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false}, // ResNet
-    {kExclude, 4, 32, 27, 27, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1, true},
-    {kInclude, 4, 16, 15, 15, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1, true},
-    {kMax, 2, 16, 20, 18, 3, 2, 3, 2, 2, 0, 1, 1, 2, 3, true},
-};
-
-/// Whether every window of K along one dimension has an input element
-/// (else only AVG_INCLUDE_PAD takes the geometry).
-bool windowsHaveInput(int64_t in, int64_t out, int64_t kernel, int64_t stride,
-                      int64_t pad, int64_t dilation) {
-  for (int64_t o = 0; o < out; ++o) {
-    bool inside = false;
-    for (int64_t i = 0; i < kernel; ++i) {
-      const int64_t at = o * stride - pad + i * dilation;
-      inside |= at >= 0 && at < in;
-    }
-    if (!inside)
-      return false;
-  }
-  return true;
-}
-
-/// The cases of KernelCases.h and the larger ones, each with every kind
-/// that takes its geometry.
-std::vector<PoolCase> allPoolCases() {
-  std::vector<PoolCase> cases;
-  auto add = [&](PoolCase k) {
-    for (int32_t kind : {kMax, kInclude, kExclude}) {
-      k.kind = kind;
-      if (kind == kInclude ||
-          (windowsHaveInput(k.h, k.oh(), k.kh, k.sh, k.pt, k.dh) &&
-           windowsHaveInput(k.w, k.ow(), k.kw, k.sw, k.pl, k.dw)))
-        cases.push_back(k);
-    }
-  };
-  for (const PoolCase &k : poolCases)
-    add(k);
-  for (const PoolCase &k : gpuPoolCases)
-    add(k);
-  return cases;
-}
-
 size_t inputSize(const PoolCase &k) { return size_t(k.n * k.c * k.h * k.w); }
 size_t outputSize(const PoolCase &k) {
   return size_t(k.n * k.c * k.oh() * k.ow());

@@ -6,6 +6,7 @@
 // while the CPU kernels' contract (dtrain_rt.h) fixes all of these. Pooling
 // is memory-bound; one thread per output (forward) or per input element
 // (backward, gathering the windows that read it) is what cuDNN does too.
+// What a thread computes is PoolKernels.h's, which a CPU test runs too.
 //
 // And what Dnn.cpp needs besides cuDNN: padded copies of images and their
 // inverse (cuDNN pads symmetrically; an asymmetric padding's excess is
@@ -24,6 +25,7 @@
 #include "Float16.h"
 #include "cuda/BatchNormSplits.h"
 #include "cuda/HeavyOps.h"
+#include "cuda/PoolKernels.h"
 
 #include <algorithm>
 #include <climits>
@@ -46,238 +48,52 @@ void checkLaunched(const KernelCall &call, const char *kernel) {
 
 //===--- Pooling ----------------------------------------------------------===//
 
-/// PoolDim and PoolShape with the sizes within a plane as 32-bit ints,
-/// which the kernels' index arithmetic uses: a 64-bit division costs a GPU
-/// tens of instructions, and with several per tap it made the backward
-/// pass of resnet's first pooling take 1 ms on an H200. planeShape checks
-/// that they fit.
-struct PlaneDim {
-  int in, kernel, stride, padBegin, padEnd, dilation;
-};
-struct PlaneShape {
-  int32_t kind;
-  int64_t planes;
-  PlaneDim h, w;
-  int oh, ow;
-  int channels; // per pixel of a plane: PoolShape's
-  __device__ int inputs() const { return h.in * w.in; }
-  __device__ int outputs() const { return oh * ow; }
-};
+// A grid of (element in a plane, plane) over PoolKernels.h's functions.
 
-/// The taps of one window along one dimension: PADDED of them inside the
-/// padded input (ceil mode clips the rest), FIRST to LAST-1 inside the
-/// input proper (Kernels.h's TapRange and taps()).
-struct Taps {
-  int padded, first, last;
-  __device__ int inside() const { return last > first ? last - first : 0; }
-};
-
-__device__ Taps tapsOf(const PlaneDim &d, int o) {
-  const int start = o * d.stride - d.padBegin;
-  Taps range{0, d.kernel, 0};
-  for (int i = 0; i < d.kernel; ++i) {
-    const int at = start + i * d.dilation;
-    if (at >= d.in + d.padEnd)
-      break;
-    ++range.padded;
-    if (at >= 0 && at < d.in) {
-      range.first = range.first < i ? range.first : i;
-      range.last = i + 1;
-    }
-  }
-  return range;
-}
-
-/// Whether V replaces BEST as a window's maximum: larger, or the first NaN
-/// (a NaN is the maximum), as the CPU's gradient decides.
-__device__ bool beats(float v, float best) {
-  return v > best || (isnan(v) && !isnan(best));
-}
-
-// The pooling kernels take tensors of the float type TYPE (DTRAIN_RT_F32,
-// _BF16 or _F16), widened exactly to f32 as they are read; each result is
-// computed in f32 and rounded once as it is stored.
-
-/// The window of output AT (an offset within its plane): its taps and the
-/// input offset in the plane of its tap (0, 0), possibly in the padding.
-struct Window {
-  Taps rows, cols;
-  int y0, x0;
-
-  /// The offset in the plane of tap (I, J).
-  __device__ int tap(const PlaneShape &g, int i, int j) const {
-    return (y0 + i * g.h.dilation) * g.w.in + x0 + j * g.w.dilation;
-  }
-};
-
-__device__ Window windowOf(const PlaneShape &g, int at) {
-  const int oy = at / g.ow, ox = at - oy * g.ow;
-  return {tapsOf(g.h, oy), tapsOf(g.w, ox), oy * g.h.stride - g.h.padBegin,
-          ox * g.w.stride - g.w.padBegin};
-}
-
-// The pooling kernels run on a grid of (element in a plane, plane): a
-// thread takes one element (blockIdx.x, threadIdx.x) in every gridDim.y-th
-// plane, so that what depends on the element alone (the window, the
-// divisions by sizes known only at run time) is worked out once for all its
-// planes. With ChannelsLast, a plane is an image whose pixels hold
-// g.channels elements each, which consecutive threads take (coalesced
-// accesses); else a plane holds one channel's pixels.
-
-/// The calling thread's element in its plane: a pixel and a channel.
-struct PlaneElement {
-  int pixel, channel;
-};
-
+/// The calling thread's element of a plane.
 template <bool ChannelsLast>
-__device__ PlaneElement elementInPlane(const PlaneShape &g) {
-  const int at = blockIdx.x * blockDim.x + threadIdx.x;
-  if (!ChannelsLast)
-    return {at, 0};
-  const int pixel = at / g.channels;
-  return {pixel, at - pixel * g.channels};
-}
-
-/// The index of channel CHANNEL of pixel PIXEL of PLANE, in planes of
-/// PIXELS pixels.
-template <bool ChannelsLast>
-__device__ int64_t elementIndex(const PlaneShape &g, int64_t plane,
-                                int pixels, int pixel, int channel) {
-  if (!ChannelsLast)
-    return plane * pixels + pixel;
-  return (plane * pixels + pixel) * g.channels + channel;
+__device__ PlaneElement threadElement(const PlaneShape &g) {
+  return elementOf<ChannelsLast>(g, blockIdx.x * blockDim.x + threadIdx.x);
 }
 
 /// Loops PLANE over the calling thread's planes.
 #define DTRAIN_PLANE_LOOP(plane, planes)                                       \
   for (int64_t plane = blockIdx.y; plane < (planes); plane += gridDim.y)
 
-/// One output per thread, summed in the CPU loop's order (row-major over
-/// the window).
 template <int32_t Type, bool ChannelsLast>
 __global__ void poolForward(PlaneShape g, const void *__restrict__ x,
                             void *__restrict__ y) {
-  const PlaneElement e = elementInPlane<ChannelsLast>(g);
+  const PlaneElement e = threadElement<ChannelsLast>(g);
   if (e.pixel >= g.outputs())
     return;
   const Window w = windowOf(g, e.pixel);
-  const Taps &rows = w.rows, &cols = w.cols;
   DTRAIN_PLANE_LOOP(plane, g.planes) {
-    float max = -INFINITY, sum = 0.0f;
-    for (int i = rows.first; i < rows.last; ++i) {
-      for (int j = cols.first; j < cols.last; ++j) {
-        const float v = loadAsFloat(
-            x, Type,
-            elementIndex<ChannelsLast>(g, plane, g.inputs(), w.tap(g, i, j),
-                                       e.channel));
-        if (beats(v, max))
-          max = v;
-        sum += v;
-      }
-    }
-    const int64_t o = elementIndex<ChannelsLast>(g, plane, g.outputs(),
-                                                 e.pixel, e.channel);
-    if (g.kind == DTRAIN_RT_POOL_MAX)
-      storeFromFloat(y, Type, o, max);
-    else if (g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD)
-      storeFromFloat(y, Type, o, sum / float(rows.padded * cols.padded));
-    else
-      storeFromFloat(y, Type, o, sum / float(rows.inside() * cols.inside()));
+    poolOutputAt<Type, ChannelsLast>(g, w, e, plane, x, y);
   }
 }
 
-/// ARGMAX[o] = the pixel in its plane of window o's first maximum in
-/// row-major window order (every window has an input element: checked).
 template <int32_t Type, bool ChannelsLast>
 __global__ void poolArgmax(PlaneShape g, const void *__restrict__ x,
                            int32_t *__restrict__ argmax) {
-  const PlaneElement e = elementInPlane<ChannelsLast>(g);
+  const PlaneElement e = threadElement<ChannelsLast>(g);
   if (e.pixel >= g.outputs())
     return;
   const Window w = windowOf(g, e.pixel);
   DTRAIN_PLANE_LOOP(plane, g.planes) {
-    auto load = [&](int tap) {
-      return loadAsFloat(x, Type,
-                         elementIndex<ChannelsLast>(g, plane, g.inputs(), tap,
-                                                    e.channel));
-    };
-    int best = w.tap(g, w.rows.first, w.cols.first);
-    float max = load(best);
-    for (int i = w.rows.first; i < w.rows.last; ++i)
-      for (int j = w.cols.first; j < w.cols.last; ++j) {
-        const int tap = w.tap(g, i, j);
-        const float v = load(tap);
-        if (beats(v, max)) {
-          best = tap;
-          max = v;
-        }
-      }
-    argmax[elementIndex<ChannelsLast>(g, plane, g.outputs(), e.pixel,
-                                      e.channel)] = best;
+    poolArgmaxAt<Type, ChannelsLast>(g, w, e, plane, x, argmax);
   }
 }
 
-/// The windows along D (of OUTPUTS) that read coordinate P: those from
-/// FIRST to LAST - 1 whose tap lands on P, which is every one of them
-/// where the dilation is 1. Window O's tap I reads O * STRIDE - PAD + I *
-/// DILATION, so the windows ascend as the taps descend.
-struct Readers {
-  int first, last;
-};
-
-__device__ Readers readersOf(const PlaneDim &d, int outputs, int p) {
-  const int top = p + d.padBegin; // window O's tap 0 is at TOP - O * STRIDE
-  const int low = top - (d.kernel - 1) * d.dilation;
-  const int first = low <= 0 ? 0 : (low + d.stride - 1) / d.stride;
-  const int last = top / d.stride + 1;
-  return {first, last < outputs ? last : outputs};
-}
-
-/// Whether window O along D, one of readersOf's, has a tap on P.
-__device__ bool reads(const PlaneDim &d, int o, int p) {
-  return d.dilation == 1 || (p + d.padBegin - o * d.stride) % d.dilation == 0;
-}
-
-/// One input element per thread: the sum of what the windows that read it
-/// send it, taken in the CPU loop's order (windows in row-major order).
-/// ARGMAX is MAX's, else NULL.
 template <int32_t Type, bool ChannelsLast>
 __global__ void poolBackward(PlaneShape g, const int32_t *__restrict__ argmax,
                              const void *__restrict__ dy,
                              void *__restrict__ dx) {
-  const PlaneElement e = elementInPlane<ChannelsLast>(g);
-  const int offset = e.pixel;
-  if (offset >= g.inputs())
+  const PlaneElement e = threadElement<ChannelsLast>(g);
+  if (e.pixel >= g.inputs())
     return;
-  const int iy = offset / g.w.in, ix = offset - iy * g.w.in;
-  const Readers rows = readersOf(g.h, g.oh, iy),
-                cols = readersOf(g.w, g.ow, ix);
+  const InputReaders r = readersOf(g, e);
   DTRAIN_PLANE_LOOP(plane, g.planes) {
-    float grad = 0.0f;
-    for (int oy = rows.first; oy < rows.last; ++oy) {
-      if (!reads(g.h, oy, iy))
-        continue;
-      for (int ox = cols.first; ox < cols.last; ++ox) {
-        if (!reads(g.w, ox, ix))
-          continue;
-        const int64_t o = elementIndex<ChannelsLast>(
-            g, plane, g.outputs(), oy * g.ow + ox, e.channel);
-        if (g.kind == DTRAIN_RT_POOL_MAX) {
-          if (argmax[o] == offset)
-            grad += loadAsFloat(dy, Type, o);
-          continue;
-        }
-        const Taps tapRows = tapsOf(g.h, oy), tapCols = tapsOf(g.w, ox);
-        const int divisor = g.kind == DTRAIN_RT_POOL_AVG_INCLUDE_PAD
-                                ? tapRows.padded * tapCols.padded
-                                : tapRows.inside() * tapCols.inside();
-        grad += loadAsFloat(dy, Type, o) / float(divisor);
-      }
-    }
-    storeFromFloat(dx, Type,
-                   elementIndex<ChannelsLast>(g, plane, g.inputs(), offset,
-                                              e.channel),
-                   grad);
+    poolGradientAt<Type, ChannelsLast>(g, r, e, plane, argmax, dy, dx);
   }
 }
 
