@@ -389,11 +389,6 @@ TEST(CudaHalf, ConvolutionsMatchCpu) {
 
 //===--- Pooling ----------------------------------------------------------===//
 
-size_t inputSize(const PoolCase &k) { return size_t(k.n * k.c * k.h * k.w); }
-size_t outputSize(const PoolCase &k) {
-  return size_t(k.n * k.c * k.oh() * k.ow());
-}
-
 std::vector<float> poolForward(const PoolCase &k, const std::vector<float> &x,
                                bool onGpu) {
   if (!onGpu) {

@@ -260,6 +260,14 @@ inline std::vector<PoolCase> allPoolCases() {
   return cases;
 }
 
+/// The sizes of a pooling case's input (and DX) and output (and DY).
+inline size_t inputSize(const PoolCase &k) {
+  return size_t(k.n * k.c * k.h * k.w);
+}
+inline size_t outputSize(const PoolCase &k) {
+  return size_t(k.n * k.c * k.oh() * k.ow());
+}
+
 /// A pooling case's X and DY moved channels last (NHWC), and what the CPU's
 /// NHWC kernels compute from them: Y and DX, NHWC, NaN where a kernel wrote
 /// nothing.

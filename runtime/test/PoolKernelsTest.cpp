@@ -116,11 +116,6 @@ Pooled poolOnCpu(const PoolCase &k, const std::vector<float> &x,
   return r;
 }
 
-size_t inputSize(const PoolCase &k) { return size_t(k.n * k.c * k.h * k.w); }
-size_t outputSize(const PoolCase &k) {
-  return size_t(k.n * k.c * k.oh() * k.ow());
-}
-
 /// X rounded to TYPE.
 template <int32_t Type> std::vector<float> rounded(std::vector<float> x) {
   return widen<Type>(store<Type>(x));
