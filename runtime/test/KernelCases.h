@@ -240,8 +240,8 @@ inline bool windowsHaveInput(int64_t in, int64_t out, int64_t kernel,
   return true;
 }
 
-/// poolCases and gpuPoolCases, each with every kind
-/// that takes its geometry.
+/// poolCases and gpuPoolCases, each with every kind that takes its
+/// geometry.
 inline std::vector<PoolCase> allPoolCases() {
   std::vector<PoolCase> cases;
   auto add = [&](PoolCase k) {
