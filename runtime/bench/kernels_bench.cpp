@@ -2,13 +2,16 @@
 //
 //   dtrain-rt-kernels-bench [--iters=N]
 //
-// Times two kernels through the C ABI, as generated code calls them: a
-// 512^3 sgemm and a 3x3 convolution 8x64x56x56 -> 64 with
-// padding 1 (oneDNN, NCHW in and out, reorders included). The first call is
-// a warm-up (it creates the oneDNN primitive); the median over N calls is
-// reported as key=value lines:
-//   kernel=K median_ms=T gflops=G
-// Both run on oneDNN, on OMP_NUM_THREADS threads.
+// Times kernels through the C ABI, as generated code calls them: a 512^3
+// sgemm and a 3x3 convolution 8x64x56x56 -> 64 with padding 1 (oneDNN,
+// NCHW in and out, reorders included), and resnet's stem max pooling
+// (3x3, stride 2, padding 1) of 8x64x112x112 and its gradient, NCHW and
+// NHWC. The first call is a warm-up (it creates the oneDNN primitive); the
+// median over N calls is reported as key=value lines:
+//   kernel=K median_ms=T gflops=G      (the sgemm and the convolution)
+//   kernel=K median_ms=T gbytes_s=B    (pooling: its tensors' bytes)
+// All run on OMP_NUM_THREADS threads (oneDNN's, or the pooling gradients'
+// own).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -33,9 +37,11 @@ std::vector<float> randomVector(size_t count) {
   return v;
 }
 
-/// Runs BODY once to warm up, then ITERS times; prints the median.
+/// Runs BODY once to warm up, then ITERS times; prints the median and
+/// AMOUNT (flops or bytes) over it, in UNIT (1e9 of them a second).
 template <typename Body>
-void bench(const char *name, double flops, int iters, Body body) {
+void bench(const char *name, const char *unit, double amount, int iters,
+           Body body) {
   body();
   std::vector<double> seconds;
   for (int i = 0; i < iters; ++i) {
@@ -47,8 +53,8 @@ void bench(const char *name, double flops, int iters, Body body) {
   }
   std::sort(seconds.begin(), seconds.end());
   double median = seconds[seconds.size() / 2];
-  std::printf("kernel=%s median_ms=%.3f gflops=%.1f\n", name, median * 1e3,
-              flops / median * 1e-9);
+  std::printf("kernel=%s median_ms=%.3f %s=%.1f\n", name, median * 1e3, unit,
+              amount / median * 1e-9);
 }
 
 } // namespace
@@ -66,7 +72,7 @@ int main(int argc, char **argv) {
 
   const int64_t m = 512;
   std::vector<float> a = randomVector(m * m), b = randomVector(m * m), c(m * m);
-  bench("sgemm-512", 2.0 * m * m * m, iters, [&] {
+  bench("sgemm-512", "gflops", 2.0 * m * m * m, iters, [&] {
     dtrain_rt_matmul_f32(a.data(), b.data(), c.data(), m, m, m, 0, 0, 0.0f);
   });
 
@@ -74,9 +80,41 @@ int main(int argc, char **argv) {
   std::vector<float> x = randomVector(n * ch * hw * hw),
                      w = randomVector(oc * ch * 9), bias = randomVector(oc),
                      y(n * oc * hw * hw);
-  bench("conv3x3-8x64x56x56-64", 2.0 * n * oc * hw * hw * ch * 9, iters, [&] {
-    dtrain_rt_conv2d_f32(x.data(), w.data(), bias.data(), y.data(), n, ch, hw,
-                         hw, oc, 3, 3, hw, hw, 1, 1, 1, 1, 1, 1, 1, 1, 1);
-  });
+  bench("conv3x3-8x64x56x56-64", "gflops", 2.0 * n * oc * hw * hw * ch * 9,
+        iters, [&] {
+          dtrain_rt_conv2d_f32(x.data(), w.data(), bias.data(), y.data(), n, ch,
+                               hw, hw, oc, 3, 3, hw, hw, 1, 1, 1, 1, 1, 1, 1, 1,
+                               1);
+        });
+
+  // Pooling reads X (and, backward, DY) and writes Y (DX): bytes moved.
+  const int64_t ph = 112, po = 56;
+  const size_t inputs = size_t(n * ch * ph * ph),
+               outputs = size_t(n * ch * po * po);
+  std::vector<float> px = randomVector(inputs), py(outputs),
+                     pdy = randomVector(outputs), pdx(inputs);
+  const double forwardBytes = 4.0 * double(inputs + outputs),
+               backwardBytes = 4.0 * double(2 * inputs + outputs);
+  using Pool = decltype(&dtrain_rt_pool2d_f32);
+  using PoolBackward = decltype(&dtrain_rt_pool2d_backward_f32);
+  const struct {
+    const char *layout;
+    Pool forward;
+    PoolBackward backward;
+  } layouts[] = {
+      {"nchw", dtrain_rt_pool2d_f32, dtrain_rt_pool2d_backward_f32},
+      {"nhwc", dtrain_rt_pool2d_nhwc_f32, dtrain_rt_pool2d_backward_nhwc_f32}};
+  for (const auto &l : layouts) {
+    const std::string name =
+        std::string("maxpool3x3s2-8x64x112x112-") + l.layout;
+    bench(name.c_str(), "gbytes_s", forwardBytes, iters, [&] {
+      l.forward(px.data(), py.data(), DTRAIN_RT_POOL_MAX, n, ch, ph, ph, po, po,
+                3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
+    });
+    bench((name + "-backward").c_str(), "gbytes_s", backwardBytes, iters, [&] {
+      l.backward(px.data(), pdy.data(), pdx.data(), DTRAIN_RT_POOL_MAX, n, ch,
+                 ph, ph, po, po, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
+    });
+  }
   return 0;
 }
