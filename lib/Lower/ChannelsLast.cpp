@@ -115,6 +115,20 @@ struct ComposeTransposes : OpRewritePattern<nn::TransposeOp> {
   }
 };
 
+/// Whether OP is an element-wise op that transposes move past
+/// (SinkTransposeThroughElementwise): not a cast that widens the elements,
+/// as a transpose below it would move wider elements
+/// (TransposeBeforeWidening moves those to NHWC above it).
+static bool isSinkableElementwise(Operation *op) {
+  if (!isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::ReluOp,
+           nn::SigmoidOp, nn::TanhOp, nn::LeakyReluOp, nn::ClipOp,
+           nn::ClipGradOp, nn::ReluGradOp, nn::CastOp>(op))
+    return false;
+  auto widen = dyn_cast<nn::CastOp>(op);
+  return !widen || widen.getInput().getType().getElementTypeBitWidth() >=
+                       widen.getType().getElementTypeBitWidth();
+}
+
 /// An element-wise op on NHWC tensors transposed to NCHW runs on the NHWC
 /// ones, and its result is transposed instead: op(nchw(a), s) =
 /// nchw(op(a, s)) for 0-d S; an NCHW operand B joins as nhwc(B) where B has
@@ -128,17 +142,9 @@ struct SinkTransposeThroughElementwise : RewritePattern {
 
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
-    if (!isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::ReluOp,
-             nn::SigmoidOp, nn::TanhOp, nn::LeakyReluOp, nn::ClipOp,
-             nn::ClipGradOp, nn::ReluGradOp, nn::CastOp>(op))
+    if (!isSinkableElementwise(op))
       return failure();
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-    // Not below a widening cast: the transpose would move wider elements
-    // (TransposeBeforeWidening moves those to NHWC above it).
-    if (auto widen = dyn_cast<nn::CastOp>(op);
-        widen && widen.getInput().getType().getElementTypeBitWidth() <
-                     resultType.getElementTypeBitWidth())
-      return failure();
     ArrayRef<int64_t> permutation = kFromChannelsLast,
                       inverse = kToChannelsLast;
     auto isToNCHW = [&](Value value) {
@@ -225,6 +231,65 @@ struct SumUntransposed : OpRewritePattern<nn::ReduceSumOp> {
   }
 };
 
+/// A global average pooling of a transposed NHWC tensor averages its
+/// dimensions 1 and 2: gap(nchw(x)) = the N x 1 x 1 x C mean of x, which
+/// is N x C x 1 x 1 as it lies in memory (a reshape).
+struct GlobalAvgPoolUntransposed : OpRewritePattern<nn::GlobalAvgPool2DOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(nn::GlobalAvgPool2DOp op,
+                                PatternRewriter &rewriter) const override {
+    auto t = op.getInput().getDefiningOp<nn::TransposeOp>();
+    if (!t || t.getPermutation() != ArrayRef<int64_t>(kFromChannelsLast))
+      return failure();
+    Value mean =
+        nn::ReduceMeanOp::create(rewriter, op.getLoc(), t.getInput(),
+                                 ArrayRef<int64_t>{1, 2}, /*keep_dims=*/true);
+    rewriter.replaceOpWithNewOp<nn::ReshapeOp>(op, op.getType(), mean);
+    return success();
+  }
+};
+
+/// Whether every use of VALUE reaches a transpose to NHWC through
+/// element-wise ops that transposes move past (within a few ops).
+static bool reachesChannelsLast(Value value, int depth = 0) {
+  if (depth > 8 || value.use_empty())
+    return false;
+  return llvm::all_of(value.getUsers(), [&](Operation *user) {
+    if (auto t = dyn_cast<nn::TransposeOp>(user))
+      return t.getPermutation() == ArrayRef<int64_t>(kToChannelsLast);
+    return isSinkableElementwise(user) &&
+           reachesChannelsLast(user->getResult(0), depth + 1);
+  });
+}
+
+/// A broadcast of an N x C x 1 x 1 tensor to NCHW (a global average
+/// pooling's gradient) is the broadcast of its N x 1 x 1 x C reshape to
+/// NHWC, transposed: where its uses lead to NHWC tensors, that transpose
+/// moves down to meet them.
+struct BroadcastPixelsChannelsLast : OpRewritePattern<nn::BroadcastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(nn::BroadcastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    if (inputType.getRank() != 4 || resultType.getRank() != 4 ||
+        inputType.getDimSize(2) != 1 || inputType.getDimSize(3) != 1 ||
+        !reachesChannelsLast(op.getResult()))
+      return failure();
+    auto toChannelsLast = [&](RankedTensorType type) {
+      return type.clone(llvm::map_to_vector(
+          kToChannelsLast, [&](int64_t d) { return type.getDimSize(d); }));
+    };
+    Location loc = op.getLoc();
+    Value pixel = nn::ReshapeOp::create(
+        rewriter, loc, toChannelsLast(inputType), op.getInput());
+    Value spread = nn::BroadcastOp::create(rewriter, loc,
+                                           toChannelsLast(resultType), pixel);
+    rewriter.replaceOp(op, transpose(rewriter, loc, spread, kFromChannelsLast));
+    return success();
+  }
+};
+
 /// Makes the transposes of one value by one permutation one transpose,
 /// placed just after the value's definition; returns whether any were
 /// shared.
@@ -268,7 +333,8 @@ struct ChannelsLastPass
       convertToChannelsLast(rewriter, op);
 
     RewritePatternSet patterns(&getContext());
-    patterns.add<ComposeTransposes, SinkTransposeThroughElementwise,
+    patterns.add<BroadcastPixelsChannelsLast, ComposeTransposes,
+                 GlobalAvgPoolUntransposed, SinkTransposeThroughElementwise,
                  SumUntransposed, TransposeBeforeWidening>(&getContext());
     FrozenRewritePatternSet frozen(std::move(patterns));
     // Rounds of moving transposes and sharing equal ones (a weight's, a

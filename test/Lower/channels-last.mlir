@@ -142,3 +142,46 @@ func.func @widening_casts(%x: tensor<8x16x8x8xbf16>, %dy: tensor<8x16x8x8xbf16>,
   %n, %mean, %var = nn.batch_norm_train %wide, %s, %b : tensor<8x16x8x8xf32>, tensor<16xf32>, tensor<16xf32> -> (tensor<8x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
   return %dw32, %n : tensor<16x16x3x3xf32>, tensor<8x16x8x8xf32>
 }
+
+// The head: global average pooling of an NHWC tensor averages its
+// dimensions 1 and 2, and its gradient, a broadcast of N x C x 1 x 1 that
+// leads to NHWC tensors, broadcasts N x 1 x 1 x C to NHWC: no transpose
+// but the input's, the weight's and the output's.
+// CHECK-LABEL: func.func @head
+// CHECK-COUNT-2: nn.transpose %arg{{[01]}} {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[R:.*]] = nn.relu %{{.*}} : tensor<8x6x6x16xf32>
+// CHECK-NEXT: %[[MEAN:.*]] = nn.reduce_mean %[[R]] dims = [1, 2] {keep_dims} : tensor<8x6x6x16xf32> -> tensor<8x1x1x16xf32>
+// CHECK-NEXT: nn.reshape %[[MEAN]] : tensor<8x1x1x16xf32> -> tensor<8x16x1x1xf32>
+// CHECK: %[[PIXEL:.*]] = nn.reshape %{{.*}} : tensor<8x16x1x1xf32> -> tensor<8x1x1x16xf32>
+// CHECK-NEXT: %[[SPREAD:.*]] = nn.broadcast %[[PIXEL]] : tensor<8x1x1x16xf32> -> tensor<8x6x6x16xf32>
+// CHECK-NEXT: %[[SCALED:.*]] = nn.mul %[[SPREAD]], %{{.*}} : tensor<8x6x6x16xf32>, tensor<f32>
+// CHECK-NEXT: %[[DR:.*]] = nn.relu_grad %[[SCALED]], %[[R]] : tensor<8x6x6x16xf32>
+// CHECK-NEXT: %[[DX:.*]] = nn.conv2d_backward_data %[[DR]], %{{.*}} {channels_last, {{.*}}}
+// CHECK-NEXT: %[[OUT:.*]] = nn.transpose %[[DX]] {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK-NEXT: return %{{.*}}, %[[OUT]]
+
+func.func @head(%x: tensor<8x16x6x6xf32>, %w: tensor<16x16x3x3xf32>, %dz: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16x6x6xf32>) {
+  %y = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x6x6xf32>, tensor<16x16x3x3xf32> -> tensor<8x16x6x6xf32>
+  %r = nn.relu %y : tensor<8x16x6x6xf32>
+  %g = nn.global_avg_pool2d %r : tensor<8x16x6x6xf32> -> tensor<8x16x1x1xf32>
+  %f = nn.reshape %g : tensor<8x16x1x1xf32> -> tensor<8x16xf32>
+  %d = nn.reshape %dz : tensor<8x16xf32> -> tensor<8x16x1x1xf32>
+  %b = nn.broadcast %d : tensor<8x16x1x1xf32> -> tensor<8x16x6x6xf32>
+  %s = arith.constant dense<0.0277777780> : tensor<f32>
+  %m = nn.mul %b, %s : tensor<8x16x6x6xf32>, tensor<f32> -> tensor<8x16x6x6xf32>
+  %dr = nn.relu_grad %m, %r : tensor<8x16x6x6xf32>
+  %dx = nn.conv2d_backward_data %dr, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x6x6xf32>, tensor<16x16x3x3xf32> -> tensor<8x16x6x6xf32>
+  return %f, %dx : tensor<8x16xf32>, tensor<8x16x6x6xf32>
+}
+
+// A broadcast whose uses stay NCHW stays as it is.
+// CHECK-LABEL: func.func @broadcast_to_nchw
+// CHECK: %[[B:.*]] = nn.broadcast %arg2 : tensor<8x16x1x1xf32> -> tensor<8x16x6x6xf32>
+// CHECK-NEXT: nn.mul %[[B]], %[[B]] : tensor<8x16x6x6xf32>
+
+func.func @broadcast_to_nchw(%x: tensor<8x16x6x6xf32>, %w: tensor<16x16x3x3xf32>, %d: tensor<8x16x1x1xf32>) -> (tensor<8x16x6x6xf32>, tensor<8x16x6x6xf32>) {
+  %y = nn.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>} : tensor<8x16x6x6xf32>, tensor<16x16x3x3xf32> -> tensor<8x16x6x6xf32>
+  %b = nn.broadcast %d : tensor<8x16x1x1xf32> -> tensor<8x16x6x6xf32>
+  %m = nn.mul %b, %b : tensor<8x16x6x6xf32>, tensor<8x16x6x6xf32> -> tensor<8x16x6x6xf32>
+  return %y, %m : tensor<8x16x6x6xf32>, tensor<8x16x6x6xf32>
+}

@@ -128,10 +128,13 @@ def ChannelsLast : Pass<"dtrain-channels-last", "func::FuncOp"> {
     mul, div, the activations and their gradients, casts) whose other
     operands are 0-d, transposed the same way, or already transposed the
     other way somewhere, and a sum of a transposed tensor sums the
-    untransposed one, until transposes meet their inverses and cancel. What
-    remains transposes where the layouts change: at the model's input, its
-    weights (each once a step, to OHWI, and their gradients back to OIHW),
-    and around the ops that stay NCHW (the head's global average pooling).
+    untransposed one, a global average pooling of a transposed tensor
+    averages its dimensions 1 and 2, and a broadcast of an N x C x 1 x 1
+    tensor (that pooling's gradient) whose uses lead to NHWC tensors
+    broadcasts its N x 1 x 1 x C reshape to NHWC, until transposes meet
+    their inverses and cancel. What remains transposes where the layouts
+    change: at the model's input, its weights (each once a step, to OHWI,
+    and their gradients back to OIHW), and around the ops left NCHW.
 
     ```mlir
     // Before: a convolution, a ReLU and a batch norm on NCHW tensors.
