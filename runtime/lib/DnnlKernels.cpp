@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -779,10 +780,16 @@ DTRAIN_CONV2D_KERNELS(_nhwc, true)
       int64_t pad_left, int64_t pad_bottom, int64_t pad_right,                 \
       int64_t dilation_h, int64_t dilation_w) {                                \
     /* Plain loops: no primitive to cache. */                                  \
-    PoolGeometry g = checkPool2dBackward(                                      \
-        "dtrain_rt_pool2d_backward" #NAME "_f32", x, dy, dx, kind, n, c, h, w, \
-        oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom,     \
-        pad_right, dilation_h, dilation_w);                                    \
+    const char *kernel = "dtrain_rt_pool2d_backward" #NAME "_f32";             \
+    PoolGeometry g =                                                           \
+        checkPool2dBackward(kernel, x, dy, dx, kind, n, c, h, w, oh, ow, kh,   \
+                            kw, stride_h, stride_w, pad_top, pad_left,         \
+                            pad_bottom, pad_right, dilation_h, dilation_w);    \
+    if (CHANNELS_LAST && h * w > INT32_MAX)                                    \
+      fatal(nullptr,                                                           \
+            "%s: an image of %lld x %lld pixels is more than the loops' "      \
+            "32-bit pixel indices take",                                       \
+            kernel, (long long)h, (long long)w);                               \
     runPoolBackward(g, CHANNELS_LAST, x, dy, dx);                              \
   }
 

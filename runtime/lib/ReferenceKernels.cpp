@@ -289,6 +289,8 @@ static inline void maxOfTaps(const T *tap, int64_t stride, int32_t at,
     stride = FixedStride;
   for (int64_t o = 0; o < count; ++o) {
     const T v = tap[o * stride], b = best[o];
+    // beatsMax, written out: with the call, the stride-2 loop ran 1.4x
+    // slower.
     const bool wins = v > b || (v != v && b == b);
     best[o] = wins ? v : b;
     bestAt[o] = wins ? int32_t(at + o * atStride) : bestAt[o];
@@ -478,8 +480,7 @@ void dtrain::rt::poolBackwardLoopChannelsLast(const PoolGeometry &g,
   const int64_t c = g.c, pixels = g.h.in * g.w.in;
   std::fill(dx, dx + g.n * pixels * c, 0.0f);
   // Each channel's maximum so far in a window, and the pixel that holds it
-  // (an image's pixels are an int32_t's: its H x W x C elements are in
-  // memory).
+  // (as an int32_t: the kernel checks that the pixels fit).
   std::vector<float> best(static_cast<size_t>(c));
   std::vector<int32_t> bestPixel(static_cast<size_t>(c));
   for (int64_t image = 0; image < g.n; ++image) {

@@ -1213,6 +1213,10 @@ bool makeInvalidCall(const std::string &name) {
     dtrain_rt_pool2d_backward_f32(nullptr, y.data(), x.data(),
                                   DTRAIN_RT_POOL_MAX, 1, 1, 8, 8, 4, 4, 2, 2, 2,
                                   2, 0, 0, 0, 0, 1, 1);
+  else if (name == "pool-backward-nhwc-pixels") // 46341^2 > INT32_MAX
+    dtrain_rt_pool2d_backward_nhwc_f32(
+        x.data(), y.data(), w.data(), DTRAIN_RT_POOL_MAX, 1, 1, 46341, 46341,
+        46341, 46341, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1);
   else if (name == "pool-backward-ceil-rule")
     dtrain_rt_pool2d_backward_f32(x.data(), y.data(), w.data(),
                                   DTRAIN_RT_POOL_AVG_INCLUDE_PAD, 1, 1, 3, 3, 3,
