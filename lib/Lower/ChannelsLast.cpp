@@ -29,6 +29,26 @@ static Value transpose(OpBuilder &b, Location loc, Value value,
   return nn::TransposeOp::create(b, loc, value, permutation);
 }
 
+/// OP as a transpose by PERMUTATION, or null.
+static nn::TransposeOp getTransposeBy(Operation *op,
+                                      ArrayRef<int64_t> permutation) {
+  auto t = dyn_cast_or_null<nn::TransposeOp>(op);
+  return t && t.getPermutation() == permutation ? t : nn::TransposeOp();
+}
+
+/// TYPE (4-D) with its dimensions moved to NHWC (OHWI) order.
+static RankedTensorType getChannelsLastType(RankedTensorType type) {
+  return type.clone(llvm::map_to_vector(
+      kToChannelsLast, [&](int64_t d) { return type.getDimSize(d); }));
+}
+
+/// Whether OP is a cast to a wider float type.
+static bool isWideningCast(Operation *op) {
+  auto cast = dyn_cast<nn::CastOp>(op);
+  return cast && cast.getInput().getType().getElementTypeBitWidth() <
+                     cast.getType().getElementTypeBitWidth();
+}
+
 /// Whether OP is one of the ops this pass gives the channels_last layout: a
 /// 4-D convolution, pooling or batch norm (or gradient) not in f64, whose
 /// kernels are NCHW reference loops, and no convolution padded
@@ -71,13 +91,8 @@ static void convertToChannelsLast(RewriterBase &rewriter, Operation *op) {
   SmallVector<Type> resultTypes;
   for (Value result : op->getResults()) {
     auto type = cast<RankedTensorType>(result.getType());
-    if (type.getRank() != 4) {
-      resultTypes.push_back(type);
-      continue;
-    }
-    SmallVector<int64_t> shape = llvm::map_to_vector(
-        kToChannelsLast, [&](int64_t d) { return type.getDimSize(d); });
-    resultTypes.push_back(type.clone(shape));
+    resultTypes.push_back(type.getRank() == 4 ? getChannelsLastType(type)
+                                              : type);
   }
   OperationState state(loc, op->getName(), operands, resultTypes,
                        op->getAttrs());
@@ -120,13 +135,10 @@ struct ComposeTransposes : OpRewritePattern<nn::TransposeOp> {
 /// as a transpose below it would move wider elements
 /// (TransposeBeforeWidening moves those to NHWC above it).
 static bool isSinkableElementwise(Operation *op) {
-  if (!isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::ReluOp,
-           nn::SigmoidOp, nn::TanhOp, nn::LeakyReluOp, nn::ClipOp,
-           nn::ClipGradOp, nn::ReluGradOp, nn::CastOp>(op))
-    return false;
-  auto widen = dyn_cast<nn::CastOp>(op);
-  return !widen || widen.getInput().getType().getElementTypeBitWidth() >=
-                       widen.getType().getElementTypeBitWidth();
+  return isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::ReluOp,
+             nn::SigmoidOp, nn::TanhOp, nn::LeakyReluOp, nn::ClipOp,
+             nn::ClipGradOp, nn::ReluGradOp, nn::CastOp>(op) &&
+         !isWideningCast(op);
 }
 
 /// An element-wise op on NHWC tensors transposed to NCHW runs on the NHWC
@@ -148,15 +160,13 @@ struct SinkTransposeThroughElementwise : RewritePattern {
     ArrayRef<int64_t> permutation = kFromChannelsLast,
                       inverse = kToChannelsLast;
     auto isToNCHW = [&](Value value) {
-      auto t = value.getDefiningOp<nn::TransposeOp>();
-      return t && t.getPermutation() == permutation;
+      return bool(getTransposeBy(value.getDefiningOp(), permutation));
     };
     if (resultType.getRank() != 4 || llvm::none_of(op->getOperands(), isToNCHW))
       return failure();
     auto hasTransposeUser = [&](Value value, ArrayRef<int64_t> perm) {
       return llvm::any_of(value.getUsers(), [&](Operation *user) {
-        auto t = dyn_cast<nn::TransposeOp>(user);
-        return t && t.getPermutation() == perm;
+        return bool(getTransposeBy(user, perm));
       });
     };
     for (Value operand : op->getOperands()) {
@@ -177,10 +187,8 @@ struct SinkTransposeThroughElementwise : RewritePattern {
       else
         operands.push_back(transpose(rewriter, op->getLoc(), operand, inverse));
     }
-    SmallVector<int64_t> shape = llvm::map_to_vector(
-        inverse, [&](int64_t d) { return resultType.getDimSize(d); });
     OperationState state(op->getLoc(), op->getName(), operands,
-                         {resultType.clone(shape)}, op->getAttrs());
+                         {getChannelsLastType(resultType)}, op->getAttrs());
     Operation *sunk = rewriter.create(state);
     rewriter.replaceOp(
         op, transpose(rewriter, op->getLoc(), sunk->getResult(0), permutation));
@@ -197,10 +205,8 @@ struct TransposeBeforeWidening : OpRewritePattern<nn::TransposeOp> {
   LogicalResult matchAndRewrite(nn::TransposeOp op,
                                 PatternRewriter &rewriter) const override {
     auto widen = op.getInput().getDefiningOp<nn::CastOp>();
-    if (op.getPermutation() != ArrayRef<int64_t>(kToChannelsLast) || !widen ||
-        !widen->hasOneUse() ||
-        widen.getInput().getType().getElementTypeBitWidth() >=
-            widen.getType().getElementTypeBitWidth())
+    if (!getTransposeBy(op, kToChannelsLast) || !widen || !widen->hasOneUse() ||
+        !isWideningCast(widen))
       return failure();
     Value narrow =
         transpose(rewriter, op.getLoc(), widen.getInput(), op.getPermutation());
@@ -238,8 +244,9 @@ struct GlobalAvgPoolUntransposed : OpRewritePattern<nn::GlobalAvgPool2DOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(nn::GlobalAvgPool2DOp op,
                                 PatternRewriter &rewriter) const override {
-    auto t = op.getInput().getDefiningOp<nn::TransposeOp>();
-    if (!t || t.getPermutation() != ArrayRef<int64_t>(kFromChannelsLast))
+    nn::TransposeOp t =
+        getTransposeBy(op.getInput().getDefiningOp(), kFromChannelsLast);
+    if (!t)
       return failure();
     Value mean =
         nn::ReduceMeanOp::create(rewriter, op.getLoc(), t.getInput(),
@@ -255,8 +262,8 @@ static bool reachesChannelsLast(Value value, int depth = 0) {
   if (depth > 8 || value.use_empty())
     return false;
   return llvm::all_of(value.getUsers(), [&](Operation *user) {
-    if (auto t = dyn_cast<nn::TransposeOp>(user))
-      return t.getPermutation() == ArrayRef<int64_t>(kToChannelsLast);
+    if (isa<nn::TransposeOp>(user))
+      return bool(getTransposeBy(user, kToChannelsLast));
     return isSinkableElementwise(user) &&
            reachesChannelsLast(user->getResult(0), depth + 1);
   });
@@ -276,15 +283,11 @@ struct BroadcastPixelsChannelsLast : OpRewritePattern<nn::BroadcastOp> {
         inputType.getDimSize(2) != 1 || inputType.getDimSize(3) != 1 ||
         !reachesChannelsLast(op.getResult()))
       return failure();
-    auto toChannelsLast = [&](RankedTensorType type) {
-      return type.clone(llvm::map_to_vector(
-          kToChannelsLast, [&](int64_t d) { return type.getDimSize(d); }));
-    };
     Location loc = op.getLoc();
     Value pixel = nn::ReshapeOp::create(
-        rewriter, loc, toChannelsLast(inputType), op.getInput());
-    Value spread = nn::BroadcastOp::create(rewriter, loc,
-                                           toChannelsLast(resultType), pixel);
+        rewriter, loc, getChannelsLastType(inputType), op.getInput());
+    Value spread = nn::BroadcastOp::create(
+        rewriter, loc, getChannelsLastType(resultType), pixel);
     rewriter.replaceOp(op, transpose(rewriter, loc, spread, kFromChannelsLast));
     return success();
   }
