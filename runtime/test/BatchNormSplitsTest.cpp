@@ -14,6 +14,7 @@
 
 #include "cuda/BatchNormSplits.h"
 #include "Float16.h"
+#include "HostTensor.h"
 #include "KernelCases.h"
 #include "MatchesCpu.h"
 #include "dtrain_rt.h"
@@ -32,48 +33,6 @@ using namespace dtrain::rt::test;
 namespace {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-/// Tensor data in one of the float types, as the kernels take it.
-class Tensor {
-public:
-  /// VALUES rounded to TYPE, in place too: the CPU kernels then read what
-  /// the split kernels do.
-  Tensor(int32_t type, std::vector<float> &values) : type(type) {
-    resize(values.size());
-    for (size_t i = 0; i < values.size(); ++i) {
-      storeFromFloat(data(), type, int64_t(i), values[i]);
-      values[i] = loadAsFloat(data(), type, int64_t(i));
-    }
-  }
-  /// N elements, all NaN.
-  Tensor(int32_t type, size_t n) : type(type) {
-    resize(n);
-    for (size_t i = 0; i < n; ++i)
-      storeFromFloat(data(), type, int64_t(i), kNaN);
-  }
-
-  void *data() {
-    return type == DTRAIN_RT_F32 ? static_cast<void *>(wide.data())
-                                 : static_cast<void *>(narrow.data());
-  }
-  std::vector<float> read() {
-    std::vector<float> values(size);
-    for (size_t i = 0; i < size; ++i)
-      values[i] = loadAsFloat(data(), type, int64_t(i));
-    return values;
-  }
-
-private:
-  void resize(size_t n) {
-    size = n;
-    (type == DTRAIN_RT_F32 ? wide.resize(n) : narrow.resize(n));
-  }
-
-  int32_t type;
-  size_t size = 0;
-  std::vector<float> wide;
-  std::vector<uint16_t> narrow;
-};
 
 /// The sums of every block of a sums kernel: SUMS(split, thread) for each
 /// of its threads, added in f32 (on the GPU as a tree).
@@ -209,9 +168,9 @@ TEST(BatchNormSplits, MatchesCpu) {
         std::vector<float> dyValues = randomVector(d.x.size(), seed + 1000);
         std::vector<float> residualValues =
             randomVector(d.x.size(), seed + 2000);
-        Tensor x(t.type, d.x), dy(t.type, dyValues),
+        HostTensor x(t.type, d.x), dy(t.type, dyValues),
             residual(t.type, residualValues);
-        Tensor y(t.type, d.x.size()), dx(t.type, d.x.size());
+        HostTensor y(t.type, d.x.size()), dx(t.type, d.x.size());
         const size_t c = size_t(k.c);
 
         std::vector<float> cpuY(d.x.size(), kNaN), cpuMean(c, kNaN),
@@ -225,16 +184,16 @@ TEST(BatchNormSplits, MatchesCpu) {
         // ReLU; then its output Z (as the split kernels read it) and the
         // batch norm's output gradient DZ masked by it.
         if (after == After::ResidualRelu) {
-          Tensor rounded(t.type, cpuY);
+          HostTensor rounded(t.type, cpuY);
           for (size_t i = 0; i < cpuY.size(); ++i)
             cpuY[i] = cpuY[i] + residualValues[i];
-          Tensor sums(t.type, cpuY);
+          HostTensor sums(t.type, cpuY);
         }
         if (after != After::Nothing)
           for (float &v : cpuY)
             v = std::max(v, 0.0f);
         std::vector<float> zValues = cpuY, cpuDy = dyValues;
-        Tensor z(t.type, zValues);
+        HostTensor z(t.type, zValues);
         if (after != After::Nothing)
           for (size_t i = 0; i < cpuDy.size(); ++i)
             cpuDy[i] = zValues[i] > 0.0f ? dyValues[i] : 0.0f;
@@ -316,7 +275,7 @@ TEST(BatchNormSplits, VarianceOfOffsetData) {
     exactMean[size_t(ch)] = float(mean);
     exactVar[size_t(ch)] = float(squares / double(count));
   }
-  Tensor x(DTRAIN_RT_F32, d.x), y(DTRAIN_RT_F32, d.x.size());
+  HostTensor x(DTRAIN_RT_F32, d.x), y(DTRAIN_RT_F32, d.x.size());
   const BatchNormSplits g =
       splitBatchNorm(k.n, k.c, k.spatial,
                      batchNormUnitWidth(k.spatial, 4, {x.data(), y.data()}));

@@ -12,9 +12,9 @@
 
 #include "cuda/PoolKernels.h"
 #include "Float16.h"
+#include "HostTensor.h"
 #include "KernelCases.h"
 #include "MatchesCpu.h"
-#include "cuda/FloatTypes.h"
 #include "dtrain_rt.h"
 
 #include <gtest/gtest.h>
@@ -37,23 +37,6 @@ struct Pooled {
   std::vector<float> y, dx;
 };
 
-/// VALUES stored as elements of TYPE.
-template <int32_t Type>
-std::vector<ElementBits<Type>> store(const std::vector<float> &values) {
-  std::vector<ElementBits<Type>> stored(values.size());
-  for (size_t i = 0; i < values.size(); ++i)
-    storeFromFloat(stored.data(), Type, int64_t(i), values[i]);
-  return stored;
-}
-
-template <int32_t Type>
-std::vector<float> widen(const std::vector<ElementBits<Type>> &stored) {
-  std::vector<float> values(stored.size());
-  for (size_t i = 0; i < stored.size(); ++i)
-    values[i] = loadAsFloat(stored.data(), Type, int64_t(i));
-  return values;
-}
-
 template <int32_t Type, bool ChannelsLast>
 Pooled emulatePooling(const PoolCase &k, const std::vector<float> &x,
                       const std::vector<float> &dy) {
@@ -69,10 +52,10 @@ Pooled emulatePooling(const PoolCase &k, const std::vector<float> &x,
   auto layout = [&](const std::vector<float> &t, int64_t h, int64_t w) {
     return ChannelsLast ? moveChannels(t, k.n, k.c, h, w) : t;
   };
-  const auto gx = store<Type>(layout(x, k.h, k.w));
-  const auto gdy = store<Type>(layout(dy, oh, ow));
-  std::vector<ElementBits<Type>> gy(gdy.size()), gdx(gx.size());
-  std::vector<int32_t> argmax(gdy.size(), -1);
+  std::vector<float> xIn = layout(x, k.h, k.w), dyIn = layout(dy, oh, ow);
+  HostTensor gx(Type, xIn), gdy(Type, dyIn);
+  HostTensor gy(Type, dyIn.size()), gdx(Type, xIn.size());
+  std::vector<int32_t> argmax(dyIn.size(), -1);
   // The kernels' grid: each element of a plane, in each plane; the argmax
   // kernel finishes before the gradient's starts.
   const int outputs = g.outputs() * g.channels,
@@ -94,7 +77,7 @@ Pooled emulatePooling(const PoolCase &k, const std::vector<float> &x,
           k.kind == DTRAIN_RT_POOL_MAX ? argmax.data() : nullptr, gdy.data(),
           gdx.data());
     }
-  Pooled r{widen<Type>(gy), widen<Type>(gdx)};
+  Pooled r{gy.read(), gdx.read()};
   if (ChannelsLast) {
     r.y = moveChannels(r.y, k.n, oh, ow, k.c, true);
     r.dx = moveChannels(r.dx, k.n, k.h, k.w, k.c, true);
@@ -118,7 +101,8 @@ Pooled poolOnCpu(const PoolCase &k, const std::vector<float> &x,
 
 /// X rounded to TYPE.
 template <int32_t Type> std::vector<float> rounded(std::vector<float> x) {
-  return widen<Type>(store<Type>(x));
+  HostTensor roundsX(Type, x);
+  return x;
 }
 
 // f32 in both layouts against the CPU kernels: random inputs, and ties
