@@ -839,6 +839,16 @@ void dtrain_rt_set_buffer_allocator(void *(*alloc)(size_t bytes),
 void dtrain_rt_set_input_prefetch(void (*prefetch)(void *pointer,
                                                    size_t bytes));
 
+/* How dtrain_rt_model_main and dtrain_rt_trainer_main call a compiled run
+ * function (a forward pass, a training step or an evaluation step):
+ * CALLER(run, buffers, count) must do what run(buffers) does, COUNT being
+ * the number of BUFFERS (the `arg` lines of INFO). It may do it another
+ * way: a --target=cuda trainer replays its steps as CUDA graphs under
+ * DTRAIN_CUDA_GRAPH=1 (dtrain_rt_cuda_init_trainer). NULL (the default):
+ * run(buffers). Call before either main. */
+void dtrain_rt_set_run_caller(void (*caller)(void (*run)(void **buffers),
+                                             void **buffers, size_t count));
+
 /* Runs a compiled model: BUFFERS[i] given to RUN points to the dense
  * row-major data of the i-th `arg` of INFO, aligned to 64 bytes; RUN writes
  * the outputs and only reads every other buffer. In modes step and train,

@@ -666,6 +666,8 @@ void *(*allocateBuffer)(size_t) = heapAllocate;
 void (*freeBuffer)(void *) = std::free;
 /// dtrain_rt_set_input_prefetch's function, if any.
 void (*prefetchInput)(void *, size_t) = nullptr;
+/// dtrain_rt_set_run_caller's function, if any.
+void (*runCaller)(void (*)(void **), void **, size_t) = nullptr;
 
 /// The host has written BYTES of a model input at BUFFER.
 void wroteInput(void *buffer, size_t bytes) {
@@ -856,8 +858,14 @@ struct Workspace {
     }
   }
 
-  /// Runs RUN once: the new parameters, buffers and state replace the old.
-  void step(void (*run)(void **)) { run(buffers.data()); }
+  /// Runs RUN once (through the run caller, if one is installed): the new
+  /// parameters, buffers and state replace the old.
+  void step(void (*run)(void **)) {
+    if (runCaller)
+      runCaller(run, buffers.data(), buffers.size());
+    else
+      run(buffers.data());
+  }
 
   /// A buffer for the argument at INDEX (also a second one for an input,
   /// to fill while a step reads the first), freed with the workspace.
@@ -1911,7 +1919,7 @@ int trainerMain(int argc, char **argv, const char *infoText,
       for (int64_t b = ranks.rank; b < valBatches; b += ranks.size) {
         val->gather(inOrder, b * batch, batch, w.buffers[inputs[0]],
                     w.buffers[*label]);
-        eval(w.buffers.data());
+        w.step(eval);
         sums[0] += valueOf(*evalLoss);
         if (evalCorrect)
           sums[1] += double(countOf(*evalCorrect));
@@ -2026,6 +2034,11 @@ extern "C" void dtrain_rt_set_buffer_allocator(void *(*alloc)(size_t bytes),
     fatal(nullptr, "dtrain_rt_set_buffer_allocator: alloc or free is NULL");
   allocateBuffer = alloc;
   freeBuffer = free;
+}
+
+extern "C" void dtrain_rt_set_run_caller(void (*caller)(void (*)(void **),
+                                                        void **, size_t)) {
+  runCaller = caller;
 }
 
 extern "C" void dtrain_rt_set_input_prefetch(void (*prefetch)(void *pointer,

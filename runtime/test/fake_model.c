@@ -17,6 +17,10 @@
  * DTRAIN_FAKE_MODEL_PREFETCH set, it installs an input prefetch
  * (dtrain_rt_set_input_prefetch) that prints each call to stderr:
  * "fake_model: prefetch <buffer index> <bytes> <sum of the bytes>".
+ * With DTRAIN_FAKE_MODEL_RUN_CALLER set, it installs a run caller
+ * (dtrain_rt_set_run_caller) that prints each call to stderr before it
+ * runs the model: "fake_model: call <count> <whether run is
+ * dtrain_model_run> <whether buffers[i] is the i-th allocated buffer>".
  *
  *===----------------------------------------------------------------------===*/
 
@@ -97,12 +101,26 @@ static void reportPrefetch(void *pointer, size_t bytes) {
   fprintf(stderr, "fake_model: prefetch %d %zu %u\n", index, bytes, sum);
 }
 
+static void reportingCaller(void (*run)(void **), void **buffers,
+                            size_t count) {
+  int allocatedInOrder = allocations == kBuffers;
+  for (int i = 0; i < kBuffers && allocatedInOrder; ++i)
+    allocatedInOrder = buffers[i] == allocated[i];
+  fprintf(stderr, "fake_model: call %zu %d %d\n", count,
+          run == dtrain_model_run, allocatedInOrder);
+  run(buffers);
+}
+
 int main(int argc, char **argv) {
   if (getenv("DTRAIN_FAKE_MODEL_COUNT"))
     atexit(reportRuns);
   if (getenv("DTRAIN_FAKE_MODEL_PREFETCH")) {
     dtrain_rt_set_buffer_allocator(recordingAlloc, free);
     dtrain_rt_set_input_prefetch(reportPrefetch);
+  }
+  if (getenv("DTRAIN_FAKE_MODEL_RUN_CALLER")) {
+    dtrain_rt_set_buffer_allocator(recordingAlloc, free);
+    dtrain_rt_set_run_caller(reportingCaller);
   }
   return dtrain_rt_model_main(argc, argv, dtrain_model_info, dtrain_model_run);
 }

@@ -187,6 +187,12 @@ def main():
     case("the input prefetch: each input after it is written",
          inputs + both, stderr=prefetched,
          env={"DTRAIN_FAKE_MODEL_PREFETCH": "1"}, check=expect_outputs())
+    # An installed run caller makes every run, with the model's buffers.
+    case("the run caller: each run through it",
+         inputs + both + ["--repeat", "2"],
+         stdout=timing % 2,
+         stderr="(fake_model: call 6 1 1\n){2}fake_model: call 6 1 1",
+         env={"DTRAIN_FAKE_MODEL_RUN_CALLER": "1"}, check=expect_outputs())
     case("--warmup without --repeat prints nothing",
          inputs + ["--warmup", "2"], stdout="", stderr="fake_model: runs=3",
          env=count)
