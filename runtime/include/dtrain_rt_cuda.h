@@ -633,8 +633,39 @@ void dtrain_rt_cuda_prefetch_to_device(void *ptr, size_t bytes);
  * any other value exits with a message), and runs the sparse exchanges'
  * kernels on the GPU (dtrain_rt_set_sparse_kernels with
  * dtrain_rt_cuda_sparse_kernels()) unless DTRAIN_CUDA_SELECT is 0 (then on
- * the CPU; 1 or unset: the GPU; any other value exits with a message). */
+ * the CPU; 1 or unset: the GPU; any other value exits with a message).
+ * With DTRAIN_CUDA_GRAPH=1, it has the mains call the compiled functions
+ * through dtrain_rt_cuda_call_run (dtrain_rt_set_run_caller): steps
+ * replayed as CUDA graphs (0 or unset: as compiled; any other value exits
+ * with a message). */
 void dtrain_rt_cuda_init_trainer(void);
+
+/* Says whether the compiled run function RUN (a training step, an
+ * evaluation step or a forward pass) may be replayed as a CUDA graph:
+ * WHY_NOT is NULL where its host code does nothing but queue work on the
+ * step stream (kernel launches, heavy ops, the pool's allocations) and
+ * wait for it once, at its end, always the same work for the same
+ * buffers; else it says why not (a collective, host code that reads or
+ * writes the buffers), which DTRAIN_CUDA_GRAPH=1 prints once. A
+ * --target=cuda trainer's main calls it for each of its run functions
+ * (dtrain-compile's --dtrain-register-graph-steps). Exits with a message
+ * when RUN is NULL. */
+void dtrain_rt_cuda_set_graph_step(void (*run)(void **buffers),
+                                   const char *why_not);
+
+/* A run caller (dtrain_rt_set_run_caller) that replays steps as CUDA
+ * graphs: RUN(BUFFERS) as it is unless dtrain_rt_cuda_set_graph_step said
+ * it may be captured; then its first call runs it as it is (which makes
+ * what it makes once: kernel modules, cuDNN plans, pool blocks), and
+ * later calls capture it from the step stream into a graph, once per
+ * table of COUNT BUFFERS (a trainer's input buffers alternate; at most 4
+ * tables are kept a function), launch the graph and wait for it. A
+ * graph's temporaries are pool blocks of the graphs' own. A graph is
+ * captured again when the heavy ops' scratch buffer that it uses grows.
+ * When the driver cannot capture or instantiate the step, it says so on
+ * stderr once, and the step runs as it is from then on. */
+void dtrain_rt_cuda_call_run(void (*run)(void **buffers), void **buffers,
+                             size_t count);
 
 /* The sparse exchange's kernels (dtrain_rt.h, dtrain_rt_set_sparse_kernels)
  * on the process's GPU, for buffers in managed (or device) memory, as a

@@ -10,7 +10,9 @@
 // stream of the generated code; heavy ops queued after its kernels), the
 // managed pool (host and kernel on one block, reuse of freed blocks: by
 // the freeing thread at once, by others once the step stream is done with
-// them; nothing beyond the device's memory), and the fatal errors.
+// them; nothing beyond the device's memory), steps replayed as CUDA
+// graphs (dtrain_rt_cuda_call_run: captured once per buffer table, their
+// temporaries their own), and the fatal errors.
 //
 // Without a CUDA driver or device it runs nothing: it prints one line
 // saying so and exits 77, which ctest reports as skipped. With
@@ -473,6 +475,133 @@ TEST(ManagedPool, MoreThanTheDeviceHasIsFatal) {
               "^dtrain-rt: out of GPU memory: [0-9]+ more bytes of buffers "
               "would make [0-9.]+ GiB, more than the [0-9.]+ GiB that the "
               "device leaves them \\(a smaller batch needs less\\)\n$");
+}
+
+//===--- Steps replayed as CUDA graphs ------------------------------------===//
+
+/// A step as the runtime sees a compiled one: a temporary from the pool,
+/// kernels and a heavy op on the step stream, one wait at its end.
+/// BUFFERS: A (kStepElements floats, 2 added a step), B (2 A after it), and
+/// the 1 x 1 matrix 2.
+constexpr uint32_t kStepElements = 4096;
+const Kernel *stepKernel = nullptr;
+int stepCalls = 0;
+void *capturedTemporary = nullptr; // the second call's: the first capture's
+
+void graphStep(void **buffers) {
+  ++stepCalls;
+  void *stream = mgpuStreamCreate();
+  auto *a = static_cast<float *>(buffers[0]);
+  auto *temporary = static_cast<float *>(
+      dtrain_rt_cuda_alloc_managed(kStepElements * sizeof(float)));
+  if (stepCalls == 2)
+    capturedTemporary = temporary;
+  // A temporary that a kernel works on (its values unread), then A += 1
+  // twice.
+  stepKernel->launch(temporary, kStepElements, stream);
+  stepKernel->launch(a, kStepElements, stream);
+  stepKernel->launch(a, kStepElements, stream);
+  dtrain_rt_cuda_free(temporary);
+  dtrain_rt_cuda_matmul_f32(a, static_cast<float *>(buffers[2]),
+                            static_cast<float *>(buffers[1]), kStepElements, 1,
+                            1, 0, 0, 0.0f);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+}
+
+/// Buffers for graphStep: A = iota, B = 0, the matrix 2.
+std::vector<float *> stepBuffers(float *two) {
+  std::vector<float *> buffers;
+  for (int i = 0; i < 2; ++i)
+    buffers.push_back(static_cast<float *>(
+        dtrain_rt_cuda_alloc_managed(kStepElements * sizeof(float))));
+  const std::vector<float> input = iota(kStepElements);
+  std::copy(input.begin(), input.end(), buffers[0]);
+  std::fill(buffers[1], buffers[1] + kStepElements, 0.0f);
+  buffers.push_back(two);
+  return buffers;
+}
+
+/// Whether graphStep's buffers hold what STEPS steps make.
+void expectSteps(const std::vector<float *> &buffers, int steps) {
+  const std::vector<float> input = iota(kStepElements);
+  for (uint32_t i = 0; i < kStepElements; ++i) {
+    const float a = input[i] + 2.0f * float(steps);
+    ASSERT_EQ(buffers[0][i], a) << "A at " << i << " after " << steps;
+    ASSERT_EQ(buffers[1][i], 2.0f * a) << "B at " << i << " after " << steps;
+  }
+}
+
+// The first run runs the step as it is, each buffer table's first later
+// run captures it, and the rest launch the graphs: the step function
+// itself runs 3 times for 7 steps, and every step's work is done.
+TEST(StepGraphs, ReplaysTheStepOfEachBufferTable) {
+  const Kernel kernel(Kernel::Ptx);
+  stepKernel = &kernel;
+  stepCalls = 0;
+  auto *two = static_cast<float *>(dtrain_rt_cuda_alloc_managed(4));
+  *two = 2.0f;
+  std::vector<float *> first = stepBuffers(two), second = stepBuffers(two);
+  dtrain_rt_cuda_set_graph_step(graphStep, nullptr);
+  auto call = [](std::vector<float *> &buffers) {
+    dtrain_rt_cuda_call_run(
+        graphStep, reinterpret_cast<void **>(buffers.data()), buffers.size());
+  };
+  for (int i = 0; i < 3; ++i)
+    call(first);
+  expectSteps(first, 3);
+  for (int i = 0; i < 2; ++i)
+    call(second);
+  call(first);
+  expectSteps(first, 4);
+  expectSteps(second, 2);
+  EXPECT_EQ(stepCalls, 3);
+  // The graph's temporary is the graphs' own: no allocation gets it.
+  ASSERT_NE(capturedTemporary, nullptr);
+  std::vector<void *> taken;
+  for (int i = 0; i < 8; ++i) {
+    taken.push_back(dtrain_rt_cuda_alloc_managed(kStepElements * 4));
+    EXPECT_NE(taken.back(), capturedTemporary);
+  }
+  call(first);
+  expectSteps(first, 5);
+  EXPECT_EQ(stepCalls, 3);
+  for (void *block : taken)
+    dtrain_rt_cuda_free(block);
+  for (float *buffer : {first[0], first[1], second[0], second[1], two})
+    dtrain_rt_cuda_free(buffer);
+}
+
+// A function that may not be captured runs as it is every time, and the
+// reason is printed once.
+TEST(StepGraphs, RunsOthersAsTheyAre) {
+  const Kernel kernel(Kernel::Ptx);
+  stepKernel = &kernel;
+  stepCalls = 0;
+  auto *two = static_cast<float *>(dtrain_rt_cuda_alloc_managed(4));
+  *two = 2.0f;
+  std::vector<float *> buffers = stepBuffers(two);
+  // A function of its own: the registry is per function.
+  static void (*const uncapturable)(void **) = [](void **b) { graphStep(b); };
+  dtrain_rt_cuda_set_graph_step(uncapturable, "it calls @collective");
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i)
+    dtrain_rt_cuda_call_run(uncapturable,
+                            reinterpret_cast<void **>(buffers.data()),
+                            buffers.size());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "dtrain-rt: DTRAIN_CUDA_GRAPH=1: running without a CUDA graph: "
+            "it calls @collective\n");
+  expectSteps(buffers, 3);
+  EXPECT_EQ(stepCalls, 3);
+  for (float *buffer : {buffers[0], buffers[1], two})
+    dtrain_rt_cuda_free(buffer);
+}
+
+TEST(StepGraphs, NullFunctionIsFatal) {
+  EXPECT_EXIT(dtrain_rt_cuda_set_graph_step(nullptr, nullptr),
+              ::testing::ExitedWithCode(1),
+              "^dtrain-rt: dtrain_rt_cuda_set_graph_step: RUN is NULL\n$");
 }
 
 } // namespace

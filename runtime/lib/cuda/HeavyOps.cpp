@@ -26,6 +26,9 @@ namespace {
 /// that a step's growing requests do not reallocate each time.
 constexpr size_t kScratchGranule = size_t(1) << 20;
 
+/// cuBLAS's workspace: what its documentation recommends for Hopper.
+constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
+
 struct Shared {
   std::mutex mutex;
   cublasHandle_t blas = nullptr;
@@ -87,6 +90,13 @@ cublasContext *KernelCall::blas() {
     cublasHandle_t handle = nullptr;
     DTRAIN_HEAVY_BLAS(*this, cublasCreate, &handle);
     DTRAIN_HEAVY_BLAS(*this, cublasSetStream, handle, stream());
+    // A workspace of its own rather than cuBLAS's pool, which a step
+    // captured as a CUDA graph (StepGraphs.cpp) would record allocations
+    // from. After cublasSetStream, which resets it.
+    void *workspace = nullptr;
+    DTRAIN_HEAVY_CUDA(*this, cudaMalloc, &workspace, kBlasWorkspaceBytes);
+    DTRAIN_HEAVY_BLAS(*this, cublasSetWorkspace, handle, workspace,
+                      kBlasWorkspaceBytes);
     // The default math mode: f32 products with at least f32's mantissa
     // (Blas.cpp asks for TF32 by its compute type when tf32Allowed()).
     DTRAIN_HEAVY_BLAS(*this, cublasSetMathMode, handle, CUBLAS_DEFAULT_MATH);
@@ -113,10 +123,13 @@ void *KernelCall::scratch(size_t bytes) {
   const size_t grown = s.scratchBytes / 2 * 3;
   size_t size = bytes > grown ? bytes : grown;
   size = (size + kScratchGranule - 1) / kScratchGranule * kScratchGranule;
-  // Work queued before may still use the old buffer.
+  // Work queued before may still use the old buffer, and so may captured
+  // steps.
   synchronizeStepStream();
-  if (s.scratch)
+  if (s.scratch) {
     DTRAIN_HEAVY_CUDA(*this, cudaFree, s.scratch);
+    invalidateStepGraphs();
+  }
   s.scratch = nullptr;
   s.scratchBytes = 0;
   const cudaError_t rc = cudaMalloc(&s.scratch, size);

@@ -12,6 +12,8 @@
 // reserve): managed memory beyond it would be paged between host and
 // device on every step, which thrashes, and on some machines hangs the
 // GPU; an allocation past that limit is a clear "out of GPU memory".
+// The blocks of steps captured as CUDA graphs (StepGraphs.cpp) are the
+// graphs' own: every replay writes them, so they serve captures alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +28,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 using namespace dtrain::rt::gpu;
@@ -63,6 +66,14 @@ public:
             bytes);
     const size_t size = blockSize(bytes);
     std::lock_guard<std::mutex> lock(mutex);
+    const bool forGraph = capturingStepStream();
+    if (std::vector<void *> &blocks = graphFreeBlocks[size];
+        forGraph && !blocks.empty()) {
+      void *block = blocks.back();
+      blocks.pop_back();
+      liveBlocks.emplace(block, size);
+      return block;
+    }
     std::vector<void *> &blocks = freeBlocks[size];
     if (blocks.empty())
       reclaim(releasedBlocks[size], blocks);
@@ -74,6 +85,8 @@ public:
       block = allocateBlock(size);
     }
     liveBlocks.emplace(block, size);
+    if (forGraph)
+      graphBlocks.insert(block);
     return block;
   }
 
@@ -86,8 +99,13 @@ public:
       fatal("dtrain_rt_cuda_free: %p was not allocated by "
             "dtrain_rt_cuda_alloc_managed, or was freed already",
             block);
-    releasedBlocks[live->second].push_back(
-        {block, stepStreamMark(), std::this_thread::get_id()});
+    // A graph's block is free for the next capture at once: graphs run
+    // one after another on the step stream.
+    if (graphBlocks.count(block))
+      graphFreeBlocks[live->second].push_back(block);
+    else
+      releasedBlocks[live->second].push_back(
+          {block, stepStreamMark(), std::this_thread::get_id()});
     liveBlocks.erase(live);
   }
 
@@ -167,9 +185,11 @@ private:
   }
 
   /// Frees every free block, and every released one once the step stream
-  /// is done with it; returns whether there was one.
+  /// is done with it; returns whether there was one. Graphs keep theirs.
+  /// During a capture the stream runs nothing: the step before it waited.
   bool releaseFreeBlocks() {
-    synchronizeStepStream();
+    if (!capturingStepStream())
+      synchronizeStepStream();
     for (auto &[size, blocks] : releasedBlocks)
       reclaim(blocks, freeBlocks[size]);
     bool released = false;
@@ -193,6 +213,9 @@ private:
   std::unordered_map<size_t, std::deque<Released>> releasedBlocks;
   /// The size of each live block.
   std::unordered_map<void *, size_t> liveBlocks;
+  /// The blocks that captured steps use, and those of them free.
+  std::unordered_set<void *> graphBlocks;
+  std::unordered_map<size_t, std::vector<void *>> graphFreeBlocks;
 };
 
 ManagedPool &pool() {

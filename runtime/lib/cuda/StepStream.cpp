@@ -20,6 +20,10 @@ namespace {
 /// Synchronizations started, and the mark after the last that completed.
 std::atomic<uint64_t> started{0};
 std::atomic<uint64_t> doneBefore{0};
+/// Whether this thread is capturing the step stream into a graph.
+thread_local bool capturing = false;
+/// Bumped by invalidateStepGraphs.
+std::atomic<uint64_t> graphEpoch{0};
 } // namespace
 
 CUstream dtrain::rt::gpu::stepStream() {
@@ -35,6 +39,11 @@ CUstream dtrain::rt::gpu::stepStream() {
 }
 
 void dtrain::rt::gpu::synchronizeStepStream() {
+  if (capturing)
+    fatal("the step stream was to be waited for while a step was being "
+          "captured as a CUDA graph (DTRAIN_CUDA_GRAPH=1), which its first "
+          "run without a graph should have made unnecessary; "
+          "DTRAIN_CUDA_GRAPH=0 runs the steps without graphs");
   // Blocks released before this point carry a mark below MARK + 1: the
   // synchronization sees their work.
   const uint64_t mark = started.fetch_add(1) + 1;
@@ -45,6 +54,14 @@ void dtrain::rt::gpu::synchronizeStepStream() {
   while (done < mark && !doneBefore.compare_exchange_weak(done, mark)) {
   }
 }
+
+bool dtrain::rt::gpu::capturingStepStream() { return capturing; }
+
+void dtrain::rt::gpu::setCapturingStepStream(bool value) { capturing = value; }
+
+uint64_t dtrain::rt::gpu::stepGraphEpoch() { return graphEpoch.load(); }
+
+void dtrain::rt::gpu::invalidateStepGraphs() { graphEpoch.fetch_add(1); }
 
 uint64_t dtrain::rt::gpu::stepStreamMark() { return started.load(); }
 

@@ -36,6 +36,20 @@ uint64_t stepStreamMark();
 /// mark of the last synchronization that completed.
 uint64_t stepStreamDoneBefore();
 
+/// Whether the calling thread is capturing the step stream's work into a
+/// CUDA graph (StepGraphs.cpp): work queued meanwhile is recorded, not
+/// run, so the host may not wait for it (synchronizeStepStream exits), and
+/// the step's own final wait is the graph's launch.
+bool capturingStepStream();
+/// Starts or ends the calling thread's capture (StepGraphs.cpp alone).
+void setCapturingStepStream(bool capturing);
+
+/// Graphs captured before the last invalidateStepGraphs() must not run
+/// (StepGraphs.cpp recaptures them): something they use was freed, such as
+/// the heavy ops' scratch buffer when it grows.
+uint64_t stepGraphEpoch();
+void invalidateStepGraphs();
+
 } // namespace dtrain::rt::gpu
 
 #endif // DTRAIN_RUNTIME_CUDA_STEPSTREAM_H

@@ -45,6 +45,10 @@ void dtrain_rt_cuda_init_trainer(void) {
                  "run the sparse exchanges' selection and scatter on the CPU",
                  "run them on the GPU"))
     dtrain_rt_set_sparse_kernels(dtrain_rt_cuda_sparse_kernels());
+  if (switchedOn("DTRAIN_CUDA_GRAPH", false,
+                 "launch each step's kernels and heavy ops one by one",
+                 "replay the steps as CUDA graphs"))
+    dtrain_rt_set_run_caller(dtrain_rt_cuda_call_run);
 }
 
 void *_mlir_memref_to_llvm_alloc(size_t bytes) {
