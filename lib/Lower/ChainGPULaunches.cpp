@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GPUHostCode.h"
 #include "dtrain/Lower/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,12 +20,9 @@ namespace mlir::dtrain::lower {
 } // namespace mlir::dtrain::lower
 
 using namespace mlir;
+using namespace mlir::dtrain;
 
-/// Whether the host op OP may touch memory that kernels of an open chain
-/// read or write, or hand it to code that does: every memory effect but
-/// allocation and deallocation counts, unknown effects (calls) too, and so
-/// does anything with regions or that ends a block.
-static bool needsChainResults(Operation *op) {
+bool mlir::dtrain::lower::needsChainResults(Operation *op) {
   if (op->getNumRegions() != 0 || op->hasTrait<OpTrait::IsTerminator>())
     return true;
   if (isMemoryEffectFree(op))
@@ -37,6 +35,15 @@ static bool needsChainResults(Operation *op) {
   return llvm::any_of(effects, [](const MemoryEffects::EffectInstance &e) {
     return !isa<MemoryEffects::Allocate, MemoryEffects::Free>(e.getEffect());
   });
+}
+
+bool mlir::dtrain::lower::callsFunctionWith(Operation *op, StringRef name,
+                                            SymbolTable &symbols) {
+  auto call = dyn_cast<func::CallOp>(op);
+  if (!call)
+    return false;
+  auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+  return callee && callee->hasAttr(name);
 }
 
 /// LAUNCH, made asynchronous after DEPENDENCY; returns its token.
@@ -72,15 +79,6 @@ struct ChainGPULaunchesPass
   }
 
 private:
-  /// Whether OP calls a function that carries the unit attribute NAME.
-  bool callsFunctionWith(Operation *op, StringRef name) {
-    auto call = dyn_cast<func::CallOp>(op);
-    if (!call)
-      return false;
-    auto callee = symbols->lookup<func::FuncOp>(call.getCallee());
-    return callee && callee->hasAttr(name);
-  }
-
   /// Chains the launches of BLOCK, and of the blocks nested in its ops,
   /// each block on its own.
   void chainBlock(Block &block) {
@@ -109,13 +107,15 @@ private:
         token = makeAsync(launch, token);
         continue;
       }
-      if (callsFunctionWith(&op, dtrain::lower::kStepStreamAttrName)) {
+      if (lower::callsFunctionWith(&op, lower::kStepStreamAttrName,
+                                   *symbols)) {
         open(&op);
         continue;
       }
-      if (callsFunctionWith(&op, dtrain::lower::kStreamIndependentAttrName))
+      if (lower::callsFunctionWith(&op, lower::kStreamIndependentAttrName,
+                                   *symbols))
         continue;
-      if (needsChainResults(&op))
+      if (lower::needsChainResults(&op))
         close(&op);
       for (Region &region : op.getRegions())
         for (Block &nested : region)

@@ -113,7 +113,8 @@ static int64_t getKernelParameterBudget(llvm::StringRef chip,
 /// copied into such buffers, so that kernels reach every buffer. Launches and
 /// heavy-op kernels are queued on one stream, which the host waits for only
 /// before its own code that touches memory (after the last canonicalization:
-/// see dtrain-chain-gpu-launches).
+/// see dtrain-chain-gpu-launches); @main tells the runtime which run
+/// functions CUDA graphs may replay (dtrain-register-graph-steps).
 static constexpr llvm::StringLiteral kCUDAPlacement =
     "func.func(dtrain-copy-constant-globals),";
 static constexpr llvm::StringLiteral kCUDAKernels =
@@ -124,6 +125,7 @@ static constexpr llvm::StringLiteral kCUDAKernels =
     "nvvm-attach-target{chip=%s features=%s},"
     "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
     "convert-scf-to-cf,canonicalize,cse,dtrain-chain-gpu-launches,"
+    "dtrain-register-graph-steps,"
     "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,"
     "reconcile-unrealized-casts),"
     "finalize-memref-to-llvm{use-generic-functions=true},"

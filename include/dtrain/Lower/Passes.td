@@ -763,4 +763,40 @@ def ChainGPULaunches : Pass<"dtrain-chain-gpu-launches", "ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def RegisterGraphSteps : Pass<"dtrain-register-graph-steps", "ModuleOp"> {
+  let summary = "Tell the CUDA runtime which run functions CUDA graphs may "
+                "replay";
+  let description = [{
+    For `--target=cuda`, after `--dtrain-chain-gpu-launches`. A CUDA graph
+    replays the work a step queued on the step stream while it was
+    captured, with the same buffers and the same values the host computed
+    for it; the host code itself does not run again. That is sound for a
+    run function whose host code does nothing but queue work and compute
+    values from the buffers' addresses: its one block (no host branches)
+    holds only kernel launches, waits, copies and fills of the `gpu`
+    dialect, calls of functions that carry the unit attribute
+    `dtrain.step_stream` (the heavy ops), allocations and deallocations,
+    loads of buffer pointers from its argument (the runtime's table of
+    buffers, by which the runtime keys its graphs), and ops without memory
+    effects. Anything else that `--dtrain-chain-gpu-launches` waits for,
+    such as a collective (which works on the host and another thread) or
+    a load of a buffer's contents, rules the function out.
+
+    For each function that `@main` hands to the runtime (the `func.constant`s
+    in `@main`), `@main` then calls
+    `dtrain_rt_cuda_set_graph_step(function, why_not)` before them: a null
+    `why_not` for a function graphs may replay, else a string that says
+    why not, which the runtime prints once under `DTRAIN_CUDA_GRAPH=1`.
+    A module without `@main` is left as it is.
+
+    ```mlir
+    // After: a step of launches and a heavy op may be replayed.
+    %run = constant @dtrain_model_run : (!llvm.ptr) -> ()
+    %none = llvm.mlir.zero : !llvm.ptr
+    call @dtrain_rt_cuda_set_graph_step(%run, %none) : ((!llvm.ptr) -> (), !llvm.ptr) -> ()
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // DTRAIN_LOWER_PASSES_TD

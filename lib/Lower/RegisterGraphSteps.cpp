@@ -1,0 +1,104 @@
+//===- RegisterGraphSteps.cpp - run functions that CUDA graphs may replay -===//
+//
+// Implements --dtrain-register-graph-steps: @main tells the CUDA runtime,
+// for each run function it hands to the runtime's mains, whether the
+// function may be captured as a CUDA graph, and if not, why not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GPUHostCode.h"
+#include "RuntimeABI.h"
+#include "dtrain/Lower/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+namespace mlir::dtrain::lower {
+#define GEN_PASS_DEF_REGISTERGRAPHSTEPS
+#include "dtrain/Lower/Passes.h.inc"
+} // namespace mlir::dtrain::lower
+
+using namespace mlir;
+using namespace mlir::dtrain;
+
+/// Whether OP loads a buffer's pointer from RUN's table of buffers (its
+/// argument), which the runtime keys its graphs by.
+static bool loadsBufferTable(Operation *op, func::FuncOp run) {
+  auto load = dyn_cast<LLVM::LoadOp>(op);
+  if (!load)
+    return false;
+  Value address = load.getAddr();
+  if (auto element = address.getDefiningOp<LLVM::GEPOp>())
+    address = element.getBase();
+  return run.getNumArguments() == 1 && address == run.getArgument(0);
+}
+
+/// Why the host code of RUN may do other than queue the same work on the
+/// step stream for the same buffers, or nullopt where it does not.
+static std::optional<std::string> whyNotCapturable(func::FuncOp run,
+                                                   SymbolTable &symbols) {
+  std::string name = ("@" + run.getSymName()).str();
+  if (run.isExternal())
+    return name + " has no body here";
+  if (!run.getBody().hasOneBlock())
+    return name + " branches on the host";
+  for (Operation &op : run.front().without_terminator()) {
+    if (isa<gpu::LaunchFuncOp, gpu::WaitOp, gpu::MemcpyOp, gpu::MemsetOp>(op) ||
+        lower::callsFunctionWith(&op, lower::kStepStreamAttrName, symbols) ||
+        loadsBufferTable(&op, run) || !lower::needsChainResults(&op))
+      continue;
+    if (auto call = dyn_cast<func::CallOp>(op))
+      return name + " calls @" + call.getCallee().str() +
+             " on the host between its kernels";
+    return name + " runs " + op.getName().getStringRef().str() +
+           " on the host between its kernels";
+  }
+  return std::nullopt;
+}
+
+namespace {
+struct RegisterGraphStepsPass
+    : dtrain::lower::impl::RegisterGraphStepsBase<RegisterGraphStepsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    auto main = symbols.lookup<func::FuncOp>("main");
+    if (!main || main.isExternal())
+      return;
+    // The functions main hands to the runtime: a model's, or a trainer's
+    // step and evaluation step.
+    SmallVector<func::ConstantOp> runs;
+    main.walk([&](func::ConstantOp constant) { runs.push_back(constant); });
+    MLIRContext *ctx = &getContext();
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    OpBuilder globals = OpBuilder::atBlockBegin(module.getBody());
+    for (auto [index, constant] : llvm::enumerate(runs)) {
+      auto run = symbols.lookup<func::FuncOp>(constant.getValue());
+      if (!run)
+        continue;
+      Location loc = constant.getLoc();
+      OpBuilder b(constant->getContext());
+      b.setInsertionPointAfter(constant);
+      Value reason;
+      if (std::optional<std::string> whyNot = whyNotCapturable(run, symbols)) {
+        std::string bytes = *whyNot + '\0';
+        auto global = LLVM::GlobalOp::create(
+            globals, loc,
+            LLVM::LLVMArrayType::get(globals.getI8Type(), bytes.size()),
+            /*isConstant=*/true, LLVM::Linkage::Internal,
+            ("dtrain_graph_step_why_not_" + Twine(index)).str(),
+            globals.getStringAttr(bytes));
+        symbols.insert(global);
+        reason = LLVM::AddressOfOp::create(b, loc, global);
+      } else {
+        reason = LLVM::ZeroOp::create(b, loc, ptr);
+      }
+      lower::createRuntimeCall(
+          b, main, "dtrain_rt_cuda_set_graph_step",
+          b.getFunctionType({constant.getType(), ptr}, {}),
+          {constant.getResult(), reason});
+    }
+  }
+};
+} // namespace

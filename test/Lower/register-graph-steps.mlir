@@ -1,0 +1,114 @@
+// RUN: dtrain-opt %s --split-input-file --dtrain-register-graph-steps | FileCheck %s
+
+// @main registers each function it hands to the runtime: @step, whose host
+// code loads its buffers' pointers from its table, allocates, launches,
+// calls a heavy op and waits once, may be replayed (a null reason); @eval,
+// which calls a collective, may not, and says why.
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @scale(%buf: memref<16xf32>) kernel {
+      gpu.return
+    }
+  }
+  func.func private @heavy(memref<16xf32>) attributes {dtrain.step_stream}
+  func.func private @all_reduce(memref<16xf32>) attributes {dtrain.stream_independent}
+  func.func private @dtrain_rt_trainer_main(i32, !llvm.ptr, !llvm.ptr, (!llvm.ptr) -> (), (!llvm.ptr) -> ()) -> i32
+
+  // CHECK: llvm.mlir.global internal constant @dtrain_graph_step_why_not_1("@eval calls @all_reduce on the host between its kernels\00")
+
+  func.func @step(%table: !llvm.ptr) {
+    %c1 = arith.constant 1 : index
+    %p = llvm.getelementptr %table[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+    %buffer = llvm.load %p : !llvm.ptr -> !llvm.ptr
+    %tmp = memref.alloc() : memref<16xf32>
+    %t0 = gpu.wait async
+    %t1 = gpu.launch_func async [%t0] @kernels::@scale blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%tmp : memref<16xf32>)
+    call @heavy(%tmp) : (memref<16xf32>) -> ()
+    memref.dealloc %tmp : memref<16xf32>
+    gpu.wait [%t1]
+    return
+  }
+  func.func @eval(%table: !llvm.ptr) {
+    %tmp = memref.alloc() : memref<16xf32>
+    call @all_reduce(%tmp) : (memref<16xf32>) -> ()
+    memref.dealloc %tmp : memref<16xf32>
+    return
+  }
+
+  // CHECK-LABEL: func.func @main(
+  // CHECK:         %[[STEP:.*]] = constant @step
+  // CHECK-NEXT:    %[[NONE:.*]] = llvm.mlir.zero : !llvm.ptr
+  // CHECK-NEXT:    call @dtrain_rt_cuda_set_graph_step(%[[STEP]], %[[NONE]])
+  // CHECK-NEXT:    %[[EVAL:.*]] = constant @eval
+  // CHECK-NEXT:    %[[WHY:.*]] = llvm.mlir.addressof @dtrain_graph_step_why_not_1
+  // CHECK-NEXT:    call @dtrain_rt_cuda_set_graph_step(%[[EVAL]], %[[WHY]])
+  // CHECK-NEXT:    call @dtrain_rt_trainer_main(%{{.*}}, %{{.*}}, %{{.*}}, %[[STEP]], %[[EVAL]])
+  func.func @main(%argc: i32, %argv: !llvm.ptr) -> i32 {
+    %info = llvm.mlir.zero : !llvm.ptr
+    %step = constant @step : (!llvm.ptr) -> ()
+    %eval = constant @eval : (!llvm.ptr) -> ()
+    %rc = call @dtrain_rt_trainer_main(%argc, %argv, %info, %step, %eval) : (i32, !llvm.ptr, !llvm.ptr, (!llvm.ptr) -> (), (!llvm.ptr) -> ()) -> i32
+    return %rc : i32
+  }
+}
+
+// -----
+
+// Host code that reads a buffer's contents, or branches, rules a function
+// out; so does a call of a function that does not queue its work.
+module {
+  func.func private @dtrain_rt_model_main(i32, !llvm.ptr, !llvm.ptr, (!llvm.ptr) -> ()) -> i32
+  func.func private @print(f32)
+
+  // CHECK-DAG: @dtrain_graph_step_why_not_0("@reads runs memref.load on the host between its kernels\00")
+  // CHECK-DAG: @dtrain_graph_step_why_not_1("@branches branches on the host\00")
+  // CHECK-DAG: @dtrain_graph_step_why_not_2("@prints calls @print on the host between its kernels\00")
+  func.func @reads(%table: !llvm.ptr) {
+    %c0 = arith.constant 0 : index
+    %tmp = memref.alloc() : memref<16xf32>
+    %v = memref.load %tmp[%c0] : memref<16xf32>
+    memref.dealloc %tmp : memref<16xf32>
+    return
+  }
+  func.func @branches(%table: !llvm.ptr) {
+    cf.br ^next
+  ^next:
+    return
+  }
+  func.func @prints(%table: !llvm.ptr) {
+    %x = arith.constant 1.0 : f32
+    call @print(%x) : (f32) -> ()
+    return
+  }
+  // A pointer loaded from elsewhere than the table is a read of memory.
+  // CHECK-DAG: @dtrain_graph_step_why_not_3("@chases runs llvm.load on the host between its kernels\00")
+  func.func @chases(%table: !llvm.ptr) {
+    %p = llvm.load %table : !llvm.ptr -> !llvm.ptr
+    %q = llvm.load %p : !llvm.ptr -> !llvm.ptr
+    return
+  }
+
+  // CHECK-LABEL: func.func @main(
+  // CHECK-COUNT-4: call @dtrain_rt_cuda_set_graph_step
+  func.func @main(%argc: i32, %argv: !llvm.ptr) -> i32 {
+    %info = llvm.mlir.zero : !llvm.ptr
+    %reads = constant @reads : (!llvm.ptr) -> ()
+    %branches = constant @branches : (!llvm.ptr) -> ()
+    %prints = constant @prints : (!llvm.ptr) -> ()
+    %chases = constant @chases : (!llvm.ptr) -> ()
+    %0 = call @dtrain_rt_model_main(%argc, %argv, %info, %reads) : (i32, !llvm.ptr, !llvm.ptr, (!llvm.ptr) -> ()) -> i32
+    %1 = call @dtrain_rt_model_main(%argc, %argv, %info, %branches) : (i32, !llvm.ptr, !llvm.ptr, (!llvm.ptr) -> ()) -> i32
+    %2 = call @dtrain_rt_model_main(%argc, %argv, %info, %prints) : (i32, !llvm.ptr, !llvm.ptr, (!llvm.ptr) -> ()) -> i32
+    %3 = call @dtrain_rt_model_main(%argc, %argv, %info, %chases) : (i32, !llvm.ptr, !llvm.ptr, (!llvm.ptr) -> ()) -> i32
+    return %0 : i32
+  }
+}
+
+// -----
+
+// Without @main (not a compiled model), nothing changes.
+// CHECK-LABEL: func.func @alone(
+// CHECK-NOT:   dtrain_rt_cuda_set_graph_step
+func.func @alone(%table: !llvm.ptr) {
+  return
+}
