@@ -55,6 +55,9 @@ digits=("$root/digits/digits_cnn.onnx" --batch-size 8 --optimizer momentum
 "$compile" "${digits[@]}" -o "$root/digits/cpu"
 "$compile" "${digits[@]}" --target=cuda --precision bf16 -o "$root/digits/gpu-bf16"
 "$compile" "${digits[@]}" --precision bf16 -o "$root/digits/cpu-bf16"
+# One GPU, no collectives: steps that CUDA graphs may replay.
+"$compile" "${digits[@]}" --target=cuda --data-parallel=false \
+  -o "$root/digits/gpu-single"
 
 echo "== training steps (batch $step_batch)"
 "$python" scripts/gpu_bundle_steps.py export "$root/steps" "$step_batch" \

@@ -14,12 +14,14 @@
 # GPU host functions and managed memory, the NCCL transport, the sparse
 # exchange's kernels), the selection benchmark against torch.topk, the
 # digits CNN's --target=cuda trainer against the CPU trainer (3 steps on 1
-# and 2 ranks, and in bf16), and resnet18 and resnet50 training steps at
+# and 2 ranks, and in bf16; a single-GPU trainer with CUDA graphs against
+# itself without), and resnet18 and resnet50 training steps at
 # batch 32 in f32 (strict, and TF32) and bf16 against PyTorch's eager
 # steps on the same GPU (bf16 also with the runtime's split batch norm and
-# pointwise convolutions as cuBLAS products), and resnet18's bf16 step's
-# outputs with those against the default's; the bf16 steps' host time by
-# call into the CUDA runtime (DTRAIN_CUDA_HOST_PROFILE=1); then, where
+# pointwise convolutions as cuBLAS products, with channels last, and
+# replayed as CUDA graphs), and resnet18's bf16 step's outputs with those
+# against the default's; the bf16 steps' host time by call into the CUDA
+# runtime (DTRAIN_CUDA_HOST_PROFILE=1, with and without graphs); then, where
 # Nsight Compute is installed, the resnet18 bf16 step's GPU time by
 # kernel, and resnet50's with the split batch norm and pointwise products
 # (scripts/gpu-profile.sh).
@@ -259,6 +261,21 @@ if section "the digits CNN's --target=cuda trainer against the CPU's"; then
   train bf16-on-gpu 1 gpu-bf16 && train bf16-on-cpu 1 cpu-bf16 \
     && "$numpy_python" compare_checkpoints.py --as-close-as cpu1/checkpoint.npz \
          bf16-on-gpu/checkpoint.npz bf16-on-cpu/checkpoint.npz 2 || status=1
+  # Steps replayed as CUDA graphs (DTRAIN_CUDA_GRAPH=1) end bit for bit
+  # where the same trainer ends without: 3 steps and a validation of the
+  # single-GPU trainer, whose step and evaluation graphs may replay.
+  single() { # NAME SWITCH
+    timeout "$(within 120)" env "DTRAIN_CUDA_GRAPH=$2" ./gpu-single --data train.npz \
+      --val val.npz --steps 3 --no-shuffle --model digits_cnn.onnx \
+      --checkpoint-dir "$1" > "$1.log" 2>&1 || { cat "$1.log"; return 1; }
+    grep -o 'val_loss=[^ ]*' "$1.log"
+  }
+  single single-eager 0 > single-eager.val && single single-graph 1 > single-graph.val \
+    && cat single-graph.log && diff single-eager.val single-graph.val \
+    && "$numpy_python" compare_checkpoints.py single-eager/checkpoint.npz \
+         single-graph/checkpoint.npz 0 0 \
+    && echo "CUDA graphs: the same checkpoint and validation loss as without" \
+    || { echo "gpu-check: the single-GPU trainer with CUDA graphs differs"; status=1; }
   exit $status
 ) || failed "digits trainers (--target=cuda against the CPU's)"
 fi
@@ -276,7 +293,9 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
 # norm), with DTRAIN_CUDA_CONV_GEMM=1 (bf16-gemm: pointwise convolutions
 # as cuBLAS products), with both (bf16-split-gemm), and compiled with
 # --channels-last (bf16-nhwc: NHWC convolutions and batch norms, no
-# cuDNN layout transposes); all against PyTorch's bf16 step.
+# cuDNN layout transposes), and the default and NHWC steps replayed as
+# CUDA graphs (bf16-graph, bf16-nhwc-graph: DTRAIN_CUDA_GRAPH=1); all
+# against PyTorch's bf16 step.
 (
   cd "$BUNDLE/steps" || exit 1
   "$numpy_python" gpu_bundle_steps.py weights . resnet18 resnet50 || exit 1
@@ -295,13 +314,14 @@ if section "training steps against PyTorch (resnet18, resnet50, batch 32)"; then
   for model in resnet18 resnet50; do
     declare -A torch_by_precision=()
     for variant in f32 tf32 bf16 bf16-split bf16-gemm bf16-split-gemm \
-                   bf16-nhwc; do
+                   bf16-nhwc bf16-graph bf16-nhwc-graph; do
       precision=${variant/tf32/f32}
       precision=${precision%%-*}
       binary=$model-$precision$([ "$(has nhwc)" = 1 ] && echo -nhwc).bin
       step=(env "DTRAIN_CUDA_TF32=$(has tf32)"
             "DTRAIN_CUDA_SPLIT_BATCH_NORM=$(has split)"
             "DTRAIN_CUDA_CONV_GEMM=$(has gemm)"
+            "DTRAIN_CUDA_GRAPH=$(has graph)"
             ./"$binary" --model "$model.onnx"
             --input "x=$model-x.npy" --input "labels=$model-labels.npy")
       probe=$(timeout "$(within 120)" "${step[@]}" --repeat 1 --warmup 1) \
@@ -363,6 +383,30 @@ if section "resnet18's bf16 step with the split batch norm and pointwise product
 ) || failed "resnet18's bf16 step with the split batch norm and pointwise products, and channels last"
 fi
 
+if section "resnet18's bf16 steps replayed as CUDA graphs (DTRAIN_CUDA_GRAPH=1)"; then
+# Three steps from the same weights with and without graphs (with: the
+# first as compiled, the second captured, the third a replay) end on the
+# same bits, by default and with channels last.
+(
+  cd "$BUNDLE/steps" || exit 1
+  "$numpy_python" gpu_bundle_steps.py weights . resnet18 || exit 1
+  three_steps() { # SWITCH STEP OUTPUT
+    timeout "$(within 60)" env "DTRAIN_CUDA_GRAPH=$1" ./"resnet18-$2.bin" \
+      --model resnet18.onnx --input "x=resnet18-x.npy" \
+      --input "labels=resnet18-labels.npy" --repeat 3 --warmup 0 \
+      --output "$3" > /dev/null
+  }
+  for step in bf16 bf16-nhwc; do
+    three_steps 0 "$step" "$step-eager.npz" \
+      && three_steps 1 "$step" "$step-graph.npz" \
+      && "$numpy_python" ../digits/compare_checkpoints.py "$step-eager.npz" \
+           "$step-graph.npz" 0 0 \
+      && echo "$step: the same outputs after 3 steps with graphs as without" \
+      || exit 1
+  done
+) || failed "resnet18's bf16 steps replayed as CUDA graphs"
+fi
+
 if section "where the bf16 steps' host time goes (DTRAIN_CUDA_HOST_PROFILE=1)"; then
 # Not a check, the figures for the next optimization: the host time of
 # each call the step makes into libdtrain_runtime_cuda (launches, heavy
@@ -375,10 +419,13 @@ if section "where the bf16 steps' host time goes (DTRAIN_CUDA_HOST_PROFILE=1)"; 
   "$numpy_python" gpu_bundle_steps.py weights . resnet18 resnet50 || exit 1
   status=0
   for model in resnet18 resnet50; do
-    echo "-- $model bf16, 22 steps"
-    DTRAIN_CUDA_HOST_PROFILE=1 timeout "$(within 60)" ./"$model-bf16.bin" \
-      --model "$model.onnx" --input "x=$model-x.npy" \
-      --input "labels=$model-labels.npy" --repeat 20 --warmup 2 || status=1
+    for graph in 0 1; do
+      echo "-- $model bf16, 22 steps, DTRAIN_CUDA_GRAPH=$graph"
+      DTRAIN_CUDA_HOST_PROFILE=1 DTRAIN_CUDA_GRAPH=$graph \
+        timeout "$(within 60)" ./"$model-bf16.bin" \
+        --model "$model.onnx" --input "x=$model-x.npy" \
+        --input "labels=$model-labels.npy" --repeat 20 --warmup 2 || status=1
+    done
   done
   exit $status
 ) || failed "host profile of the bf16 steps"
