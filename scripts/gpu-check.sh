@@ -267,7 +267,7 @@ if section "the digits CNN's --target=cuda trainer against the CPU's"; then
   single() { # NAME SWITCH
     timeout "$(within 120)" env "DTRAIN_CUDA_GRAPH=$2" ./gpu-single --data train.npz \
       --val val.npz --steps 3 --no-shuffle --model digits_cnn.onnx \
-      --checkpoint-dir "$1" > "$1.log" 2>&1 || { cat "$1.log"; return 1; }
+      --checkpoint-dir "$1" > "$1.log" 2>&1 || { cat "$1.log" >&2; return 1; }
     grep -o 'val_loss=[^ ]*' "$1.log"
   }
   single single-eager 0 > single-eager.val && single single-graph 1 > single-graph.val \
