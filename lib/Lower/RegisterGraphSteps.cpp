@@ -48,6 +48,10 @@ static std::optional<std::string> whyNotCapturable(func::FuncOp run,
         lower::callsFunctionWith(&op, lower::kStepStreamAttrName, symbols) ||
         loadsBufferTable(&op, run) || !lower::needsChainResults(&op))
       continue;
+    if (lower::callsFunctionWith(&op, lower::kStreamIndependentAttrName,
+                                 symbols))
+      return name + " calls @" + cast<func::CallOp>(op).getCallee().str() +
+             ", which communicates on the host between its kernels";
     if (auto call = dyn_cast<func::CallOp>(op))
       return name + " calls @" + call.getCallee().str() +
              " on the host between its kernels";

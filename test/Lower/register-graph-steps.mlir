@@ -14,7 +14,7 @@ module attributes {gpu.container_module} {
   func.func private @all_reduce(memref<16xf32>) attributes {dtrain.stream_independent}
   func.func private @dtrain_rt_trainer_main(i32, !llvm.ptr, !llvm.ptr, (!llvm.ptr) -> (), (!llvm.ptr) -> ()) -> i32
 
-  // CHECK: llvm.mlir.global internal constant @dtrain_graph_step_why_not_1("@eval calls @all_reduce on the host between its kernels\00")
+  // CHECK: llvm.mlir.global internal constant @dtrain_graph_step_why_not_1("@eval calls @all_reduce, which communicates on the host between its kernels\00")
 
   func.func @step(%table: !llvm.ptr) {
     %c1 = arith.constant 1 : index
