@@ -67,12 +67,14 @@ public:
     const size_t size = blockSize(bytes);
     std::lock_guard<std::mutex> lock(mutex);
     const bool forGraph = capturingStepStream();
-    if (std::vector<void *> &blocks = graphFreeBlocks[size];
-        forGraph && !blocks.empty()) {
-      void *block = blocks.back();
-      blocks.pop_back();
-      liveBlocks.emplace(block, size);
-      return block;
+    if (forGraph) {
+      std::vector<void *> &blocks = graphFreeBlocks[size];
+      if (!blocks.empty()) {
+        void *block = blocks.back();
+        blocks.pop_back();
+        liveBlocks.emplace(block, size);
+        return block;
+      }
     }
     std::vector<void *> &blocks = freeBlocks[size];
     if (blocks.empty())
