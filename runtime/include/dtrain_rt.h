@@ -242,7 +242,11 @@ const dtrain_rt_transport_t *dtrain_rt_mpi_transport(void);
  * the work the caller has queued so far; WAIT runs with that fence on the
  * thread that runs the collective, before the collective reads or writes
  * its buffers, blocks until the fence's work is done, and releases it.
- * Without a fence (the default) buffers are ready when submitted. */
+ * Without a fence (the default) buffers are ready when submitted. An
+ * all-reduce or a broadcast across one rank leaves its buffer as it is: it
+ * takes no fence and calls no transport (a --target=cuda trainer on one
+ * GPU does not wait for its GPU at each); a sparse exchange still
+ * selects, after its fence. */
 typedef struct dtrain_rt_buffer_fence {
   /* Passed to both functions, unread by the runtime. */
   void *context;

@@ -14,7 +14,9 @@
 // The thread also keeps the statistics and timeline events that trainers
 // report (commStats, takeTrace). A collective whose buffers a device
 // writes asynchronously waits for the buffer fence recorded when it was
-// submitted (dtrain_rt_set_buffer_fence) before it runs.
+// submitted (dtrain_rt_set_buffer_fence) before it runs. An all-reduce or
+// a broadcast across one rank leaves its buffer as it is: it is counted,
+// and neither waits nor runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,7 +107,8 @@ void execute(State &s, Collective *c) {
     s.fence.wait(s.fence.context, c->fence);
   c->started = clockSeconds();
   const double cpuBegin = cpuClockSeconds(CLOCK_THREAD_CPUTIME_ID);
-  c->run();
+  if (!c->leavesBufferAlone())
+    c->run();
   c->cpuSeconds = cpuClockSeconds(CLOCK_THREAD_CPUTIME_ID) - cpuBegin;
   c->finished = clockSeconds();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -195,7 +198,10 @@ void dtrain::rt::submitCollective(Collective *c) {
       tracing ? cpuClockSeconds(CLOCK_THREAD_CPUTIME_ID) : -1;
   if (tracing) // computeCpuSeconds takes the mutex
     c->queuedCpu = computeCpuSeconds();
-  if (s.fence.record)
+  // A collective that leaves its buffer alone need not wait for its
+  // writers: a --target=cuda trainer on one GPU would otherwise wait for
+  // the GPU at each.
+  if (s.fence.record && !c->leavesBufferAlone())
     c->fence = s.fence.record(s.fence.context);
   if (!useThread || !mpiThreadMultiple() || P == 1) {
     execute(s, c);

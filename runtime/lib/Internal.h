@@ -253,6 +253,12 @@ struct Collective {
   virtual void run() = 0;
   /// "all_reduce #3": the kind and the sequence number within the step.
   std::string label() const;
+  /// Whether it leaves its buffer as it is: an all-reduce or a broadcast
+  /// across one rank (in place), which then neither waits for the buffer
+  /// fence nor runs; a sparse exchange still selects.
+  bool leavesBufferAlone() const {
+    return comm->size == 1 && kind != SparseAllReduce;
+  }
 
   const Kind kind;
   dtrain_rt_comm_t *const comm;
