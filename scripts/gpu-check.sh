@@ -263,19 +263,34 @@ if section "the digits CNN's --target=cuda trainer against the CPU's"; then
          bf16-on-gpu/checkpoint.npz bf16-on-cpu/checkpoint.npz 2 || status=1
   # Steps replayed as CUDA graphs (DTRAIN_CUDA_GRAPH=1) end bit for bit
   # where the same trainer ends without: 3 steps and a validation of the
-  # single-GPU trainer, whose step and evaluation graphs may replay.
-  single() { # NAME SWITCH
-    timeout "$(within 120)" env "DTRAIN_CUDA_GRAPH=$2" ./gpu-single --data train.npz \
-      --val val.npz --steps 3 --no-shuffle --model digits_cnn.onnx \
-      --checkpoint-dir "$1" > "$1.log" 2>&1 || { cat "$1.log" >&2; return 1; }
+  # single-GPU trainer and of the data-parallel one on one rank, whose
+  # steps and evaluation steps graphs may replay; on two ranks the
+  # data-parallel step runs as compiled (its collectives work on the host)
+  # and says so.
+  graphs() { # NAME TRAINER RANKS SWITCH
+    timeout "$(within 120)" "$MPIRUN" --oversubscribe -np "$3" \
+      env "DTRAIN_CUDA_GRAPH=$4" "./$2" --data train.npz --val val.npz \
+      --steps 3 --no-shuffle --model digits_cnn.onnx --checkpoint-dir "$1" \
+      > "$1.log" 2>&1 || { cat "$1.log" >&2; return 1; }
     grep -o 'val_loss=[^ ]*' "$1.log"
   }
-  single single-eager 0 > single-eager.val && single single-graph 1 > single-graph.val \
-    && cat single-graph.log && diff single-eager.val single-graph.val \
-    && "$numpy_python" compare_checkpoints.py single-eager/checkpoint.npz \
-         single-graph/checkpoint.npz 0 0 \
-    && echo "CUDA graphs: the same checkpoint and validation loss as without" \
-    || { echo "gpu-check: the single-GPU trainer with CUDA graphs differs"; status=1; }
+  for run in gpu-single:1 gpu:1 gpu:2; do
+    trainer=${run%:*} np=${run#*:} name=${run/:/-}
+    if graphs "$name-eager" "$trainer" "$np" 0 > "$name-eager.val" \
+        && graphs "$name-graph" "$trainer" "$np" 1 > "$name-graph.val"; then
+      grep "CUDA graph" "$name-graph.log" || true # what the runtime says
+      if diff "$name-eager.val" "$name-graph.val" \
+          && "$numpy_python" compare_checkpoints.py "$name-eager/checkpoint.npz" \
+               "$name-graph/checkpoint.npz" 0 0; then
+        echo "$trainer on $np rank(s), DTRAIN_CUDA_GRAPH=1: the same checkpoint and validation loss as without"
+      else
+        echo "gpu-check: $trainer on $np rank(s) with CUDA graphs differs"
+        status=1
+      fi
+    else
+      status=1
+    fi
+  done
   exit $status
 ) || failed "digits trainers (--target=cuda against the CPU's)"
 fi

@@ -92,15 +92,21 @@ static constexpr RuntimeFunction kAllRuntimeFunctions[] = {
 /// first: the communicator's queries touch no buffer; a collective's
 /// buffers are its own from its submission to its wait, and the thread
 /// that runs it waits for the kernels queued before its submission (the
-/// runtime's buffer fence, which --target=cuda trainers install).
+/// runtime's buffer fence, which --target=cuda trainers install). Across
+/// one rank, all but the sparse exchange leave the buffers alone.
 static func::CallOp createRuntimeCall(OpBuilder &builder, Operation *from,
                                       RuntimeFunction function,
                                       ValueRange args) {
   func::CallOp call = lower::createRuntimeCall(
       builder, from, getRuntimeFunctionName(function),
       getRuntimeFunctionType(builder.getContext(), function), args);
-  SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr())
-      ->setAttr(lower::kStreamIndependentAttrName, builder.getUnitAttr());
+  Operation *callee =
+      SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr());
+  callee->setAttr(lower::kStreamIndependentAttrName, builder.getUnitAttr());
+  // Across one rank only a sparse exchange works on its buffers (it
+  // selects, and keeps a residual).
+  if (function != RuntimeFunction::SparseAllReduceStart)
+    callee->setAttr(lower::kInertOnOneRankAttrName, builder.getUnitAttr());
   return call;
 }
 

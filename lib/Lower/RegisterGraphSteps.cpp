@@ -10,6 +10,7 @@
 #include "RuntimeABI.h"
 #include "dtrain/Lower/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -34,31 +35,49 @@ static bool loadsBufferTable(Operation *op, func::FuncOp run) {
   return run.getNumArguments() == 1 && address == run.getArgument(0);
 }
 
-/// Why the host code of RUN may do other than queue the same work on the
-/// step stream for the same buffers, or nullopt where it does not.
-static std::optional<std::string> whyNotCapturable(func::FuncOp run,
-                                                   SymbolTable &symbols) {
+/// Whether graphs may replay a run function, and if not, why not.
+struct Capturability {
+  /// Why not; empty where they may.
+  std::string whyNot;
+  /// Whether they may where the job has one rank: what rules the function
+  /// out is only calls that do nothing there (kInertOnOneRankAttrName).
+  bool onOneRank = false;
+};
+
+/// Whether the host code of RUN does nothing but queue the same work on the
+/// step stream for the same buffers.
+static Capturability getCapturability(func::FuncOp run, SymbolTable &symbols) {
   std::string name = ("@" + run.getSymName()).str();
   if (run.isExternal())
-    return name + " has no body here";
+    return {name + " has no body here"};
   if (!run.getBody().hasOneBlock())
-    return name + " branches on the host";
+    return {name + " branches on the host"};
+  Capturability result;
   for (Operation &op : run.front().without_terminator()) {
     if (isa<gpu::LaunchFuncOp, gpu::WaitOp, gpu::MemcpyOp, gpu::MemsetOp>(op) ||
         lower::callsFunctionWith(&op, lower::kStepStreamAttrName, symbols) ||
         loadsBufferTable(&op, run) || !lower::needsChainResults(&op))
       continue;
+    if (lower::callsFunctionWith(&op, lower::kInertOnOneRankAttrName,
+                                 symbols)) {
+      if (result.whyNot.empty())
+        result = {name + " calls @" + cast<func::CallOp>(op).getCallee().str() +
+                      ", which communicates on the host between its kernels "
+                      "across more than one rank",
+                  /*onOneRank=*/true};
+      continue;
+    }
     if (lower::callsFunctionWith(&op, lower::kStreamIndependentAttrName,
                                  symbols))
-      return name + " calls @" + cast<func::CallOp>(op).getCallee().str() +
-             ", which communicates on the host between its kernels";
+      return {name + " calls @" + cast<func::CallOp>(op).getCallee().str() +
+              ", which communicates on the host between its kernels"};
     if (auto call = dyn_cast<func::CallOp>(op))
-      return name + " calls @" + call.getCallee().str() +
-             " on the host between its kernels";
-    return name + " runs " + op.getName().getStringRef().str() +
-           " on the host between its kernels";
+      return {name + " calls @" + call.getCallee().str() +
+              " on the host between its kernels"};
+    return {name + " runs " + op.getName().getStringRef().str() +
+            " on the host between its kernels"};
   }
-  return std::nullopt;
+  return result;
 }
 
 namespace {
@@ -84,9 +103,12 @@ struct RegisterGraphStepsPass
       Location loc = constant.getLoc();
       OpBuilder b(constant->getContext());
       b.setInsertionPointAfter(constant);
+      Capturability capturability = getCapturability(run, symbols);
       Value reason;
-      if (std::optional<std::string> whyNot = whyNotCapturable(run, symbols)) {
-        std::string bytes = *whyNot + '\0';
+      if (capturability.whyNot.empty()) {
+        reason = LLVM::ZeroOp::create(b, loc, ptr);
+      } else {
+        std::string bytes = capturability.whyNot + '\0';
         auto global = LLVM::GlobalOp::create(
             globals, loc,
             LLVM::LLVMArrayType::get(globals.getI8Type(), bytes.size()),
@@ -95,13 +117,13 @@ struct RegisterGraphStepsPass
             globals.getStringAttr(bytes));
         symbols.insert(global);
         reason = LLVM::AddressOfOp::create(b, loc, global);
-      } else {
-        reason = LLVM::ZeroOp::create(b, loc, ptr);
       }
+      Value onOneRank = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                                     capturability.onOneRank);
       lower::createRuntimeCall(
           b, main, "dtrain_rt_cuda_set_graph_step",
-          b.getFunctionType({constant.getType(), ptr}, {}),
-          {constant.getResult(), reason});
+          b.getFunctionType({constant.getType(), ptr, b.getI32Type()}, {}),
+          {constant.getResult(), reason, onOneRank});
     }
   }
 };

@@ -646,12 +646,15 @@ void dtrain_rt_cuda_init_trainer(void);
  * step stream (kernel launches, heavy ops, the pool's allocations) and
  * wait for it once, at its end, always the same work for the same
  * buffers; else it says why not (a collective, host code that reads or
- * writes the buffers), which DTRAIN_CUDA_GRAPH=1 prints once. A
- * --target=cuda trainer's main calls it for each of its run functions
+ * writes the buffers), which DTRAIN_CUDA_GRAPH=1 prints once. ON_ONE_RANK
+ * 1 says that what rules RUN out is only dense collectives, which leave
+ * their buffers alone across one rank (dtrain_rt_set_buffer_fence): where
+ * the world communicator has one rank, graphs may replay it all the same.
+ * A --target=cuda trainer's main calls it for each of its run functions
  * (dtrain-compile's --dtrain-register-graph-steps). Exits with a message
  * when RUN is NULL. */
 void dtrain_rt_cuda_set_graph_step(void (*run)(void **buffers),
-                                   const char *why_not);
+                                   const char *why_not, int32_t on_one_rank);
 
 /* A run caller (dtrain_rt_set_run_caller) that replays steps as CUDA
  * graphs: RUN(BUFFERS) as it is unless dtrain_rt_cuda_set_graph_step said

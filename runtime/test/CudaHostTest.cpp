@@ -542,7 +542,7 @@ TEST(StepGraphs, ReplaysTheStepOfEachBufferTable) {
   auto *two = static_cast<float *>(dtrain_rt_cuda_alloc_managed(4));
   *two = 2.0f;
   std::vector<float *> first = stepBuffers(two), second = stepBuffers(two);
-  dtrain_rt_cuda_set_graph_step(graphStep, nullptr);
+  dtrain_rt_cuda_set_graph_step(graphStep, nullptr, 0);
   auto call = [](std::vector<float *> &buffers) {
     dtrain_rt_cuda_call_run(
         graphStep, reinterpret_cast<void **>(buffers.data()), buffers.size());
@@ -583,7 +583,7 @@ TEST(StepGraphs, RunsOthersAsTheyAre) {
   std::vector<float *> buffers = stepBuffers(two);
   // A function of its own: the registry is per function.
   static void (*const uncapturable)(void **) = [](void **b) { graphStep(b); };
-  dtrain_rt_cuda_set_graph_step(uncapturable, "it calls @collective");
+  dtrain_rt_cuda_set_graph_step(uncapturable, "it calls @collective", 0);
   ::testing::internal::CaptureStderr();
   for (int i = 0; i < 3; ++i)
     dtrain_rt_cuda_call_run(uncapturable,
@@ -599,7 +599,7 @@ TEST(StepGraphs, RunsOthersAsTheyAre) {
 }
 
 TEST(StepGraphs, NullFunctionIsFatal) {
-  EXPECT_EXIT(dtrain_rt_cuda_set_graph_step(nullptr, nullptr),
+  EXPECT_EXIT(dtrain_rt_cuda_set_graph_step(nullptr, nullptr, 0),
               ::testing::ExitedWithCode(1),
               "^dtrain-rt: dtrain_rt_cuda_set_graph_step: RUN is NULL\n$");
 }

@@ -5,13 +5,14 @@
 // A --target=cuda step calls each without waiting for its kernels
 // (dtrain.stream_independent): the queries touch no buffer, and a
 // collective's thread waits for the kernels queued before its submission
-// (the runtime's buffer fence).
-// CHECK-DAG: func.func private @dtrain_rt_comm_world() -> !llvm.ptr attributes {dtrain.stream_independent}
-// CHECK-DAG: func.func private @dtrain_rt_comm_rank(!llvm.ptr) -> i32 attributes {dtrain.stream_independent}
-// CHECK-DAG: func.func private @dtrain_rt_comm_size(!llvm.ptr) -> i32 attributes {dtrain.stream_independent}
-// CHECK-DAG: func.func private @dtrain_rt_all_reduce_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) attributes {dtrain.stream_independent}
-// CHECK-DAG: func.func private @dtrain_rt_all_reduce_start_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> !llvm.ptr attributes {dtrain.stream_independent}
-// CHECK-DAG: func.func private @dtrain_rt_wait(!llvm.ptr) attributes {dtrain.stream_independent}
+// (the runtime's buffer fence). Across one rank, all but the sparse
+// exchange leave the buffers alone (dtrain.inert_on_one_rank).
+// CHECK-DAG: func.func private @dtrain_rt_comm_world() -> !llvm.ptr attributes {dtrain.inert_on_one_rank, dtrain.stream_independent}
+// CHECK-DAG: func.func private @dtrain_rt_comm_rank(!llvm.ptr) -> i32 attributes {dtrain.inert_on_one_rank, dtrain.stream_independent}
+// CHECK-DAG: func.func private @dtrain_rt_comm_size(!llvm.ptr) -> i32 attributes {dtrain.inert_on_one_rank, dtrain.stream_independent}
+// CHECK-DAG: func.func private @dtrain_rt_all_reduce_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) attributes {dtrain.inert_on_one_rank, dtrain.stream_independent}
+// CHECK-DAG: func.func private @dtrain_rt_all_reduce_start_with(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> !llvm.ptr attributes {dtrain.inert_on_one_rank, dtrain.stream_independent}
+// CHECK-DAG: func.func private @dtrain_rt_wait(!llvm.ptr) attributes {dtrain.inert_on_one_rank, dtrain.stream_independent}
 
 // CHECK-LABEL: func.func @collectives
 // CHECK-SAME: (%[[G:.*]]: memref<128xf32>, %[[H:.*]]: memref<4x8xbf16>, %[[D:.*]]: memref<16xf64>, %[[E:.*]]: memref<3xf16>)
@@ -124,8 +125,10 @@ func.func @caller(%buf: memref<8xf32>, %n: index) {
 // SPARSE_GTOPK=1 (SPARSE_DENSE=2; with `aggregate <auto>` its operand as
 // i32), MEAN=1, the value type F32=0 without `wire` and BF16=3
 // with it; the seed is 0 (the runtime varies it per call). Its wait is a
-// plain wait.
+// plain wait. Across one rank the exchange still selects: it is not
+// inert there.
 // CHECK:     memref.global "private" constant @__dtrain_segments_0 : memref<2xi64> = dense<[16, 48]>
+// CHECK:     func.func private @dtrain_rt_sparse_all_reduce_start({{.*}}) -> !llvm.ptr attributes {dtrain.stream_independent}
 // CHECK-NOT: memref.global
 // CHECK-LABEL: func.func @sparse
 // CHECK-SAME: (%[[G:.*]]: memref<4x16xf32>, %[[R:.*]]: memref<4x16xf32>, %[[K:.*]]: index)

@@ -2,8 +2,10 @@
 
 // @main registers each function it hands to the runtime: @step, whose host
 // code loads its buffers' pointers from its table, allocates, launches,
-// calls a heavy op and waits once, may be replayed (a null reason); @eval,
-// which calls a collective, may not, and says why.
+// calls a heavy op and waits once, may be replayed (a null reason, not
+// only on one rank); @eval, which starts a sparse exchange, may not, and
+// says why; @dense, whose only other host code is a dense all-reduce and
+// its wait (inert across one rank), may be on one rank.
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @scale(%buf: memref<16xf32>) kernel {
@@ -11,10 +13,13 @@ module attributes {gpu.container_module} {
     }
   }
   func.func private @heavy(memref<16xf32>) attributes {dtrain.step_stream}
-  func.func private @all_reduce(memref<16xf32>) attributes {dtrain.stream_independent}
+  func.func private @sparse_exchange(memref<16xf32>) -> !llvm.ptr attributes {dtrain.stream_independent}
+  func.func private @all_reduce(memref<16xf32>) -> !llvm.ptr attributes {dtrain.inert_on_one_rank, dtrain.stream_independent}
+  func.func private @wait(!llvm.ptr) attributes {dtrain.inert_on_one_rank, dtrain.stream_independent}
   func.func private @dtrain_rt_trainer_main(i32, !llvm.ptr, !llvm.ptr, (!llvm.ptr) -> (), (!llvm.ptr) -> ()) -> i32
 
-  // CHECK: llvm.mlir.global internal constant @dtrain_graph_step_why_not_1("@eval calls @all_reduce, which communicates on the host between its kernels\00")
+  // CHECK-DAG: llvm.mlir.global internal constant @dtrain_graph_step_why_not_1("@eval calls @sparse_exchange, which communicates on the host between its kernels\00")
+  // CHECK-DAG: llvm.mlir.global internal constant @dtrain_graph_step_why_not_2("@dense calls @all_reduce, which communicates on the host between its kernels across more than one rank\00")
 
   func.func @step(%table: !llvm.ptr) {
     %c1 = arith.constant 1 : index
@@ -30,7 +35,15 @@ module attributes {gpu.container_module} {
   }
   func.func @eval(%table: !llvm.ptr) {
     %tmp = memref.alloc() : memref<16xf32>
-    call @all_reduce(%tmp) : (memref<16xf32>) -> ()
+    %r = call @sparse_exchange(%tmp) : (memref<16xf32>) -> !llvm.ptr
+    call @wait(%r) : (!llvm.ptr) -> ()
+    memref.dealloc %tmp : memref<16xf32>
+    return
+  }
+  func.func @dense(%table: !llvm.ptr) {
+    %tmp = memref.alloc() : memref<16xf32>
+    %r = call @all_reduce(%tmp) : (memref<16xf32>) -> !llvm.ptr
+    call @wait(%r) : (!llvm.ptr) -> ()
     memref.dealloc %tmp : memref<16xf32>
     return
   }
@@ -38,15 +51,22 @@ module attributes {gpu.container_module} {
   // CHECK-LABEL: func.func @main(
   // CHECK:         %[[STEP:.*]] = constant @step
   // CHECK-NEXT:    %[[NONE:.*]] = llvm.mlir.zero : !llvm.ptr
-  // CHECK-NEXT:    call @dtrain_rt_cuda_set_graph_step(%[[STEP]], %[[NONE]])
+  // CHECK-NEXT:    %[[NO:.*]] = arith.constant 0 : i32
+  // CHECK-NEXT:    call @dtrain_rt_cuda_set_graph_step(%[[STEP]], %[[NONE]], %[[NO]])
   // CHECK-NEXT:    %[[EVAL:.*]] = constant @eval
   // CHECK-NEXT:    %[[WHY:.*]] = llvm.mlir.addressof @dtrain_graph_step_why_not_1
-  // CHECK-NEXT:    call @dtrain_rt_cuda_set_graph_step(%[[EVAL]], %[[WHY]])
+  // CHECK-NEXT:    %[[NO1:.*]] = arith.constant 0 : i32
+  // CHECK-NEXT:    call @dtrain_rt_cuda_set_graph_step(%[[EVAL]], %[[WHY]], %[[NO1]])
+  // CHECK-NEXT:    %[[DENSE:.*]] = constant @dense
+  // CHECK-NEXT:    %[[WHY2:.*]] = llvm.mlir.addressof @dtrain_graph_step_why_not_2
+  // CHECK-NEXT:    %[[YES:.*]] = arith.constant 1 : i32
+  // CHECK-NEXT:    call @dtrain_rt_cuda_set_graph_step(%[[DENSE]], %[[WHY2]], %[[YES]])
   // CHECK-NEXT:    call @dtrain_rt_trainer_main(%{{.*}}, %{{.*}}, %{{.*}}, %[[STEP]], %[[EVAL]])
   func.func @main(%argc: i32, %argv: !llvm.ptr) -> i32 {
     %info = llvm.mlir.zero : !llvm.ptr
     %step = constant @step : (!llvm.ptr) -> ()
     %eval = constant @eval : (!llvm.ptr) -> ()
+    %dense = constant @dense : (!llvm.ptr) -> ()
     %rc = call @dtrain_rt_trainer_main(%argc, %argv, %info, %step, %eval) : (i32, !llvm.ptr, !llvm.ptr, (!llvm.ptr) -> (), (!llvm.ptr) -> ()) -> i32
     return %rc : i32
   }

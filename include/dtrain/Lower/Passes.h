@@ -38,6 +38,13 @@ inline constexpr llvm::StringLiteral kStepStreamAttrName = "dtrain.step_stream";
 inline constexpr llvm::StringLiteral kStreamIndependentAttrName =
     "dtrain.stream_independent";
 
+/// The unit attribute of a runtime function that, across one rank, does no
+/// device work and touches no buffer (the communicator's queries, dense
+/// all-reduces, waits): a step whose other host code only queues work may
+/// then be replayed as a CUDA graph (--dtrain-register-graph-steps).
+inline constexpr llvm::StringLiteral kInertOnOneRankAttrName =
+    "dtrain.inert_on_one_rank";
+
 #define GEN_PASS_DECL
 #include "dtrain/Lower/Passes.h.inc"
 

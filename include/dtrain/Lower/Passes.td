@@ -779,24 +779,33 @@ def RegisterGraphSteps : Pass<"dtrain-register-graph-steps", "ModuleOp"> {
     loads of buffer pointers from its argument (the runtime's table of
     buffers, by which the runtime keys its graphs), and ops without memory
     effects. Anything else that `--dtrain-chain-gpu-launches` waits for,
-    such as a collective (which works on the host and another thread) or
-    a load of a buffer's contents, rules the function out.
+    such as a sparse exchange (which selects on the host's orders and
+    another thread) or a load of a buffer's contents, rules the function
+    out. Calls of functions that carry the unit attribute
+    `dtrain.inert_on_one_rank` (the communicator's queries, dense
+    all-reduces and waits, which `--dtrain-lower-comm-to-runtime` marks)
+    rule it out only where the job has more than one rank: across one,
+    the runtime's dense collectives neither wait for the GPU nor touch
+    their buffers.
 
     For each function that `@main` hands to the runtime (the `func.constant`s
     in `@main`), `@main` then calls
-    `dtrain_rt_cuda_set_graph_step(function, why_not)` before them: a null
-    `why_not` for a function graphs may replay, else a string that says
-    why not, which the runtime prints once under `DTRAIN_CUDA_GRAPH=1`.
-    A module without `@main` is left as it is.
+    `dtrain_rt_cuda_set_graph_step(function, why_not, on_one_rank)` before
+    them: a null `why_not` for a function graphs may replay, else a string
+    that says why not, which the runtime prints once under
+    `DTRAIN_CUDA_GRAPH=1`, and `on_one_rank` 1 where graphs may replay it
+    on one rank all the same. A module without `@main` is left as it is.
 
     ```mlir
     // After: a step of launches and a heavy op may be replayed.
     %run = constant @dtrain_model_run : (!llvm.ptr) -> ()
     %none = llvm.mlir.zero : !llvm.ptr
-    call @dtrain_rt_cuda_set_graph_step(%run, %none) : ((!llvm.ptr) -> (), !llvm.ptr) -> ()
+    %c0 = arith.constant 0 : i32
+    call @dtrain_rt_cuda_set_graph_step(%run, %none, %c0) : ((!llvm.ptr) -> (), !llvm.ptr, i32) -> ()
     ```
   }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // DTRAIN_LOWER_PASSES_TD

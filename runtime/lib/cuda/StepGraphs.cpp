@@ -52,6 +52,7 @@ struct Graph {
 /// What is known of one run function.
 struct GraphRun {
   std::string whyNot; // empty: it may be captured
+  bool onOneRank = false; // dtrain_rt_cuda_set_graph_step's ON_ONE_RANK
   bool reported = false;
   bool ranOnce = false;
   std::map<std::vector<void *>, Graph> graphs; // by buffer table
@@ -154,12 +155,14 @@ void launchGraph(GraphRun &graphRun, RunFn run, void **buffers, size_t count) {
 } // namespace
 
 void dtrain_rt_cuda_set_graph_step(void (*run)(void **buffers),
-                                   const char *why_not) {
+                                   const char *why_not, int32_t on_one_rank) {
   if (!run)
     fatal("dtrain_rt_cuda_set_graph_step: RUN is NULL");
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.runs[run].whyNot = why_not ? why_not : "";
+  GraphRun &graphRun = r.runs[run];
+  graphRun.whyNot = why_not ? why_not : "";
+  graphRun.onOneRank = why_not && on_one_rank;
 }
 
 void dtrain_rt_cuda_call_run(void (*run)(void **buffers), void **buffers,
@@ -173,6 +176,13 @@ void dtrain_rt_cuda_call_run(void (*run)(void **buffers), void **buffers,
     return;
   }
   GraphRun &graphRun = found->second;
+  // Its collectives leave the buffers alone across one rank (asked at its
+  // first run, when a trainer has made its communicator).
+  if (graphRun.onOneRank) {
+    graphRun.onOneRank = false;
+    if (dtrain_rt_comm_size(dtrain_rt_comm_world()) == 1)
+      graphRun.whyNot.clear();
+  }
   if (!graphRun.whyNot.empty() && !graphRun.reported) {
     std::fprintf(stderr,
                  "dtrain-rt: DTRAIN_CUDA_GRAPH=1: running without a CUDA "
