@@ -4,7 +4,8 @@
  * (dtrain_rt_set_input_prefetch) that prints each call to stderr as
  * "prefetch <bytes> <sum of the bytes>", and a buffer fence
  * (dtrain_rt_set_buffer_fence) whose first record, in step 1's first
- * collective, waits until 4 prefetches have come (batch 2's x and y, which
+ * collective that takes one (a sparse exchange: on one rank the dense
+ * ones take none), waits until 4 prefetches have come (batch 2's x and y, which
  * the trainer gathers while step 1 runs), at most 30 s, then prints
  * "step 1: <N> prefetches before its first collective". Then it runs the
  * trainer's own main, which llvm-objcopy renamed compiled_main.
