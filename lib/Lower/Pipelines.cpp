@@ -38,10 +38,12 @@ static constexpr llvm::StringLiteral kLowerToBuffers =
     "canonicalize,cse,dtrain-elide-slot-copies,";
 
 /// Both targets, after the buffers are placed: deallocation, runtime calls.
+/// The CUDA target's loop nests copy contiguous buffers too (a kernel,
+/// where a host memcpy would wait for the GPU): %s is the copies' option.
 static constexpr llvm::StringLiteral kLowerBuffers =
     "buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,dtrain-lower-comm-to-runtime,"
-    "dtrain-lower-strided-copies,dtrain-flatten-elementwise,";
+    "dtrain-lower-strided-copies%s,dtrain-flatten-elementwise,";
 
 /// The CPU: the buffers in one static arena where possible; loops, LLVM.
 static constexpr llvm::StringLiteral kCPUPlacement = "dtrain-plan-buffers,";
@@ -155,6 +157,11 @@ static std::string format(llvm::StringLiteral text,
   return result;
 }
 
+/// kLowerBuffers for the CPU's loops or (CUDA_LOOPS) the CUDA target's.
+static std::string lowerBuffers(bool cudaLoops) {
+  return format(kLowerBuffers, {cudaLoops ? "{contiguous=true}" : ""});
+}
+
 /// kCUDAKernelShapes for kernels of CHIP with FEATURES.
 static std::string getKernelShapes(llvm::StringRef chip,
                                    llvm::StringRef features) {
@@ -181,8 +188,8 @@ mlir::dtrain::lower::getLowerToLLVMPipeline(const LowerToLLVMOptions &options) {
   // own rather than a view of the CPU's arena: the loop passes follow
   // accesses to allocations, and transform the nests as they do there.
   return lowerToBuffers("cpu", cudaLoops ? "cuda" : "cpu", cudaLoops) +
-         (cudaLoops ? kLowerBuffers.str() + kCUDAPlacement.str()
-                    : kCPUPlacement.str() + kLowerBuffers.str()) +
+         (cudaLoops ? lowerBuffers(true) + kCUDAPlacement.str()
+                    : kCPUPlacement.str() + lowerBuffers(false)) +
          (cudaLoops ? kCUDAParallelLoops.str() +
                           "func.func(dtrain-check-parallel-stores)," +
                           getKernelShapes(LowerToNVVMOptions().chip.getValue(),
@@ -300,7 +307,7 @@ LogicalResult mlir::dtrain::lower::resolveNVPTXTarget(
 std::string
 mlir::dtrain::lower::getLowerToNVVMPipeline(const LowerToNVVMOptions &options) {
   return lowerToBuffers("cuda", "cuda", /*cudaLoops=*/true) +
-         kLowerBuffers.str() + kCUDAPlacement.str() + kCUDAParallelLoops.str() +
+         lowerBuffers(true) + kCUDAPlacement.str() + kCUDAParallelLoops.str() +
          getKernelShapes(options.chip, options.features) +
          format(kCUDAKernels, {options.chip, options.features,
                                getCUDAToolkit(options).first});

@@ -312,8 +312,17 @@ def LowerStridedCopies : Pass<"dtrain-lower-strided-copies"> {
     MLIR's C runner utilities that compiled models do not link. This pass
     rewrites the second kind (a concat along an inner axis, the interior of
     a pad) into `linalg.copy`, which later passes turn into loops, and
-    leaves contiguous copies alone.
+    leaves contiguous copies alone. With `contiguous`, it rewrites those
+    too, as `linalg.generic`s (which `--dtrain-parallelize-serial-generics`
+    gives a thread where they are 0-d): the CUDA target's loops become
+    kernels, where a host `memcpy` of
+    its managed buffers would wait for the GPU and move their pages to the
+    host (and keep the step from being replayed as a CUDA graph).
   }];
+  let options = [
+    Option<"contiguous", "contiguous", "bool", /*default=*/"false",
+           "Rewrite copies between contiguous buffers too">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
