@@ -480,7 +480,7 @@ TEST(ManagedPool, MoreThanTheDeviceHasIsFatal) {
 //===--- Steps replayed as CUDA graphs ------------------------------------===//
 
 /// A step as the runtime sees a compiled one: a temporary from the pool,
-/// kernels and a heavy op on the step stream, one wait at its end.
+/// kernels and a heavy op on the step stream, waits at its end.
 /// BUFFERS: A (kStepElements floats, 2 added a step), B (2 A after it), and
 /// the 1 x 1 matrix 2.
 constexpr uint32_t kStepElements = 4096;
@@ -505,6 +505,12 @@ void graphStep(void **buffers) {
   dtrain_rt_cuda_matmul_f32(a, static_cast<float *>(buffers[2]),
                             static_cast<float *>(buffers[1]), kStepElements, 1,
                             1, 0, 0, 0.0f);
+  // Its end as MLIR's lowering may make it: a wait for an event, then for
+  // the stream.
+  void *event = mgpuEventCreate();
+  mgpuEventRecord(event, stream);
+  mgpuEventSynchronize(event);
+  mgpuEventDestroy(event);
   mgpuStreamSynchronize(stream);
   mgpuStreamDestroy(stream);
 }

@@ -253,6 +253,10 @@ void mgpuEventDestroy(void *event) {
 
 void mgpuEventSynchronize(void *event) {
   const HostTimer timer(__func__);
+  // Its events are recorded on the step stream: while a step is captured,
+  // a wait for one is the step's end too (see mgpuStreamSynchronize).
+  if (capturingStepStream())
+    return;
   DTRAIN_CU(cuEventSynchronize, asEvent(event));
 }
 
