@@ -6,10 +6,12 @@
 // sgemm and a 3x3 convolution 8x64x56x56 -> 64 with padding 1 (oneDNN,
 // NCHW in and out, reorders included), and resnet's stem max pooling
 // (3x3, stride 2, padding 1) of 8x64x112x112 and its gradient, NCHW and
-// NHWC. The first call is a warm-up (it creates the oneDNN primitive); the
-// median over N calls is reported as key=value lines:
+// NHWC, and batch norm in training and its gradient at the same size, NCHW
+// and as rows of channels. The first call is a warm-up (it creates the oneDNN
+// primitive); the median over N calls is reported as key=value lines:
 //   kernel=K median_ms=T gflops=G      (the sgemm and the convolution)
-//   kernel=K median_ms=T gbytes_s=B    (pooling: its tensors' bytes)
+//   kernel=K median_ms=T gbytes_s=B    (pooling, batch norm: its tensors'
+//                                       bytes)
 // All run on OMP_NUM_THREADS threads (oneDNN's, or the pooling gradients'
 // own).
 //
@@ -115,6 +117,36 @@ int main(int argc, char **argv) {
       l.backward(px.data(), pdy.data(), pdx.data(), DTRAIN_RT_POOL_MAX, n, ch,
                  ph, ph, po, po, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
     });
+  }
+  // Batch norm in training and its gradient at resnet's stem, 8x64x112x112:
+  // NCHW (oneDNN) and rows of channels (a channels-last tensor, the
+  // runtime's loops). Bytes moved by one pass over each tensor: forward
+  // reads X and writes Y, backward reads X and DY and writes DX.
+  const size_t planes = inputs, channels = size_t(ch);
+  std::vector<float> bx = randomVector(planes), by(planes),
+                     bdy = randomVector(planes), bdx(planes);
+  std::vector<float> scale = randomVector(channels),
+                     shift = randomVector(channels), mean(channels),
+                     var(channels), dscale(channels), dshift(channels);
+  const struct {
+    const char *layout;
+    int64_t images, spatial;
+  } norms[] = {{"nchw", n, ph * ph}, {"rows", n * ph * ph, 1}};
+  for (const auto &norm : norms) {
+    const std::string name =
+        std::string("batchnorm-8x64x112x112-") + norm.layout;
+    bench(name.c_str(), "gbytes_s", 8.0 * double(planes), iters, [&] {
+      dtrain_rt_batch_norm_train_f32(bx.data(), scale.data(), shift.data(),
+                                     by.data(), mean.data(), var.data(),
+                                     norm.images, ch, norm.spatial, 1e-5f);
+    });
+    bench((name + "-backward").c_str(), "gbytes_s", 12.0 * double(planes),
+          iters, [&] {
+            dtrain_rt_batch_norm_backward_f32(
+                bx.data(), bdy.data(), scale.data(), mean.data(), var.data(),
+                bdx.data(), dscale.data(), dshift.data(), norm.images, ch,
+                norm.spatial, 1e-5f);
+          });
   }
   return 0;
 }
