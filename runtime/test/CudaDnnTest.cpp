@@ -484,17 +484,31 @@ TEST(CudaPool, NaNIsTheMaximum) {
   EXPECT_EQ(dx[3 * 8 + 5], 0.0f);
 }
 
+/// The 16-bit pooling kernels of TYPE (bf16 or f16), forward and
+/// backward, NHWC where CHANNELS_LAST.
+struct HalfPooling {
+  decltype(&dtrain_rt_cuda_pool2d_bf16) forward;
+  decltype(&dtrain_rt_cuda_pool2d_backward_bf16) backward;
+};
+HalfPooling halfPooling(int32_t type, bool channelsLast) {
+  const bool bf16 = type == DTRAIN_RT_BF16;
+  if (channelsLast)
+    return {bf16 ? dtrain_rt_cuda_pool2d_nhwc_bf16
+                 : dtrain_rt_cuda_pool2d_nhwc_f16,
+            bf16 ? dtrain_rt_cuda_pool2d_backward_nhwc_bf16
+                 : dtrain_rt_cuda_pool2d_backward_nhwc_f16};
+  return {bf16 ? dtrain_rt_cuda_pool2d_bf16 : dtrain_rt_cuda_pool2d_f16,
+          bf16 ? dtrain_rt_cuda_pool2d_backward_bf16
+               : dtrain_rt_cuda_pool2d_backward_f16};
+}
+
 // 16-bit pooling against the f32 CPU kernels on the rounded inputs: max
 // pooling's outputs are the rounded CPU's exactly (a maximum rounds to
 // itself), average pooling's and the gradients within 16-bit rounding.
 TEST(CudaHalf, PoolingMatchesCpu) {
   uint32_t seed = 4000;
   for (const HalfType &t : halfTypes) {
-    const bool bf16 = t.type == DTRAIN_RT_BF16;
-    const auto forward =
-        bf16 ? dtrain_rt_cuda_pool2d_bf16 : dtrain_rt_cuda_pool2d_f16;
-    const auto backward = bf16 ? dtrain_rt_cuda_pool2d_backward_bf16
-                               : dtrain_rt_cuda_pool2d_backward_f16;
+    const auto [forward, backward] = halfPooling(t.type, false);
     for (const PoolCase &k : allPoolCases()) {
       SCOPED_TRACE(testing::Message() << t.name << " " << k);
       auto x = randomVector(inputSize(k), ++seed);
@@ -556,15 +570,8 @@ TEST(CudaPool, ChannelsLastMatchesCpu) {
 TEST(CudaHalf, ChannelsLastPoolingMatchesNCHW) {
   uint32_t seed = 4700;
   for (const HalfType &t : halfTypes) {
-    const bool bf16 = t.type == DTRAIN_RT_BF16;
-    const auto forward =
-        bf16 ? dtrain_rt_cuda_pool2d_bf16 : dtrain_rt_cuda_pool2d_f16;
-    const auto backward = bf16 ? dtrain_rt_cuda_pool2d_backward_bf16
-                               : dtrain_rt_cuda_pool2d_backward_f16;
-    const auto forwardNHWC =
-        bf16 ? dtrain_rt_cuda_pool2d_nhwc_bf16 : dtrain_rt_cuda_pool2d_nhwc_f16;
-    const auto backwardNHWC = bf16 ? dtrain_rt_cuda_pool2d_backward_nhwc_bf16
-                                   : dtrain_rt_cuda_pool2d_backward_nhwc_f16;
+    const auto [forward, backward] = halfPooling(t.type, false);
+    const auto [forwardNHWC, backwardNHWC] = halfPooling(t.type, true);
     for (const PoolCase &k : allPoolCases()) {
       SCOPED_TRACE(testing::Message() << t.name << " " << k);
       const int64_t oh = k.oh(), ow = k.ow();

@@ -474,8 +474,7 @@ std::vector<double> referencePool(const PoolCase &k,
 
 template <typename T>
 std::vector<T> runPool(const PoolCase &k, const std::vector<T> &x) {
-  std::vector<T> y(size_t(k.n * k.c * k.oh() * k.ow()),
-                   std::numeric_limits<T>::quiet_NaN());
+  std::vector<T> y(outputSize(k), std::numeric_limits<T>::quiet_NaN());
   kernelFor<T>(dtrain_rt_pool2d_f32, dtrain_rt_pool2d_f64)(
       x.data(), y.data(), k.kind, k.n, k.c, k.h, k.w, k.oh(), k.ow(), k.kh,
       k.kw, k.sh, k.sw, k.pt, k.pl, k.pb, k.pr, k.dh, k.dw);
@@ -486,7 +485,7 @@ TEST(Pool2D, MatchesReference) {
   uint32_t seed = 500;
   for (const PoolCase &k : poolCases) {
     SCOPED_TRACE(testing::Message() << k);
-    auto x = randomVector(size_t(k.n * k.c * k.h * k.w), ++seed);
+    auto x = randomVector(inputSize(k), ++seed);
     EXPECT_TRUE(allClose(runPool(k, x), referencePool(k, x)));
   }
 }
@@ -510,7 +509,7 @@ std::vector<double> referencePoolBackward(const PoolCase &k,
                                           const std::vector<float> &x,
                                           const std::vector<float> &dy) {
   int64_t oh = k.oh(), ow = k.ow();
-  std::vector<double> dx(size_t(k.n * k.c * k.h * k.w), 0.0);
+  std::vector<double> dx(inputSize(k), 0.0);
   for (int64_t plane = 0; plane < k.n * k.c; ++plane)
     for (int64_t i = 0; i < oh; ++i)
       for (int64_t j = 0; j < ow; ++j) {
@@ -548,8 +547,7 @@ std::vector<double> referencePoolBackward(const PoolCase &k,
 template <typename T = float>
 std::vector<T> runPoolBackward(const PoolCase &k, const std::vector<T> &x,
                                const std::vector<T> &dy) {
-  std::vector<T> dx(size_t(k.n * k.c * k.h * k.w),
-                    std::numeric_limits<T>::quiet_NaN());
+  std::vector<T> dx(inputSize(k), std::numeric_limits<T>::quiet_NaN());
   // The averages do not read X.
   kernelFor<T>(dtrain_rt_pool2d_backward_f32, dtrain_rt_pool2d_backward_f64)(
       k.kind == DTRAIN_RT_POOL_MAX ? x.data() : nullptr, dy.data(), dx.data(),
@@ -562,8 +560,8 @@ TEST(Pool2DBackward, MatchesReference) {
   uint32_t seed = 6500;
   for (const PoolCase &k : poolCases) {
     SCOPED_TRACE(testing::Message() << k);
-    auto x = randomVector(size_t(k.n * k.c * k.h * k.w), ++seed);
-    auto dy = randomVector(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    auto x = randomVector(inputSize(k), ++seed);
+    auto dy = randomVector(outputSize(k), seed + 1000);
     EXPECT_TRUE(
         allClose(runPoolBackward(k, x, dy), referencePoolBackward(k, x, dy)));
   }
@@ -576,8 +574,8 @@ TEST(Pool2DChannelsLast, MatchesReference) {
   uint32_t seed = 8500;
   for (const PoolCase &k : poolCases) {
     SCOPED_TRACE(testing::Message() << k);
-    auto x = randomVector(size_t(k.n * k.c * k.h * k.w), ++seed);
-    auto dy = randomVector(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    auto x = randomVector(inputSize(k), ++seed);
+    auto dy = randomVector(outputSize(k), seed + 1000);
     std::vector<float> ties = x;
     for (float &v : ties)
       v = std::round(v);
@@ -599,10 +597,10 @@ TEST(Pool2DBackward, MaxTiesGoToTheFirstMaximum) {
     if (k.kind != DTRAIN_RT_POOL_MAX)
       continue;
     SCOPED_TRACE(testing::Message() << k);
-    auto x = randomVector(size_t(k.n * k.c * k.h * k.w), ++seed);
+    auto x = randomVector(inputSize(k), ++seed);
     for (float &v : x)
       v = std::round(v); // -1, 0 or 1
-    auto dy = randomVector(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    auto dy = randomVector(outputSize(k), seed + 1000);
     EXPECT_TRUE(
         allClose(runPoolBackward(k, x, dy), referencePoolBackward(k, x, dy)));
     std::vector<float> flat(x.size(), 0.5f);
@@ -652,8 +650,8 @@ TEST(Pool2DBackward, AverageIsAdjointOfForward) {
     if (k.kind == DTRAIN_RT_POOL_MAX)
       continue;
     SCOPED_TRACE(testing::Message() << k);
-    auto x = randomVector(size_t(k.n * k.c * k.h * k.w), ++seed);
-    auto dy = randomVector(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    auto x = randomVector(inputSize(k), ++seed);
+    auto dy = randomVector(outputSize(k), seed + 1000);
     std::vector<float> y = runPool(k, x), dx = runPoolBackward(k, x, dy);
     double forward = 0, backward = 0;
     for (size_t i = 0; i < y.size(); ++i)
@@ -1026,8 +1024,8 @@ TEST(Pool2DF64, MatchesF32) {
   uint32_t seed = 13000;
   for (const PoolCase &k : poolCases) {
     SCOPED_TRACE(testing::Message() << k);
-    auto x = randomDoubles(size_t(k.n * k.c * k.h * k.w), ++seed);
-    auto dy = randomDoubles(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    auto x = randomDoubles(inputSize(k), ++seed);
+    auto dy = randomDoubles(outputSize(k), seed + 1000);
     std::vector<float> x32 = rounded(x), dy32 = rounded(dy);
     EXPECT_TRUE(allClose(runPool(k, x32), runPool(k, x)));
     EXPECT_TRUE(
@@ -1041,7 +1039,7 @@ TEST(Pool2DF64, MatchesF32) {
 TEST(Pool2DF64, GradientsAreFiniteDifferences) {
   uint32_t seed = 14000;
   for (const PoolCase &k : poolCases) {
-    size_t size = size_t(k.n * k.c * k.h * k.w);
+    size_t size = inputSize(k);
     if (size > kMaxFiniteDifferenceInputs)
       continue;
     SCOPED_TRACE(testing::Message() << k);
@@ -1054,7 +1052,7 @@ TEST(Pool2DF64, GradientsAreFiniteDifferences) {
       for (size_t i = 0; i < size; ++i)
         x[i] = (double(order[i]) - double(size) / 2) * 1e-3;
     }
-    auto r = randomDoubles(size_t(k.n * k.c * k.oh() * k.ow()), seed + 1000);
+    auto r = randomDoubles(outputSize(k), seed + 1000);
     EXPECT_TRUE(matchesFiniteDifferences(
         finiteDifferences(x, r, [&] { return runPool(k, x); }),
         runPoolBackward(k, x, r)));
