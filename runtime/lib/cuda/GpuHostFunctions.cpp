@@ -222,12 +222,12 @@ void mgpuStreamSynchronize(void *stream) {
   const HostTimer timer(__func__);
   // While a step is captured as a graph, its final wait (the one wait of a
   // step that may be captured) waits for the graph's launch instead.
-  if (asStream(stream) == stepStream() && capturingStepStream())
-    return;
-  if (asStream(stream) == stepStream())
-    synchronizeStepStream();
-  else
+  if (asStream(stream) == stepStream()) {
+    if (!capturingStepStream())
+      synchronizeStepStream();
+  } else {
     DTRAIN_CU(cuStreamSynchronize, asStream(stream));
+  }
 }
 
 void mgpuStreamDestroy(void *stream) {
