@@ -67,16 +67,19 @@ DeviceBuffer<char> workspaceFor(int64_t n) {
   return DeviceBuffer<char>(dtrain_rt_cuda_select_workspace_size(n));
 }
 
+/// The selection of X on the GPU, in WORKSPACE where given (else its own).
 Selection gpuSelect(const std::vector<float> &x, int64_t k, int32_t method,
-                    int64_t capacity) {
+                    int64_t capacity, DeviceBuffer<char> *workspace = nullptr) {
   const int64_t n = int64_t(x.size());
   DeviceBuffer<float> input(x), values(static_cast<size_t>(capacity));
   DeviceBuffer<int32_t> indices(static_cast<size_t>(capacity));
-  DeviceBuffer<char> workspace = workspaceFor(n);
+  DeviceBuffer<char> own = workspaceFor(workspace ? 0 : n);
+  if (!workspace)
+    workspace = &own;
   int64_t count = -1;
   const int rc = dtrain_rt_cuda_select_f32(
       input.get(), n, k, method, indices.get(), values.get(), capacity, &count,
-      workspace.get(), dtrain_rt_cuda_select_workspace_size(n), nullptr);
+      workspace->get(), dtrain_rt_cuda_select_workspace_size(n), nullptr);
   EXPECT_EQ(rc, DTRAIN_RT_CUDA_SUCCESS) << dtrain_rt_cuda_error_message();
   if (rc != DTRAIN_RT_CUDA_SUCCESS)
     return {};
@@ -166,6 +169,27 @@ TEST(CudaSelect, GaussianWithTheLargestInOneTile) {
           << "run=" << run << " k=" << k;
     }
   }
+}
+
+// One workspace, its bytes all 0xff at first, serves selections of
+// several sizes one after another: nothing a selection keeps there (the
+// count pass's tally of finished blocks, the slots, the counts) depends
+// on what an earlier one left.
+TEST(CudaSelect, GaussianReusesAWorkspaceWhateverItHolds) {
+  DeviceBuffer<char> workspace = workspaceFor(3000000);
+  workspace.fill(0xff);
+  uint32_t seed = 40;
+  for (size_t n : {size_t(3000000), size_t(4097), size_t(1) << 20, size_t(17),
+                   size_t(3000000)})
+    for (Distribution d : {Distribution::Gaussian, Distribution::Laplace}) {
+      const std::vector<float> x = sample(d, n, seed++);
+      const int64_t k = std::max<int64_t>(int64_t(n) / 1000, 1);
+      const Selection cpu = cpuSelect(x, k, DTRAIN_RT_SELECT_GAUSSIAN, 2 * k);
+      const Selection gpu =
+          gpuSelect(x, k, DTRAIN_RT_SELECT_GAUSSIAN, 2 * k, &workspace);
+      ASSERT_EQ(gpu.indices, cpu.indices) << name(d) << " n=" << n;
+      ASSERT_EQ(bits(gpu.values), bits(cpu.values)) << name(d) << " n=" << n;
+    }
 }
 
 TEST(CudaSelect, NothingToSelect) {

@@ -10,17 +10,17 @@
 //   gaussian  one pass for the sums, from which a one-block kernel makes
 //             the 15 thresholds that 3 corrections can reach (each
 //             correction halves or multiplies by 1.5: a binary tree), then
-//             one pass that counts, per tile, |x| above each of them, and
-//             a one-thread kernel that walks the correction rule
-//             (GaussianK.h) to the threshold to compact with; the host
-//             waits once, at the end, for the count (or the exact
-//             selection to run instead, which is rare). The count pass
-//             also keeps each tile's entries above the first threshold in
-//             kSlots slots (about 4 a tile at density 0.001 on Gaussian
-//             data, 40 on Laplace data): where the chosen threshold is at
-//             least the first and no tile had more, a kernel of a warp a
-//             tile gathers them, and the compaction pass over the data
-//             returns at once.
+//             one pass that counts, per tile, |x| above each of them,
+//             whose last block to finish walks the correction rule
+//             (GaussianK.h) to the threshold to compact with and writes
+//             that choice to page-locked host memory; the host waits once,
+//             at the end, and reads it (the count, or the exact selection
+//             to run instead, which is rare). The count pass also keeps
+//             each tile's entries above the first threshold in kSlots
+//             slots (about 4 a tile at density 0.001 on Gaussian data, 40
+//             on Laplace data): where the chosen threshold is at least the
+//             first and no tile had more, the compaction kernel gathers
+//             them, a warp a tile, instead of passing over the data.
 // Both end in the same compaction, which keeps index order: the entries
 // with magnitude bits above a bound T, and the first TIES (in index order)
 // equal to T. It counts per tile of 4096 elements (the Gaussian count
@@ -79,7 +79,7 @@ struct Slot {
   float value;
 };
 constexpr int kSlots = 64;
-/// The slots a lane of gatherSlotsKernel holds.
+/// The slots a lane of gatherSlots holds.
 constexpr int kLaneSlots = kSlots / 32;
 
 /// Gaussian-k's thresholds after 0..3 corrections, as a binary tree in
@@ -97,8 +97,7 @@ struct GaussianChoice {
   int64_t count, exactK;
 };
 
-/// A Gaussian selection's thresholds, how many |x| exceed each, and its
-/// choice; the host reads the choice back.
+/// A Gaussian selection's thresholds and how many |x| exceed each.
 struct GaussianCounts {
   ThresholdTree tree;
   /// The tree's distinct thresholds, DISTINCT of them, as |x| is compared
@@ -112,7 +111,8 @@ struct GaussianCounts {
   unsigned long long above[kTreeSize];
   /// Nonzero where a tile had more than kSlots entries above the first.
   unsigned slotsOverflowed;
-  GaussianChoice choice;
+  /// The count pass's blocks that have added their counts.
+  unsigned finishedTiles;
 };
 
 /// The bound of a compaction: the entries with magnitude bits above
@@ -121,7 +121,7 @@ struct GaussianCounts {
 /// distinct threshold). While the radix select runs, PREFIX holds the bins
 /// chosen so far and NEED the rank sought among the entries that match them.
 /// FROMSLOTS: Gaussian-k's entries are gathered from the count pass's
-/// slots instead (gatherSlotsKernel).
+/// slots instead (gatherSlots).
 struct RadixState {
   uint32_t prefix;
   int64_t need;
@@ -284,19 +284,15 @@ countBefore(const unsigned long long *tileOffsets, uint32_t column,
 }
 
 /// Writes the selected entries of TILES tiles at their places (see the
-/// file comment), a block a tile at a time; TILEOFFSETS is the exclusive
-/// scan of the packed tile counts. Warp w takes the tile's w-th run of
-/// kWarpRun elements, 32 consecutive ones at a time: a lane's place among
-/// the warp's 32 is the population count of the lower lanes in the
-/// ballot. (Three blocks to a multiprocessor at least: its registers,
-/// unbounded, would allow two.)
-__global__ void __launch_bounds__(kTileThreads, 3)
-    compactKernel(const float *x, int64_t n, int64_t tiles,
-                  const RadixState *bound,
-                  const unsigned long long *tileOffsets, int32_t *indices,
-                  float *values) {
-  if (bound->fromSlots)
-    return;
+/// file comment), a block of kTileThreads a tile at a time; TILEOFFSETS is
+/// the exclusive scan of the packed tile counts. Warp w takes the tile's
+/// w-th run of kWarpRun elements, 32 consecutive ones at a time: a lane's
+/// place among the warp's 32 is the population count of the lower lanes
+/// in the ballot.
+__device__ __forceinline__ void
+compactTiles(const float *x, int64_t n, int64_t tiles, const RadixState *bound,
+             const unsigned long long *tileOffsets, int32_t *indices,
+             float *values) {
   __shared__ unsigned long long warpCounts[kTileThreads / 32];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const uint32_t threshold = bound->prefix;
@@ -343,6 +339,16 @@ __global__ void __launch_bounds__(kTileThreads, 3)
           (uint64_t(__popc(aboveLanes)) << 32) + unsigned(__popc(equalLanes));
     }
   }
+}
+
+/// The compaction of the state's BOUND (compactTiles). (Three blocks to a
+/// multiprocessor at least: its registers, unbounded, would allow two.)
+__global__ void __launch_bounds__(kTileThreads, 3)
+    compactKernel(const float *x, int64_t n, int64_t tiles,
+                  const RadixState *bound,
+                  const unsigned long long *tileOffsets, int32_t *indices,
+                  float *values) {
+  compactTiles(x, n, tiles, bound, tileOffsets, indices, values);
 }
 
 /// Per block: the sum and the sum of squares (in double, as the CPU).
@@ -400,21 +406,69 @@ __global__ void thresholdTreeKernel(const double2 *partials, int blocks,
   }
   counts->distinct = distinct;
   counts->slotsOverflowed = 0;
+  counts->finishedTiles = 0;
+}
+
+/// Gaussian-k's choice for K, at most CAPACITY entries, from COUNTS (the
+/// count pass's, all added), to CHOICE; and the compaction's bound in
+/// STATE: the chosen threshold, or, where the exact selection must run
+/// instead, nothing (no magnitude reaches 0xffffffff). The counts are
+/// read volatile: the count pass's other blocks wrote them.
+__device__ void chooseGaussian(GaussianCounts *counts, int64_t k,
+                               int64_t capacity, RadixState *state,
+                               GaussianChoice *choiceOut) {
+  const volatile unsigned long long *above = counts->above;
+  const float first = counts->tree.value[0];
+  GaussianChoice choice{0, 0, k};
+  if (magnitudeBits(first) < 0x7f800000u) { // else inf or NaN among the x
+    int node = 0;
+    for (int round = 0; round < kGaussianCorrections; ++round) {
+      const int side =
+          compareToTarget(int64_t(above[counts->boundOf[node]]), k);
+      if (side == 0)
+        break;
+      node = side < 0 ? 2 * node + 1 : 2 * node + 2;
+    }
+    const int64_t count = int64_t(above[counts->boundOf[node]]);
+    // More pass than CAPACITY holds: the CAPACITY largest of them, which
+    // are the CAPACITY largest of all (the others are at most the
+    // threshold), ties to lower indices, as the CPU selects them.
+    choice = {node, count,
+              compareToTarget(count, k) != 0 ? k
+              : count > capacity             ? capacity
+                                             : 0};
+  }
+  *choiceOut = choice;
+  // The slots hold every entry above the first threshold, so every entry
+  // above a threshold at least as high.
+  const uint32_t bound = magnitudeBits(counts->tree.value[choice.node]);
+  const bool fromSlots =
+      choice.exactK == 0 &&
+      !*static_cast<volatile unsigned *>(&counts->slotsOverflowed) &&
+      bound >= magnitudeBits(first);
+  *state = choice.exactK > 0
+               ? RadixState{0xffffffffu, 0, 0, 0}
+               : RadixState{bound, 0, uint32_t(counts->boundOf[choice.node]),
+                            fromSlots};
 }
 
 /// Per tile: how many |x| exceed each distinct threshold (the thresholds
 /// are at least 0; a NaN or an infinity among the values makes the first
-/// one NaN or infinite, and chooseGaussianKernel the exact selection, so
+/// one NaN or infinite, and chooseGaussian the exact selection, so
 /// that the counts matter only where every |x| is finite, and compare as
 /// their bits do), as packed tile counts (above << 32; the Gaussian
 /// compaction takes no ties) at TILECOUNTS[bound * tiles + tile], and
 /// added to COUNTS->above. The entries above the first threshold go to the
 /// tile's kSlots SLOTS, in no particular order, as far as there is room.
 /// The compares and sums are in f32, whose pipes are twice as wide as the
-/// integer ones: a thread's counts are at most kTileItems.
+/// integer ones: a thread's counts are at most kTileItems. The last block
+/// to add its counts makes the choice for K of at most CAPACITY
+/// (chooseGaussian), which saves a launch and a copy to the host.
 __global__ void __launch_bounds__(kTileThreads)
     countTreeKernel(const float *x, int64_t n, GaussianCounts *counts,
-                    unsigned long long *tileCounts, Slot *slots) {
+                    unsigned long long *tileCounts, Slot *slots, int64_t k,
+                    int64_t capacity, RadixState *state,
+                    GaussianChoice *choice) {
   __shared__ unsigned blockCounts[kTreeSize];
   __shared__ unsigned slotsTaken;
   if (threadIdx.x < kTreeSize)
@@ -472,91 +526,79 @@ __global__ void __launch_bounds__(kTileThreads)
   }
   if (threadIdx.x == 0 && slotsTaken > kSlots)
     counts->slotsOverflowed = 1;
+  // Each thread's writes reach every block before the block's ticket is
+  // taken: the block that takes the last ticket sees all counts.
+  __shared__ bool lastBlock;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    lastBlock = atomicAdd(&counts->finishedTiles, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (lastBlock && threadIdx.x == 0)
+    chooseGaussian(counts, k, capacity, state, choice);
 }
 
-/// Gaussian-k's compaction where chooseGaussianKernel chose the slots
-/// (BOUND->fromSlots): a warp a tile, each lane holding kLaneSlots of the
-/// tile's slots (TILECOUNTS' first column counts them), writes those above
-/// the bound at their places, as compactKernel would: after the tile's
-/// selected entries before it (the scan) and the tile's selected slots of
-/// lower index.
-__global__ void gatherSlotsKernel(const RadixState *bound, const Slot *slots,
-                                  const unsigned long long *tileCounts,
-                                  const unsigned long long *tileOffsets,
-                                  int64_t tiles, int32_t *indices,
-                                  float *values) {
+/// Gaussian-k's compaction where chooseGaussian chose the slots: a warp a
+/// tile (tiles apart by the grid's warps), each lane holding kLaneSlots of
+/// the tile's slots (TILECOUNTS' first column counts them), writes those
+/// above the BOUND at their places, as compactTiles would: after the
+/// tile's selected entries before it (the scan) and the tile's selected
+/// slots of lower index.
+__device__ __forceinline__ void
+gatherSlots(const RadixState *bound, const Slot *slots,
+            const unsigned long long *tileCounts,
+            const unsigned long long *tileOffsets, int64_t tiles,
+            int32_t *indices, float *values) {
   const int lane = int(threadIdx.x) % 32;
-  const int64_t tile = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
-  if (!bound->fromSlots || tile >= tiles) // the whole warp's
-    return;
-  const int taken = int(tileCounts[tile] >> 32); // at most kSlots: chosen
-  Slot mine[kLaneSlots];
-  bool selected[kLaneSlots];
-  unsigned place[kLaneSlots] = {};
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t tile = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+       tile < tiles; tile += warps) { // the whole warp's
+    const int taken = int(tileCounts[tile] >> 32); // at most kSlots: chosen
+    Slot mine[kLaneSlots];
+    bool selected[kLaneSlots];
+    unsigned place[kLaneSlots] = {};
 #pragma unroll
-  for (int r = 0; r < kLaneSlots; ++r) {
-    const int s = lane + 32 * r;
-    mine[r] = s < taken ? slots[tile * kSlots + s] : Slot{INT32_MAX, 0.0f};
-    selected[r] = s < taken && magnitudeBits(mine[r].value) > bound->prefix;
-  }
-#pragma unroll
-  for (int r = 0; r < kLaneSlots; ++r)
-    for (int from = 0; from < 32 && from + 32 * r < taken; ++from) {
-      const int32_t index = __shfl_sync(0xffffffffu, mine[r].index, from);
-      const bool counts = __shfl_sync(0xffffffffu, selected[r], from);
-#pragma unroll
-      for (int q = 0; q < kLaneSlots; ++q)
-        place[q] += counts && index < mine[q].index;
+    for (int r = 0; r < kLaneSlots; ++r) {
+      const int s = lane + 32 * r;
+      mine[r] = s < taken ? slots[tile * kSlots + s] : Slot{INT32_MAX, 0.0f};
+      selected[r] = s < taken && magnitudeBits(mine[r].value) > bound->prefix;
     }
-  const uint64_t before =
-      countBefore(tileOffsets, bound->column, tiles, tile) >> 32;
 #pragma unroll
-  for (int r = 0; r < kLaneSlots; ++r) {
-    if (!selected[r])
-      continue;
-    if (indices)
-      indices[before + place[r]] = mine[r].index;
-    if (values)
-      values[before + place[r]] = mine[r].value;
+    for (int r = 0; r < kLaneSlots; ++r)
+      for (int from = 0; from < 32 && from + 32 * r < taken; ++from) {
+        const int32_t index = __shfl_sync(0xffffffffu, mine[r].index, from);
+        const bool counts = __shfl_sync(0xffffffffu, selected[r], from);
+#pragma unroll
+        for (int q = 0; q < kLaneSlots; ++q)
+          place[q] += counts && index < mine[q].index;
+      }
+    const uint64_t before =
+        countBefore(tileOffsets, bound->column, tiles, tile) >> 32;
+#pragma unroll
+    for (int r = 0; r < kLaneSlots; ++r) {
+      if (!selected[r])
+        continue;
+      if (indices)
+        indices[before + place[r]] = mine[r].index;
+      if (values)
+        values[before + place[r]] = mine[r].value;
+    }
   }
 }
 
-/// One thread: Gaussian-k's choice for K, at most CAPACITY entries, from
-/// the counts (COUNTS->choice), and the compaction's bound in STATE: the
-/// chosen threshold, or, where the exact selection must run instead,
-/// nothing (no magnitude reaches 0xffffffff).
-__global__ void chooseGaussianKernel(GaussianCounts *counts, int64_t k,
-                                     int64_t capacity, RadixState *state) {
-  const float first = counts->tree.value[0];
-  GaussianChoice choice{0, 0, k};
-  if (magnitudeBits(first) < 0x7f800000u) { // else inf or NaN among the x
-    int node = 0;
-    for (int round = 0; round < kGaussianCorrections; ++round) {
-      const int side =
-          compareToTarget(int64_t(counts->above[counts->boundOf[node]]), k);
-      if (side == 0)
-        break;
-      node = side < 0 ? 2 * node + 1 : 2 * node + 2;
-    }
-    const int64_t count = int64_t(counts->above[counts->boundOf[node]]);
-    // More pass than CAPACITY holds: the CAPACITY largest of them, which
-    // are the CAPACITY largest of all (the others are at most the
-    // threshold), ties to lower indices, as the CPU selects them.
-    choice = {node, count,
-              compareToTarget(count, k) != 0 ? k
-              : count > capacity             ? capacity
-                                             : 0};
-  }
-  counts->choice = choice;
-  // The slots hold every entry above the first threshold, so every entry
-  // above a threshold at least as high.
-  const uint32_t bound = magnitudeBits(counts->tree.value[choice.node]);
-  const bool fromSlots = choice.exactK == 0 && !counts->slotsOverflowed &&
-                         bound >= magnitudeBits(first);
-  *state = choice.exactK > 0
-               ? RadixState{0xffffffffu, 0, 0, 0}
-               : RadixState{bound, 0, uint32_t(counts->boundOf[choice.node]),
-                            fromSlots};
+/// Gaussian-k's compaction, as chooseGaussian left BOUND: from the slots
+/// (gatherSlots) or from the data (compactTiles), whose tile counts are
+/// among TILECOUNTS' columns; one launch either way.
+__global__ void __launch_bounds__(kTileThreads, 3)
+    compactGaussianKernel(const float *x, int64_t n, int64_t tiles,
+                          const RadixState *bound, const Slot *slots,
+                          const unsigned long long *tileCounts,
+                          const unsigned long long *tileOffsets,
+                          int32_t *indices, float *values) {
+  if (bound->fromSlots)
+    gatherSlots(bound, slots, tileCounts, tileOffsets, tiles, indices, values);
+  else
+    compactTiles(x, n, tiles, bound, tileOffsets, indices, values);
 }
 
 /// VALUES rounded to the wire type, what the rounding dropped left in the
@@ -682,20 +724,16 @@ public:
                        ws.moments);
     DTRAIN_CUDA_LAUNCH(thresholdTreeKernel, 1, kBlock, stream, ws.moments,
                        int(blocks), n, gaussianQuantile(n, k), ws.gaussian);
-    DTRAIN_CUDA_LAUNCH(countTreeKernel, tiles, kTileThreads, stream, in.x, n,
-                       ws.gaussian, ws.tileCounts, ws.slots);
-    DTRAIN_CUDA_LAUNCH(chooseGaussianKernel, 1, 1, stream, ws.gaussian, k,
-                       capacity, ws.state);
-    scanAndCompact(kTreeSize);
-    // A warp a tile (no grid-stride loop: not gridFor's cap).
-    const unsigned gatherBlocks =
-        unsigned((int64_t(tiles) * 32 + kBlock - 1) / kBlock);
-    DTRAIN_CUDA_LAUNCH(gatherSlotsKernel, gatherBlocks, kBlock, stream,
-                       ws.state, ws.slots, ws.tileCounts, ws.tileOffsets,
-                       int64_t(tiles), indices, values);
+    // The count pass's last block writes the choice where the host reads
+    // it: page-locked memory, which kernels reach at its host address.
     GaussianChoice &choice = hostChoice();
-    DTRAIN_CUDA_CALL(cudaMemcpyAsync, &choice, &ws.gaussian->choice,
-                     sizeof choice, cudaMemcpyDeviceToHost, stream);
+    DTRAIN_CUDA_LAUNCH(countTreeKernel, tiles, kTileThreads, stream, in.x, n,
+                       ws.gaussian, ws.tileCounts, ws.slots, k, capacity,
+                       ws.state, &choice);
+    scan(kTreeSize);
+    DTRAIN_CUDA_LAUNCH(compactGaussianKernel, compactBlocks(), kTileThreads,
+                       stream, in.x, n, int64_t(tiles), ws.state, ws.slots,
+                       ws.tileCounts, ws.tileOffsets, indices, values);
     DTRAIN_CUDA_CALL(cudaStreamSynchronize, stream);
     return choice.exactK > 0 ? exact(choice.exactK) : choice.count;
   }
@@ -734,22 +772,25 @@ private:
   void compactFromState() {
     DTRAIN_CUDA_LAUNCH(tileCountKernel, unsigned(tilesOf(n)), kTileThreads,
                        stream, firstPass(), n, ws.state, ws.tileCounts);
-    scanAndCompact(1);
+    scan(1);
+    DTRAIN_CUDA_LAUNCH(compactKernel, compactBlocks(), kTileThreads, stream,
+                       in.x, n, tilesOf(n), ws.state, ws.tileOffsets, indices,
+                       values);
   }
 
-  /// The compaction of the state's bound, whose tile counts are among the
-  /// first COLUMNS columns of the tile counts.
-  void scanAndCompact(int columns) {
-    const int64_t tiles = tilesOf(n);
+  /// The exclusive scan of the first COLUMNS columns of the tile counts,
+  /// among which are the compaction's.
+  void scan(int columns) {
     size_t scanBytes = ws.scanBytes;
     checkCuda(cub::DeviceScan::ExclusiveSum(ws.scanStorage, scanBytes,
                                             ws.tileCounts, ws.tileOffsets,
-                                            tiles * columns, stream),
+                                            tilesOf(n) * columns, stream),
               "cub::DeviceScan::ExclusiveSum");
-    DTRAIN_CUDA_LAUNCH(compactKernel,
-                       unsigned(std::min<int64_t>(tiles, kMaxGrid)),
-                       kTileThreads, stream, in.x, n, tiles, ws.state,
-                       ws.tileOffsets, indices, values);
+  }
+
+  /// The compaction's blocks: a tile each, up to the grid's cap.
+  unsigned compactBlocks() const {
+    return unsigned(std::min<int64_t>(tilesOf(n), kMaxGrid));
   }
 };
 
