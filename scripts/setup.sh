@@ -19,7 +19,7 @@ packages=(
   libdnnl-dev
   libgtest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx python3-sklearn
-  python3-torch python3-torchvision python3-numpy
+  python3-torch python3-torchvision python3-numpy python3-matplotlib
 )
 
 missing=()

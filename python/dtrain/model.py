@@ -1,0 +1,70 @@
+"""From PyTorch to what dtrain reads: an ONNX model and .npz data."""
+
+import os
+
+from .errors import DtrainError
+
+
+def export(module, example_input, path, input_name="x", output_name="logits",
+           opset=13):
+    """Writes the torch.nn.Module MODULE to the ONNX file PATH as dtrain's
+    importer takes it, and returns PATH.
+
+    EXAMPLE_INPUT is a tensor of one batch's shape (any batch size: the
+    batch dimension is exported symbolic, and dtrain-compile's
+    batch_size fixes it). The graph is traced in training mode, so that
+    batch norm and dropout are the training ops, without constant
+    folding, so that every parameter stays an initializer the trainer
+    trains. The module is left in the mode it was in."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise DtrainError("export: %r is not a torch.nn.Module" % (module, ))
+    if not isinstance(example_input, torch.Tensor) or example_input.dim() < 1:
+        raise DtrainError(
+            "export: the example input must be a tensor whose first "
+            "dimension is the batch")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise DtrainError("export: %s: no such directory" % directory)
+    was_training = module.training
+    try:
+        torch.onnx.export(module.train(), example_input, path,
+                          opset_version=opset,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, input_names=[input_name],
+                          output_names=[output_name],
+                          dynamic_axes={input_name: {0: "N"},
+                                        output_name: {0: "N"}})
+    finally:
+        module.train(was_training)
+    return path
+
+
+def _array(values, what):
+    import numpy as np
+    if hasattr(values, "detach"):  # a torch tensor
+        values = values.detach().cpu().numpy()
+    values = np.asarray(values)
+    if values.ndim < 1 or values.shape[0] == 0:
+        raise DtrainError("save_data: %s has no samples (shape %s)" %
+                          (what, values.shape))
+    return values
+
+
+def save_data(path, x, y, x_key="x", y_key="y"):
+    """Writes samples X (the first dimension the sample) and integer labels
+    Y (numpy arrays or torch tensors) to the .npz file PATH that a
+    trainer's --data or --val reads: X as float32, Y as int64. Returns
+    PATH."""
+    import numpy as np
+    x = _array(x, "x").astype(np.float32)
+    y = _array(y, "y")
+    if not np.issubdtype(y.dtype, np.integer):
+        raise DtrainError("save_data: the labels must be integers (got %s)" %
+                          y.dtype)
+    if y.shape[0] != x.shape[0]:
+        raise DtrainError("save_data: %d samples but %d labels" %
+                          (x.shape[0], y.shape[0]))
+    np.savez(path, **{x_key: x, y_key: y.astype(np.int64)})
+    return path
