@@ -13,6 +13,10 @@ python3-torch and python3-onnx, with this folder on PYTHONPATH:
     print(run.final["loss"], [s["loss"] for s in run.steps])
     dtrain.plot(run, "progress.png")
 
+    dtrain.export(model, torch.randn(2, 1, 8, 8), "eval.onnx", training=False)
+    logits = dtrain.compile("eval.onnx", "cnn-infer.bin", mode="infer",
+                            batch_size=8).run(x)
+
 Every failure of a tool (an option dtrain-compile refuses, a data file a
 trainer cannot read, a rank that dies) raises DtrainError with the tool's
 own message and exit status.
@@ -22,10 +26,11 @@ from .errors import DtrainError
 from .model import export, save_data
 from .compiler import compile, find_tool
 from .trainer import Trainer, Run
+from .inference import Model
 from .progress import parse_progress, read_progress
 from .plot import plot
 
 __all__ = [
     "DtrainError", "export", "save_data", "compile", "find_tool", "Trainer",
-    "Run", "parse_progress", "read_progress", "plot"
+    "Run", "Model", "parse_progress", "read_progress", "plot"
 ]

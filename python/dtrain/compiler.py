@@ -57,9 +57,11 @@ def compile(model, output, mode="train", dtrain_compile=None, verbose=False,
     the keyword OPTIONS as its flags (options_to_flags: batch_size=32,
     optimizer="momentum", lr=0.05, merge="mgwfbp", sparsify="density=0.01",
     precision="bf16", target="cuda", ...; dtrain-compile --help lists
-    them). Returns a Trainer for mode="train", else OUTPUT's path. An
+    them). Returns a Trainer for mode="train", a Model for mode="infer",
+    else OUTPUT's path (mode="step", or emit="mlir"|"llvm"|"obj"). An
     option it refuses, or a model it cannot compile, raises DtrainError
     with its message."""
+    from .inference import Model
     from .trainer import Trainer
     if not os.path.isfile(model):
         raise DtrainError("%s: no such model file" % model)
@@ -77,4 +79,6 @@ def compile(model, output, mode="train", dtrain_compile=None, verbose=False,
             result.returncode, result.stdout + result.stderr)
     if verbose:
         print(result.stdout + result.stderr, end="")
-    return Trainer(output) if mode == "train" else output
+    if options.get("emit", "exe") != "exe":
+        return output
+    return {"train": Trainer, "infer": Model}.get(mode, str)(output)

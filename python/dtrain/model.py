@@ -6,16 +6,18 @@ from .errors import DtrainError
 
 
 def export(module, example_input, path, input_name="x", output_name="logits",
-           opset=13):
+           opset=13, training=True):
     """Writes the torch.nn.Module MODULE to the ONNX file PATH as dtrain's
     importer takes it, and returns PATH.
 
     EXAMPLE_INPUT is a tensor of one batch's shape (any batch size: the
     batch dimension is exported symbolic, and dtrain-compile's
     batch_size fixes it). The graph is traced in training mode, so that
-    batch norm and dropout are the training ops, without constant
-    folding, so that every parameter stays an initializer the trainer
-    trains. The module is left in the mode it was in."""
+    batch norm and dropout are the training ops (for a trainer), or with
+    TRAINING=False in evaluation mode (for dtrain-compile mode="infer":
+    the running statistics, no dropout); without constant folding, so
+    that every parameter stays an initializer. The module is left in the
+    mode it was in."""
     import torch
 
     if not isinstance(module, torch.nn.Module):
@@ -29,9 +31,10 @@ def export(module, example_input, path, input_name="x", output_name="logits",
         raise DtrainError("export: %s: no such directory" % directory)
     was_training = module.training
     try:
-        torch.onnx.export(module.train(), example_input, path,
-                          opset_version=opset,
-                          training=torch.onnx.TrainingMode.TRAINING,
+        mode = (torch.onnx.TrainingMode.TRAINING
+                if training else torch.onnx.TrainingMode.EVAL)
+        torch.onnx.export(module.train(training), example_input, path,
+                          opset_version=opset, training=mode,
                           do_constant_folding=False, input_names=[input_name],
                           output_names=[output_name],
                           dynamic_axes={input_name: {0: "N"},

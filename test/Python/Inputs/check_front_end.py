@@ -2,8 +2,9 @@
 PyTorch: a perceptron exported with dtrain.export, compiled with
 dtrain.compile and trained with Trainer.train, as one process and on 2
 ranks under mpirun, prints the losses and accuracies of PyTorch's own SGD
-steps on the same batches (rtol 1e-5); then the front end's errors, its
-progress parsing on hand-written lines, and its plot.
+steps on the same batches (rtol 1e-5); a CNN compiled for inference
+through it gives PyTorch's eval() logits; then the front end's errors, its
+timeout, its progress parsing on hand-written lines, and its plot.
 
 usage: check_front_end.py MPIRUN WORKDIR
 """
@@ -113,6 +114,27 @@ def main():
     compare("2 ranks", run, model, x, y, 2 * BATCH)
     with open("log.txt", "w") as f:  # for python3 -m dtrain plot
         f.write(run.output)
+
+    # An inference executable: a CNN with batch norm (its running
+    # statistics) and dropout (off), exported in evaluation mode, against
+    # PyTorch's eval().
+    cnn = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4),
+                        nn.ReLU(), nn.Dropout(0.5), nn.Flatten(),
+                        nn.Linear(4 * 8 * 8, 10))
+    with torch.no_grad():  # statistics that are not the initial ones
+        cnn[1].running_mean.uniform_(-0.5, 0.5)
+        cnn[1].running_var.uniform_(0.5, 2.0)
+    dtrain.export(cnn, torch.randn(2, 1, 8, 8), "cnn.onnx", training=False)
+    infer = dtrain.compile("cnn.onnx", "cnn.bin", mode="infer", batch_size=4)
+    logits = infer.run(torch.from_numpy(x[:4]))
+    with torch.no_grad():
+        expected = cnn.eval()(torch.from_numpy(x[:4])).numpy()
+    print("inference: logits %s, max diff from PyTorch %.1e" %
+          (logits.shape, np.abs(logits - expected).max()))
+    if not np.allclose(logits, expected, rtol=1e-5, atol=1e-5):
+        sys.exit("inference: the logits differ from PyTorch's")
+    expect_error("an input of another batch size",
+                 lambda: infer.run(x[:3]), "model failed (exit 1)")
 
     # Errors: the tools' own messages.
     expect_error("an option dtrain-compile refuses",
