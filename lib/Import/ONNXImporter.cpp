@@ -3,9 +3,11 @@
 // Builds `func.func @forward` in the nn dialect from an ONNX graph. Result
 // types come from ONNX shape inference (run after symbolic input dimensions
 // are bound) and every created op is verified at once, so the nn ops' own
-// shape inference checks ONNX's. Shape arithmetic that exporters emit
-// (Shape, Gather, Unsqueeze, Concat, ...) is evaluated at import into
-// constants; weights are never copied into the IR.
+// shape inference checks ONNX's, and decides where ONNX gave no shape
+// (shapes computed from shapes beyond its data propagation). Shape
+// arithmetic that exporters emit (Shape, Gather, Unsqueeze, Concat, ...)
+// is evaluated at import into constants; weights are never copied into
+// the IR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -127,6 +129,13 @@ private:
   FailureOr<RankedTensorType> getTensorType(const std::string &name,
                                             Location loc,
                                             bool allowSymbolic = false);
+  /// The type of node result `name` for createOp, which refines what is not
+  /// static with the op's own inference: ONNX's, symbolic dimensions as
+  /// `?`, or an unranked tensor where ONNX's inference gave no shape (a
+  /// shape computed by shape arithmetic that its data propagation does not
+  /// follow, such as PyTorch's x.view(b, 2, c // 2, h, w) for sizes that
+  /// x.size() gave).
+  FailureOr<TensorType> getResultType(const std::string &name, Location loc);
   FailureOr<Value> getValue(const onnx::NodeProto &node, int index);
   const ConstantValue *getConstant(const onnx::NodeProto &node, int index);
   /// The constant at input #index if it is an integer tensor (axes, shapes,
@@ -333,7 +342,8 @@ LogicalResult Importer::checkWindowOps(const onnx::ModelProto &model) {
   try {
     onnx::shape_inference::InferShapes(
         probe, onnx::OpSchemaRegistry::Instance(),
-        onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/0));
+        onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/0,
+                                    /*data_prop=*/true));
   } catch (const std::exception &) {
     // The real inference below reports what is wrong.
   }
@@ -369,11 +379,12 @@ LogicalResult Importer::checkWindowOps(const onnx::ModelProto &model) {
       fail() << "needs " << minInputs << " inputs, got " << node.input_size();
       continue;
     }
-    if (!rank) {
-      fail() << "the rank of input '" << node.input(0)
-             << "' is unknown; give the model's inputs full shapes";
+    // An input of unknown rank here has none in the real inference either
+    // (which differs only in the window ops' output dimensions, not in what
+    // is known), and ONNX infers no shape for a window op without its
+    // input's: the nn op, whose inference checks everything, decides.
+    if (!rank)
       continue;
-    }
     if (*rank < 3) {
       fail() << "input '" << node.input(0) << "' has rank " << *rank
              << "; a window needs batch, channel and spatial dimensions";
@@ -702,6 +713,27 @@ FailureOr<RankedTensorType> Importer::getTensorType(const std::string &name,
   return RankedTensorType::get(shape, *elementType);
 }
 
+FailureOr<TensorType> Importer::getResultType(const std::string &name,
+                                              Location loc) {
+  auto it = types.find(name);
+  if (it != types.end() && it->second.tensor_type().has_shape()) {
+    FailureOr<RankedTensorType> type =
+        getTensorType(name, loc, /*allowSymbolic=*/true);
+    return failed(type) ? FailureOr<TensorType>(failure())
+                        : FailureOr<TensorType>(*type);
+  }
+  // The op's inference replaces the element type too.
+  Type elementType = builder.getF32Type();
+  if (it != types.end() && it->second.tensor_type().has_elem_type()) {
+    FailureOr<Type> onnxElementType =
+        getElementType(it->second.tensor_type().elem_type(), loc);
+    if (failed(onnxElementType))
+      return failure();
+    elementType = *onnxElementType;
+  }
+  return TensorType(UnrankedTensorType::get(elementType));
+}
+
 FailureOr<ConstantValue>
 Importer::readConstant(const onnx::TensorProto &tensor, Location loc) {
   ConstantValue value;
@@ -872,10 +904,15 @@ FailureOr<Operation *> Importer::createOp(const onnx::NodeProto &node,
     for (auto [result, type] : llvm::zip(op->getResults(), inferred))
       result.setType(type);
   }
-  for (auto [index, type] : llvm::enumerate(op->getResultTypes()))
+  for (auto [index, type] : llvm::enumerate(op->getResultTypes())) {
+    if (!cast<ShapedType>(type).hasRank())
+      return nodeError(node)
+             << "ONNX shape inference gave no shape for output #" << index
+             << " and " << opName << " does not infer one";
     if (!cast<ShapedType>(type).hasStaticShape())
       return nodeError(node) << "no static shape for output #" << index
                              << " (" << type << ")";
+  }
   if (failed(verify(op, /*verifyRecursively=*/false)))
     return failure();
   return op;
@@ -884,8 +921,7 @@ FailureOr<Operation *> Importer::createOp(const onnx::NodeProto &node,
 LogicalResult Importer::emitSingle(const onnx::NodeProto &node,
                                    StringRef opName, ValueRange operands,
                                    ArrayRef<NamedAttribute> attrs) {
-  FailureOr<RankedTensorType> type =
-      getTensorType(node.output(0), nodeLoc(node), /*allowSymbolic=*/true);
+  FailureOr<TensorType> type = getResultType(node.output(0), nodeLoc(node));
   if (failed(type))
     return failure();
   FailureOr<Operation *> op = createOp(node, opName, operands, attrs, {*type});
@@ -1244,8 +1280,7 @@ LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
   if (failed(a) || failed(b))
     return failure();
   Location loc = nodeLoc(node);
-  FailureOr<RankedTensorType> resultType =
-      getTensorType(node.output(0), loc, /*allowSymbolic=*/true);
+  FailureOr<TensorType> resultType = getResultType(node.output(0), loc);
   if (failed(resultType))
     return failure();
   SmallVector<NamedAttribute> attrs;
@@ -1258,7 +1293,7 @@ LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
   if (failed(product))
     return failure();
   Value result = (*product)->getResult(0);
-  Type elementType = resultType->getElementType();
+  Type elementType = cast<ShapedType>(result.getType()).getElementType();
   double alpha = getFloatAttr(node, "alpha", 1.0);
   if (alpha != 1.0) {
     FailureOr<Operation *> scaled =
@@ -1598,8 +1633,7 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
   // biased batch variance as ONNX defines it (PyTorch's own training mixes
   // in the unbiased one).
   Location loc = nodeLoc(node);
-  FailureOr<RankedTensorType> yType =
-      getTensorType(node.output(0), loc, /*allowSymbolic=*/true);
+  FailureOr<TensorType> yType = getResultType(node.output(0), loc);
   if (failed(yType))
     return failure();
   auto statType = cast<RankedTensorType>(operands[3].getType());

@@ -195,7 +195,7 @@ def torchvision_cases():
     grow past rtol 1e-4 in PyTorch itself (its float32 step leaves its
     float64 one by 6.7e-4 on mobilenet_v2); so resnet18 and mobilenet_v2
     also run in float64: 3 steps of momentum SGD and of Adam, with weight
-    decay, batch 8, 32x32."""
+    decay, batch 8, 32x32; shufflenet_v2_x0_5 3 momentum steps too."""
     torch.manual_seed(13)
     x, labels = torch.randn(8, 3, 64, 64), torch.randint(0, 10, (8,))
     yield ("resnet18 softmax-xent sgd", torchvision_model("resnet18"),
@@ -214,6 +214,11 @@ def torchvision_cases():
             yield ("%s f64 softmax-xent %s" % (name, optimizer),
                    torchvision_model(name).double(), "softmax-xent",
                    optimizer, lr, 5e-4, 3, x, labels)
+    # The channel shuffle: reshapes to targets computed from x.size(), a
+    # transpose, channel halves sliced apart and concatenated.
+    yield ("shufflenet_v2_x0_5 f64 softmax-xent momentum",
+           torchvision_model("shufflenet_v2_x0_5").double(), "softmax-xent",
+           "momentum", 0.05, 5e-4, 3, x, labels)
 
 
 def cases():
