@@ -24,12 +24,12 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
@@ -37,6 +37,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -54,6 +55,7 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/IPO/LoopExtractor.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -637,6 +639,35 @@ static std::unique_ptr<llvm::TargetMachine> createTargetMachine() {
       llvm::Reloc::PIC_, codeModel, codeGenLevels[optLevel]));
 }
 
+/// Moves each top-level loop of MODULE's functions into a function of its
+/// own, never inlined. A model's step is one function of every loop nest
+/// in it, and LLVM's loop passes (IndVarSimplify, LoopVectorize) and code
+/// generation take more than linear time in a function's size:
+/// densenet121's forward (96,000 lines of optimized IR) compiled in 29 s,
+/// in 9 s with its 717 loops outlined; its trainer in 71 s, then 26 s. The
+/// steps run as fast (resnet18, mobilenet_v2 and densenet121 on the CPU).
+static void outlineLoops(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::StringSet<> before;
+  for (llvm::Function &function : module)
+    before.insert(function.getName());
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  llvm::ModulePassManager passes;
+  passes.addPass(llvm::LoopExtractorPass());
+  passes.run(module, modules);
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && !before.contains(function.getName()))
+      function.addFnAttr(llvm::Attribute::NoInline);
+}
+
 static LogicalResult emitObject(llvm::TargetMachine &machine,
                                 llvm::Module &module,
                                 llvm::raw_pwrite_stream &os) {
@@ -791,6 +822,8 @@ static LogicalResult compile(const char *argv0) {
     if (!machine->getTargetFeatureString().empty())
       function.addFnAttr("target-features", machine->getTargetFeatureString());
   }
+  if (optLevel > 0)
+    outlineLoops(*llvmModule, *machine);
   if (llvm::Error err = makeOptimizingTransformer(
           optLevel, /*sizeLevel=*/0, machine.get())(llvmModule.get()))
     return error("optimizing LLVM IR failed: " +
