@@ -2,9 +2,9 @@
 
 import os
 import shutil
-import subprocess
 
 from .errors import DtrainError
+from .tool import run_tool
 
 # The build tree's tools, where this package is used from a checkout.
 _BUILD_BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -69,14 +69,7 @@ def compile(model, output, mode="train", dtrain_compile=None, verbose=False,
                output, "--mode=%s" % mode] + options_to_flags(options)
     if verbose:
         command.append("-v")
-    result = subprocess.run(command, capture_output=True, text=True,
-                            stdin=subprocess.DEVNULL)
-    if result.returncode != 0:
-        message = result.stderr.strip() or result.stdout.strip()
-        raise DtrainError(
-            "dtrain-compile failed (exit %d): %s" % (result.returncode,
-                                                     message), command,
-            result.returncode, result.stdout + result.stderr)
+    result = run_tool("dtrain-compile", command)
     if verbose:
         print(result.stdout + result.stderr, end="")
     if options.get("emit", "exe") != "exe":

@@ -1,22 +1,14 @@
 """A compiled model (dtrain-compile --mode=infer), run on arrays."""
 
 import os
-import subprocess
 import tempfile
 
 from .errors import DtrainError
+from .tool import Executable, run_tool
 
 
-class Model:
-    """The inference executable at PATH."""
-
-    def __init__(self, path):
-        if not os.path.isfile(path):
-            raise DtrainError("%s: no such executable" % path)
-        self.path = os.path.abspath(path)
-
-    def __repr__(self):
-        return "Model(%r)" % self.path
+class Model(Executable):
+    """The inference executable at PATH (dtrain-compile --mode=infer)."""
 
     def run(self, x=None, weights=None, **inputs):
         """The outputs for the input X (the model's one input), or for
@@ -46,14 +38,7 @@ class Model:
             command = [self.path, "--input", given, "--output", output]
             if weights:
                 command += ["--model", weights]
-            result = subprocess.run(command, capture_output=True, text=True,
-                                    stdin=subprocess.DEVNULL)
-            if result.returncode != 0:
-                message = result.stderr.strip() or result.stdout.strip()
-                raise DtrainError(
-                    "model failed (exit %d): %s" % (result.returncode,
-                                                    message), command,
-                    result.returncode, result.stdout + result.stderr)
+            run_tool("model", command)
             with np.load(output) as outputs:
                 results = {name: outputs[name] for name in outputs.files}
         return next(iter(results.values())) if len(results) == 1 else results

@@ -1,6 +1,5 @@
 """A compiled trainer, run as one process or under mpirun."""
 
-import os
 import shlex
 import subprocess
 import tempfile
@@ -8,6 +7,7 @@ import threading
 
 from .errors import DtrainError
 from .progress import parse_progress
+from .tool import Executable
 
 
 class Run:
@@ -48,16 +48,8 @@ def _flags(**options):
     return flags
 
 
-class Trainer:
+class Trainer(Executable):
     """The trainer executable at PATH (dtrain-compile --mode=train)."""
-
-    def __init__(self, path):
-        if not os.path.isfile(path):
-            raise DtrainError("%s: no such trainer" % path)
-        self.path = os.path.abspath(path)
-
-    def __repr__(self):
-        return "Trainer(%r)" % self.path
 
     def command(self, data, val=None, epochs=None, steps=None, np=1,
                 mpirun="mpirun", mpirun_args=(), extra_args=(), **options):

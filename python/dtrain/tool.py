@@ -1,0 +1,33 @@
+"""What the wrappers of dtrain's programs share: running one, and a
+compiled executable's path."""
+
+import os
+import subprocess
+
+from .errors import DtrainError
+
+
+def run_tool(what, command):
+    """Runs COMMAND (a list) to completion and returns its
+    CompletedProcess; a non-zero exit raises DtrainError "WHAT failed
+    (exit N): <what it printed on stderr, else stdout>"."""
+    result = subprocess.run(command, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        message = result.stderr.strip() or result.stdout.strip()
+        raise DtrainError(
+            "%s failed (exit %d): %s" % (what, result.returncode, message),
+            command, result.returncode, result.stdout + result.stderr)
+    return result
+
+
+class Executable:
+    """A program dtrain-compile made, at PATH (made absolute)."""
+
+    def __init__(self, path):
+        if not os.path.isfile(path):
+            raise DtrainError("%s: no such executable" % path)
+        self.path = os.path.abspath(path)
+
+    def __repr__(self):
+        return "%s(%r)" % (type(self).__name__, self.path)
