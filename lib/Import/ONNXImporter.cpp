@@ -585,6 +585,38 @@ getElementStorage(int32_t type) {
   }
 }
 
+/// How many values TENSOR holds in the typed field that ONNX reads for its
+/// data type (int32_data for the 8- and 16-bit types and booleans,
+/// uint64_data for the unsigned 32- and 64-bit ones), and in the others.
+static std::pair<int64_t, int64_t>
+getTypedValueCounts(const onnx::TensorProto &tensor) {
+  const int64_t all = tensor.float_data_size() + tensor.int32_data_size() +
+                      tensor.int64_data_size() + tensor.double_data_size() +
+                      tensor.uint64_data_size();
+  int64_t typed = 0;
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::COMPLEX64:
+    typed = tensor.float_data_size();
+    break;
+  case onnx::TensorProto::INT64:
+    typed = tensor.int64_data_size();
+    break;
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::COMPLEX128:
+    typed = tensor.double_data_size();
+    break;
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+    typed = tensor.uint64_data_size();
+    break;
+  default:
+    typed = tensor.int32_data_size();
+    break;
+  }
+  return {typed, all - typed};
+}
+
 LogicalResult Importer::checkTensorStorage(const onnx::TensorProto &tensor,
                                            const Twine &what,
                                            bool isInitializer) {
@@ -612,10 +644,16 @@ LogicalResult Importer::checkTensorStorage(const onnx::TensorProto &tensor,
              << *count << " elements";
     return success();
   }
-  const int64_t stored = tensor.float_data_size() + tensor.int32_data_size() +
-                         tensor.int64_data_size() +
-                         tensor.double_data_size() +
-                         tensor.uint64_data_size();
+  // ONNX reads one typed field per data type; values elsewhere leave it
+  // empty, and its data propagation reads past it.
+  const auto [stored, misplaced] = getTypedValueCounts(tensor);
+  if (misplaced)
+    return emitError(fileLoc)
+           << what << " holds " << misplaced
+           << " values in a field that its data type ("
+           << onnx::TensorProto_DataType_Name(
+                  static_cast<onnx::TensorProto_DataType>(tensor.data_type()))
+           << ") does not use";
   // Large initializers arrive without their raw data (stripWeights): the
   // weights are read from the file where they are used.
   if (stored == 0 && isInitializer)
