@@ -20,12 +20,13 @@ def main(argv=None):
     plotting.add_argument("log", help="the trainer's output, saved to a file")
     plotting.add_argument("-o", "--output", required=True,
                           help="the image to write (.png, .svg, .pdf)")
-    plotting.add_argument("--keys", default="loss,acc",
+    plotting.add_argument("--keys",
                           help="the progress keys to draw, comma-separated "
-                          "(default: loss,acc)")
+                          "(default: loss, and acc where the run has it)")
     args = parser.parse_args(argv)
     try:
-        plot(args.log, args.output, keys=tuple(args.keys.split(",")))
+        plot(args.log, args.output,
+             keys=args.keys.split(",") if args.keys else None)
     except DtrainError as e:
         print("dtrain: error: %s" % e, file=sys.stderr)
         return 1

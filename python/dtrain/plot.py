@@ -11,12 +11,13 @@ def _progress(run):
     return read_progress(run)
 
 
-def plot(run, path, keys=("loss", "acc")):
+def plot(run, path, keys=None):
     """Draws the training curves of RUN (a Run, a log file's path, or a
     list of its lines) to the image PATH (its extension picks the format:
-    .png, .svg, .pdf): each of KEYS against the step, one panel each, and
-    the validation accuracy against the step each epoch ended at where the
-    run validated. Returns PATH."""
+    .png, .svg, .pdf): each of KEYS against the step, one panel each (by
+    default loss, and acc where the loss has one: not MSE), and the
+    validation accuracy against the step each epoch ended at where the run
+    validated. Returns PATH."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -28,6 +29,8 @@ def plot(run, path, keys=("loss", "acc")):
     steps = progress["step"]
     if not steps:
         raise DtrainError("plot: the run has no progress lines")
+    if keys is None:
+        keys = [k for k in ("loss", "acc") if any(k in s for s in steps)]
     missing = [k for k in keys if not any(k in s for s in steps)]
     if missing:
         raise DtrainError("plot: no %s in the progress lines (they have: %s)" %

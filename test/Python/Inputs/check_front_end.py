@@ -196,6 +196,11 @@ def main():
         signature = f.read(8)
     if signature != b"\x89PNG\r\n\x1a\n":
         sys.exit("progress.png is not a PNG: %r" % signature)
+    # A loss without accuracy (MSE): the default keys are the run's.
+    dtrain.plot(["step=1 epoch=1 loss=0.5", "step=2 epoch=1 loss=0.25"],
+                "mse.png")
+    if not os.path.getsize("mse.png"):
+        sys.exit("mse.png is empty")
     expect_error("a key the run lacks",
                  lambda: dtrain.plot(run, "bad.png", keys=("loss", "foo")),
                  "no foo in the progress lines")
