@@ -4,7 +4,7 @@ import os
 import shutil
 
 from .errors import DtrainError
-from .tool import run_tool
+from .tool import options_to_flags, run_tool
 
 # The build tree's tools, where this package is used from a checkout.
 _BUILD_BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -28,27 +28,6 @@ def find_tool(name, explicit=None):
         raise DtrainError("%s: no such executable" % explicit)
     raise DtrainError("%s not found: build dtrain (./scripts/setup.sh), put "
                       "its build/bin on PATH, or set %s" % (name, variable))
-
-
-def options_to_flags(options):
-    """dtrain-compile's flags for keyword OPTIONS: batch_size=32 is
-    --batch-size=32, a True flag --channels-last, False
-    --data-parallel=false, a list or tuple the flag once per value
-    (input_shape=["x=1x3x32x32", ...]), None nothing."""
-    flags = []
-    for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
-        if value is None:
-            continue
-        if value is True:
-            flags.append(flag)
-        elif value is False:
-            flags.append(flag + "=false")
-        elif isinstance(value, (list, tuple)):
-            flags.extend("%s=%s" % (flag, v) for v in value)
-        else:
-            flags.append("%s=%s" % (flag, value))
-    return flags
 
 
 def compile(model, output, mode="train", dtrain_compile=None, verbose=False,

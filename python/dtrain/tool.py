@@ -1,5 +1,5 @@
-"""What the wrappers of dtrain's programs share: running one, and a
-compiled executable's path."""
+"""What the wrappers of dtrain's programs share: running one, its flags
+from keyword options, and a compiled executable's path."""
 
 import os
 import subprocess
@@ -19,6 +19,27 @@ def run_tool(what, command):
             "%s failed (exit %d): %s" % (what, result.returncode, message),
             command, result.returncode, result.stdout + result.stderr)
     return result
+
+
+def options_to_flags(options):
+    """A dtrain program's flags for keyword OPTIONS: batch_size=32 is
+    --batch-size=32, a True flag --channels-last, False
+    --data-parallel=false, a list or tuple the flag once per value
+    (input_shape=["x=1x3x32x32", ...]), None nothing."""
+    flags = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None:
+            continue
+        if value is True:
+            flags.append(flag)
+        elif value is False:
+            flags.append(flag + "=false")
+        elif isinstance(value, (list, tuple)):
+            flags.extend("%s=%s" % (flag, v) for v in value)
+        else:
+            flags.append("%s=%s" % (flag, value))
+    return flags
 
 
 class Executable:

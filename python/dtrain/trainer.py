@@ -6,8 +6,8 @@ import tempfile
 import threading
 
 from .errors import DtrainError
-from .progress import parse_progress
-from .tool import Executable
+from .progress import read_progress
+from .tool import Executable, options_to_flags
 
 
 class Run:
@@ -18,34 +18,14 @@ class Run:
 
     def __init__(self, output):
         self.output = output
-        self.steps, self.evals, self.final, self.resumed = [], [], None, None
-        for line in output.splitlines():
-            parsed = parse_progress(line)
-            if parsed is None:
-                continue
-            kind, fields = parsed
-            if kind == "step":
-                self.steps.append(fields)
-            elif kind == "eval":
-                self.evals.append(fields)
-            elif kind == "final":
-                self.final = fields
-            else:
-                self.resumed = fields
+        progress = read_progress(output.splitlines())
+        self.steps, self.evals = progress["step"], progress["eval"]
+        self.final = progress["final"]
+        self.resumed = progress["resumed"][-1] if progress["resumed"] else None
 
     def __repr__(self):
         return "Run(%d progress lines, final=%r)" % (len(self.steps),
                                                       self.final)
-
-
-def _flags(**options):
-    flags = []
-    for key, value in options.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + key.replace("_", "-")
-        flags += [flag] if value is True else [flag, str(value)]
-    return flags
 
 
 class Trainer(Executable):
@@ -59,8 +39,11 @@ class Trainer(Executable):
         if not isinstance(np, int) or np < 1:
             raise DtrainError("train: np must be a positive integer (got %r)" %
                               (np, ))
-        command = [self.path] + _flags(data=data, val=val, epochs=epochs,
-                                       steps=steps, **options)
+        # A trainer's switches have no =false form: False leaves one out.
+        options = dict(data=data, val=val, epochs=epochs, steps=steps,
+                       **options)
+        command = [self.path] + options_to_flags(
+            {key: value for key, value in options.items() if value is not False})
         command += list(extra_args)
         if np > 1:
             launcher = shlex.split(mpirun) if isinstance(mpirun, str) else list(
