@@ -78,6 +78,14 @@ struct Fixture : ::testing::Test {
     void *table[] = {&counter, nullptr};
     graphs.callRun(run, table, 2);
   }
+  /// What TIMES calls print on stderr.
+  std::string callsSaying(StepGraphs &graphs, RunFn run, int &counter,
+                          int times) {
+    ::testing::internal::CaptureStderr();
+    for (int i = 0; i < times; ++i)
+      call(graphs, run, counter);
+    return ::testing::internal::GetCapturedStderr();
+  }
   StandInDriver driver;
 };
 
@@ -152,10 +160,7 @@ TEST_F(StepGraphsPolicy, WhyNotIsSaidOnce) {
   StepGraphs graphs(driver);
   graphs.setStep(step, "@run calls @print on the host", false);
   int counter = 0;
-  ::testing::internal::CaptureStderr();
-  for (int i = 0; i < 3; ++i)
-    call(graphs, step, counter);
-  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+  EXPECT_EQ(callsSaying(graphs, step, counter, 3),
             "dtrain-rt: DTRAIN_CUDA_GRAPH=1: running without a CUDA graph: "
             "@run calls @print on the host\n");
   EXPECT_EQ(counter, 3);
@@ -182,10 +187,7 @@ TEST_F(StepGraphsPolicy, OnOneRankOnly) {
   StepGraphs graphs(two);
   graphs.setStep(otherStep, why, true);
   int counter = 0;
-  ::testing::internal::CaptureStderr();
-  for (int i = 0; i < 3; ++i)
-    call(graphs, otherStep, counter);
-  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+  EXPECT_EQ(callsSaying(graphs, otherStep, counter, 3),
             std::string("dtrain-rt: DTRAIN_CUDA_GRAPH=1: running without a "
                         "CUDA graph: ") +
                 why + "\n");
@@ -200,10 +202,7 @@ TEST_F(StepGraphsPolicy, RefusedCaptureRunsAsItIs) {
   graphs.setStep(step, nullptr, false);
   driver.failWith = "cuGraphInstantiate failed: CUDA_ERROR_NOT_SUPPORTED";
   int counter = 0;
-  ::testing::internal::CaptureStderr();
-  for (int i = 0; i < 4; ++i)
-    call(graphs, step, counter);
-  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+  EXPECT_EQ(callsSaying(graphs, step, counter, 4),
             "dtrain-rt: DTRAIN_CUDA_GRAPH=1: the step runs without a CUDA "
             "graph from now on: cuGraphInstantiate failed: "
             "CUDA_ERROR_NOT_SUPPORTED\n");
