@@ -41,12 +41,14 @@ double mlir::dtrain::dist::estimateSeconds(Operation *op, ComputeSpeed speed) {
   };
   return TypeSwitch<Operation *, double>(op)
       .Case<nn::MatmulOp>([&](nn::MatmulOp matmul) {
-        // |lhs| |rhs| / |result| = K^2 for M x K times K x N.
-        const double lhs = double(elementsOf(matmul.getLhs().getType()));
-        const double rhs = double(elementsOf(matmul.getRhs().getType()));
-        const double result = double(elementsOf(matmul.getType()));
-        return result > 0 ? 2.0 * result * std::sqrt(lhs * rhs / result) / flops
-                          : 0.0;
+        // 2 K flops for each element of the result.
+        auto lhsType = cast<RankedTensorType>(matmul.getLhs().getType());
+        int64_t rank = lhsType.getRank();
+        const int64_t k =
+            lhsType.getDimSize(matmul.getTransposeLhs() ? rank - 2 : rank - 1);
+        if (ShapedType::isDynamic(k))
+          return 0.0;
+        return 2.0 * double(elementsOf(matmul.getType())) * double(k) / flops;
       })
       .Case<nn::Conv2DOp>([&](nn::Conv2DOp conv) {
         return convolution(conv.getResult(), conv.getWeight());

@@ -18,6 +18,7 @@
 #include "dtrain/Dialect/Train/IR/TrainDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -25,11 +26,11 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/InterleavedRange.h"
-#include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InterleavedRange.h"
 #include "llvm/Support/ManagedStatic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -52,6 +53,8 @@ namespace {
 constexpr int64_t kMaxIRVersion = onnx::IR_VERSION;
 constexpr int64_t kMaxOpset = 17;
 constexpr int64_t kMinOpset = 7;
+/// The most elements a folded ConstantOfShape may make.
+constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
 
 /// Folded shape arithmetic: the integer (or small float) value of an ONNX
 /// tensor known at import time.
@@ -168,6 +171,18 @@ private:
                             ArrayRef<int64_t> shape);
   LogicalResult importFlatten(const onnx::NodeProto &node);
   LogicalResult importReshape(const onnx::NodeProto &node);
+  /// The shape a Reshape NODE makes of a tensor of shape DIMS.
+  FailureOr<SmallVector<int64_t>> getReshapeTarget(const onnx::NodeProto &node,
+                                                   ArrayRef<int64_t> dims);
+  /// The shape an Unsqueeze or Squeeze NODE makes of a tensor of shape
+  /// DIMS.
+  FailureOr<SmallVector<int64_t>> getSqueezeTarget(const onnx::NodeProto &node,
+                                                   ArrayRef<int64_t> dims);
+  LogicalResult importSqueeze(const onnx::NodeProto &node);
+  LogicalResult importMatMul(const onnx::NodeProto &node);
+  LogicalResult importPow(const onnx::NodeProto &node);
+  LogicalResult importExpand(const onnx::NodeProto &node);
+  LogicalResult importGather(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
   LogicalResult importSoftmax(const onnx::NodeProto &node, StringRef opName);
   LogicalResult importReduce(const onnx::NodeProto &node, StringRef opName);
@@ -259,19 +274,49 @@ SmallVector<int64_t> getIntsAttr(const onnx::NodeProto &node, StringRef name,
 
 /// ONNX ops this importer turns into nn ops or folds into constants.
 const llvm::StringSet<> &supportedOps() {
-  static const llvm::StringSet<> ops = {
-      "Add",        "AveragePool",       "BatchNormalization",
-      "Cast",       "Clip",              "Concat",
-      "Constant",   "Conv",              "Div",
-      "Dropout",    "Flatten",           "Gather",
-      "Gemm",       "GlobalAveragePool", "Identity",
-      "LeakyRelu",  "LogSoftmax",        "MatMul",
-      "MaxPool",    "Mul",               "Pad",
-      "ReduceMean", "ReduceSum",         "Relu",
-      "Reshape",    "Shape",             "Sigmoid",
-      "Slice",      "Softmax",           "Squeeze",
-      "Sub",        "Tanh",              "Transpose",
-      "Unsqueeze"};
+  static const llvm::StringSet<> ops = {"Add",
+                                        "AveragePool",
+                                        "BatchNormalization",
+                                        "Cast",
+                                        "Clip",
+                                        "Concat",
+                                        "Constant",
+                                        "Conv",
+                                        "Div",
+                                        "Dropout",
+                                        "Flatten",
+                                        "Gather",
+                                        "Gemm",
+                                        "GlobalAveragePool",
+                                        "Identity",
+                                        "LeakyRelu",
+                                        "LogSoftmax",
+                                        "MatMul",
+                                        "MaxPool",
+                                        "Mul",
+                                        "Pad",
+                                        "ReduceMean",
+                                        "ReduceSum",
+                                        "Relu",
+                                        "Reshape",
+                                        "Shape",
+                                        "Sigmoid",
+                                        "Slice",
+                                        "Softmax",
+                                        "Squeeze",
+                                        "Sub",
+                                        "Tanh",
+                                        "Transpose",
+                                        "Unsqueeze",
+                                        "Sqrt",
+                                        "Exp",
+                                        "Log",
+                                        "Erf",
+                                        "Pow",
+                                        "Expand",
+                                        "ConstantOfShape",
+                                        "Equal",
+                                        "Where"};
   return ops;
 }
 
@@ -1002,6 +1047,22 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return unary("nn.sigmoid");
   if (type == "Tanh")
     return unary("nn.tanh");
+  if (type == "Sqrt")
+    return unary("nn.sqrt");
+  if (type == "Exp")
+    return unary("nn.exp");
+  if (type == "Log")
+    return unary("nn.log");
+  if (type == "Erf")
+    return unary("nn.erf");
+  if (type == "Pow")
+    return importPow(node);
+  if (type == "Expand")
+    return importExpand(node);
+  if (type == "Unsqueeze" || type == "Squeeze")
+    return importSqueeze(node);
+  if (type == "Gather")
+    return importGather(node);
   if (type == "LeakyRelu")
     return unary("nn.leaky_relu",
                  {builder.getNamedAttr(
@@ -1016,7 +1077,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
   if (type == "Div")
     return binary("nn.div");
   if (type == "MatMul")
-    return binary("nn.matmul");
+    return importMatMul(node);
   if (type == "Transpose") {
     FailureOr<Value> x = getValue(node, 0);
     if (failed(x))
@@ -1178,34 +1239,51 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
   }
 
   if (type == "Unsqueeze" || type == "Squeeze") {
-    SmallVector<int64_t> axes = getIntsAttr(node, "axes");
-    if (const ConstantValue *axesInput = getIntConstant(node, 1))
-      axes.assign(axesInput->ints.begin(), axesInput->ints.end());
+    FailureOr<SmallVector<int64_t>> shape = getSqueezeTarget(node, data->shape);
+    if (failed(shape))
+      return failure();
     ConstantValue value = *data;
-    if (type == "Unsqueeze") {
-      int64_t rank = data->shape.size() + axes.size();
-      for (int64_t &axis : axes)
-        axis = axis < 0 ? axis + rank : axis;
-      llvm::sort(axes);
-      for (int64_t axis : axes) {
-        if (axis < 0 || axis > static_cast<int64_t>(value.shape.size()))
-          return nodeError(node) << "axis " << axis << " is out of range";
-        value.shape.insert(value.shape.begin() + axis, 1);
-      }
-    } else {
-      SmallVector<int64_t> shape;
-      int64_t rank = data->shape.size();
-      for (int64_t d = 0; d < rank; ++d) {
-        bool squeezed = axes.empty()
-                            ? data->shape[d] == 1
-                            : llvm::any_of(axes, [&](int64_t axis) {
-                                return (axis < 0 ? axis + rank : axis) == d;
-                              });
-        if (!squeezed)
-          shape.push_back(data->shape[d]);
-      }
-      value.shape = shape;
+    value.shape = *shape;
+    return define(value);
+  }
+
+  if (type == "Reshape") {
+    FailureOr<SmallVector<int64_t>> shape = getReshapeTarget(node, data->shape);
+    if (failed(shape))
+      return failure();
+    ConstantValue value = *data;
+    value.shape = *shape;
+    return define(value);
+  }
+
+  if (type == "ConstantOfShape") {
+    // PyTorch's expand(-1, ...) builds a vector of ones this way.
+    if (!data->isInteger() || data->shape.size() != 1)
+      return nodeError(node) << "the shape input must be a 1-d integer "
+                                "constant";
+    std::optional<int64_t> count = getCheckedElementCount(data->ints);
+    if (!count || *count > kMaxFoldedElements)
+      return nodeError(node) << "makes more than " << kMaxFoldedElements
+                             << " elements, or a negative dimension";
+    ConstantValue fill;
+    fill.elemType = onnx::TensorProto::FLOAT;
+    fill.floats = {0.0};
+    if (const onnx::AttributeProto *attr = findAttr(node, "value")) {
+      FailureOr<ConstantValue> read = readConstant(attr->t(), loc);
+      if (failed(read))
+        return failure();
+      if (read->numElements() != 1)
+        return nodeError(node) << "the value attribute must hold one "
+                                  "element";
+      fill = *read;
     }
+    ConstantValue value;
+    value.elemType = fill.elemType;
+    value.shape.assign(data->ints.begin(), data->ints.end());
+    if (fill.isInteger())
+      value.ints.assign(*count, fill.ints[0]);
+    else
+      value.floats.assign(*count, fill.floats[0]);
     return define(value);
   }
 
@@ -1279,30 +1357,50 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
     return define(value);
   }
 
-  if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div") {
-    const ConstantValue *rhs = getConstant(node, 1);
-    if (!rhs)
-      return nodeError(node) << "input #1 is missing";
-    if (rhs->shape.size() > 1 || !rhs->isInteger())
-      return success();
-    int64_t n = std::max(data->numElements(), rhs->numElements());
-    if ((data->numElements() != n && data->numElements() != 1) ||
-        (rhs->numElements() != n && rhs->numElements() != 1))
-      return nodeError(node) << "operand sizes " << data->numElements()
-                             << " and " << rhs->numElements()
-                             << " do not broadcast";
+  // Element-wise ops on shape vectors, broadcast: a size-1 operand repeats.
+  if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div" ||
+      type == "Equal" || type == "Where") {
+    SmallVector<const ConstantValue *> operands;
+    for (int i = 0; i < node.input_size(); ++i) {
+      const ConstantValue *operand = getConstant(node, i);
+      if (!operand)
+        return nodeError(node) << "input #" << i << " is missing";
+      if (operand->shape.size() > 1 || !operand->isInteger())
+        return success();
+      operands.push_back(operand);
+    }
+    if (operands.size() != (type == "Where" ? 3u : 2u))
+      return nodeError(node) << "has " << operands.size() << " inputs";
+    int64_t n = 1;
+    for (const ConstantValue *operand : operands)
+      n = std::max(n, operand->numElements());
+    for (const ConstantValue *operand : operands)
+      if (operand->numElements() != n && operand->numElements() != 1)
+        return nodeError(node) << "operand sizes do not broadcast";
+    auto element = [&](int index, int64_t i) {
+      const ConstantValue *operand = operands[index];
+      return operand->ints[operand->numElements() == 1 ? 0 : i];
+    };
     ConstantValue value;
-    value.elemType = data->elemType;
-    value.shape = data->numElements() == n ? data->shape : rhs->shape;
+    // Where's result has its second and third inputs' type.
+    value.elemType = type == "Equal"   ? int32_t(onnx::TensorProto::BOOL)
+                     : type == "Where" ? operands[1]->elemType
+                                       : data->elemType;
+    for (const ConstantValue *operand : operands)
+      if (operand->numElements() == n &&
+          operand->shape.size() >= value.shape.size())
+        value.shape = operand->shape;
     for (int64_t i = 0; i < n; ++i) {
-      int64_t a = data->ints[data->numElements() == 1 ? 0 : i];
-      int64_t b = rhs->ints[rhs->numElements() == 1 ? 0 : i];
+      int64_t a = element(0, i), b = element(1, i);
       if (type == "Div" && b == 0)
         return nodeError(node) << "divides a shape value by zero";
-      value.ints.push_back(type == "Add"   ? a + b
-                           : type == "Sub" ? a - b
-                           : type == "Mul" ? a * b
-                                           : a / b);
+      value.ints.push_back(type == "Add"     ? a + b
+                           : type == "Sub"   ? a - b
+                           : type == "Mul"   ? a * b
+                           : type == "Div"   ? a / b
+                           : type == "Equal" ? int64_t(a == b)
+                           : a               ? b
+                                             : element(2, i));
     }
     return define(value);
   }
@@ -1386,6 +1484,10 @@ LogicalResult Importer::emitReshape(const onnx::NodeProto &node, Value x,
       return nodeError(node) << "ONNX infers " << *onnxType
                              << " but the target shape gives " << type;
   }
+  if (x.getType() == type) {
+    values[node.output(0)] = x;
+    return success();
+  }
   FailureOr<Operation *> op = createOp(node, "nn.reshape", {x}, {}, {type});
   if (failed(op))
     return failure();
@@ -1414,17 +1516,15 @@ LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
                       product(dims.drop_front(axis))});
 }
 
-LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
-  FailureOr<Value> x = getValue(node, 0);
-  if (failed(x))
-    return failure();
+FailureOr<SmallVector<int64_t>>
+Importer::getReshapeTarget(const onnx::NodeProto &node,
+                           ArrayRef<int64_t> dims) {
   const ConstantValue *target = getIntConstant(node, 1);
   if (!target)
     return nodeError(node) << "the integer target shape '"
                            << (hasInput(node, 1) ? node.input(1) : "")
                            << "' is computed at run time; dtrain needs it "
                               "constant at import";
-  ArrayRef<int64_t> dims = cast<RankedTensorType>(x->getType()).getShape();
   int64_t elements = std::accumulate(dims.begin(), dims.end(), int64_t(1),
                                      std::multiplies<int64_t>());
   bool allowZero = getIntAttr(node, "allowzero", 0) != 0;
@@ -1458,7 +1558,282 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
     return nodeError(node) << "cannot reshape " << elements
                            << " elements into " << known;
   }
-  return emitReshape(node, *x, shape);
+  return shape;
+}
+
+FailureOr<SmallVector<int64_t>>
+Importer::getSqueezeTarget(const onnx::NodeProto &node,
+                           ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> axes = getIntsAttr(node, "axes");
+  if (hasInput(node, 1)) {
+    const ConstantValue *axesInput = getIntConstant(node, 1);
+    if (!axesInput)
+      return nodeError(node) << "the axes (input #1) must be an integer "
+                                "constant at import";
+    axes.assign(axesInput->ints.begin(), axesInput->ints.end());
+  }
+  bool unsqueeze = node.op_type() == "Unsqueeze";
+  int64_t rank = dims.size() + (unsqueeze ? axes.size() : 0);
+  for (int64_t &axis : axes) {
+    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+    if (!normalized)
+      return nodeError(node)
+             << "axis " << axis << " is out of range for rank " << rank;
+    axis = *normalized;
+  }
+  SmallVector<int64_t> shape;
+  if (unsqueeze) {
+    shape.assign(dims.begin(), dims.end());
+    llvm::sort(axes);
+    for (int64_t axis : axes)
+      shape.insert(shape.begin() + axis, 1);
+    return shape;
+  }
+  for (auto [d, size] : llvm::enumerate(dims)) {
+    bool squeezed =
+        axes.empty() ? size == 1 : llvm::is_contained(axes, int64_t(d));
+    if (squeezed && size != 1)
+      return nodeError(node)
+             << "squeezes dimension " << d << " of size " << size;
+    if (!squeezed)
+      shape.push_back(size);
+  }
+  return shape;
+}
+
+LogicalResult Importer::importSqueeze(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  FailureOr<SmallVector<int64_t>> shape =
+      getSqueezeTarget(node, cast<RankedTensorType>(x->getType()).getShape());
+  if (failed(shape))
+    return failure();
+  return emitReshape(node, *x, *shape);
+}
+
+LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  FailureOr<SmallVector<int64_t>> shape =
+      getReshapeTarget(node, cast<RankedTensorType>(x->getType()).getShape());
+  if (failed(shape))
+    return failure();
+  return emitReshape(node, *x, *shape);
+}
+
+LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
+  FailureOr<Value> lhs = getValue(node, 0), rhs = getValue(node, 1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  auto lhsType = cast<RankedTensorType>(lhs->getType());
+  auto rhsType = cast<RankedTensorType>(rhs->getType());
+  if (lhsType.getRank() == 2 && rhsType.getRank() == 2)
+    return emitSingle(node, "nn.matmul", {*lhs, *rhs});
+  if (lhsType.getRank() == 0 || rhsType.getRank() == 0)
+    return nodeError(node) << "multiplies a scalar (" << lhsType << " and "
+                           << rhsType << ")";
+  auto reshape = [&](Value x, ArrayRef<int64_t> shape) -> FailureOr<Value> {
+    auto type = cast<RankedTensorType>(x.getType());
+    if (type.getShape() == shape)
+      return x;
+    FailureOr<Operation *> op =
+        createOp(node, "nn.reshape", {x}, {}, {type.clone(shape)});
+    if (failed(op))
+      return failure();
+    return (*op)->getResult(0);
+  };
+  // NumPy's rules: a 1-d lhs is one row and a 1-d rhs one column, which
+  // the result drops; the dimensions before the last two broadcast.
+  SmallVector<int64_t> a(lhsType.getShape()), b(rhsType.getShape());
+  bool lhsVector = a.size() == 1, rhsVector = b.size() == 1;
+  if (lhsVector)
+    a.insert(a.begin(), 1);
+  if (rhsVector)
+    b.push_back(1);
+  int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  if (b[b.size() - 2] != k)
+    return nodeError(node) << "contraction sizes differ: " << lhsType << " and "
+                           << rhsType;
+  ArrayRef<int64_t> lhsBatch = ArrayRef(a).drop_back(2),
+                    rhsBatch = ArrayRef(b).drop_back(2);
+  SmallVector<int64_t> batch;
+  if (!OpTrait::util::getBroadcastedShape(lhsBatch, rhsBatch, batch))
+    return nodeError(node) << "batch dimensions of " << lhsType << " and "
+                           << rhsType << " do not broadcast";
+  int64_t batchSize = std::accumulate(batch.begin(), batch.end(), int64_t(1),
+                                      std::multiplies<int64_t>());
+  SmallVector<int64_t> shape(batch);
+  if (!lhsVector)
+    shape.push_back(m);
+  if (!rhsVector)
+    shape.push_back(n);
+
+  FailureOr<Operation *> product;
+  if (rhsBatch.empty()) {
+    // One matrix on the right: the lhs's rows, all batches, in one product.
+    FailureOr<Value> rows = reshape(*lhs, {batchSize * m, k});
+    FailureOr<Value> columns = reshape(*rhs, {k, n});
+    if (failed(rows) || failed(columns))
+      return failure();
+    product = createOp(node, "nn.matmul", {*rows, *columns}, {},
+                       {lhsType.clone({batchSize * m, n})});
+  } else {
+    // A batched product of 3-d operands, each broadcast to every batch.
+    auto batched = [&](Value x, ArrayRef<int64_t> own, int64_t rows,
+                       int64_t columns) -> FailureOr<Value> {
+      auto type = cast<RankedTensorType>(x.getType());
+      if (own != ArrayRef<int64_t>(batch)) {
+        // Its own batch dimensions, 1-d vectors made matrices, stretched.
+        SmallVector<int64_t> matrices(own), full(batch);
+        matrices.append({rows, columns});
+        full.append({rows, columns});
+        FailureOr<Value> stacked = reshape(x, matrices);
+        if (failed(stacked))
+          return failure();
+        FailureOr<Operation *> stretched =
+            createOp(node, "nn.broadcast", {*stacked}, {}, {type.clone(full)});
+        if (failed(stretched))
+          return failure();
+        x = (*stretched)->getResult(0);
+      }
+      return reshape(x, {batchSize, rows, columns});
+    };
+    FailureOr<Value> left = batched(*lhs, lhsBatch, m, k);
+    FailureOr<Value> right = batched(*rhs, rhsBatch, k, n);
+    if (failed(left) || failed(right))
+      return failure();
+    product = createOp(node, "nn.matmul", {*left, *right}, {},
+                       {lhsType.clone({batchSize, m, n})});
+  }
+  if (failed(product))
+    return failure();
+  return emitReshape(node, (*product)->getResult(0), shape);
+}
+
+LogicalResult Importer::importPow(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  const ConstantValue *exponent = getConstant(node, 1);
+  if (!exponent || exponent->numElements() != 1)
+    return nodeError(node) << "the exponent (input #1) must be a constant "
+                              "with one element";
+  double value =
+      exponent->isInteger() ? double(exponent->ints[0]) : exponent->floats[0];
+  return emitSingle(
+      node, "nn.pow", {*x},
+      {builder.getNamedAttr("exponent", builder.getF64FloatAttr(value))});
+}
+
+LogicalResult Importer::importExpand(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  const ConstantValue *target = getIntConstant(node, 1);
+  if (!target || target->shape.size() != 1)
+    return nodeError(node) << "the shape (input #1) must be a 1-d integer "
+                              "constant at import";
+  // ONNX broadcasts both ways: the result is the broadcast of the input's
+  // shape and the target, which may be smaller.
+  auto type = cast<RankedTensorType>(x->getType());
+  SmallVector<int64_t> shape(type.getShape());
+  ArrayRef<int64_t> wanted = target->ints;
+  if (wanted.size() > shape.size())
+    shape.insert(shape.begin(), wanted.size() - shape.size(), 1);
+  for (auto [i, size] : llvm::enumerate(wanted)) {
+    int64_t &dim = shape[shape.size() - wanted.size() + i];
+    if (size != dim && size != 1 && dim != 1)
+      return nodeError(node) << "cannot expand " << type << " to ["
+                             << llvm::interleaved(wanted) << "]";
+    if (dim == 1)
+      dim = size;
+  }
+  if (llvm::any_of(shape, [](int64_t dim) { return dim < 0; }))
+    return nodeError(node) << "the shape [" << llvm::interleaved(wanted)
+                           << "] has a negative dimension";
+  if (ArrayRef<int64_t>(shape) == type.getShape()) {
+    values[node.output(0)] = *x;
+    return success();
+  }
+  FailureOr<Operation *> op =
+      createOp(node, "nn.broadcast", {*x}, {}, {type.clone(shape)});
+  if (failed(op))
+    return failure();
+  values[node.output(0)] = (*op)->getResult(0);
+  return success();
+}
+
+LogicalResult Importer::importGather(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  const ConstantValue *indices = getIntConstant(node, 1);
+  if (!indices)
+    return nodeError(node) << "the indices (input #1) must be an integer "
+                              "constant at import";
+  auto type = cast<RankedTensorType>(x->getType());
+  std::optional<int64_t> axis =
+      normalizeAxis(getIntAttr(node, "axis", 0), type.getRank());
+  if (!axis)
+    return nodeError(node) << "axis " << getIntAttr(node, "axis", 0)
+                           << " is out of range for rank " << type.getRank();
+  int64_t size = type.getDimSize(*axis);
+  if (indices->ints.empty())
+    return nodeError(node) << "gathers no element";
+  // One slice of the axis for each run of consecutive indices, joined.
+  SmallVector<Value> pieces;
+  auto addSlice = [&](int64_t start, int64_t count) -> LogicalResult {
+    SmallVector<int64_t> starts(type.getRank(), 0), sizes(type.getShape()),
+        steps(type.getRank(), 1);
+    starts[*axis] = start;
+    sizes[*axis] = count;
+    FailureOr<Operation *> slice = createOp(
+        node, "nn.slice", {*x},
+        {builder.getNamedAttr("starts", builder.getDenseI64ArrayAttr(starts)),
+         builder.getNamedAttr("sizes", builder.getDenseI64ArrayAttr(sizes)),
+         builder.getNamedAttr("steps", builder.getDenseI64ArrayAttr(steps))},
+        {type.clone(sizes)});
+    if (failed(slice))
+      return failure();
+    pieces.push_back((*slice)->getResult(0));
+    return success();
+  };
+  int64_t runStart = -1, runLength = 0;
+  for (int64_t index : indices->ints) {
+    std::optional<int64_t> i = normalizeAxis(index, size);
+    if (!i)
+      return nodeError(node) << "index " << index << " is out of range for "
+                             << size << " elements";
+    if (runLength && *i == runStart + runLength) {
+      ++runLength;
+      continue;
+    }
+    if (runLength && failed(addSlice(runStart, runLength)))
+      return failure();
+    runStart = *i;
+    runLength = 1;
+  }
+  if (failed(addSlice(runStart, runLength)))
+    return failure();
+  Value gathered = pieces.front();
+  if (pieces.size() > 1) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[*axis] = indices->numElements();
+    FailureOr<Operation *> concat = createOp(
+        node, "nn.concat", pieces,
+        {builder.getNamedAttr("axis", builder.getI64IntegerAttr(*axis))},
+        {type.clone(shape)});
+    if (failed(concat))
+      return failure();
+    gathered = (*concat)->getResult(0);
+  }
+  // The axis becomes the indices' dimensions.
+  SmallVector<int64_t> shape(type.getShape().take_front(*axis));
+  llvm::append_range(shape, indices->shape);
+  llvm::append_range(shape, type.getShape().drop_front(*axis + 1));
+  return emitReshape(node, gathered, shape);
 }
 
 LogicalResult Importer::importClip(const onnx::NodeProto &node) {

@@ -325,6 +325,41 @@ static Value convertElements(OpBuilder &b, Location loc, Value value,
       });
 }
 
+/// FN applied to the scalar X, in f32 when X is a 16-bit float (which
+/// libm and libdevice have no functions for), the result rounded back.
+static Value applyInF32(OpBuilder &b, Location loc, Value x,
+                        function_ref<Value(Value)> fn) {
+  Type type = x.getType();
+  if (!is16BitFloat(type))
+    return fn(x);
+  Value wide = fn(arith::ExtFOp::create(b, loc, b.getF32Type(), x));
+  return arith::TruncFOp::create(b, loc, type, wide);
+}
+
+/// X ^ EXPONENT for a scalar X: the exponents that products, a square root
+/// or a division compute exactly (and fast), else `pow`.
+static Value buildPower(OpBuilder &b, Location loc, Value x, double exponent) {
+  Type type = x.getType();
+  if (exponent == 0.0)
+    return createFloat(b, loc, type, 1.0);
+  if (exponent == 1.0)
+    return x;
+  if (exponent == 2.0)
+    return arith::MulFOp::create(b, loc, x, x);
+  if (exponent == 3.0)
+    return arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x),
+                                 x);
+  if (exponent == -1.0)
+    return arith::DivFOp::create(b, loc, createFloat(b, loc, type, 1.0), x);
+  if (exponent == 0.5)
+    return applyInF32(b, loc, x,
+                      [&](Value x) { return math::SqrtOp::create(b, loc, x); });
+  return applyInF32(b, loc, x, [&](Value x) {
+    return math::PowFOp::create(b, loc, x,
+                                createFloat(b, loc, x.getType(), exponent));
+  });
+}
+
 /// The names of the CUDA runtime's heavy-op kernels, which queue their work
 /// on the step stream (dtrain_rt_cuda.h).
 static constexpr llvm::StringLiteral kCudaKernelPrefix = "dtrain_rt_cuda_";
@@ -1030,7 +1065,49 @@ Value NNLowering::pad(nn::PadOp op) {
                                        sizes, strides);
 }
 
+/// The batched product of a rank-3 nn.matmul as one loop nest: batch, rows
+/// and columns parallel, the contraction a reduction, summed in f32 for
+/// 16-bit elements (as cuBLAS sums them).
+static Value buildBatchMatmul(OpBuilder &b, nn::MatmulOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType resultType = getTensorType(op.getResult());
+  Type element = resultType.getElementType();
+  Type sumType = is16BitFloat(element) ? b.getF32Type() : element;
+  AffineExpr batch, row, column, k;
+  bindDims(ctx, batch, row, column, k);
+  auto map = [&](ArrayRef<AffineExpr> results) {
+    return AffineMap::get(4, 0, results, ctx);
+  };
+  SmallVector<AffineMap> maps = {
+      op.getTransposeLhs() ? map({batch, k, row}) : map({batch, row, k}),
+      op.getTransposeRhs() ? map({batch, column, k}) : map({batch, k, column}),
+      map({batch, row, column})};
+  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  Value sums =
+      linalg::GenericOp::create(
+          b, loc, resultType.clone(sumType),
+          ValueRange{op.getLhs(), op.getRhs()},
+          ValueRange{createFilled(b, loc, resultType.clone(sumType), 0.0)},
+          maps, iterators,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            Value x = args[0], y = args[1];
+            if (sumType != element) {
+              x = arith::ExtFOp::create(b, l, sumType, x);
+              y = arith::ExtFOp::create(b, l, sumType, y);
+            }
+            Value sum = arith::AddFOp::create(
+                b, l, args[2], arith::MulFOp::create(b, l, x, y));
+            linalg::YieldOp::create(b, l, sum);
+          })
+          .getResult(0);
+  return sumType == element ? sums : convertElements(b, loc, sums, element);
+}
+
 FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
+  if (getTensorType(op.getResult()).getRank() == 3)
+    return buildBatchMatmul(b, op);
   FloatType element = getKernelElementType(op, target);
   Location loc = op.getLoc();
   RankedTensorType resultType = getTensorType(op.getResult());
@@ -1549,6 +1626,36 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
           return math::TanhOp::create(b, l, x);
         })};
       })
+      .Case([&](nn::SqrtOp) {
+        return Values{unary(op, [](OpBuilder &b, Location l, Value x) {
+          return applyInF32(
+              b, l, x, [&](Value x) { return math::SqrtOp::create(b, l, x); });
+        })};
+      })
+      .Case([&](nn::ExpOp) {
+        return Values{unary(op, [](OpBuilder &b, Location l, Value x) {
+          return applyInF32(
+              b, l, x, [&](Value x) { return math::ExpOp::create(b, l, x); });
+        })};
+      })
+      .Case([&](nn::LogOp) {
+        return Values{unary(op, [](OpBuilder &b, Location l, Value x) {
+          return applyInF32(
+              b, l, x, [&](Value x) { return math::LogOp::create(b, l, x); });
+        })};
+      })
+      .Case([&](nn::ErfOp) {
+        return Values{unary(op, [](OpBuilder &b, Location l, Value x) {
+          return applyInF32(
+              b, l, x, [&](Value x) { return math::ErfOp::create(b, l, x); });
+        })};
+      })
+      .Case([&](nn::PowOp pow) {
+        double exponent = pow.getExponent().convertToDouble();
+        return Values{unary(op, [&](OpBuilder &b, Location l, Value x) {
+          return buildPower(b, l, x, exponent);
+        })};
+      })
       .Case([&](nn::LeakyReluOp leaky) {
         double alpha = leaky.getAlpha().convertToDouble();
         return Values{unary(op, [&](OpBuilder &b, Location l, Value x) {
@@ -1607,18 +1714,15 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
       .Case([&](nn::SoftmaxCrossEntropyOp ce) {
         return Values{crossEntropy(ce)};
       })
-      .Case([&](nn::CountCorrectOp count) {
-        return Values{countCorrect(count)};
-      })
+      .Case(
+          [&](nn::CountCorrectOp count) { return Values{countCorrect(count)}; })
       .Case([&](nn::SliceOp slice) {
         return Values{tensor::ExtractSliceOp::create(
             b, op->getLoc(), slice.getType(), slice.getInput(), ValueRange{},
             ValueRange{}, ValueRange{}, slice.getStarts(), slice.getSizes(),
             slice.getSteps())};
       })
-      .Case([&](nn::DropoutMaskOp mask) {
-        return Values{dropoutMask(mask)};
-      })
+      .Case([&](nn::DropoutMaskOp mask) { return Values{dropoutMask(mask)}; })
       .Case([&](nn::SoftmaxCrossEntropyGradOp ce) {
         return Values{crossEntropyGrad(ce)};
       })

@@ -691,3 +691,66 @@ func.func @pooling_channels_last(%x: tensor<2x8x6x4xbf16>, %dy: tensor<2x4x3x4xb
   %2 = nn.avg_pool2d_grad %dy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, count_include_pad, channels_last} : tensor<2x4x3x4xbf16> -> tensor<2x8x6x4xbf16>
   return %0, %1, %2 : tensor<2x4x3x4xbf16>, tensor<2x8x6x4xbf16>, tensor<2x8x6x4xbf16>
 }
+
+// -----
+
+// The transformers' element-wise ops: sqrt, exp, log and erf as math ops;
+// pow by products, a division, a square root or math.powf; in f32 for
+// 16-bit elements.
+// CHECK-LABEL: func.func @transcendentals
+// CHECK: math.sqrt %{{.*}} : f32
+// CHECK: math.exp %{{.*}} : f32
+// CHECK: math.log %{{.*}} : f32
+// CHECK: math.erf %{{.*}} : f32
+// CHECK: ^bb0(%[[SQ:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: arith.mulf %[[SQ]], %[[SQ]] : f32
+// CHECK: ^bb0(%[[CUBE:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[SQUARE:.*]] = arith.mulf %[[CUBE]], %[[CUBE]] : f32
+// CHECK-NEXT: arith.mulf %[[SQUARE]], %[[CUBE]] : f32
+// CHECK: arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK: math.sqrt %{{.*}} : f32
+// CHECK: math.powf %{{.*}}, %{{.*}} : f32
+// CHECK: ^bb0(%[[HALF:.*]]: bf16, %{{.*}}: bf16):
+// CHECK-NEXT: %[[WIDE:.*]] = arith.extf %[[HALF]] : bf16 to f32
+// CHECK-NEXT: %[[ERF:.*]] = math.erf %[[WIDE]] : f32
+// CHECK-NEXT: arith.truncf %[[ERF]] : f32 to bf16
+// CHECK-NOT: nn.
+func.func @transcendentals(%x: tensor<8xf32>, %h: tensor<8xbf16>) -> (tensor<8xf32>, tensor<8xbf16>) {
+  %0 = nn.sqrt %x : tensor<8xf32>
+  %1 = nn.exp %0 : tensor<8xf32>
+  %2 = nn.log %1 : tensor<8xf32>
+  %3 = nn.erf %2 : tensor<8xf32>
+  %4 = nn.pow %3 {exponent = 2.0 : f64} : tensor<8xf32>
+  %5 = nn.pow %4 {exponent = 3.0 : f64} : tensor<8xf32>
+  %6 = nn.pow %5 {exponent = -1.0 : f64} : tensor<8xf32>
+  %7 = nn.pow %6 {exponent = 0.5 : f64} : tensor<8xf32>
+  %8 = nn.pow %7 {exponent = 2.5 : f64} : tensor<8xf32>
+  %9 = nn.erf %h : tensor<8xbf16>
+  return %8, %9 : tensor<8xf32>, tensor<8xbf16>
+}
+
+// -----
+
+// A batched product is one loop nest, transposes in its maps, not a kernel
+// call; 16-bit elements are summed in f32 and rounded once.
+// CHECK-DAG: #[[LHS_T:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK: %[[ZEROS:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2x4x5xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[LHS_T]], #[[RHS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<2x3x4xf32>, tensor<2x3x5xf32>) outs(%[[ZEROS]] : tensor<2x4x5xf32>)
+// CHECK: ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT: %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK-NEXT: arith.addf %[[ACC]], %[[P]] : f32
+// CHECK: ins(%{{.*}}, %{{.*}} : tensor<2x3x4xbf16>, tensor<2x3x5xbf16>) outs(%{{.*}} : tensor<2x4x5xf32>)
+// CHECK: arith.extf
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK-NOT: call
+// CUDA-LABEL: func.func @batch_matmul
+// CUDA-NOT: call
+// CUDA: return
+func.func @batch_matmul(%a: tensor<2x3x4xf32>, %b: tensor<2x3x5xf32>, %c: tensor<2x3x4xbf16>, %d: tensor<2x3x5xbf16>) -> (tensor<2x4x5xf32>, tensor<2x4x5xbf16>) {
+  %0 = nn.matmul %a, %b {transpose_lhs} : tensor<2x3x4xf32>, tensor<2x3x5xf32> -> tensor<2x4x5xf32>
+  %1 = nn.matmul %c, %d {transpose_lhs} : tensor<2x3x4xbf16>, tensor<2x3x5xbf16> -> tensor<2x4x5xbf16>
+  return %0, %1 : tensor<2x4x5xf32>, tensor<2x4x5xbf16>
+}

@@ -18,9 +18,17 @@ func.func @matmul_transposed_contraction(%a: tensor<4x8xf32>, %b: tensor<4x3xf32
 // -----
 
 func.func @matmul_rank(%a: tensor<2x4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
-  // expected-error @+1 {{'nn.matmul' op expects rank-2 operands}}
+  // expected-error @+1 {{'nn.matmul' op expects rank-2 or rank-3 operands of one rank}}
   %0 = nn.matmul %a, %b : tensor<2x4x8xf32>, tensor<8x3xf32> -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x5xf32>) -> tensor<2x4x5xf32> {
+  // expected-error @+1 {{'nn.matmul' op batch sizes differ: 2 (lhs) vs 3 (rhs)}}
+  %0 = nn.matmul %a, %b : tensor<2x4x8xf32>, tensor<3x8x5xf32> -> tensor<2x4x5xf32>
+  return %0 : tensor<2x4x5xf32>
 }
 
 // -----

@@ -96,7 +96,17 @@ func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32
   %11 = nn.softmax %10 {axis = 1 : i64} : tensor<4x8xf32>
   // CHECK: nn.log_softmax %{{.*}} {axis = 0 : i64} : tensor<4x8xf32>
   %12 = nn.log_softmax %11 {axis = 0 : i64} : tensor<4x8xf32>
-  return %12 : tensor<4x8xf32>
+  // CHECK: nn.sqrt %{{.*}} : tensor<4x8xf32>
+  %13 = nn.sqrt %12 : tensor<4x8xf32>
+  // CHECK: nn.exp %{{.*}} : tensor<4x8xf32>
+  %14 = nn.exp %13 : tensor<4x8xf32>
+  // CHECK: nn.log %{{.*}} : tensor<4x8xf32>
+  %15 = nn.log %14 : tensor<4x8xf32>
+  // CHECK: nn.erf %{{.*}} : tensor<4x8xf32>
+  %16 = nn.erf %15 : tensor<4x8xf32>
+  // CHECK: nn.pow %{{.*}} {exponent = 2.500000e+00 : f64} : tensor<4x8xf32>
+  %17 = nn.pow %16 {exponent = 2.5 : f64} : tensor<4x8xf32>
+  return %17 : tensor<4x8xf32>
 }
 
 // CHECK-LABEL: func.func @shapes

@@ -140,6 +140,44 @@ CASES = {
         {"p": away_from_zero((4, 3, 2, 2)), "s": away_from_zero((3,)),
          "b": away_from_zero((3,))},
         away_from_zero((4, 3, 2, 2)), (4, 3, 2, 2)),
+    # Transformers' ops: layer norms' Pow and Sqrt, GELU's Erf, batched
+    # attention products (loop nests, not kernels), Expand and Gather.
+    "Sqrt": ([node("Sqrt", ["w"], ["t"]), node("Mul", ["t", "x"], ["y"])],
+             {"w": rng.uniform(0.3, 2.0, (2, 3))}, away_from_zero((2, 3)),
+             (2, 3)),
+    "Exp": ([node("Exp", ["w"], ["t"]), node("Mul", ["t", "x"], ["y"])],
+            {"w": away_from_zero((2, 3))}, away_from_zero((2, 3)), (2, 3)),
+    "Log": ([node("Log", ["w"], ["t"]), node("Mul", ["t", "x"], ["y"])],
+            {"w": rng.uniform(0.3, 2.0, (2, 3))}, away_from_zero((2, 3)),
+            (2, 3)),
+    "Erf": ([node("Erf", ["w"], ["t"]), node("Mul", ["t", "x"], ["y"])],
+            {"w": away_from_zero((2, 3))}, away_from_zero((2, 3)), (2, 3)),
+    "Pow (2, 3 and 2.5)": (
+        [node("Pow", ["w", "two"], ["s"]), node("Pow", ["w", "three"], ["c"]),
+         node("Pow", ["v", "two_and_half"], ["r"]), node("Add", ["s", "c"],
+                                                          ["t"]),
+         node("Mul", ["t", "r"], ["u"]), node("Mul", ["u", "x"], ["y"])],
+        {"w": away_from_zero((2, 3)), "v": rng.uniform(0.3, 2.0, (2, 3))},
+        away_from_zero((2, 3)), (2, 3)),
+    "MatMul (batched, both operands)": (
+        [node("MatMul", ["p", "w"], ["t"]), node("Mul", ["t", "x"], ["y"])],
+        {"p": away_from_zero((2, 3, 4)), "w": away_from_zero((2, 4, 2))},
+        away_from_zero((2, 3, 2)), (2, 3, 2)),
+    "MatMul (3-d by a matrix)": (
+        [node("MatMul", ["p", "w"], ["t"]), node("Mul", ["t", "x"], ["y"])],
+        {"p": away_from_zero((2, 3, 4)), "w": away_from_zero((4, 2))},
+        away_from_zero((2, 3, 2)), (2, 3, 2)),
+    "MatMul (batch dimensions broadcast)": (
+        [node("MatMul", ["p", "w"], ["t"]), node("Mul", ["t", "x"], ["y"])],
+        {"p": away_from_zero((2, 1, 3, 4)), "w": away_from_zero((3, 4, 2))},
+        away_from_zero((2, 3, 3, 2)), (2, 3, 3, 2)),
+    "Expand": ([node("Expand", ["w", "expand_shape"], ["t"]),
+                node("Mul", ["t", "x"], ["y"])],
+               {"w": away_from_zero((1, 3))}, away_from_zero((2, 3)), (2, 3)),
+    "Gather (axis 1, three indices)": (
+        [node("Gather", ["w", "gather_indices"], ["t"], axis=1),
+         node("Mul", ["t", "x"], ["y"])],
+        {"w": away_from_zero((2, 4))}, away_from_zero((2, 3)), (2, 3)),
 }
 
 
@@ -147,7 +185,7 @@ def make_model(path, nodes, params, x, y_shape):
     initializers = [numpy_helper.from_array(v, k) for k, v in params.items()]
     # Constant operands: ReduceSum's axes, Clip's bounds (away from the
     # parameters' values), Pad's pads, batch norm's running statistics,
-    # Slice's bounds.
+    # Slice's bounds, Pow's exponents, Expand's shape, Gather's indices.
     constants = {"axes": np.array([1], np.int64),
                  "lo": np.array(-0.9), "hi": np.array(1.1),
                  "pads": np.array([0, 1, 1, 1], np.int64),
@@ -155,7 +193,11 @@ def make_model(path, nodes, params, x, y_shape):
                  "starts": np.array([1, 1], np.int64),
                  "ends": np.array([3, 100], np.int64),
                  "slice_axes": np.array([0, -1], np.int64),
-                 "steps": np.array([1, 2], np.int64)}
+                 "steps": np.array([1, 2], np.int64),
+                 "two": np.array(2.0), "three": np.array(3.0),
+                 "two_and_half": np.array(2.5),
+                 "expand_shape": np.array([2, 1], np.int64),
+                 "gather_indices": np.array([3, 0, 1], np.int64)}
     for name, value in constants.items():
         if any(name in n.input for n in nodes):
             initializers.append(numpy_helper.from_array(value, name))

@@ -169,6 +169,39 @@ def small_cnn():
         nn.LogSoftmax(dim=1))
 
 
+class TinyViT(nn.Module):
+    """A vision transformer: 4x4 patches of an 8x8 image embedded by a
+    strided convolution, a class token, learned positions, PyTorch's
+    TransformerEncoderLayer (multi-head attention, layer norms, an MLP with
+    ACTIVATION, NORM_FIRST or after), a layer norm and a linear head."""
+
+    def __init__(self, activation, norm_first, dim=16, heads=2, depth=2):
+        super().__init__()
+        self.embed = nn.Conv2d(1, dim, 4, 4)
+        self.cls = nn.Parameter(torch.randn(1, 1, dim))
+        self.pos = nn.Parameter(torch.randn(1, 5, dim))
+        # No dropout: its attention dropout has no module whose masks could
+        # be made dtrain's.
+        layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0,
+                                           activation=activation,
+                                           batch_first=True,
+                                           norm_first=norm_first)
+        self.encoder = nn.TransformerEncoder(layer, depth,
+                                             enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, 10)
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.pos
+        return self.head(self.norm(self.encoder(x)[:, 0]))
+
+
+def vit(activation="gelu", norm_first=True):
+    torch.manual_seed(6)
+    return TinyViT(activation, norm_first)
+
+
 def lenet():
     """The demo's LeNet-5 (test/Examples/lenet.py), seeded there."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
@@ -281,6 +314,18 @@ def cases():
            0.01, 0.0, 3, x, labels)
     yield ("cnn softmax-xent lars", small_cnn(), "softmax-xent", "lars",
            2.0, 5e-4, 3, x, labels)
+    # Transformers: batched attention products, softmax, layer norms
+    # (ReduceMean, Pow, Sqrt), GELU (Erf), the class token's Expand, the
+    # Gather of its output; in float32 and float64.
+    torch.manual_seed(17)
+    x, labels = torch.randn(4, 1, 8, 8), torch.randint(0, 10, (4,))
+    yield ("vit softmax-xent momentum", vit(), "softmax-xent", "momentum",
+           0.05, 5e-4, 3, x, labels)
+    yield ("vit post-norm relu softmax-xent sgd", vit("relu", False),
+           "softmax-xent", "sgd", 0.1, 0.0, 1, x, labels)
+    for optimizer, lr in (("momentum", 0.05), ("adam", 0.01)):
+        yield ("vit f64 softmax-xent " + optimizer, vit().double(),
+               "softmax-xent", optimizer, lr, 5e-4, 3, x.double(), labels)
     torch.manual_seed(14)
     x, labels = torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,))
     for optimizer, lr in (("momentum", 0.05), ("adam", 0.001)):

@@ -61,9 +61,11 @@ SUPPORTED_OPS = {
     "Clip", "Dropout", "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv",
     "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
     "Reshape", "Flatten", "Transpose", "Concat", "Pad", "ReduceSum",
-    "ReduceMean", "Identity", "Slice",
+    "ReduceMean", "Identity", "Slice", "Sqrt", "Exp", "Log", "Erf", "Pow",
+    "Expand", "Gather", "Unsqueeze", "Squeeze",
 }
-SHAPE_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Cast", "Constant"}
+SHAPE_OPS = {"Shape", "Cast", "Constant",
+             "ConstantOfShape", "Equal", "Where"}
 SUPPORTED_OPS |= SHAPE_OPS
 
 # The ONNX backend test runner's defaults (onnx/backend/test/loader and
@@ -80,15 +82,20 @@ RUNTIME_CAST = ("Cast of a run-time tensor: Cast is only evaluated at import, "
 RUNTIME_SHAPE_OP = ("%s of a run-time tensor: only evaluated at import, on "
                     "shape arithmetic")
 RUNTIME_AXES = "ReduceSum axes given as a run-time input (+const passes)"
+RUNTIME_SQUEEZE_AXES = "%s axes given as a run-time input (+const passes)"
 RUNTIME_SHAPE = "Reshape target shape given as a run-time input (+const passes)"
 RUNTIME_BOUNDS = "Clip bounds given as run-time inputs (+const passes)"
 RUNTIME_SLICE = "Slice bounds given as run-time inputs (+const passes)"
 RUNTIME_RATIO = "Dropout ratio given as a run-time input"
+RUNTIME_INDICES = "Gather indices given as a run-time input (+const passes)"
 POOL_RANK = "1-d and 3-d pooling (only 2-d, rank-4 inputs)"
 MASK = "the mask output of Dropout"
 INDICES = "the Indices output of MaxPool"
 OPSET1 = "opset 1 (dtrain imports opsets 7 to 17)"
-BATCHED_MATMUL = "batched MatMul (rank > 2; only 2-d)"
+RUNTIME_EXPONENT = ("Pow with a run-time exponent (only a constant scalar "
+                    "one)")
+TENSOR_EXPONENT = "Pow with an exponent of several elements (only a scalar)"
+RUNTIME_EXPAND = "Expand shape given as a run-time input (+const passes)"
 
 # Node tests that dtrain rejects with a clear error from dtrain-compile,
 # and why. A listed test that passes, or fails in another way, fails the run.
@@ -121,10 +128,10 @@ EXPECTED_UNSUPPORTED = {
     "test_castlike_FLOAT_to_BFLOAT16_expanded": RUNTIME_CAST,
     "test_castlike_FLOAT_to_DOUBLE_expanded": RUNTIME_CAST,
     "test_castlike_FLOAT_to_FLOAT16_expanded": RUNTIME_CAST,
-    "test_gather_0": RUNTIME_SHAPE_OP % "Gather",
-    "test_gather_1": RUNTIME_SHAPE_OP % "Gather",
-    "test_gather_2d_indices": RUNTIME_SHAPE_OP % "Gather",
-    "test_gather_negative_indices": RUNTIME_SHAPE_OP % "Gather",
+    "test_gather_0": RUNTIME_INDICES,
+    "test_gather_1": RUNTIME_INDICES,
+    "test_gather_2d_indices": RUNTIME_INDICES,
+    "test_gather_negative_indices": RUNTIME_INDICES,
     "test_slice": RUNTIME_SLICE,
     "test_slice_default_axes": RUNTIME_SLICE,
     "test_slice_default_steps": RUNTIME_SLICE,
@@ -134,15 +141,15 @@ EXPECTED_UNSUPPORTED = {
     "test_slice_neg_steps+const": "Slice with negative steps (reversal)",
     "test_slice_negative_axes": RUNTIME_SLICE,
     "test_slice_start_out_of_bounds": RUNTIME_SLICE,
-    "test_squeeze": RUNTIME_SHAPE_OP % "Squeeze",
-    "test_squeeze_negative_axes": RUNTIME_SHAPE_OP % "Squeeze",
-    "test_unsqueeze_axis_0": RUNTIME_SHAPE_OP % "Unsqueeze",
-    "test_unsqueeze_axis_1": RUNTIME_SHAPE_OP % "Unsqueeze",
-    "test_unsqueeze_axis_2": RUNTIME_SHAPE_OP % "Unsqueeze",
-    "test_unsqueeze_negative_axes": RUNTIME_SHAPE_OP % "Unsqueeze",
-    "test_unsqueeze_three_axes": RUNTIME_SHAPE_OP % "Unsqueeze",
-    "test_unsqueeze_two_axes": RUNTIME_SHAPE_OP % "Unsqueeze",
-    "test_unsqueeze_unsorted_axes": RUNTIME_SHAPE_OP % "Unsqueeze",
+    "test_squeeze": RUNTIME_SQUEEZE_AXES % "Squeeze",
+    "test_squeeze_negative_axes": RUNTIME_SQUEEZE_AXES % "Squeeze",
+    "test_unsqueeze_axis_0": RUNTIME_SQUEEZE_AXES % "Unsqueeze",
+    "test_unsqueeze_axis_1": RUNTIME_SQUEEZE_AXES % "Unsqueeze",
+    "test_unsqueeze_axis_2": RUNTIME_SQUEEZE_AXES % "Unsqueeze",
+    "test_unsqueeze_negative_axes": RUNTIME_SQUEEZE_AXES % "Unsqueeze",
+    "test_unsqueeze_three_axes": RUNTIME_SQUEEZE_AXES % "Unsqueeze",
+    "test_unsqueeze_two_axes": RUNTIME_SQUEEZE_AXES % "Unsqueeze",
+    "test_unsqueeze_unsorted_axes": RUNTIME_SQUEEZE_AXES % "Unsqueeze",
     "test_reduce_sum_default_axes_keepdims_example": RUNTIME_AXES,
     "test_reduce_sum_default_axes_keepdims_random": RUNTIME_AXES,
     "test_reduce_sum_do_not_keepdims_example": RUNTIME_AXES,
@@ -195,8 +202,30 @@ EXPECTED_UNSUPPORTED = {
     "test_maxpool_3d_default": POOL_RANK,
     "test_globalaveragepool": OPSET1,
     "test_globalaveragepool_precomputed": OPSET1,
-    "test_matmul_3d": BATCHED_MATMUL,
-    "test_matmul_4d": BATCHED_MATMUL,
+    "test_constantofshape_float_ones": RUNTIME_SHAPE_OP % "ConstantOfShape",
+    "test_constantofshape_int_shape_zero":
+        RUNTIME_SHAPE_OP % "ConstantOfShape",
+    "test_constantofshape_int_zeros": RUNTIME_SHAPE_OP % "ConstantOfShape",
+    "test_equal": RUNTIME_SHAPE_OP % "Equal",
+    "test_equal_bcast": RUNTIME_SHAPE_OP % "Equal",
+    "test_where_example": RUNTIME_SHAPE_OP % "Where",
+    "test_where_long_example": RUNTIME_SHAPE_OP % "Where",
+    "test_expand_dim_changed": RUNTIME_EXPAND,
+    "test_expand_dim_unchanged": RUNTIME_EXPAND,
+    "test_pow": RUNTIME_EXPONENT,
+    "test_pow_bcast_array": RUNTIME_EXPONENT,
+    "test_pow_bcast_scalar": RUNTIME_EXPONENT,
+    "test_pow_example": RUNTIME_EXPONENT,
+    "test_pow_types_float32_int32": RUNTIME_EXPONENT,
+    "test_pow_types_float32_int64": RUNTIME_EXPONENT,
+    "test_pow_types_float32_int64+const": TENSOR_EXPONENT,
+    "test_pow_types_float32_uint32": "uint32 tensors",
+    "test_pow_types_float32_uint64": "uint64 tensors",
+    "test_pow_types_int32_float32": RUNTIME_EXPONENT,
+    "test_pow_types_int32_int32": RUNTIME_EXPONENT,
+    "test_pow_types_int64_float32": RUNTIME_EXPONENT,
+    "test_pow_types_int64_int64": RUNTIME_EXPONENT,
+    "test_pow_types_int64_int64+const": TENSOR_EXPONENT,
 }
 
 # Tests that are not run: no implementation can reproduce their reference.

@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::dtrain;
 using namespace mlir::dtrain::nn;
@@ -153,6 +155,71 @@ LogicalResult TanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   Value one = scalar(b, loc, tensorType(y).getElementType(), 1.0);
   Value slope = SubOp::create(b, loc, one, MulOp::create(b, loc, y, y));
   operandGrads.push_back(MulOp::create(b, loc, resultGrads[0], slope));
+  return success();
+}
+
+// y = sqrt(x): dx = g / (2 y).
+LogicalResult SqrtOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value y = getResult();
+  Value half = scalar(b, loc, tensorType(y).getElementType(), 0.5);
+  operandGrads.push_back(
+      DivOp::create(b, loc, MulOp::create(b, loc, resultGrads[0], half), y));
+  return success();
+}
+
+// y = exp(x): dx = g y.
+LogicalResult ExpOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      MulOp::create(b, getLoc(), resultGrads[0], getResult()));
+  return success();
+}
+
+// y = log(x): dx = g / x.
+LogicalResult LogOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      DivOp::create(b, getLoc(), resultGrads[0], getInput()));
+  return success();
+}
+
+// y = erf(x): dx = g 2 / sqrt(pi) exp(-x^2).
+LogicalResult ErfOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value x = getInput();
+  Type element = tensorType(x).getElementType();
+  Value negSquare = MulOp::create(b, loc, MulOp::create(b, loc, x, x),
+                                  scalar(b, loc, element, -1.0));
+  Value slope = MulOp::create(b, loc, ExpOp::create(b, loc, negSquare),
+                              scalar(b, loc, element, 2.0 / std::sqrt(M_PI)));
+  operandGrads.push_back(MulOp::create(b, loc, resultGrads[0], slope));
+  return success();
+}
+
+// y = x^e: dx = g e x^(e - 1); 0 for e = 0, as PyTorch has it.
+LogicalResult PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  double exponent = getExponent().convertToDouble();
+  Type element = tensorType(getInput()).getElementType();
+  Value grad = resultGrads[0];
+  if (exponent == 0.0) {
+    operandGrads.push_back(
+        MulOp::create(b, loc, grad, scalar(b, loc, element, 0.0)));
+    return success();
+  }
+  if (exponent == 1.0) {
+    operandGrads.push_back(grad);
+    return success();
+  }
+  Value slope = MulOp::create(
+      b, loc,
+      PowOp::create(b, loc, getInput(), b.getF64FloatAttr(exponent - 1.0)),
+      scalar(b, loc, element, exponent));
+  operandGrads.push_back(MulOp::create(b, loc, grad, slope));
   return success();
 }
 

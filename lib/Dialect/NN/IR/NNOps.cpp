@@ -134,19 +134,31 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   Reporter error = reporter<MatmulOp>(loc);
   RankedTensorType lhsType = rankedType(adaptor.getLhs());
   RankedTensorType rhsType = rankedType(adaptor.getRhs());
-  if (lhsType.getRank() != 2 || rhsType.getRank() != 2)
-    return error("expects rank-2 operands, got ", lhsType, " and ", rhsType);
+  int64_t rank = lhsType.getRank();
+  if ((rank != 2 && rank != 3) || rhsType.getRank() != rank)
+    return error("expects rank-2 or rank-3 operands of one rank, got ", lhsType,
+                 " and ", rhsType);
   // Rows and contraction size of op(lhs), contraction size and columns of
-  // op(rhs).
+  // op(rhs): the last two dimensions, after the batch's.
   bool tl = adaptor.getTransposeLhs(), tr = adaptor.getTransposeRhs();
-  int64_t m = lhsType.getDimSize(tl ? 1 : 0);
-  int64_t kLhs = lhsType.getDimSize(tl ? 0 : 1);
-  int64_t kRhs = rhsType.getDimSize(tr ? 1 : 0);
-  int64_t n = rhsType.getDimSize(tr ? 0 : 1);
+  int64_t row = rank - 2, column = rank - 1;
+  int64_t m = lhsType.getDimSize(tl ? column : row);
+  int64_t kLhs = lhsType.getDimSize(tl ? row : column);
+  int64_t kRhs = rhsType.getDimSize(tr ? column : row);
+  int64_t n = rhsType.getDimSize(tr ? row : column);
   if (failed(verifyCompatibleDims({kLhs, kRhs})))
     return error("contraction sizes differ: ", kLhs, " (lhs) vs ", kRhs,
                  " (rhs)");
-  types.push_back(RankedTensorType::get({m, n}, lhsType.getElementType()));
+  SmallVector<int64_t> shape;
+  if (rank == 3) {
+    int64_t batchLhs = lhsType.getDimSize(0), batchRhs = rhsType.getDimSize(0);
+    if (failed(verifyCompatibleDims({batchLhs, batchRhs})))
+      return error("batch sizes differ: ", batchLhs, " (lhs) vs ", batchRhs,
+                   " (rhs)");
+    shape.push_back(ShapedType::isDynamic(batchLhs) ? batchRhs : batchLhs);
+  }
+  shape.append({m, n});
+  types.push_back(RankedTensorType::get(shape, lhsType.getElementType()));
   return success();
 }
 

@@ -128,6 +128,70 @@ def NN_TanhOp : NN_UnaryOp<"tanh", [NN_Differentiable]> {
   }];
 }
 
+def NN_SqrtOp : NN_UnaryOp<"sqrt", [NN_Differentiable]> {
+  let summary = "Square root";
+  let description = [{
+    NaN for negative elements. A layer normalization's standard deviation:
+
+    ```mlir
+    %s = nn.sqrt %var : tensor<32x1xf32>
+    ```
+  }];
+}
+
+def NN_ExpOp : NN_UnaryOp<"exp", [NN_Differentiable]> {
+  let summary = "Natural exponential, e^x";
+  let description = [{
+    16-bit elements are computed in f32 and rounded.
+
+    ```mlir
+    %y = nn.exp %x : tensor<32x128xf32>
+    ```
+  }];
+}
+
+def NN_LogOp : NN_UnaryOp<"log", [NN_Differentiable]> {
+  let summary = "Natural logarithm";
+  let description = [{
+    -inf at 0 and NaN for negative elements. 16-bit elements are computed
+    in f32 and rounded.
+
+    ```mlir
+    %y = nn.log %x : tensor<32x128xf32>
+    ```
+  }];
+}
+
+def NN_ErfOp : NN_UnaryOp<"erf", [NN_Differentiable]> {
+  let summary = "Gauss error function";
+  let description = [{
+    `erf(x) = 2 / sqrt(pi) * integral from 0 to x of exp(-t^2) dt`, the core
+    of the exact GELU, `x / 2 * (1 + erf(x / sqrt(2)))`, which ONNX
+    exports write out with it. 16-bit elements are computed in f32 and
+    rounded.
+
+    ```mlir
+    %y = nn.erf %x : tensor<32x128xf32>
+    ```
+  }];
+}
+
+def NN_PowOp : NN_UnaryOp<"pow", [NN_Differentiable]> {
+  let summary = "Each element raised to a constant exponent";
+  let description = [{
+    `result = input ^ exponent`, with C's `pow` rules (NaN for a negative
+    element and an exponent that is not an integer). The exponents 1, 2, 3,
+    0.5 and -1 are products, a square root and a division; the others call
+    `pow`, in f32 for 16-bit elements. ONNX's Pow with a constant scalar
+    exponent, as in a layer normalization's variance:
+
+    ```mlir
+    %sq = nn.pow %d {exponent = 2.000000e+00 : f64} : tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, F64Attr:$exponent);
+}
+
 def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", [NN_Differentiable]> {
   let summary = "Leaky rectified linear unit, x < 0 ? alpha * x : x";
   let description = [{
