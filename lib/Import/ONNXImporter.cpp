@@ -170,6 +170,7 @@ private:
   LogicalResult emitReshape(const onnx::NodeProto &node, Value x,
                             ArrayRef<int64_t> shape);
   LogicalResult importFlatten(const onnx::NodeProto &node);
+  /// Reshape, Unsqueeze and Squeeze of a run-time tensor.
   LogicalResult importReshape(const onnx::NodeProto &node);
   /// The shape a Reshape NODE makes of a tensor of shape DIMS.
   FailureOr<SmallVector<int64_t>> getReshapeTarget(const onnx::NodeProto &node,
@@ -178,7 +179,6 @@ private:
   /// DIMS.
   FailureOr<SmallVector<int64_t>> getSqueezeTarget(const onnx::NodeProto &node,
                                                    ArrayRef<int64_t> dims);
-  LogicalResult importSqueeze(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
   LogicalResult importPow(const onnx::NodeProto &node);
   LogicalResult importExpand(const onnx::NodeProto &node);
@@ -1060,7 +1060,7 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
   if (type == "Expand")
     return importExpand(node);
   if (type == "Unsqueeze" || type == "Squeeze")
-    return importSqueeze(node);
+    return importReshape(node);
   if (type == "Gather")
     return importGather(node);
   if (type == "LeakyRelu")
@@ -1601,23 +1601,14 @@ Importer::getSqueezeTarget(const onnx::NodeProto &node,
   return shape;
 }
 
-LogicalResult Importer::importSqueeze(const onnx::NodeProto &node) {
-  FailureOr<Value> x = getValue(node, 0);
-  if (failed(x))
-    return failure();
-  FailureOr<SmallVector<int64_t>> shape =
-      getSqueezeTarget(node, cast<RankedTensorType>(x->getType()).getShape());
-  if (failed(shape))
-    return failure();
-  return emitReshape(node, *x, *shape);
-}
-
 LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
   FailureOr<Value> x = getValue(node, 0);
   if (failed(x))
     return failure();
-  FailureOr<SmallVector<int64_t>> shape =
-      getReshapeTarget(node, cast<RankedTensorType>(x->getType()).getShape());
+  ArrayRef<int64_t> dims = cast<RankedTensorType>(x->getType()).getShape();
+  FailureOr<SmallVector<int64_t>> shape = node.op_type() == "Reshape"
+                                              ? getReshapeTarget(node, dims)
+                                              : getSqueezeTarget(node, dims);
   if (failed(shape))
     return failure();
   return emitReshape(node, *x, *shape);

@@ -523,6 +523,14 @@ private:
                             });
   }
 
+  /// The element-wise MathOp, in f32 for 16-bit elements.
+  template <typename MathOp> Value unaryMath(Operation *op) {
+    return unary(op, [](OpBuilder &b, Location l, Value x) {
+      return applyInF32(b, l, x,
+                        [&](Value x) { return MathOp::create(b, l, x); });
+    });
+  }
+
   Value softmax(Value input, int64_t axis, bool logarithm, Location loc);
   Value crossEntropy(nn::SoftmaxCrossEntropyOp op);
   Value countCorrect(nn::CountCorrectOp op);
@@ -1626,30 +1634,10 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
           return math::TanhOp::create(b, l, x);
         })};
       })
-      .Case([&](nn::SqrtOp) {
-        return Values{unary(op, [](OpBuilder &b, Location l, Value x) {
-          return applyInF32(
-              b, l, x, [&](Value x) { return math::SqrtOp::create(b, l, x); });
-        })};
-      })
-      .Case([&](nn::ExpOp) {
-        return Values{unary(op, [](OpBuilder &b, Location l, Value x) {
-          return applyInF32(
-              b, l, x, [&](Value x) { return math::ExpOp::create(b, l, x); });
-        })};
-      })
-      .Case([&](nn::LogOp) {
-        return Values{unary(op, [](OpBuilder &b, Location l, Value x) {
-          return applyInF32(
-              b, l, x, [&](Value x) { return math::LogOp::create(b, l, x); });
-        })};
-      })
-      .Case([&](nn::ErfOp) {
-        return Values{unary(op, [](OpBuilder &b, Location l, Value x) {
-          return applyInF32(
-              b, l, x, [&](Value x) { return math::ErfOp::create(b, l, x); });
-        })};
-      })
+      .Case([&](nn::SqrtOp) { return Values{unaryMath<math::SqrtOp>(op)}; })
+      .Case([&](nn::ExpOp) { return Values{unaryMath<math::ExpOp>(op)}; })
+      .Case([&](nn::LogOp) { return Values{unaryMath<math::LogOp>(op)}; })
+      .Case([&](nn::ErfOp) { return Values{unaryMath<math::ErfOp>(op)}; })
       .Case([&](nn::PowOp pow) {
         double exponent = pow.getExponent().convertToDouble();
         return Values{unary(op, [&](OpBuilder &b, Location l, Value x) {
