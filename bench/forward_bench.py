@@ -8,7 +8,9 @@ usage: forward_bench.py [--threads T] [--seconds S] [--models M ...]
 Models (NAME: batch x input): mlp (784-512-256-10 perceptron with ReLU,
 an MNIST classifier): 64 x 784; lenet (test/Examples/lenet.py, the demo's
 LeNet-5): 64 x 1x28x28; resnet18 and mobilenet_v2 (torchvision, random
-weights, batch-norm statistics of random inputs): 8 x 3x224x224. Each is
+weights, batch-norm statistics of random inputs): 8 x 3x224x224; vit (a
+vision transformer of PyTorch's TransformerEncoderLayer: 7x7 patches, 16
+tokens and a class token, width 64, 4 heads, 4 layers): 64 x 1x28x28. Each is
 exported to ONNX in EVAL mode (opset 13, symbolic batch), compiled with
 `BUILD_DIR/bin/dtrain-compile --mode=infer --batch-size B` (timed), run as
 `model.bin --repeat N --warmup 2`, and its output compared with PyTorch's
@@ -42,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "Inputs"))
 from check_torchvision_forward import build, calibrate  # noqa: E402
+from check_train_step import TinyViT  # noqa: E402
 
 # name -> (batch, input shape without the batch)
 MODELS = {
@@ -50,6 +53,7 @@ MODELS = {
     "resnet18": (8, (3, 224, 224)),
     "mobilenet_v2": (8, (3, 224, 224)),
     "resnet50": (8, (3, 224, 224)),
+    "vit": (64, (1, 28, 28)),
 }
 
 
@@ -73,9 +77,14 @@ def make_model(name, work):
         model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(),
                               nn.Linear(512, 256), nn.ReLU(),
                               nn.Linear(256, 10)).eval()
+    elif name == "vit":
+        model = TinyViT("gelu", True, dim=64, heads=4, depth=4, image=28,
+                        patch=7).eval()
     else:
         model = calibrate(build(name), shape[-1])
-    with torch.no_grad():
+    # Not under no_grad for vit: PyTorch's transformer layers then take
+    # their fused inference kernel, which has no ONNX export.
+    with torch.enable_grad() if name == "vit" else torch.no_grad():
         torch.onnx.export(model, torch.randn(batch, *shape), path,
                           opset_version=13, input_names=["x"],
                           output_names=["y"],
@@ -138,10 +147,11 @@ def main():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("build", help="the build directory (bin/dtrain-compile)")
     parser.add_argument("--models", nargs="+",
-                        default=["mlp", "lenet", "resnet18", "mobilenet_v2"],
+                        default=["mlp", "lenet", "resnet18", "mobilenet_v2",
+                                 "vit"],
                         choices=sorted(MODELS), metavar="MODEL",
                         help="models to compile, run and time (default: "
-                        "mlp lenet resnet18 mobilenet_v2)")
+                        "mlp lenet resnet18 mobilenet_v2 vit)")
     parser.add_argument("--compile-only", nargs="*", default=["resnet50"],
                         choices=sorted(MODELS), metavar="MODEL",
                         help="models only compiled (default: resnet50)")

@@ -7,15 +7,15 @@ usage: train_bench.py [--threads T] [--seconds S] [--models M ...]
                       [--channels-last] BUILD_DIR
 
 Models and batches as in bench/forward_bench.py (mlp 64 x 784, lenet 64 x
-1x28x28, resnet18 and mobilenet_v2 8 x 3x224x224), exported in TRAINING
-mode (dropout ratio 0) with a fixed batch, trained with softmax
-cross-entropy on random labels and momentum SGD (lr 0.01, momentum 0.9,
-weight decay 5e-4). dtrain: `step.bin --repeat N --warmup 2` (each run one
-step: forward, loss, backward, update); PyTorch: zero_grad, forward, loss,
-backward, step, in a child process. Both report the MINIMUM step time over
-N runs (N chosen so that the runs take about S seconds) and their peak
-resident memory (the child's ru_maxrss: the executable, and the Python
-process with PyTorch loaded). Prints a table:
+1x28x28, resnet18 and mobilenet_v2 8 x 3x224x224, vit 64 x 1x28x28),
+exported in TRAINING mode (dropout ratio 0) with a fixed batch, trained
+with softmax cross-entropy on random labels and momentum SGD (lr 0.01,
+momentum 0.9, weight decay 5e-4). dtrain: `step.bin --repeat N --warmup
+2` (each run one step: forward, loss, backward, update); PyTorch:
+zero_grad, forward, loss, backward, step, in a child process. Both
+report the MINIMUM step time over N runs (N chosen so that the runs take
+about S seconds) and their peak resident memory (the child's ru_maxrss:
+the executable, and the Python process with PyTorch loaded). Prints a table:
 
   model batch dtrain_ms torch_ms ratio dtrain_MB torch_MB compile_s
 
@@ -98,7 +98,8 @@ def main():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("build", help="the build directory (bin/dtrain-compile)")
     parser.add_argument("--models", nargs="+",
-                        default=["mlp", "lenet", "resnet18", "mobilenet_v2"],
+                        default=["mlp", "lenet", "resnet18", "mobilenet_v2",
+                                 "vit"],
                         metavar="MODEL")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=10.0)
