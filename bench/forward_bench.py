@@ -43,8 +43,9 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "Inputs"))
+sys.path.insert(0, os.path.join(ROOT, "test", "Examples"))
 from check_torchvision_forward import build, calibrate  # noqa: E402
-from check_train_step import TinyViT  # noqa: E402
+from vit import TinyViT  # noqa: E402
 
 # name -> (batch, input shape without the batch)
 MODELS = {

@@ -35,6 +35,10 @@ import torch
 import torchvision
 from torch import nn
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "Examples"))
+from vit import TinyViT  # noqa: E402
+
 # (rtol, atol) by the batch's float type. float64 rounding is small enough
 # that the torchvision cases' 3 steps, whose float32 rounding alone would
 # exceed 1e-4, hold 100 times tighter (PyTorch's own float64 steps there
@@ -169,38 +173,9 @@ def small_cnn():
         nn.LogSoftmax(dim=1))
 
 
-class TinyViT(nn.Module):
-    """A vision transformer: PATCH x PATCH patches of a one-channel IMAGE x
-    IMAGE image embedded by a strided convolution, a class token, learned
-    positions, DEPTH of PyTorch's TransformerEncoderLayer (multi-head
-    attention, layer norms, an MLP with ACTIVATION, NORM_FIRST or after),
-    a layer norm and a linear head (bench/forward_bench.py's "vit" too)."""
-
-    def __init__(self, activation, norm_first, dim=16, heads=2, depth=1,
-                 image=8, patch=4):
-        super().__init__()
-        self.embed = nn.Conv2d(1, dim, patch, patch)
-        self.cls = nn.Parameter(torch.randn(1, 1, dim))
-        self.pos = nn.Parameter(torch.randn(1, (image // patch) ** 2 + 1,
-                                            dim))
-        # No dropout: its attention dropout has no module whose masks could
-        # be made dtrain's.
-        layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0,
-                                           activation=activation,
-                                           batch_first=True,
-                                           norm_first=norm_first)
-        self.encoder = nn.TransformerEncoder(layer, depth,
-                                             enable_nested_tensor=False)
-        self.norm = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, 10)
-
-    def forward(self, x):
-        x = self.embed(x).flatten(2).transpose(1, 2)
-        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.pos
-        return self.head(self.norm(self.encoder(x)[:, 0]))
-
-
 def vit(activation="gelu", norm_first=True):
+    """test/Examples/vit.py's, without dropout: the attention's has no
+    module whose masks could be made dtrain's."""
     torch.manual_seed(6)
     return TinyViT(activation, norm_first)
 
