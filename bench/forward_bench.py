@@ -10,7 +10,9 @@ an MNIST classifier): 64 x 784; lenet (test/Examples/lenet.py, the demo's
 LeNet-5): 64 x 1x28x28; resnet18 and mobilenet_v2 (torchvision, random
 weights, batch-norm statistics of random inputs): 8 x 3x224x224; vit (a
 vision transformer of PyTorch's TransformerEncoderLayer: 7x7 patches, 16
-tokens and a class token, width 64, 4 heads, 4 layers): 64 x 1x28x28. Each is
+tokens and a class token, width 64, 4 heads, 4 layers): 64 x 1x28x28;
+vit_long (the same at 4x4 patches of 64x64 images, 257 tokens, 2 layers):
+16 x 1x64x64. Each is
 exported to ONNX in EVAL mode (opset 13, symbolic batch), compiled with
 `BUILD_DIR/bin/dtrain-compile --mode=infer --batch-size B` (timed), run as
 `model.bin --repeat N --warmup 2`, and its output compared with PyTorch's
@@ -55,6 +57,7 @@ MODELS = {
     "mobilenet_v2": (8, (3, 224, 224)),
     "resnet50": (8, (3, 224, 224)),
     "vit": (64, (1, 28, 28)),
+    "vit_long": (16, (1, 64, 64)),
 }
 
 
@@ -81,11 +84,14 @@ def make_model(name, work):
     elif name == "vit":
         model = TinyViT("gelu", True, dim=64, heads=4, depth=4, image=28,
                         patch=7).eval()
+    elif name == "vit_long":
+        model = TinyViT("gelu", True, dim=64, heads=4, depth=2, image=64,
+                        patch=4).eval()
     else:
         model = calibrate(build(name), shape[-1])
-    # Not under no_grad for vit: PyTorch's transformer layers then take
+    # Not under no_grad for the vits: PyTorch's transformer layers then take
     # their fused inference kernel, which has no ONNX export.
-    with torch.enable_grad() if name == "vit" else torch.no_grad():
+    with torch.enable_grad() if name.startswith("vit") else torch.no_grad():
         torch.onnx.export(model, torch.randn(batch, *shape), path,
                           opset_version=13, input_names=["x"],
                           output_names=["y"],
@@ -149,10 +155,10 @@ def main():
     parser.add_argument("build", help="the build directory (bin/dtrain-compile)")
     parser.add_argument("--models", nargs="+",
                         default=["mlp", "lenet", "resnet18", "mobilenet_v2",
-                                 "vit"],
+                                 "vit", "vit_long"],
                         choices=sorted(MODELS), metavar="MODEL",
                         help="models to compile, run and time (default: "
-                        "mlp lenet resnet18 mobilenet_v2 vit)")
+                        "mlp lenet resnet18 mobilenet_v2 vit vit_long)")
     parser.add_argument("--compile-only", nargs="*", default=["resnet50"],
                         choices=sorted(MODELS), metavar="MODEL",
                         help="models only compiled (default: resnet50)")

@@ -7,7 +7,8 @@ usage: train_bench.py [--threads T] [--seconds S] [--models M ...]
                       [--channels-last] BUILD_DIR
 
 Models and batches as in bench/forward_bench.py (mlp 64 x 784, lenet 64 x
-1x28x28, resnet18 and mobilenet_v2 8 x 3x224x224, vit 64 x 1x28x28),
+1x28x28, resnet18 and mobilenet_v2 8 x 3x224x224, vit 64 x 1x28x28,
+vit_long 16 x 1x64x64),
 exported in TRAINING mode (dropout ratio 0) with a fixed batch, trained
 with softmax cross-entropy on random labels and momentum SGD (lr 0.01,
 momentum 0.9, weight decay 5e-4). dtrain: `step.bin --repeat N --warmup
@@ -99,7 +100,7 @@ def main():
     parser.add_argument("build", help="the build directory (bin/dtrain-compile)")
     parser.add_argument("--models", nargs="+",
                         default=["mlp", "lenet", "resnet18", "mobilenet_v2",
-                                 "vit"],
+                                 "vit", "vit_long"],
                         metavar="MODEL")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=10.0)

@@ -1073,61 +1073,25 @@ Value NNLowering::pad(nn::PadOp op) {
                                        sizes, strides);
 }
 
-/// The batched product of a rank-3 nn.matmul as one loop nest: batch, rows
-/// and columns parallel, the contraction a reduction, summed in f32 for
-/// 16-bit elements (as cuBLAS sums them).
-static Value buildBatchMatmul(OpBuilder &b, nn::MatmulOp op) {
-  Location loc = op.getLoc();
-  MLIRContext *ctx = b.getContext();
-  RankedTensorType resultType = getTensorType(op.getResult());
-  Type element = resultType.getElementType();
-  Type sumType = is16BitFloat(element) ? b.getF32Type() : element;
-  AffineExpr batch, row, column, k;
-  bindDims(ctx, batch, row, column, k);
-  auto map = [&](ArrayRef<AffineExpr> results) {
-    return AffineMap::get(4, 0, results, ctx);
-  };
-  SmallVector<AffineMap> maps = {
-      op.getTransposeLhs() ? map({batch, k, row}) : map({batch, row, k}),
-      op.getTransposeRhs() ? map({batch, column, k}) : map({batch, k, column}),
-      map({batch, row, column})};
-  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
-  iterators.push_back(utils::IteratorType::reduction);
-  Value sums =
-      linalg::GenericOp::create(
-          b, loc, resultType.clone(sumType),
-          ValueRange{op.getLhs(), op.getRhs()},
-          ValueRange{createFilled(b, loc, resultType.clone(sumType), 0.0)},
-          maps, iterators,
-          [&](OpBuilder &b, Location l, ValueRange args) {
-            Value x = args[0], y = args[1];
-            if (sumType != element) {
-              x = arith::ExtFOp::create(b, l, sumType, x);
-              y = arith::ExtFOp::create(b, l, sumType, y);
-            }
-            Value sum = arith::AddFOp::create(
-                b, l, args[2], arith::MulFOp::create(b, l, x, y));
-            linalg::YieldOp::create(b, l, sum);
-          })
-          .getResult(0);
-  return sumType == element ? sums : convertElements(b, loc, sums, element);
-}
-
 FailureOr<Value> NNLowering::matmul(nn::MatmulOp op) {
-  if (getTensorType(op.getResult()).getRank() == 3)
-    return buildBatchMatmul(b, op);
   FloatType element = getKernelElementType(op, target);
   Location loc = op.getLoc();
   RankedTensorType resultType = getTensorType(op.getResult());
   RankedTensorType lhsType = getTensorType(op.getLhs());
-  int64_t k = lhsType.getDimSize(op.getTransposeLhs() ? 0 : 1);
-  SmallVector<Value> scalars = createI64s(
-      b, loc, {resultType.getDimSize(0), resultType.getDimSize(1), k});
+  // A rank-3 product is a batch of them (the leading dimension).
+  int64_t rank = resultType.getRank();
+  bool batched = rank == 3;
+  int64_t k = lhsType.getDimSize(op.getTransposeLhs() ? rank - 2 : rank - 1);
+  SmallVector<int64_t> sizes = {resultType.getDimSize(rank - 2),
+                                resultType.getDimSize(rank - 1), k};
+  if (batched)
+    sizes.insert(sizes.begin(), resultType.getDimSize(0));
+  SmallVector<Value> scalars = createI64s(b, loc, sizes);
   scalars.push_back(createI32(b, loc, op.getTransposeLhs()));
   scalars.push_back(createI32(b, loc, op.getTransposeRhs()));
   scalars.push_back(createFloat(b, loc, getKernelScalarType(element), 0.0));
   return buildKernelCall(b, op, target,
-                         {"matmul",
+                         {batched ? "batch_matmul" : "matmul",
                           element,
                           {op.getLhs(), op.getRhs()},
                           {resultType},

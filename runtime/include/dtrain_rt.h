@@ -394,6 +394,20 @@ void dtrain_rt_matmul_f64(const double *a, const double *b, double *c,
                           int64_t m, int64_t n, int64_t k, int32_t transpose_a,
                           int32_t transpose_b, double beta);
 
+/* BATCH products of dtrain_rt_matmul_f32's: C[i] = op(A[i]) op(B[i]) +
+ * BETA C[i] for i < BATCH >= 0, each matrix stored after the one before it
+ * (A[i] at A + i M K, B[i] at B + i K N, C[i] at C + i M N). Attention's
+ * products (nn.matmul on rank-3 tensors). */
+void dtrain_rt_batch_matmul_f32(const float *a, const float *b, float *c,
+                                int64_t batch, int64_t m, int64_t n, int64_t k,
+                                int32_t transpose_a, int32_t transpose_b,
+                                float beta);
+/* As dtrain_rt_batch_matmul_f32, in float64 (reference loops). */
+void dtrain_rt_batch_matmul_f64(const double *a, const double *b, double *c,
+                                int64_t batch, int64_t m, int64_t n, int64_t k,
+                                int32_t transpose_a, int32_t transpose_b,
+                                double beta);
+
 /* Y[N,OC,OH,OW] = conv2d(X[N,C,H,W], W[OC,C/GROUPS,KH,KW]) + BIAS[OC], with
  * ONNX Conv semantics (cross-correlation; explicit padding top, left,
  * bottom, right; dilations; GROUPS divides C and OC). BIAS may be NULL.

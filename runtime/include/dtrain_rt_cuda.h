@@ -217,6 +217,10 @@ void dtrain_rt_cuda_matmul_f32(const float *a, const float *b, float *c,
                                int64_t m, int64_t n, int64_t k,
                                int32_t transpose_a, int32_t transpose_b,
                                float beta);
+void dtrain_rt_cuda_batch_matmul_f32(const float *a, const float *b, float *c,
+                                     int64_t batch, int64_t m, int64_t n,
+                                     int64_t k, int32_t transpose_a,
+                                     int32_t transpose_b, float beta);
 
 void dtrain_rt_cuda_conv2d_f32(const float *x, const float *w,
                                const float *bias, float *y, int64_t n,
@@ -324,6 +328,14 @@ void dtrain_rt_cuda_matmul_f16(const uint16_t *a, const uint16_t *b,
                                uint16_t *c, int64_t m, int64_t n, int64_t k,
                                int32_t transpose_a, int32_t transpose_b,
                                float beta);
+void dtrain_rt_cuda_batch_matmul_bf16(const uint16_t *a, const uint16_t *b,
+                                      uint16_t *c, int64_t batch, int64_t m,
+                                      int64_t n, int64_t k, int32_t transpose_a,
+                                      int32_t transpose_b, float beta);
+void dtrain_rt_cuda_batch_matmul_f16(const uint16_t *a, const uint16_t *b,
+                                     uint16_t *c, int64_t batch, int64_t m,
+                                     int64_t n, int64_t k, int32_t transpose_a,
+                                     int32_t transpose_b, float beta);
 void dtrain_rt_cuda_conv2d_bf16(
     const uint16_t *x, const uint16_t *w, const uint16_t *bias, uint16_t *y,
     int64_t n, int64_t c, int64_t h, int64_t w_, int64_t oc, int64_t kh,

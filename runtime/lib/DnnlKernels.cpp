@@ -110,8 +110,8 @@ memory userMemory(const memory::desc &desc, const void *data) {
 
 //===--- Matrix product ---------------------------------------------------===//
 
-/// (m, n, k, transpose_a, transpose_b, beta's bits).
-using MatmulKey = std::array<int64_t, 6>;
+/// (batch, m, n, k, transpose_a, transpose_b, beta's bits).
+using MatmulKey = std::array<int64_t, 7>;
 
 struct MatmulEntry {
   std::mutex mutex;
@@ -120,12 +120,21 @@ struct MatmulEntry {
 };
 
 std::unique_ptr<MatmulEntry> createMatmul(const MatmulKey &key, float beta) {
-  auto [m, n, k, transposeA, transposeB, betaBits] = key;
+  auto [batch, m, n, k, transposeA, transposeB, betaBits] = key;
   auto entry = std::make_unique<MatmulEntry>();
-  // Row-major operands: a transposed one is the column-major layout.
-  entry->a = memory::desc({m, k}, f32, transposeA ? Tag::ba : Tag::ab);
-  entry->b = memory::desc({k, n}, f32, transposeB ? Tag::ba : Tag::ab);
-  entry->c = memory::desc({m, n}, f32, Tag::ab);
+  // Row-major operands: a transposed one is the column-major layout. A
+  // batch of them is the outermost dimension.
+  if (batch == 1) {
+    entry->a = memory::desc({m, k}, f32, transposeA ? Tag::ba : Tag::ab);
+    entry->b = memory::desc({k, n}, f32, transposeB ? Tag::ba : Tag::ab);
+    entry->c = memory::desc({m, n}, f32, Tag::ab);
+  } else {
+    entry->a =
+        memory::desc({batch, m, k}, f32, transposeA ? Tag::acb : Tag::abc);
+    entry->b =
+        memory::desc({batch, k, n}, f32, transposeB ? Tag::acb : Tag::abc);
+    entry->c = memory::desc({batch, m, n}, f32, Tag::abc);
+  }
   // C = A B + BETA C; without the sum C is only written (NaN ignored).
   dnnl::primitive_attr attr;
   if (beta != 0.0f) {
@@ -136,6 +145,28 @@ std::unique_ptr<MatmulEntry> createMatmul(const MatmulKey &key, float beta) {
   entry->matmul = dnnl::matmul(dnnl::matmul::primitive_desc(
       dnnl::matmul::desc(entry->a, entry->b, entry->c), attr, cpuEngine()));
   return entry;
+}
+
+/// dtrain_rt_batch_matmul_f32 (dtrain_rt_matmul_f32 with BATCH 1), named
+/// KERNEL in messages.
+void batchMatmul(const char *kernel, const float *a, const float *b, float *c,
+                 int64_t batch, int64_t m, int64_t n, int64_t k,
+                 int32_t transposeA, int32_t transposeB, float beta) {
+  static auto *cache = new GeometryCache<MatmulEntry, 7>();
+  if (!prepareMatmul(kernel, a, b, c, batch, m, n, k, beta))
+    return;
+  int32_t betaBits;
+  std::memcpy(&betaBits, &beta, sizeof betaBits);
+  MatmulKey key{batch, m, n, k, transposeA != 0, transposeB != 0, betaBits};
+  guarded(kernel, [&] {
+    MatmulEntry &e = cache->get(key, [&] { return createMatmul(key, beta); });
+    std::lock_guard<std::mutex> lock(e.mutex);
+    dnnl::stream &stream = threadStream();
+    e.matmul.execute(stream, {{DNNL_ARG_SRC, userMemory(e.a, a)},
+                              {DNNL_ARG_WEIGHTS, userMemory(e.b, b)},
+                              {DNNL_ARG_DST, userMemory(e.c, c)}});
+    stream.wait();
+  });
 }
 
 //===--- Convolution ------------------------------------------------------===//
@@ -665,22 +696,16 @@ int64_t dtrain::rt::kernelGeometriesCreatedForTesting() {
 void dtrain_rt_matmul_f32(const float *a, const float *b, float *c, int64_t m,
                           int64_t n, int64_t k, int32_t transpose_a,
                           int32_t transpose_b, float beta) {
-  static auto *cache = new GeometryCache<MatmulEntry, 6>();
-  const char *kernel = "dtrain_rt_matmul_f32";
-  if (!prepareMatmul(kernel, a, b, c, m, n, k, beta))
-    return;
-  int32_t betaBits;
-  std::memcpy(&betaBits, &beta, sizeof betaBits);
-  MatmulKey key{m, n, k, transpose_a != 0, transpose_b != 0, betaBits};
-  guarded(kernel, [&] {
-    MatmulEntry &e = cache->get(key, [&] { return createMatmul(key, beta); });
-    std::lock_guard<std::mutex> lock(e.mutex);
-    dnnl::stream &stream = threadStream();
-    e.matmul.execute(stream, {{DNNL_ARG_SRC, userMemory(e.a, a)},
-                              {DNNL_ARG_WEIGHTS, userMemory(e.b, b)},
-                              {DNNL_ARG_DST, userMemory(e.c, c)}});
-    stream.wait();
-  });
+  batchMatmul("dtrain_rt_matmul_f32", a, b, c, 1, m, n, k, transpose_a,
+              transpose_b, beta);
+}
+
+void dtrain_rt_batch_matmul_f32(const float *a, const float *b, float *c,
+                                int64_t batch, int64_t m, int64_t n, int64_t k,
+                                int32_t transpose_a, int32_t transpose_b,
+                                float beta) {
+  batchMatmul("dtrain_rt_batch_matmul_f32", a, b, c, batch, m, n, k,
+              transpose_a, transpose_b, beta);
 }
 
 // Each layout has its own kernels (dtrain_rt_conv2d_f32 and

@@ -43,20 +43,22 @@ inline void checkKernelPointer(const char *kernel, const char *name,
 
 //===--- Matrix product ---------------------------------------------------===//
 
-/// The checks of dtrain_rt_matmul_*, and the products without a K
-/// dimension (at most C = BETA C, and 0 when BETA is 0, NaN in C
-/// included). Returns whether A B remains to be computed.
+/// The checks of dtrain_rt_matmul_* and dtrain_rt_batch_matmul_* (BATCH
+/// products), and the products without a K dimension (at most C = BETA C,
+/// and 0 when BETA is 0, NaN in C included). Returns whether A B remains
+/// to be computed.
 template <typename T>
-bool prepareMatmul(const char *kernel, const T *a, const T *b, T *c, int64_t m,
-                   int64_t n, int64_t k, T beta) {
+bool prepareMatmul(const char *kernel, const T *a, const T *b, T *c,
+                   int64_t batch, int64_t m, int64_t n, int64_t k, T beta) {
+  checkKernelDim(kernel, "batch", batch, 0);
   checkKernelDim(kernel, "m", m, 0);
   checkKernelDim(kernel, "n", n, 0);
   checkKernelDim(kernel, "k", k, 0);
-  if (m == 0 || n == 0)
+  if (batch == 0 || m == 0 || n == 0)
     return false;
   checkKernelPointer(kernel, "c", c);
   if (k == 0) {
-    int64_t count = m * n;
+    int64_t count = batch * m * n;
     if (beta == T(0))
       std::memset(c, 0, size_t(count) * sizeof(T));
     else if (beta != T(1))

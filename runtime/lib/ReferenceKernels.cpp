@@ -541,8 +541,20 @@ template void dtrain::rt::poolBackwardLoop(const PoolGeometry &, const double *,
 void dtrain_rt_matmul_f64(const double *a, const double *b, double *c,
                           int64_t m, int64_t n, int64_t k, int32_t transpose_a,
                           int32_t transpose_b, double beta) {
-  if (prepareMatmul("dtrain_rt_matmul_f64", a, b, c, m, n, k, beta))
+  if (prepareMatmul("dtrain_rt_matmul_f64", a, b, c, 1, m, n, k, beta))
     matmulLoop(a, b, c, m, n, k, transpose_a != 0, transpose_b != 0, beta);
+}
+
+void dtrain_rt_batch_matmul_f64(const double *a, const double *b, double *c,
+                                int64_t batch, int64_t m, int64_t n, int64_t k,
+                                int32_t transpose_a, int32_t transpose_b,
+                                double beta) {
+  if (!prepareMatmul("dtrain_rt_batch_matmul_f64", a, b, c, batch, m, n, k,
+                     beta))
+    return;
+  for (int64_t i = 0; i < batch; ++i)
+    matmulLoop(a + i * m * k, b + i * k * n, c + i * m * n, m, n, k,
+               transpose_a != 0, transpose_b != 0, beta);
 }
 
 void dtrain_rt_conv2d_f64(const double *x, const double *w, const double *bias,

@@ -97,6 +97,42 @@ TEST(CudaMatmul, MatchesCpu) {
         }
 }
 
+/// Batches of attention-like products: (batch, m x n, k).
+const struct BatchMatmulCase {
+  int64_t batch;
+  MatmulCase shape;
+} batchMatmulCases[] = {
+    {3, {7, 5, 3}}, {64, {65, 65, 16}}, {48, {197, 64, 197}}};
+
+// A batch of products (cuBLAS's strided batched GEMM) against the CPU's
+// batched kernel: every transpose, BETA 0 (C's NaN ignored) and 1.
+TEST(CudaMatmul, BatchesMatchCpu) {
+  uint32_t seed = 5000;
+  for (const BatchMatmulCase &bc : batchMatmulCases)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (float beta : {0.0f, 1.0f}) {
+          const MatmulCase &mc = bc.shape;
+          SCOPED_TRACE(testing::Message()
+                       << "batch=" << bc.batch << " m=" << mc.m << " n=" << mc.n
+                       << " k=" << mc.k << " ta=" << ta << " tb=" << tb
+                       << " beta=" << beta);
+          auto a = randomVector(size_t(bc.batch * mc.m * mc.k), seed++);
+          auto b = randomVector(size_t(bc.batch * mc.k * mc.n), seed++);
+          auto c = randomVector(size_t(bc.batch * mc.m * mc.n), seed++);
+          if (beta == 0)
+            std::fill(c.begin(), c.end(), kNaN);
+          std::vector<float> cpu = c;
+          dtrain_rt_batch_matmul_f32(a.data(), b.data(), cpu.data(), bc.batch,
+                                     mc.m, mc.n, mc.k, ta, tb, beta);
+          Buffer gpuA(a), gpuB(b), gpuC(c);
+          dtrain_rt_cuda_batch_matmul_f32(gpuA.get(), gpuB.get(), gpuC.get(),
+                                          bc.batch, mc.m, mc.n, mc.k, ta, tb,
+                                          beta);
+          EXPECT_TRUE(matchesCpu(gpuC.read(), cpu));
+        }
+}
+
 TEST(CudaMatmul, EmptyOperandsMayBeNull) {
   Buffer c(std::vector<float>{3, 4});
   dtrain_rt_cuda_matmul_f32(nullptr, nullptr, c.get(), 1, 2, 0, 0, 0, 2.0f);
@@ -318,6 +354,37 @@ TEST(CudaHalf, MatmulMatchesCpu) {
                                  mc.k, ta, tb, beta);
             matmul(gpuA.get(), gpuB.get(), gpuC.get(), mc.m, mc.n, mc.k, ta,
                    tb, beta);
+            EXPECT_TRUE(matchesCpu(gpuC.read(), cpu, -1, t.tolerance));
+          }
+  }
+}
+
+TEST(CudaHalf, BatchMatmulMatchesCpu) {
+  uint32_t seed = 6000;
+  for (const HalfType &t : halfTypes) {
+    const auto matmul = t.type == DTRAIN_RT_BF16
+                            ? dtrain_rt_cuda_batch_matmul_bf16
+                            : dtrain_rt_cuda_batch_matmul_f16;
+    for (const BatchMatmulCase &bc : batchMatmulCases)
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          for (float beta : {0.0f, 1.0f}) {
+            const MatmulCase &mc = bc.shape;
+            SCOPED_TRACE(testing::Message()
+                         << t.name << " batch=" << bc.batch << " m=" << mc.m
+                         << " n=" << mc.n << " k=" << mc.k << " ta=" << ta
+                         << " tb=" << tb << " beta=" << beta);
+            auto a = randomVector(size_t(bc.batch * mc.m * mc.k), seed++);
+            auto b = randomVector(size_t(bc.batch * mc.k * mc.n), seed++);
+            auto c = randomVector(size_t(bc.batch * mc.m * mc.n), seed++);
+            if (beta == 0)
+              std::fill(c.begin(), c.end(), kNaN);
+            HalfBuffer gpuA(t.type, a), gpuB(t.type, b), gpuC(t.type, c);
+            std::vector<float> cpu = c;
+            dtrain_rt_batch_matmul_f32(a.data(), b.data(), cpu.data(), bc.batch,
+                                       mc.m, mc.n, mc.k, ta, tb, beta);
+            matmul(gpuA.get(), gpuB.get(), gpuC.get(), bc.batch, mc.m, mc.n,
+                   mc.k, ta, tb, beta);
             EXPECT_TRUE(matchesCpu(gpuC.read(), cpu, -1, t.tolerance));
           }
   }

@@ -99,6 +99,10 @@ int main(int argc, char **argv) {
   dtrain_rt_matmul_f32(a, identity, product, 2, 2, 2, 0, 0, 0.0f);
   for (int i = 0; i < 4; ++i)
     failures += differ(product[i], a[i]);
+  /* Two 1x2 by 2x1 products: (1 2).(1 0) = 1, (3 4).(0 1) = 4. */
+  float dots[2];
+  dtrain_rt_batch_matmul_f32(a, identity, dots, 2, 1, 1, 2, 0, 0, 0.0f);
+  failures += differ(dots[0], 1) + differ(dots[1], 4);
   float image[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, ones[4] = {1, 1, 1, 1};
   float bias = 0.5f, conv[4], pool[4];
   dtrain_rt_conv2d_f32(image, ones, &bias, conv, 1, 1, 3, 3, 1, 2, 2, 2, 2, 1,
@@ -124,6 +128,9 @@ int main(int argc, char **argv) {
   dtrain_rt_matmul_f64(a64, identity64, product64, 2, 2, 2, 0, 0, 0.0);
   for (int i = 0; i < 4; ++i)
     failures += product64[i] != a64[i];
+  double dots64[2];
+  dtrain_rt_batch_matmul_f64(a64, identity64, dots64, 2, 1, 1, 2, 0, 0, 0.0);
+  failures += (dots64[0] != 1) + (dots64[1] != 4);
   double image64[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, ones64[4] = {1, 1, 1, 1};
   double bias64 = 0.5, conv64[4];
   dtrain_rt_conv2d_f64(image64, ones64, &bias64, conv64, 1, 1, 3, 3, 1, 2, 2, 2,

@@ -731,24 +731,19 @@ func.func @transcendentals(%x: tensor<8xf32>, %h: tensor<8xbf16>) -> (tensor<8xf
 
 // -----
 
-// A batched product is one loop nest, transposes in its maps, not a kernel
-// call; 16-bit elements are summed in f32 and rounded once.
-// CHECK-DAG: #[[LHS_T:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
-// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
-// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// A rank-3 product is a batch of products, one batched kernel call (oneDNN,
+// cuBLAS's strided batched GEMM): batch, M, N, K, the transposes, beta.
+// 16-bit operands are widened for the CPU's f32 kernel and the result
+// rounded; the CUDA target has 16-bit kernels.
 // CHECK-LABEL: func.func @batch_matmul
-// CHECK: %[[ZEROS:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2x4x5xf32>)
-// CHECK: linalg.generic {indexing_maps = [#[[LHS_T]], #[[RHS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<2x3x4xf32>, tensor<2x3x5xf32>) outs(%[[ZEROS]] : tensor<2x4x5xf32>)
-// CHECK: ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32, %[[ACC:.*]]: f32):
-// CHECK-NEXT: %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
-// CHECK-NEXT: arith.addf %[[ACC]], %[[P]] : f32
-// CHECK: ins(%{{.*}}, %{{.*}} : tensor<2x3x4xbf16>, tensor<2x3x5xbf16>) outs(%{{.*}} : tensor<2x4x5xf32>)
-// CHECK: arith.extf
+// CHECK: call @dtrain_rt_batch_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %c5_i64, %c3_i64, %c1_i32, %c0_i32, %cst)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: call @dtrain_rt_batch_matmul_f32(
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
-// CHECK-NOT: call
 // CUDA-LABEL: func.func @batch_matmul
-// CUDA-NOT: call
-// CUDA: return
+// CUDA: call @dtrain_rt_cuda_batch_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c2_i64, %c4_i64, %c5_i64, %c3_i64, %c1_i32, %c0_i32, %cst)
+// CUDA-NOT: arith.extf
+// CUDA: call @dtrain_rt_cuda_batch_matmul_bf16(
 func.func @batch_matmul(%a: tensor<2x3x4xf32>, %b: tensor<2x3x5xf32>, %c: tensor<2x3x4xbf16>, %d: tensor<2x3x5xbf16>) -> (tensor<2x4x5xf32>, tensor<2x4x5xbf16>) {
   %0 = nn.matmul %a, %b {transpose_lhs} : tensor<2x3x4xf32>, tensor<2x3x5xf32> -> tensor<2x4x5xf32>
   %1 = nn.matmul %c, %d {transpose_lhs} : tensor<2x3x4xbf16>, tensor<2x3x5xbf16> -> tensor<2x4x5xbf16>

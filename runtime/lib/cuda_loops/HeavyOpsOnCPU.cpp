@@ -58,20 +58,24 @@ void round(const Half &type, const std::vector<float> &wide, uint16_t *y) {
 
 float *data(std::vector<float> &v) { return v.empty() ? nullptr : v.data(); }
 
+/// BATCH products (dtrain_rt_batch_matmul_f32) of 16-bit matrices.
 void matmul(const char *kernel, const Half &type, const uint16_t *a,
-            const uint16_t *b, uint16_t *c, int64_t m, int64_t n, int64_t k,
-            int32_t transposeA, int32_t transposeB, float beta) {
+            const uint16_t *b, uint16_t *c, int64_t batch, int64_t m, int64_t n,
+            int64_t k, int32_t transposeA, int32_t transposeB, float beta) {
+  checkKernelDim(kernel, "batch", batch, 0);
   checkKernelDim(kernel, "m", m, 0);
   checkKernelDim(kernel, "n", n, 0);
   checkKernelDim(kernel, "k", k, 0);
   checkKernelPointer(kernel, "a", a);
   checkKernelPointer(kernel, "b", b);
   checkKernelPointer(kernel, "c", c);
-  std::vector<float> wa = widen(type, a, m * k), wb = widen(type, b, k * n);
-  std::vector<float> wc =
-      beta != 0.0f ? widen(type, c, m * n) : std::vector<float>(size_t(m * n));
-  dtrain_rt_matmul_f32(wa.data(), wb.data(), wc.data(), m, n, k, transposeA,
-                       transposeB, beta);
+  std::vector<float> wa = widen(type, a, batch * m * k),
+                     wb = widen(type, b, batch * k * n);
+  std::vector<float> wc = beta != 0.0f
+                              ? widen(type, c, batch * m * n)
+                              : std::vector<float>(size_t(batch * m * n));
+  dtrain_rt_batch_matmul_f32(wa.data(), wb.data(), wc.data(), batch, m, n, k,
+                             transposeA, transposeB, beta);
   round(type, wc, c);
 }
 
@@ -277,6 +281,14 @@ void dtrain_rt_cuda_matmul_f32(const float *a, const float *b, float *c,
   dtrain_rt_matmul_f32(a, b, c, m, n, k, transpose_a, transpose_b, beta);
 }
 
+void dtrain_rt_cuda_batch_matmul_f32(const float *a, const float *b, float *c,
+                                     int64_t batch, int64_t m, int64_t n,
+                                     int64_t k, int32_t transpose_a,
+                                     int32_t transpose_b, float beta) {
+  dtrain_rt_batch_matmul_f32(a, b, c, batch, m, n, k, transpose_a, transpose_b,
+                             beta);
+}
+
 // The f32 convolutions in LAYOUT's names (NAME: _nhwc or nothing).
 #define DTRAIN_F32_CONV2D_KERNELS(NAME)                                        \
   void dtrain_rt_cuda_conv2d##NAME##_f32(                                      \
@@ -476,8 +488,15 @@ void dtrain_rt_cuda_batch_norm_backward_relu_f32(
   void dtrain_rt_cuda_matmul_##SUFFIX(                                         \
       const uint16_t *a, const uint16_t *b, uint16_t *c, int64_t m, int64_t n, \
       int64_t k, int32_t transpose_a, int32_t transpose_b, float beta) {       \
-    matmul("dtrain_rt_cuda_matmul_" #SUFFIX, TYPE, a, b, c, m, n, k,           \
+    matmul("dtrain_rt_cuda_matmul_" #SUFFIX, TYPE, a, b, c, 1, m, n, k,        \
            transpose_a, transpose_b, beta);                                    \
+  }                                                                            \
+  void dtrain_rt_cuda_batch_matmul_##SUFFIX(                                   \
+      const uint16_t *a, const uint16_t *b, uint16_t *c, int64_t batch,        \
+      int64_t m, int64_t n, int64_t k, int32_t transpose_a,                    \
+      int32_t transpose_b, float beta) {                                       \
+    matmul("dtrain_rt_cuda_batch_matmul_" #SUFFIX, TYPE, a, b, c, batch, m, n, \
+           k, transpose_a, transpose_b, beta);                                 \
   }                                                                            \
   void dtrain_rt_cuda_batch_norm_##SUFFIX(                                     \
       const uint16_t *x, const float *scale, const float *bias,                \
