@@ -104,10 +104,10 @@ const struct BatchMatmulCase {
 } batchMatmulCases[] = {
     {3, {7, 5, 3}}, {64, {65, 65, 16}}, {48, {197, 64, 197}}};
 
-// A batch of products (cuBLAS's strided batched GEMM) against the CPU's
-// batched kernel: every transpose, BETA 0 (C's NaN ignored) and 1.
-TEST(CudaMatmul, BatchesMatchCpu) {
-  uint32_t seed = 5000;
+/// Calls CHECK(a, b, c, batch, m, n, k, ta, tb, beta) with random operands
+/// (C all NaN for BETA 0, which must ignore it) for every batched case,
+/// transpose and BETA 0 and 1, traced, seeded from SEED.
+template <typename Check> void forEachBatchMatmul(uint32_t seed, Check check) {
   for (const BatchMatmulCase &bc : batchMatmulCases)
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb)
@@ -122,15 +122,25 @@ TEST(CudaMatmul, BatchesMatchCpu) {
           auto c = randomVector(size_t(bc.batch * mc.m * mc.n), seed++);
           if (beta == 0)
             std::fill(c.begin(), c.end(), kNaN);
-          std::vector<float> cpu = c;
-          dtrain_rt_batch_matmul_f32(a.data(), b.data(), cpu.data(), bc.batch,
-                                     mc.m, mc.n, mc.k, ta, tb, beta);
-          Buffer gpuA(a), gpuB(b), gpuC(c);
-          dtrain_rt_cuda_batch_matmul_f32(gpuA.get(), gpuB.get(), gpuC.get(),
-                                          bc.batch, mc.m, mc.n, mc.k, ta, tb,
-                                          beta);
-          EXPECT_TRUE(matchesCpu(gpuC.read(), cpu));
+          check(a, b, c, bc.batch, mc.m, mc.n, mc.k, ta, tb, beta);
         }
+}
+
+// A batch of products (cuBLAS's strided batched GEMM) against the CPU's
+// batched kernel.
+TEST(CudaMatmul, BatchesMatchCpu) {
+  forEachBatchMatmul(5000, [](std::vector<float> &a, std::vector<float> &b,
+                              std::vector<float> &c, int64_t batch, int64_t m,
+                              int64_t n, int64_t k, int ta, int tb,
+                              float beta) {
+    std::vector<float> cpu = c;
+    dtrain_rt_batch_matmul_f32(a.data(), b.data(), cpu.data(), batch, m, n, k,
+                               ta, tb, beta);
+    Buffer gpuA(a), gpuB(b), gpuC(c);
+    dtrain_rt_cuda_batch_matmul_f32(gpuA.get(), gpuB.get(), gpuC.get(), batch,
+                                    m, n, k, ta, tb, beta);
+    EXPECT_TRUE(matchesCpu(gpuC.read(), cpu));
+  });
 }
 
 TEST(CudaMatmul, EmptyOperandsMayBeNull) {
@@ -360,33 +370,23 @@ TEST(CudaHalf, MatmulMatchesCpu) {
 }
 
 TEST(CudaHalf, BatchMatmulMatchesCpu) {
-  uint32_t seed = 6000;
   for (const HalfType &t : halfTypes) {
+    SCOPED_TRACE(t.name);
     const auto matmul = t.type == DTRAIN_RT_BF16
                             ? dtrain_rt_cuda_batch_matmul_bf16
                             : dtrain_rt_cuda_batch_matmul_f16;
-    for (const BatchMatmulCase &bc : batchMatmulCases)
-      for (int ta = 0; ta < 2; ++ta)
-        for (int tb = 0; tb < 2; ++tb)
-          for (float beta : {0.0f, 1.0f}) {
-            const MatmulCase &mc = bc.shape;
-            SCOPED_TRACE(testing::Message()
-                         << t.name << " batch=" << bc.batch << " m=" << mc.m
-                         << " n=" << mc.n << " k=" << mc.k << " ta=" << ta
-                         << " tb=" << tb << " beta=" << beta);
-            auto a = randomVector(size_t(bc.batch * mc.m * mc.k), seed++);
-            auto b = randomVector(size_t(bc.batch * mc.k * mc.n), seed++);
-            auto c = randomVector(size_t(bc.batch * mc.m * mc.n), seed++);
-            if (beta == 0)
-              std::fill(c.begin(), c.end(), kNaN);
-            HalfBuffer gpuA(t.type, a), gpuB(t.type, b), gpuC(t.type, c);
-            std::vector<float> cpu = c;
-            dtrain_rt_batch_matmul_f32(a.data(), b.data(), cpu.data(), bc.batch,
-                                       mc.m, mc.n, mc.k, ta, tb, beta);
-            matmul(gpuA.get(), gpuB.get(), gpuC.get(), bc.batch, mc.m, mc.n,
-                   mc.k, ta, tb, beta);
-            EXPECT_TRUE(matchesCpu(gpuC.read(), cpu, -1, t.tolerance));
-          }
+    forEachBatchMatmul(6000, [&](std::vector<float> &a, std::vector<float> &b,
+                                 std::vector<float> &c, int64_t batch,
+                                 int64_t m, int64_t n, int64_t k, int ta,
+                                 int tb, float beta) {
+      // The operands rounded in place: the CPU then reads the GPU's values.
+      HalfBuffer gpuA(t.type, a), gpuB(t.type, b), gpuC(t.type, c);
+      std::vector<float> cpu = c;
+      dtrain_rt_batch_matmul_f32(a.data(), b.data(), cpu.data(), batch, m, n, k,
+                                 ta, tb, beta);
+      matmul(gpuA.get(), gpuB.get(), gpuC.get(), batch, m, n, k, ta, tb, beta);
+      EXPECT_TRUE(matchesCpu(gpuC.read(), cpu, -1, t.tolerance));
+    });
   }
 }
 

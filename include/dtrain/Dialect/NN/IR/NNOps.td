@@ -45,7 +45,7 @@ defvar NN_Differentiable = DeclareOpInterfaceMethods<NN_DifferentiableOpInterfac
 
 def NN_MatmulOp : NN_InferOp<"matmul", [Pure, SameOperandsAndResultElementType,
                                          NN_Differentiable]> {
-  let summary = "Matrix product of two rank-2 tensors";
+  let summary = "Matrix product of two rank-2 tensors, or a batch of them";
   let description = [{
     Computes `op(lhs) x op(rhs)` where `op` transposes its argument when the
     matching `transpose_lhs` / `transpose_rhs` unit attribute is present. The
@@ -55,6 +55,14 @@ def NN_MatmulOp : NN_InferOp<"matmul", [Pure, SameOperandsAndResultElementType,
     ```mlir
     %y = nn.matmul %x, %w : tensor<32x784xf32>, tensor<784x128xf32> -> tensor<32x128xf32>
     %dw = nn.matmul %x, %dy {transpose_lhs} : tensor<32x784xf32>, tensor<32x128xf32> -> tensor<784x128xf32>
+    ```
+
+    Rank-3 operands, with one leading batch size, are that many products of
+    their matrices, the transposes on the last two dimensions: attention's
+    products. The importer flattens ONNX's other batch dimensions into one.
+
+    ```mlir
+    %scores = nn.matmul %q, %k {transpose_rhs} : tensor<8x65x16xf32>, tensor<8x65x16xf32> -> tensor<8x65x65xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
