@@ -160,9 +160,15 @@ def main():
         if time.monotonic() - started > 15:
             sys.exit("the run took %.0f s to stop" %
                      (time.monotonic() - started))
+    # mpirun returns once it has signalled its ranks; on a loaded machine
+    # they may take a moment to exit, but not longer than 10 s.
+    deadline = time.monotonic() + 10
+    while running(os.path.abspath("parallel.bin")) and \
+            time.monotonic() < deadline:
+        time.sleep(0.1)
     left = running(os.path.abspath("parallel.bin"))
     if left:
-        sys.exit("ranks left running after the timeout: %s" % left)
+        sys.exit("ranks left running 10 s after the timeout: %s" % left)
     expect_error("no length", lambda: single.train("train.npz"),
                  "give epochs or steps")
     expect_error("np=0", lambda: single.train("train.npz", steps=1, np=0),
