@@ -159,10 +159,12 @@ private:
                                   StringRef opName, ValueRange operands,
                                   ArrayRef<NamedAttribute> attrs,
                                   ArrayRef<Type> resultTypes);
-  /// The common case: one result, typed as the node's first output.
+  /// The common case: one result, bound to the node's first output and typed
+  /// as ONNX inferred it, or as `resultType` where the importer computes it.
   LogicalResult emitSingle(const onnx::NodeProto &node, StringRef opName,
                            ValueRange operands,
-                           ArrayRef<NamedAttribute> attrs = {});
+                           ArrayRef<NamedAttribute> attrs = {},
+                           TensorType resultType = {});
   LogicalResult importNode(const onnx::NodeProto &node);
   LogicalResult foldNode(const onnx::NodeProto &node, bool &folded);
 
@@ -974,11 +976,16 @@ FailureOr<Operation *> Importer::createOp(const onnx::NodeProto &node,
 
 LogicalResult Importer::emitSingle(const onnx::NodeProto &node,
                                    StringRef opName, ValueRange operands,
-                                   ArrayRef<NamedAttribute> attrs) {
-  FailureOr<TensorType> type = getResultType(node.output(0), nodeLoc(node));
-  if (failed(type))
-    return failure();
-  FailureOr<Operation *> op = createOp(node, opName, operands, attrs, {*type});
+                                   ArrayRef<NamedAttribute> attrs,
+                                   TensorType resultType) {
+  if (!resultType) {
+    FailureOr<TensorType> type = getResultType(node.output(0), nodeLoc(node));
+    if (failed(type))
+      return failure();
+    resultType = *type;
+  }
+  FailureOr<Operation *> op =
+      createOp(node, opName, operands, attrs, {resultType});
   if (failed(op))
     return failure();
   values[node.output(0)] = (*op)->getResult(0);
@@ -1459,11 +1466,7 @@ LogicalResult Importer::emitReshape(const onnx::NodeProto &node, Value x,
     values[node.output(0)] = x;
     return success();
   }
-  FailureOr<Operation *> op = createOp(node, "nn.reshape", {x}, {}, {type});
-  if (failed(op))
-    return failure();
-  values[node.output(0)] = (*op)->getResult(0);
-  return success();
+  return emitSingle(node, "nn.reshape", {x}, {}, type);
 }
 
 LogicalResult Importer::importFlatten(const onnx::NodeProto &node) {
@@ -1719,12 +1722,7 @@ LogicalResult Importer::importExpand(const onnx::NodeProto &node) {
     values[node.output(0)] = *x;
     return success();
   }
-  FailureOr<Operation *> op =
-      createOp(node, "nn.broadcast", {*x}, {}, {type.clone(shape)});
-  if (failed(op))
-    return failure();
-  values[node.output(0)] = (*op)->getResult(0);
-  return success();
+  return emitSingle(node, "nn.broadcast", {*x}, {}, type.clone(shape));
 }
 
 LogicalResult Importer::importGather(const onnx::NodeProto &node) {
