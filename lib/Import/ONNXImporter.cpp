@@ -93,6 +93,8 @@ public:
         fileLoc(FileLineColLoc::get(ctx, path, 0, 0)) {}
 
   OwningOpRef<ModuleOp> run(onnx::ModelProto &model);
+  FailureOr<llvm::StringSet<>>
+  getFrozenInitializers(const onnx::ModelProto &model);
 
 private:
   //===--- Diagnostics ----------------------------------------------------===//
@@ -1729,16 +1731,24 @@ LogicalResult Importer::importGather(const onnx::NodeProto &node) {
   FailureOr<Value> x = getValue(node, 0);
   if (failed(x))
     return failure();
-  const ConstantValue *indices = getIntConstant(node, 1);
-  if (!indices)
-    return nodeError(node) << "the indices (input #1) must be an integer "
-                              "constant at import";
   auto type = cast<RankedTensorType>(x->getType());
   std::optional<int64_t> axis =
       normalizeAxis(getIntAttr(node, "axis", 0), type.getRank());
   if (!axis)
     return nodeError(node) << "axis " << getIntAttr(node, "axis", 0)
                            << " is out of range for rank " << type.getRank();
+  const ConstantValue *indices = getIntConstant(node, 1);
+  if (!indices) {
+    // Run-time indices: rows of a table, as an embedding looks up tokens.
+    if (*axis != 0)
+      return nodeError(node) << "run-time indices (input #1) gather on axis "
+                                "0 only (an embedding lookup), not axis "
+                             << *axis;
+    FailureOr<Value> runTimeIndices = getValue(node, 1);
+    if (failed(runTimeIndices))
+      return failure();
+    return emitSingle(node, "nn.embedding", {*x, *runTimeIndices});
+  }
   int64_t size = type.getDimSize(*axis);
   if (indices->ints.empty())
     return nodeError(node) << "gathers no element";
@@ -2176,6 +2186,29 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node) {
 // The model
 //===----------------------------------------------------------------------===//
 
+/// The initializers to keep constant: --frozen's and those the model's
+/// `dtrain.frozen` metadata names; a name that is no initializer is an
+/// error (a misspelt --frozen would otherwise train the tensor).
+FailureOr<llvm::StringSet<>>
+Importer::getFrozenInitializers(const onnx::ModelProto &model) {
+  SmallVector<StringRef> names(options.frozen.begin(), options.frozen.end());
+  for (const onnx::StringStringEntryProto &entry : model.metadata_props())
+    if (entry.key() == "dtrain.frozen")
+      StringRef(entry.value()).split(names, ',', -1, /*KeepEmpty=*/false);
+  llvm::StringSet<> initializerNames;
+  for (const onnx::TensorProto &tensor : model.graph().initializer())
+    initializerNames.insert(tensor.name());
+  llvm::StringSet<> frozen;
+  for (StringRef name : names) {
+    if (!initializerNames.contains(name))
+      return emitError(fileLoc)
+             << "--frozen names '" << name
+             << "', which is not an initializer of the model";
+    frozen.insert(name);
+  }
+  return frozen;
+}
+
 OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
   if (failed(checkVersions(model)))
     return nullptr;
@@ -2205,6 +2238,9 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
   // Batch-norm running statistics are buffers, not trained; initializers no
   // node reads are left out.
   llvm::StringSet<> buffers;
+  FailureOr<llvm::StringSet<>> frozen = getFrozenInitializers(model);
+  if (failed(frozen))
+    return nullptr;
   for (const onnx::ValueInfoProto &output : graph.output())
     used.insert(output.name());
   for (const onnx::NodeProto &node : graph.node()) {
@@ -2224,7 +2260,7 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
                    tensor.data_type() == onnx::TensorProto::DOUBLE ||
                    tensor.data_type() == onnx::TensorProto::FLOAT16 ||
                    tensor.data_type() == onnx::TensorProto::BFLOAT16;
-    if (isFloat && tensor.dims_size() > 0) {
+    if (isFloat && tensor.dims_size() > 0 && !frozen->contains(tensor.name())) {
       params.push_back(&tensor);
       continue;
     }
@@ -2492,6 +2528,13 @@ struct ONNXImportCLOptions {
       llvm::cl::desc("ONNX import: the full shape of a data input, as "
                      "NAME=D0xD1x... (repeatable)"),
       llvm::cl::value_desc("NAME=DIMS")};
+  llvm::cl::list<std::string> frozen{
+      "frozen",
+      llvm::cl::desc("ONNX import: float initializers to keep constant "
+                     "instead of training them, as PyTorch's buffers (an "
+                     "attention mask); dtrain.export lists a module's "
+                     "buffers in the model, which needs no flag"),
+      llvm::cl::value_desc("NAME,..."), llvm::cl::CommaSeparated};
 };
 } // namespace
 
@@ -2528,6 +2571,7 @@ mlir::dtrain::getONNXImportOptionsFromCL(Location loc) {
                             << text << "'";
     options.inputShapes[name] = shape;
   }
+  llvm::append_range(options.frozen, clOptions->frozen);
   return options;
 }
 

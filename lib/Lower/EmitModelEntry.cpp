@@ -298,10 +298,23 @@ struct EmitModelEntryPass
       }
       // The number of classes, for the runtime to check the labels.
       forward.walk([&](nn::SoftmaxCrossEntropyOp op) {
-        os << "classes " << op.getLogits().getType().getDimSize(1) << '\n';
+        os << "classes " << op.getLogits().getType().getShape().back()
+           << '\n';
         return WalkResult::interrupt();
       });
     }
+    // The inputs that pick rows of embedding tables, for the runtime to
+    // check their range.
+    forward.walk([&](nn::EmbeddingOp op) {
+      auto arg = dyn_cast<BlockArgument>(op.getIndices());
+      if (!arg || arg.getOwner()->getParentOp() != forward)
+        return;
+      FailureOr<std::pair<StringRef, StringRef>> role =
+          getArgRole(forward, arg.getArgNumber());
+      if (succeeded(role) && role->first == "input")
+        os << "indices " << op.getTable().getType().getDimSize(0) << ' '
+           << role->second << '\n';
+    });
     return info;
   }
 

@@ -539,6 +539,8 @@ private:
   Value reduce(Operation *op, ArrayRef<int64_t> dims, bool mean);
   Value concat(nn::ConcatOp op);
   Value pad(nn::PadOp op);
+  Value embedding(nn::EmbeddingOp op);
+  FailureOr<Value> embeddingGrad(nn::EmbeddingGradOp op);
   FailureOr<Value> matmul(nn::MatmulOp op);
   FailureOr<Value> conv2d(nn::Conv2DOp op);
   FailureOr<Value> conv2dBackwardData(nn::Conv2DBackwardDataOp op);
@@ -878,13 +880,28 @@ static Value labelToIndex(OpBuilder &b, Location loc, Value label) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), label);
 }
 
+/// The LOGITS (N... x C) and LABELS (N...) of a loss as N x C and N: more
+/// dimensions are flattened into rows, each with its classes.
+static std::pair<Value, Value> flattenToRows(OpBuilder &b, Location loc,
+                                             Value logits, Value labels) {
+  RankedTensorType type = getTensorType(logits);
+  if (type.getRank() == 2)
+    return {logits, labels};
+  int64_t classes = type.getShape().back();
+  int64_t rows = type.getNumElements() / classes;
+  return {buildReshape(b, loc, logits, type.clone({rows, classes})),
+          buildReshape(b, loc, labels, getTensorType(labels).clone({rows}))};
+}
+
 /// The count of rows whose first maximal logit is at the label: a per-row
 /// argmax (strictly greater wins, so the first maximum stays), then a sum
 /// of the matches.
 Value NNLowering::countCorrect(nn::CountCorrectOp op) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  Value logits = op.getLogits();
+  Value logits, labels;
+  std::tie(logits, labels) =
+      flattenToRows(b, loc, op.getLogits(), op.getLabels());
   RankedTensorType type = getTensorType(logits);
   int64_t n = type.getDimSize(0);
   Type i64 = b.getI64Type();
@@ -920,7 +937,7 @@ Value NNLowering::countCorrect(nn::CountCorrectOp op) {
   AffineMap row = AffineMap::getMultiDimIdentityMap(1, ctx);
   auto count = linalg::GenericOp::create(
       b, loc, TypeRange{scalarType},
-      ValueRange{argmax.getResult(1), op.getLabels()},
+      ValueRange{argmax.getResult(1), labels},
       ValueRange{filled(scalarType, b.getI64IntegerAttr(0))},
       {row, row, AffineMap::get(1, 0, {}, ctx)},
       {utils::IteratorType::reduction},
@@ -942,7 +959,9 @@ Value NNLowering::countCorrect(nn::CountCorrectOp op) {
 Value NNLowering::crossEntropy(nn::SoftmaxCrossEntropyOp op) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  Value logits = op.getLogits();
+  Value logits, labels;
+  std::tie(logits, labels) =
+      flattenToRows(b, loc, op.getLogits(), op.getLabels());
   RankedTensorType type = getTensorType(logits);
   Type elementType = type.getElementType();
   int64_t n = type.getDimSize(0);
@@ -960,7 +979,7 @@ Value NNLowering::crossEntropy(nn::SoftmaxCrossEntropyOp op) {
   auto scalarType = RankedTensorType::get({}, elementType);
   AffineMap row = AffineMap::getMultiDimIdentityMap(1, ctx);
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{scalarType}, ValueRange{max, sum, op.getLabels()},
+      b, loc, TypeRange{scalarType}, ValueRange{max, sum, labels},
       ValueRange{createFilled(b, loc, scalarType, 0.0)},
       {row, row, row, AffineMap::get(1, 0, {}, ctx)},
       {utils::IteratorType::reduction},
@@ -987,7 +1006,9 @@ Value NNLowering::crossEntropy(nn::SoftmaxCrossEntropyOp op) {
 Value NNLowering::crossEntropyGrad(nn::SoftmaxCrossEntropyGradOp op) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  Value logits = op.getLogits();
+  Value logits, labels;
+  std::tie(logits, labels) =
+      flattenToRows(b, loc, op.getLogits(), op.getLabels());
   RankedTensorType type = getTensorType(logits);
   Type elementType = type.getElementType();
   int64_t n = type.getDimSize(0);
@@ -995,8 +1016,8 @@ Value NNLowering::crossEntropyGrad(nn::SoftmaxCrossEntropyGradOp op) {
   AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
   AffineMap rows = getMapWithout(ctx, 2, 1);
   AffineMap scalar = AffineMap::get(2, 0, {}, ctx);
-  return buildParallel(
-      b, loc, type, {probabilities, op.getLabels(), op.getGrad()},
+  Value grad = buildParallel(
+      b, loc, type, {probabilities, labels, op.getGrad()},
       {identity, rows, scalar}, [&](OpBuilder &b, Location loc, ValueRange x) {
         Value column = linalg::IndexOp::create(b, loc, 1);
         Value isLabel = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
@@ -1010,6 +1031,7 @@ Value NNLowering::crossEntropyGrad(nn::SoftmaxCrossEntropyGradOp op) {
             b, loc, x[2], createFloat(b, loc, elementType, n));
         return arith::MulFOp::create(b, loc, diff, scale);
       });
+  return buildReshape(b, loc, grad, op.getType());
 }
 
 Value NNLowering::reduce(Operation *op, ArrayRef<int64_t> dims, bool mean) {
@@ -1053,6 +1075,75 @@ Value NNLowering::concat(nn::ConcatOp op) {
     offset += inputType.getDimSize(axis);
   }
   return result;
+}
+
+/// The table row that INDEX (i32 or i64) picks, as nn.embedding defines
+/// it: a negative index counts from the end, and the row is clamped into
+/// [0, ROWS) so that no access leaves the table.
+static Value buildEmbeddingRow(OpBuilder &b, Location loc, Value index,
+                               int64_t rows) {
+  Type i64 = b.getI64Type();
+  if (index.getType() != i64)
+    index = arith::ExtSIOp::create(b, loc, i64, index);
+  Value zero = createI64(b, loc, 0);
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
+  Value wrapped = arith::SelectOp::create(
+      b, loc, negative,
+      arith::AddIOp::create(b, loc, index, createI64(b, loc, rows)), index);
+  Value clamped = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, wrapped, zero),
+      createI64(b, loc, rows - 1));
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
+}
+
+/// result[i..., j...] = table[row(indices[i...]), j...]: one loop nest over
+/// the result, reading the table where each index points.
+Value NNLowering::embedding(nn::EmbeddingOp op) {
+  Location loc = op.getLoc();
+  RankedTensorType resultType = op.getType();
+  Value table = op.getTable();
+  int64_t rows = op.getTable().getType().getDimSize(0);
+  unsigned indexRank = op.getIndices().getType().getRank();
+  unsigned rank = resultType.getRank();
+  AffineMap indexMap =
+      AffineMap::getMultiDimIdentityMap(rank, b.getContext())
+          .getMajorSubMap(indexRank);
+  return buildParallel(
+      b, loc, resultType, {op.getIndices()}, {indexMap},
+      [&](OpBuilder &b, Location loc, ValueRange x) -> Value {
+        SmallVector<Value> position = {buildEmbeddingRow(b, loc, x[0], rows)};
+        for (unsigned d = indexRank; d < rank; ++d)
+          position.push_back(linalg::IndexOp::create(b, loc, d));
+        return tensor::ExtractOp::create(b, loc, table, position);
+      });
+}
+
+/// The scatter-add of each index's slice of the gradient into its row, on
+/// the runtime's kernel (dtrain_rt_embedding_grad_*), which takes 64-bit
+/// indices and applies buildEmbeddingRow's rule.
+FailureOr<Value> NNLowering::embeddingGrad(nn::EmbeddingGradOp op) {
+  Location loc = op.getLoc();
+  Value indices = op.getIndices();
+  RankedTensorType indicesType = op.getIndices().getType();
+  Type i64 = b.getI64Type();
+  if (indicesType.getElementType() != i64)
+    indices = buildElementwise(
+        b, loc, indicesType.clone(i64), indices,
+        [&](OpBuilder &b, Location loc, ValueRange x) -> Value {
+          return arith::ExtSIOp::create(b, loc, i64, x[0]);
+        });
+  RankedTensorType resultType = op.getType();
+  int64_t width = resultType.getNumElements() / resultType.getDimSize(0);
+  return buildKernelCall(
+             b, op, target,
+             {"embedding_grad",
+              getKernelElementType(op, target),
+              {op.getGrad(), indices},
+              {resultType},
+              createI64s(b, loc,
+                         {indicesType.getNumElements(), int64_t(op.getRows()), width})})
+      .front();
 }
 
 Value NNLowering::pad(nn::PadOp op) {
@@ -1747,6 +1838,8 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
       })
       .Case([&](nn::ConcatOp concatOp) { return Values{concat(concatOp)}; })
       .Case([&](nn::PadOp padOp) { return Values{pad(padOp)}; })
+      .Case([&](nn::EmbeddingOp lookup) { return Values{embedding(lookup)}; })
+      .Case([&](nn::EmbeddingGradOp grad) { return one(embeddingGrad(grad)); })
       .Case([&](nn::ReduceSumOp sum) {
         return Values{reduce(op, sum.getDims(), /*mean=*/false)};
       })

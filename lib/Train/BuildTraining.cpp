@@ -72,11 +72,13 @@ BuildTrainingPass::buildLoss(OpBuilder &b, func::FuncOp func, Value output) {
     return emitOutputError() << "a static shape is needed";
   Type labelType;
   if (loss == "softmax-xent") {
-    if (outputType.getRank() != 2)
-      return emitOutputError()
-             << "softmax-xent takes logits of rank 2 (batch x classes)";
-    labelType =
-        RankedTensorType::get({outputType.getDimSize(0)}, b.getI64Type());
+    // A label for each row of classes: B x T logits of a language model
+    // take B x T labels.
+    if (outputType.getRank() < 2)
+      return emitOutputError() << "softmax-xent takes logits of rank 2 or "
+                                  "more (batch [x positions] x classes)";
+    labelType = RankedTensorType::get(outputType.getShape().drop_back(),
+                                      b.getI64Type());
   } else {
     labelType = outputType;
   }

@@ -41,7 +41,36 @@ def export(module, example_input, path, input_name="x", output_name="logits",
                                         output_name: {0: "N"}})
     finally:
         module.train(was_training)
+    _mark_frozen(module, path)
     return path
+
+
+def _mark_frozen(module, path):
+    """Lists in the ONNX file PATH's `dtrain.frozen` metadata the float
+    buffers of MODULE that the importer must keep constant (an attention
+    mask): ONNX has initializers only, which dtrain would otherwise train.
+    Batch norms' running statistics are left out: the trainer updates
+    them."""
+    import onnx
+    import torch
+
+    names = [
+        (prefix + "." if prefix else "") + name
+        for prefix, child in module.named_modules()
+        if not isinstance(child, torch.nn.modules.batchnorm._BatchNorm)
+        for name, buffer in child.named_buffers(recurse=False)
+        if buffer.is_floating_point()
+    ]
+    if not names:
+        return
+    model = onnx.load(path)
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    frozen = [name for name in names if name in initializers]
+    if not frozen:
+        return
+    entry = model.metadata_props.add()
+    entry.key, entry.value = "dtrain.frozen", ",".join(frozen)
+    onnx.save(model, path)
 
 
 def _array(values, what):
@@ -58,10 +87,13 @@ def _array(values, what):
 def save_data(path, x, y, x_key="x", y_key="y"):
     """Writes samples X (the first dimension the sample) and integer labels
     Y (numpy arrays or torch tensors) to the .npz file PATH that a
-    trainer's --data or --val reads: X as float32, Y as int64. Returns
-    PATH."""
+    trainer's --data or --val reads: X as float32, or as int64 where it
+    holds integers (a language model's token ids), Y as int64 (a label per
+    sample, or per position of a sequence). Returns PATH."""
     import numpy as np
-    x = _array(x, "x").astype(np.float32)
+    x = _array(x, "x")
+    x = x.astype(np.int64 if np.issubdtype(x.dtype, np.integer) else
+                 np.float32)
     y = _array(y, "y")
     if not np.issubdtype(y.dtype, np.integer):
         raise DtrainError("save_data: the labels must be integers (got %s)" %

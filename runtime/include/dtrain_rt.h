@@ -362,11 +362,12 @@ int dtrain_rt_npz_write(const char *path, int32_t count,
  *
  * The operations that generated code does not compute itself: the compiler
  * (lib/Lower/LowerNN.cpp) lowers nn.matmul, nn.conv2d, nn.max_pool2d,
- * nn.avg_pool2d, nn.batch_norm and nn.batch_norm_train to these calls;
- * their *_backward_* kernels give the gradients that training needs. On
- * the CPU they run on oneDNN, whose primitives are created once per
- * distinct geometry and cached (thread-safe), never per call. A GPU build provides the same functions on device
- * pointers, so generated code does not change with the target.
+ * nn.avg_pool2d, nn.batch_norm, nn.batch_norm_train and nn.embedding_grad
+ * to these calls; their *_backward_* kernels give the gradients that
+ * training needs. On the CPU they run on oneDNN, whose primitives are
+ * created once per distinct geometry and cached (thread-safe), never per
+ * call. A GPU build provides the same functions on device pointers, so
+ * generated code does not change with the target.
  *
  * Tensors are dense and row-major, f32; images are NCHW. Outputs are
  * overwritten (except matmul with BETA != 0) and never alias inputs.
@@ -407,6 +408,23 @@ void dtrain_rt_batch_matmul_f64(const double *a, const double *b, double *c,
                                 int64_t batch, int64_t m, int64_t n, int64_t k,
                                 int32_t transpose_a, int32_t transpose_b,
                                 double beta);
+
+/* The gradient of an embedding lookup (nn.embedding: ONNX Gather of table
+ * rows by integer indices): OUT (ROWS x WIDTH, overwritten) gets, for each
+ * i < COUNT, the WIDTH elements GRAD[i * WIDTH ...] added to row
+ * r(INDICES[i]), where r(j) is j + ROWS for a negative j (ONNX's wrap) and
+ * is then clamped to [0, ROWS) as the forward lookup clamps it; rows that
+ * no index picks are 0. Each element sums its terms in index order (i
+ * ascending), so the result is deterministic. COUNT, ROWS and WIDTH lie in
+ * [0, INT32_MAX], ROWS >= 1 when COUNT >= 1; GRAD and INDICES may be NULL
+ * when COUNT or WIDTH is 0, and OUT when ROWS or WIDTH is 0. */
+void dtrain_rt_embedding_grad_f32(const float *grad, const int64_t *indices,
+                                  float *out, int64_t count, int64_t rows,
+                                  int64_t width);
+/* As dtrain_rt_embedding_grad_f32, in float64 (reference loops). */
+void dtrain_rt_embedding_grad_f64(const double *grad, const int64_t *indices,
+                                  double *out, int64_t count, int64_t rows,
+                                  int64_t width);
 
 /* Y[N,OC,OH,OW] = conv2d(X[N,C,H,W], W[OC,C/GROUPS,KH,KW]) + BIAS[OC], with
  * ONNX Conv semantics (cross-correlation; explicit padding top, left,

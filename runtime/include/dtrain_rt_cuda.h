@@ -308,6 +308,18 @@ void dtrain_rt_cuda_batch_norm_train_add_relu_f32(
     const float *bias, float *y, float *batch_mean, float *batch_var, int64_t n,
     int64_t c, int64_t spatial, float epsilon);
 
+/* The gradient of an embedding lookup, as dtrain_rt_embedding_grad_f32
+ * (the same arguments, wrap, clamp and checks; INDICES device-reachable
+ * too): OUT zeroed (cudaMemsetAsync), then one thread per element of GRAD
+ * adds it to its row with atomicAdd. The terms of a row that several
+ * indices pick are therefore summed in an order that varies from run to
+ * run, unlike the CPU's index order: such elements may differ in their last
+ * bits between runs and from the CPU's. */
+void dtrain_rt_cuda_embedding_grad_f32(const float *grad,
+                                       const int64_t *indices, float *out,
+                                       int64_t count, int64_t rows,
+                                       int64_t width);
+
 /* The matrix product, the convolutions and pooling on bf16 and f16
  * tensors (their raw 16-bit patterns): the same arguments, BETA still a
  * float. They compute what the f32 kernel computes on the tensors widened

@@ -22,8 +22,11 @@
 // memory-bound and run on NCHW directly. The few pooling geometries oneDNN
 // cannot express exactly run on the plain loop of ReferenceKernels.cpp instead,
 // and so does the pooling gradient (oneDNN's needs the workspace of a training
-// forward, which inference pooling does not keep). The argument checks are
-// Kernels.cpp's, shared with the f64 kernels.
+// forward, which inference pooling does not keep). The embedding gradient has
+// no oneDNN primitive: it runs on the loop of ReferenceKernels.cpp too, its
+// columns split among threads, each of which adds its columns of every row
+// in index order (deterministic sums). The argument checks are Kernels.cpp's,
+// shared with the f64 kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -706,6 +709,25 @@ void dtrain_rt_batch_matmul_f32(const float *a, const float *b, float *c,
                                 float beta) {
   batchMatmul("dtrain_rt_batch_matmul_f32", a, b, c, batch, m, n, k,
               transpose_a, transpose_b, beta);
+}
+
+void dtrain_rt_embedding_grad_f32(const float *grad, const int64_t *indices,
+                                  float *out, int64_t count, int64_t rows,
+                                  int64_t width) {
+  checkEmbeddingGrad("dtrain_rt_embedding_grad_f32", grad, indices, out, count,
+                     rows, width);
+  if (width == 0)
+    return;
+  // Threads take blocks of 16 columns (a cache line of each row), so that
+  // no two write the same line.
+  constexpr int64_t kColumns = 16;
+  const int64_t blocks = (width + kColumns - 1) / kColumns;
+  const int chunks =
+      int(std::min<int64_t>(blocks, passThreads((count + rows) * width)));
+  forEachChunk(blocks, chunks, [&](int, int64_t begin, int64_t end) {
+    embeddingGradLoop(grad, indices, out, count, rows, width, begin * kColumns,
+                      std::min(end * kColumns, width));
+  });
 }
 
 // Each layout has its own kernels (dtrain_rt_conv2d_f32 and

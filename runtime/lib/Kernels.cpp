@@ -315,3 +315,27 @@ void dtrain::rt::checkBatchNormBackward(const char *kernel, const void *x,
   checkKernelPointer(kernel, "dbias", dbias);
   checkBatchNormGeometry(kernel, n, c, spatial, epsilon);
 }
+
+//===--- Embedding gradient -----------------------------------------------===//
+
+void dtrain::rt::checkEmbeddingGrad(const char *kernel, const void *grad,
+                                    const void *indices, const void *out,
+                                    int64_t count, int64_t rows,
+                                    int64_t width) {
+  checkKernelDim(kernel, "count", count, 0);
+  checkKernelDim(kernel, "rows", rows, 0);
+  checkKernelDim(kernel, "width", width, 0);
+  if (count > 0 && rows == 0)
+    fatal(nullptr,
+          "%s: rows is 0 with count %lld (accepted: rows >= 1 when count >= "
+          "1: the indices pick rows of the table)",
+          kernel, (long long)count);
+  if (width == 0)
+    return;
+  if (rows > 0)
+    checkKernelPointer(kernel, "out", out);
+  if (count > 0) {
+    checkKernelPointer(kernel, "grad", grad);
+    checkKernelPointer(kernel, "indices", indices);
+  }
+}

@@ -70,6 +70,24 @@ bool prepareMatmul(const char *kernel, const T *a, const T *b, T *c,
   return true;
 }
 
+//===--- Embedding gradient -----------------------------------------------===//
+
+/// The checks of dtrain_rt_embedding_grad_*: COUNT, ROWS and WIDTH in
+/// [0, INT_MAX], ROWS >= 1 when COUNT >= 1; GRAD and INDICES unless COUNT
+/// or WIDTH is 0, OUT unless ROWS or WIDTH is 0.
+DTRAIN_RT_CUDA_SHARED_API void
+checkEmbeddingGrad(const char *kernel, const void *grad, const void *indices,
+                   const void *out, int64_t count, int64_t rows, int64_t width);
+
+/// Columns [BEGIN, END) of the embedding gradient straight from the
+/// definition (ReferenceKernels.cpp; T is float or double), on checked
+/// arguments: those columns of OUT zeroed, then each index's added to its
+/// row, in index order.
+template <typename T>
+void embeddingGradLoop(const T *grad, const int64_t *indices, T *out,
+                       int64_t count, int64_t rows, int64_t width,
+                       int64_t begin, int64_t end);
+
 //===--- Window geometry --------------------------------------------------===//
 
 /// One spatial dimension of a convolution or pooling window.

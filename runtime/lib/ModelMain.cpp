@@ -28,6 +28,7 @@
 #include <future>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <sys/stat.h>
@@ -75,6 +76,9 @@ struct ModelInfo {
   /// For a trainer with class labels: their number (labels lie in
   /// [0, classes)); 0 otherwise.
   int64_t classes = 0;
+  /// The integer inputs that pick rows of an embedding table (nn.embedding),
+  /// by name: the table's rows, for the runtime to check the indices.
+  std::map<std::string, int64_t, std::less<>> indexRows;
   /// Whether the run function calls collectives (a data-parallel step):
   /// MPI is then initialized around the runs.
   bool collectives = false;
@@ -242,8 +246,21 @@ ModelInfo parseInfo(const char *text) {
         info.classes = std::atoll(std::string(value).c_str());
         if (info.classes < 1)
           fail("'classes' must be positive, found %s", quoted(value).c_str());
+      } else if (key == "indices") {
+        // indices <rows> <input name...>
+        const size_t space = value.find(' ');
+        const int64_t rows =
+            std::atoll(std::string(value.substr(0, space)).c_str());
+        if (space == std::string_view::npos || rows < 1)
+          fail("expected 'indices <rows> <input>' with positive rows, found "
+               "%s",
+               quoted(value).c_str());
+        // An input that indexes several tables must fit the smallest.
+        auto [it, added] = info.indexRows.emplace(
+            std::string(value.substr(space + 1)), rows);
+        it->second = std::min(it->second, rows);
       } else {
-        fail("unknown item %s (accepted: onnx, mode, arg, classes, "
+        fail("unknown item %s (accepted: onnx, mode, arg, classes, indices, "
              "collectives)",
              quoted(key).c_str());
       }
@@ -695,7 +712,48 @@ std::string dtypeHint(int32_t expected) {
          "))";
 }
 
-void loadInput(const Arg &a, const std::string &file, void *buffer) {
+/// Fails unless every element of ARRAY (the input A, read from SOURCE) is
+/// a row of the embedding table it indexes, if it indexes one: in
+/// [-rows, rows), negative ones counting from the end as in ONNX's Gather.
+void checkIndices(const ModelInfo &info, const Arg &a,
+                  const dtrain_rt_array_t &array, const std::string &source) {
+  auto it = info.indexRows.find(a.name);
+  if (it == info.indexRows.end())
+    return;
+  const int64_t rows = it->second;
+  const int64_t n = dtrain_rt_array_num_elements(&array);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v =
+        array.dtype == DTRAIN_RT_I64
+            ? static_cast<const int64_t *>(array.data)[i]
+            : int64_t(static_cast<const int32_t *>(array.data)[i]);
+    if (v < -rows || v >= rows)
+      fail("%s: index %lld (element %lld) of input %s is out of range for "
+           "the %lld rows of the table it looks up",
+           source.c_str(), (long long)v, (long long)i, quoted(a.name).c_str(),
+           (long long)rows);
+  }
+}
+
+/// ARRAY widened to i64 where it holds i32 and the model takes i64
+/// (WANTED): integer data of any width, as NumPy writes token ids and labels.
+void widenIntegers(dtrain_rt_array_t &array, int32_t wanted) {
+  if (wanted != DTRAIN_RT_I64 || array.dtype != DTRAIN_RT_I32)
+    return;
+  ArrayGuard wide;
+  char error[1024];
+  if (dtrain_rt_array_alloc(&wide.array, DTRAIN_RT_I64, array.rank,
+                            array.shape, error, sizeof error))
+    fail("%s", error);
+  const int64_t n = dtrain_rt_array_num_elements(&array);
+  for (int64_t i = 0; i < n; ++i)
+    static_cast<int64_t *>(wide.array.data)[i] =
+        static_cast<const int32_t *>(array.data)[i];
+  std::swap(array, wide.array);
+}
+
+void loadInput(const ModelInfo &info, const Arg &a, const std::string &file,
+               void *buffer) {
   ArrayGuard in;
   char error[1024];
   const bool archive = isArchive(file);
@@ -707,6 +765,7 @@ void loadInput(const Arg &a, const std::string &file, void *buffer) {
   // "x.npy", or "in.npz member 'x'".
   const std::string source =
       archive ? file + " member " + quoted(a.name) : file;
+  widenIntegers(in.array, a.dtype);
   if (in.array.dtype != a.dtype)
     fail("input %s: %s has dtype %s, expected %s%s", quoted(a.name).c_str(),
          source.c_str(), dtypeName(in.array.dtype), dtypeName(a.dtype),
@@ -726,6 +785,7 @@ void loadInput(const Arg &a, const std::string &file, void *buffer) {
                      .c_str()
                : "");
   }
+  checkIndices(info, a, in.array, source);
   if (a.bytes > 0)
     std::memcpy(buffer, in.array.data, a.bytes);
   wroteInput(buffer, a.bytes);
@@ -922,7 +982,7 @@ int modelMain(int argc, char **argv, const char *infoText,
   // The inputs first: they are small and most mistakes are there.
   const std::vector<size_t> inputs = info.indices(Role::Input);
   for (size_t k = 0; k < inputs.size(); ++k)
-    loadInput(info.args[inputs[k]], o.inputs[k], w.buffers[inputs[k]]);
+    loadInput(info, info.args[inputs[k]], o.inputs[k], w.buffers[inputs[k]]);
   w.loadWeights(onnxPath, !o.model.empty());
   auto runOnce = [&] { w.step(run); };
 
@@ -1171,28 +1231,19 @@ struct Samples {
   int64_t count = 0;
   size_t xBytes = 0, yBytes = 0; // per sample
 
-  Samples(const std::string &path, const TrainOptions &o, const Arg &input,
-          const Arg &label, int64_t classes) {
+  Samples(const std::string &path, const TrainOptions &o,
+          const ModelInfo &info, const Arg &input, const Arg &label) {
     char error[1024];
     if (dtrain_rt_npz_read(path.c_str(), o.xKey.c_str(), &x.array, error,
                            sizeof error) ||
         dtrain_rt_npz_read(path.c_str(), o.yKey.c_str(), &y.array, error,
                            sizeof error))
       fail("%s", error);
-    // Integer labels of any width: the model takes i64.
-    if (label.dtype == DTRAIN_RT_I64 && y.array.dtype == DTRAIN_RT_I32) {
-      ArrayGuard wide;
-      if (dtrain_rt_array_alloc(&wide.array, DTRAIN_RT_I64, y.array.rank,
-                                y.array.shape, error, sizeof error))
-        fail("%s", error);
-      const int64_t n = dtrain_rt_array_num_elements(&y.array);
-      for (int64_t i = 0; i < n; ++i)
-        static_cast<int64_t *>(wide.array.data)[i] =
-            static_cast<const int32_t *>(y.array.data)[i];
-      std::swap(y.array, wide.array);
-    }
+    widenIntegers(x.array, input.dtype);
+    widenIntegers(y.array, label.dtype);
     check(path, o.xKey, x.array, input);
     check(path, o.yKey, y.array, label);
+    checkIndices(info, input, x.array, path + " " + o.xKey);
     count = x.array.shape[0];
     if (y.array.shape[0] != count)
       fail("%s: %s has %lld samples but %s has %lld", path.c_str(),
@@ -1205,12 +1256,16 @@ struct Samples {
            path.c_str(), (long long)count, (long long)batch);
     xBytes = input.bytes / size_t(batch);
     yBytes = label.bytes / size_t(batch);
-    if (classes > 0)
-      for (int64_t i = 0; i < count; ++i) {
+    // A label per sample, or per position of a sequence model's sample.
+    const int64_t labelsPerSample =
+        dtrain_rt_array_num_elements(&y.array) / count;
+    if (info.classes > 0)
+      for (int64_t i = 0; i < count * labelsPerSample; ++i) {
         const int64_t v = static_cast<const int64_t *>(y.array.data)[i];
-        if (v < 0 || v >= classes)
+        if (v < 0 || v >= info.classes)
           fail("%s: label %lld of sample %lld is out of range [0, %lld)",
-               path.c_str(), (long long)v, (long long)i, (long long)classes);
+               path.c_str(), (long long)v, (long long)(i / labelsPerSample),
+               (long long)info.classes);
       }
   }
 
@@ -1658,6 +1713,12 @@ int trainerMain(int argc, char **argv, const char *infoText,
     fail("internal error: a trainer needs one input, labels and a loss");
   const Arg &input = info.args[inputs[0]];
   const int64_t batch = input.dims[0], globalBatch = batch * ranks.size;
+  // The predictions "correct" counts in a sample: one, or one per position
+  // of a sequence model's labels.
+  const std::vector<int64_t> &labelDims = info.args[*label].dims;
+  const int64_t predictionsPerSample =
+      std::accumulate(labelDims.begin() + 1, labelDims.end(), int64_t(1),
+                      std::multiplies<int64_t>());
   const auto rankWord = [](int n) {
     return std::to_string(n) + (n == 1 ? " rank" : " ranks");
   };
@@ -1687,14 +1748,14 @@ int trainerMain(int argc, char **argv, const char *infoText,
   std::optional<Samples> data, val;
   Progress start;
   ranks.together([&] {
-    data.emplace(o.data, o, input, info.args[*label], info.classes);
+    data.emplace(o.data, o, info, input, info.args[*label]);
     if (data->count < globalBatch)
       fail("%s: %lld samples, fewer than the global batch of %lld (%s x "
            "%lld)",
            o.data.c_str(), (long long)data->count, (long long)globalBatch,
            rankWord(ranks.size).c_str(), (long long)batch);
     if (!o.val.empty())
-      val.emplace(o.val, o, input, info.args[*label], info.classes);
+      val.emplace(o.val, o, info, input, info.args[*label]);
   });
   // Rank 0 reads the weights (and the checkpoint) and gives them to all.
   RankStates resumedRows;
@@ -1883,7 +1944,8 @@ int trainerMain(int argc, char **argv, const char *infoText,
                                       : NAN);
           if (correct)
             std::printf(" acc=%.4f",
-                        counts[0] / double(windowSamples * ranks.size));
+                        counts[0] / double(windowSamples * ranks.size *
+                                           predictionsPerSample));
           std::printf(" samples/s=%.1f",
                       double(windowSamples * ranks.size) / seconds);
           if (reportComm)
@@ -1929,7 +1991,8 @@ int trainerMain(int argc, char **argv, const char *infoText,
         std::printf("epoch=%lld val_loss=%.6f", (long long)epoch,
                     sums[0] / double(valBatches));
         if (evalCorrect) {
-          lastValAcc = sums[1] / double(valBatches * batch);
+          lastValAcc =
+              sums[1] / double(valBatches * batch * predictionsPerSample);
           std::printf(" val_acc=%.4f", lastValAcc);
         }
         std::printf(" val_samples=%lld\n", (long long)(valBatches * batch));
@@ -1950,8 +2013,9 @@ int trainerMain(int argc, char **argv, const char *infoText,
                 epochLossSteps ? epochLoss / double(epochLossSteps) : NAN);
     if (correct)
       std::printf(" acc=%.4f",
-                  counts[0] / double(std::max<int64_t>(
-                                  1, epochSamples * ranks.size)));
+                  counts[0] /
+                      double(std::max<int64_t>(1, epochSamples * ranks.size *
+                                                      predictionsPerSample)));
     if (reportComm) {
       const double steps = double(std::max<int64_t>(1, step - start.step));
       const double hidden =

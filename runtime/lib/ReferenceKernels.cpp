@@ -1,8 +1,9 @@
 //===- ReferenceKernels.cpp - The heavy-op kernels as plain loops ---------===//
 //
 // The *_f64 kernels of dtrain_rt.h (oneDNN has no f64 on the CPU), which
-// the compiler's gradient checks run against finite differences, and the
-// pooling loops that the f32 kernels fall back on. Straight from the
+// the compiler's gradient checks run against finite differences, the
+// pooling loops that the f32 kernels fall back on, and the embedding
+// gradient's loop, which the f32 kernel runs on threads. Straight from the
 // definitions, correctness first: one thread, no blocking. They take the
 // same checks as the f32 kernels (Kernels.cpp).
 //
@@ -11,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Embedding.h"
 #include "Internal.h"
 #include "Kernels.h"
 
@@ -527,6 +529,20 @@ void dtrain::rt::poolBackwardLoopChannelsLast(const PoolGeometry &g,
   }
 }
 
+template <typename T>
+void dtrain::rt::embeddingGradLoop(const T *grad, const int64_t *indices,
+                                   T *out, int64_t count, int64_t rows,
+                                   int64_t width, int64_t begin, int64_t end) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::fill(out + r * width + begin, out + r * width + end, T(0));
+  for (int64_t i = 0; i < count; ++i) {
+    const T *from = grad + i * width;
+    T *to = out + embeddingRow(indices[i], rows) * width;
+    for (int64_t j = begin; j < end; ++j)
+      to[j] += from[j];
+  }
+}
+
 template void dtrain::rt::poolLoop(const PoolGeometry &, const float *,
                                    float *);
 template void dtrain::rt::poolLoop(const PoolGeometry &, const double *,
@@ -535,6 +551,12 @@ template void dtrain::rt::poolBackwardLoop(const PoolGeometry &, const float *,
                                            const float *, float *);
 template void dtrain::rt::poolBackwardLoop(const PoolGeometry &, const double *,
                                            const double *, double *);
+template void dtrain::rt::embeddingGradLoop(const float *, const int64_t *,
+                                            float *, int64_t, int64_t, int64_t,
+                                            int64_t, int64_t);
+template void dtrain::rt::embeddingGradLoop(const double *, const int64_t *,
+                                            double *, int64_t, int64_t, int64_t,
+                                            int64_t, int64_t);
 
 //===--- C ABI ------------------------------------------------------------===//
 
@@ -555,6 +577,15 @@ void dtrain_rt_batch_matmul_f64(const double *a, const double *b, double *c,
   for (int64_t i = 0; i < batch; ++i)
     matmulLoop(a + i * m * k, b + i * k * n, c + i * m * n, m, n, k,
                transpose_a != 0, transpose_b != 0, beta);
+}
+
+void dtrain_rt_embedding_grad_f64(const double *grad, const int64_t *indices,
+                                  double *out, int64_t count, int64_t rows,
+                                  int64_t width) {
+  checkEmbeddingGrad("dtrain_rt_embedding_grad_f64", grad, indices, out, count,
+                     rows, width);
+  if (width > 0)
+    embeddingGradLoop(grad, indices, out, count, rows, width, 0, width);
 }
 
 void dtrain_rt_conv2d_f64(const double *x, const double *w, const double *bias,

@@ -6,7 +6,8 @@
 // BETA 0, 1 and 0.5; strides 1 and 2, asymmetric padding, dilation 2,
 // 2 groups and depthwise, with and without bias; max and average pooling
 // with and without the padding, ceil mode, all-padding windows; batch norm
-// of rank 2 and 4) and larger ones, where cuDNN picks other algorithms.
+// of rank 2 and 4) and larger ones, where cuDNN picks other algorithms;
+// and the embedding gradient, with repeated, wrapped and clamped indices.
 // Each result must match the CPU's to 1e-4 relative to the element and the
 // tensor's RMS (sums run in another order); the outputs start as NaN, so
 // that an element a kernel does not write fails. Where the arithmetic is
@@ -46,6 +47,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -831,6 +833,65 @@ TEST(CudaHalf, BatchNormMatchesCpu) {
   }
 }
 
+//===--- Embedding gradient -----------------------------------------------===//
+
+/// (count, rows, width): no index, a few, one row for all (every index
+/// repeated), and vocabulary-sized tables of GPT-like widths.
+const struct EmbeddingGradCase {
+  int64_t count, rows, width;
+} embeddingGradCases[] = {{0, 5, 3},        {7, 5, 3},      {1100, 1, 64},
+                          {1100, 100, 257}, {512, 65, 768}, {4096, 1000, 768},
+                          {3, 100000, 1},   {16384, 50, 32}};
+
+/// COUNT indices that repeat, wrap and fall outside [0, ROWS) on both
+/// sides.
+std::vector<int64_t> randomIndices(int64_t count, int64_t rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> pick(-2 * rows - 3, 2 * rows + 3);
+  std::vector<int64_t> indices(static_cast<size_t>(count));
+  for (int64_t &index : indices)
+    index = pick(rng);
+  return indices;
+}
+
+// Against the CPU kernel, which sums in index order where the GPU's
+// atomics sum in any: to rounding (the rows that no index picks are 0 on
+// both).
+TEST(CudaEmbeddingGrad, MatchesCpu) {
+  uint32_t seed = 7000;
+  for (const EmbeddingGradCase &k : embeddingGradCases) {
+    SCOPED_TRACE(testing::Message() << "count=" << k.count << " rows=" << k.rows
+                                    << " width=" << k.width);
+    const std::vector<int64_t> indices = randomIndices(k.count, k.rows, seed++);
+    const std::vector<float> grad =
+        randomVector(size_t(k.count * k.width), seed++);
+    std::vector<float> cpu(size_t(k.rows * k.width), kNaN);
+    dtrain_rt_embedding_grad_f32(grad.data(), indices.data(), cpu.data(),
+                                 k.count, k.rows, k.width);
+    Buffer gpuGrad(grad);
+    DeviceBuffer<int64_t> gpuIndices(indices);
+    Output gpuOut(cpu.size());
+    dtrain_rt_cuda_embedding_grad_f32(gpuGrad.get(), gpuIndices.get(),
+                                      gpuOut.get(), k.count, k.rows, k.width);
+    EXPECT_TRUE(matchesCpu(gpuOut.read(), cpu));
+  }
+}
+
+// Small integers: every order of the sums gives the same, exact, result.
+// Row 2 gets GRAD's rows 0, 2, 3 (index -1 wraps to 2) and 4 (index 7,
+// clamped); row 0 its rows 1 and 5 (index -9 wraps to -6, clamped).
+TEST(CudaEmbeddingGrad, HandComputed) {
+  const std::vector<int64_t> indices = {2, 0, 2, -1, 7, -9};
+  const std::vector<float> grad = {1,    2,    10, 20, 100, 200,
+                                   1000, 2000, 3,  4,  5,   6};
+  Buffer gpuGrad(grad);
+  DeviceBuffer<int64_t> gpuIndices(indices);
+  Output out(6);
+  dtrain_rt_cuda_embedding_grad_f32(gpuGrad.get(), gpuIndices.get(), out.get(),
+                                    6, 3, 2);
+  EXPECT_EQ(out.read(), (std::vector<float>{15, 26, 0, 0, 1104, 2206}));
+}
+
 //===--- Managed memory ---------------------------------------------------===//
 
 /// COUNT floats of managed memory holding VALUES (or NaN), as a
@@ -1014,9 +1075,14 @@ TEST(WithoutDevice, FirstCallPrintsWhyAndExits) {
                   a.data(), b.data(), b.data(), c.data(), b.data() + 8,
                   b.data() + 16, 2, 4, 4, 1e-5f),
               ::testing::ExitedWithCode(1), line);
+  const int64_t indices[2] = {0, 1};
+  EXPECT_EXIT(
+      dtrain_rt_cuda_embedding_grad_f32(a.data(), indices, c.data(), 2, 4, 4),
+      ::testing::ExitedWithCode(1), line);
 }
 
-// Products with nothing to compute return without the device.
+// Products with nothing to compute, and embedding gradients with an empty
+// table, return without the device.
 TEST(WithoutDevice, NothingToComputeNeedsNoDevice) {
   float c[2] = {3, 4};
   dtrain_rt_cuda_matmul_f32(nullptr, nullptr, c, 1, 2, 0, 0, 0, 1.0f);
@@ -1024,6 +1090,8 @@ TEST(WithoutDevice, NothingToComputeNeedsNoDevice) {
   dtrain_rt_cuda_matmul_f32(nullptr, nullptr, nullptr, 3, 0, 5, 0, 0, 0.0f);
   EXPECT_EQ(c[0], 3.0f);
   EXPECT_EQ(c[1], 4.0f);
+  dtrain_rt_cuda_embedding_grad_f32(nullptr, nullptr, nullptr, 4, 3, 0);
+  dtrain_rt_cuda_embedding_grad_f32(nullptr, nullptr, nullptr, 0, 0, 8);
 }
 
 //===--- Invalid calls (run as separate processes by ctest) ---------------===//
@@ -1032,6 +1100,7 @@ TEST(WithoutDevice, NothingToComputeNeedsNoDevice) {
 /// unknown. Host pointers: the checks come before any device work.
 bool makeInvalidCall(const std::string &name) {
   std::vector<float> x(64 * 64), y(64 * 64), w(64 * 64);
+  std::vector<int64_t> indices(64);
   if (name == "conv-output") // 8x8, 3x3, stride 1, no padding gives 6x6
     dtrain_rt_cuda_conv2d_f32(x.data(), w.data(), nullptr, y.data(), 1, 2, 8, 8,
                               2, 3, 3, 6, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1);
@@ -1073,6 +1142,12 @@ bool makeInvalidCall(const std::string &name) {
                               0.0f);
   else if (name == "matmul-null-b")
     dtrain_rt_cuda_matmul_f32(x.data(), nullptr, y.data(), 4, 4, 4, 0, 0, 0.0f);
+  else if (name == "embedding-grad-null-grad")
+    dtrain_rt_cuda_embedding_grad_f32(nullptr, indices.data(), y.data(), 2, 4,
+                                      4);
+  else if (name == "embedding-grad-width")
+    dtrain_rt_cuda_embedding_grad_f32(x.data(), indices.data(), y.data(), 2, 4,
+                                      -3);
   else if (name == "tf32-switch") { // a valid call, an invalid switch
     setenv("DTRAIN_CUDA_TF32", "yes", 1);
     dtrain_rt_cuda_matmul_f32(x.data(), w.data(), y.data(), 4, 4, 4, 0, 0,

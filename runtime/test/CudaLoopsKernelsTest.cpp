@@ -2,9 +2,9 @@
 //
 // libdtrain_runtime_cuda_loops, which --cuda-loops trainers call for the
 // heavy ops, on hand-computed cases of what dtrain_rt_cuda.h specifies for
-// 16-bit tensors; and, with --invalid=CASE, one invalid call, which must
-// abort with the CPU kernels' check naming the CUDA function (ctest
-// runtime-cuda-loops-fail-*). Needs no GPU.
+// 16-bit tensors, and of the embedding gradient; and, with --invalid=CASE, one
+// invalid call, which must abort with the CPU kernels' check naming the CUDA
+// function (ctest runtime-cuda-loops-fail-*). Needs no GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +115,18 @@ TEST(CudaLoopsKernels, BatchNormWithResidualRelu) {
   }
   EXPECT_EQ(bf16ToF32(y16[0]), 0.0f); // -1.34 + 1
   EXPECT_GT(bf16ToF32(y16[1]), 0.0f); // -0.45 + 1
+}
+
+// The embedding gradient is the CPU's: rows 3, width 2; row 2 gets GRAD's
+// rows 0, 2 and 3 (index -1 wraps to 2), row 0 its row 1, row 1 nothing.
+TEST(CudaLoopsKernels, EmbeddingGradient) {
+  const int64_t indices[] = {2, 0, 2, -1};
+  const float grad[] = {1, 2, 10, 20, 100, 200, 1000, 2000};
+  float out[6] = {-1, -1, -1, -1, -1, -1};
+  dtrain_rt_cuda_embedding_grad_f32(grad, indices, out, 4, 3, 2);
+  const float want[] = {10, 20, 0, 0, 1101, 2202};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(out[i], want[i]) << "element " << i;
 }
 
 /// Makes the invalid call NAME, which must abort; false where NAME is

@@ -1,4 +1,4 @@
-//===- KernelsTest.cpp - matmul, conv, pooling and batch norm kernels -----===//
+//===- KernelsTest.cpp - the CPU heavy-op kernels -------------------------===//
 //
 // Every kernel against a naive reference written here from the ONNX / PyTorch
 // definitions (direct loops, double accumulation), on random data, over a
@@ -7,6 +7,8 @@
 // geometries create nothing and compute the same) and concurrent calls. The
 // f64 kernels against the f32 ones, on hand-computed cases, and their
 // gradients against central finite differences of their forward kernels.
+// The embedding gradient (f32 and f64) bit for bit against a loop in index
+// order, and on hand-computed cases.
 //
 //   dtrain-rt-kernels-test [gtest flags]      the unit tests
 //   dtrain-rt-kernels-test --invalid=CASE     one invalid call, which must
@@ -1221,6 +1223,100 @@ TEST(BatchNormF64, GradientsAreFiniteDifferences) {
   }
 }
 
+//===--- Embedding gradient -----------------------------------------------===//
+
+/// The embedding gradient as its definition reads: a zero table, then each
+/// index's row of GRAD added, index after index, to the row it picks
+/// (wrapped once if negative, then clamped).
+template <typename T>
+std::vector<T> referenceEmbeddingGrad(const std::vector<T> &grad,
+                                      const std::vector<int64_t> &indices,
+                                      int64_t rows, int64_t width) {
+  std::vector<T> table(size_t(rows * width), T(0));
+  for (size_t i = 0; i < indices.size(); ++i) {
+    int64_t row = indices[i] < 0 ? indices[i] + rows : indices[i];
+    row = std::min(std::max<int64_t>(row, 0), rows - 1);
+    for (int64_t j = 0; j < width; ++j)
+      table[size_t(row * width + j)] += grad[i * size_t(width) + size_t(j)];
+  }
+  return table;
+}
+
+/// OUT as the kernel of T leaves it, from a table of NaN (every element
+/// must be written).
+template <typename T>
+std::vector<T> runEmbeddingGrad(const std::vector<T> &grad,
+                                const std::vector<int64_t> &indices,
+                                int64_t rows, int64_t width) {
+  std::vector<T> out(size_t(rows * width), std::numeric_limits<T>::quiet_NaN());
+  kernelFor<T>(dtrain_rt_embedding_grad_f32, dtrain_rt_embedding_grad_f64)(
+      grad.data(), indices.data(), out.data(), int64_t(indices.size()), rows,
+      width);
+  return out;
+}
+
+// Random indices that repeat, wrap (down to -ROWS) and fall outside the
+// table on both sides (clamped), over every width, table size and count,
+// 0 included; 1100 indices of width 257 run on the kernel's threads. Both
+// kernels add in index order, as the reference does: the same bits.
+TEST(EmbeddingGrad, MatchesAHandWrittenLoopBitForBit) {
+  uint32_t seed = 17000;
+  for (int64_t width : {1, 3, 64, 257})
+    for (int64_t rows : {1, 5, 100})
+      for (int64_t count : {0, 1, 7, 1100}) {
+        SCOPED_TRACE(testing::Message() << "count=" << count << " rows=" << rows
+                                        << " width=" << width);
+        std::mt19937 rng(seed++);
+        std::uniform_int_distribution<int64_t> pick(-2 * rows - 3,
+                                                    2 * rows + 3);
+        std::vector<int64_t> indices(static_cast<size_t>(count));
+        for (int64_t &index : indices)
+          index = pick(rng);
+        const std::vector<double> grad64 =
+            randomDoubles(size_t(count * width), seed++);
+        const std::vector<float> grad = rounded(grad64);
+        EXPECT_EQ(runEmbeddingGrad(grad, indices, rows, width),
+                  referenceEmbeddingGrad(grad, indices, rows, width));
+        EXPECT_EQ(runEmbeddingGrad(grad64, indices, rows, width),
+                  referenceEmbeddingGrad(grad64, indices, rows, width));
+      }
+}
+
+// Rows 3, width 2: row 2 gets GRAD's rows 0, 2 and 3 (index -1 wraps to
+// 2), row 0 its row 1, row 1 nothing.
+TEST(EmbeddingGrad, HandComputed) {
+  const std::vector<int64_t> indices = {2, 0, 2, -1};
+  const std::vector<double> grad64 = {1, 2, 10, 20, 100, 200, 1000, 2000};
+  const std::vector<double> expected = {10, 20, 0, 0, 1101, 2202};
+  EXPECT_EQ(runEmbeddingGrad(grad64, indices, 3, 2), expected);
+  EXPECT_EQ(runEmbeddingGrad(rounded(grad64), indices, 3, 2),
+            rounded(expected));
+}
+
+// Out of range on both sides: 7 and 3 clamp to row 2; -9 wraps to -6 and
+// -3 to 0, both clamped to row 0.
+TEST(EmbeddingGrad, OutOfRangeIndicesAreClamped) {
+  const std::vector<int64_t> indices = {7, -9, -3, 3};
+  const std::vector<double> grad64 = {1, 2, 4, 8};
+  EXPECT_EQ(runEmbeddingGrad(grad64, indices, 3, 1),
+            (std::vector<double>{6, 0, 9}));
+  EXPECT_EQ(runEmbeddingGrad(rounded(grad64), indices, 3, 1),
+            (std::vector<float>{6, 0, 9}));
+}
+
+// No indices: OUT is zeroed, and GRAD and INDICES may be NULL; so may every
+// pointer when OUT is empty.
+TEST(EmbeddingGrad, EmptyOperandsMayBeNull) {
+  float out[4] = {NAN, NAN, NAN, NAN};
+  dtrain_rt_embedding_grad_f32(nullptr, nullptr, out, 0, 2, 2);
+  EXPECT_EQ(std::vector<float>(out, out + 4), std::vector<float>(4, 0.0f));
+  double out64[3] = {NAN, NAN, NAN};
+  dtrain_rt_embedding_grad_f64(nullptr, nullptr, out64, 0, 3, 1);
+  EXPECT_EQ(std::vector<double>(out64, out64 + 3), std::vector<double>(3, 0.0));
+  dtrain_rt_embedding_grad_f32(nullptr, nullptr, nullptr, 5, 3, 0);
+  dtrain_rt_embedding_grad_f64(nullptr, nullptr, nullptr, 0, 0, 4);
+}
+
 //===--- Invalid calls (run as separate processes by ctest) ---------------===//
 
 /// Makes the invalid call NAME, which must abort; false where NAME is
@@ -1228,6 +1324,7 @@ TEST(BatchNormF64, GradientsAreFiniteDifferences) {
 bool makeInvalidCall(const std::string &name) {
   std::vector<float> x(64 * 64), y(64 * 64), w(64 * 64);
   std::vector<double> x64(64 * 64), y64(64 * 64), w64(64 * 64);
+  std::vector<int64_t> indices(64);
   if (name == "conv-output") // 8x8, 3x3, stride 1, no padding gives 6x6
     dtrain_rt_conv2d_f32(x.data(), w.data(), nullptr, y.data(), 1, 2, 8, 8, 2,
                          3, 3, 6, 7, 1, 1, 0, 0, 0, 0, 1, 1, 1);
@@ -1269,6 +1366,10 @@ bool makeInvalidCall(const std::string &name) {
                                       3, 4, -1e-5f);
   else if (name == "matmul-size")
     dtrain_rt_matmul_f32(x.data(), w.data(), y.data(), 4, -1, 4, 0, 0, 0.0f);
+  else if (name == "embedding-grad-count")
+    dtrain_rt_embedding_grad_f32(x.data(), indices.data(), y.data(), -1, 4, 4);
+  else if (name == "embedding-grad-no-rows") // indices, but no row to pick
+    dtrain_rt_embedding_grad_f32(x.data(), indices.data(), y.data(), 2, 0, 4);
   // The f64 kernels share the checks; the messages name them.
   else if (name == "conv-f64-output")
     dtrain_rt_conv2d_f64(x64.data(), w64.data(), nullptr, y64.data(), 1, 2, 8,
@@ -1284,6 +1385,8 @@ bool makeInvalidCall(const std::string &name) {
   else if (name == "matmul-f64-size")
     dtrain_rt_matmul_f64(x64.data(), w64.data(), y64.data(), 4, -1, 4, 0, 0,
                          0.0);
+  else if (name == "embedding-grad-f64-null-indices")
+    dtrain_rt_embedding_grad_f64(x64.data(), nullptr, y64.data(), 2, 4, 4);
   else
     return false;
   return true;

@@ -137,6 +137,20 @@ int main(int argc, char **argv) {
                        2, 1, 1, 0, 0, 0, 0, 1, 1, 1);
   for (int i = 0; i < 4; ++i)
     failures += conv64[i] != (double)convExpected[i];
+  /* Embedding gradient: rows 3, width 2; row 2 gets grad rows 0, 2 and 3
+   * (index -1 wraps to 2), row 0 grad row 1, row 1 nothing. */
+  const int64_t ids[4] = {2, 0, 2, -1};
+  const float dx[8] = {1, 2, 10, 20, 100, 200, 1000, 2000};
+  const double dx64[8] = {1, 2, 10, 20, 100, 200, 1000, 2000};
+  const float tableExpected[6] = {10, 20, 0, 0, 1101, 2202};
+  float table[6];
+  double table64[6];
+  dtrain_rt_embedding_grad_f32(dx, ids, table, 4, 3, 2);
+  dtrain_rt_embedding_grad_f64(dx64, ids, table64, 4, 3, 2);
+  for (int i = 0; i < 6; ++i) {
+    failures += differ(table[i], tableExpected[i]);
+    failures += table64[i] != (double)tableExpected[i];
+  }
 
   if (failures)
     fprintf(stderr, "rank %d: %d C ABI checks failed\n", (int)rank, failures);

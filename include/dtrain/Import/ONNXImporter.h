@@ -24,6 +24,10 @@ struct ONNXImportOptions {
   std::optional<int64_t> batchSize;
   /// Full shapes of named data inputs (take precedence over batchSize).
   llvm::StringMap<llvm::SmallVector<int64_t>> inputShapes;
+  /// Float initializers to keep constant rather than train, as PyTorch's
+  /// buffers (an attention mask); the model's `dtrain.frozen` metadata
+  /// (comma-separated names, which dtrain.export writes) adds to them.
+  llvm::SmallVector<std::string> frozen;
 };
 
 /// Parses an ONNX model (binary protobuf, or the ONNX text format when the
@@ -39,7 +43,8 @@ OwningOpRef<ModuleOp> importONNX(const llvm::MemoryBuffer &buffer,
                                  const ONNXImportOptions &options);
 
 /// Registers the command-line options of the importer (`--batch-size`,
-/// `--input-shape`), shared by dtrain-translate and dtrain-opt.
+/// `--input-shape`, `--frozen`), shared by dtrain-translate, dtrain-opt and
+/// dtrain-compile.
 void registerONNXImportCLOptions();
 
 /// The importer options given on the command line; emits an error at `loc`

@@ -6,7 +6,9 @@
 // kernels of their own, which also hold the few helper kernels that cuDNN
 // needs around it (DnnKernels.cu); on demand, batch norm in training on
 // kernels of their own too (BatchNorm.cu), and pointwise convolutions as
-// cuBLAS products (PointwiseConv.h).
+// cuBLAS products (PointwiseConv.h); the embedding gradient
+// (dtrain_rt_cuda_embedding_grad_f32) on an atomic scatter-add
+// (Embedding.cu).
 //
 // They queue their work on the step stream (StepStream.h) and return
 // without waiting for it: generated code waits for that stream before its

@@ -289,6 +289,13 @@ void dtrain_rt_cuda_batch_matmul_f32(const float *a, const float *b, float *c,
                              beta);
 }
 
+void dtrain_rt_cuda_embedding_grad_f32(const float *grad,
+                                       const int64_t *indices, float *out,
+                                       int64_t count, int64_t rows,
+                                       int64_t width) {
+  dtrain_rt_embedding_grad_f32(grad, indices, out, count, rows, width);
+}
+
 // The f32 convolutions in LAYOUT's names (NAME: _nhwc or nothing).
 #define DTRAIN_F32_CONV2D_KERNELS(NAME)                                        \
   void dtrain_rt_cuda_conv2d##NAME##_f32(                                      \

@@ -106,9 +106,49 @@ func.func @cross_entropy_batch(%logits: tensor<32x10xf32>, %labels: tensor<16xi6
 // -----
 
 func.func @cross_entropy_logits_rank(%logits: tensor<10xf32>, %labels: tensor<1xi64>) -> tensor<f32> {
-  // expected-error @+1 {{'nn.softmax_cross_entropy' op expects logits of shape N x C}}
+  // expected-error @+1 {{'nn.softmax_cross_entropy' op expects logits of shape N... x C}}
   %0 = nn.softmax_cross_entropy %logits, %labels : tensor<10xf32>, tensor<1xi64> -> tensor<f32>
   return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_positions(%logits: tensor<4x8x10xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  // expected-error @+1 {{'nn.softmax_cross_entropy' op expected labels of type 'tensor<4x8xi64>' but got 'tensor<4xi64>'}}
+  %0 = nn.softmax_cross_entropy %logits, %labels : tensor<4x8x10xf32>, tensor<4xi64> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @embedding_table_rank(%table: tensor<f32>, %ids: tensor<4xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.embedding' op expects a table of rank 1 or more}}
+  %0 = nn.embedding %table, %ids : tensor<f32>, tensor<4xi64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @embedding_result(%table: tensor<10x3xf32>, %ids: tensor<4xi64>) -> tensor<4x10xf32> {
+  // expected-error @+1 {{'nn.embedding' op expected result of type 'tensor<4x3xf32>' but got 'tensor<4x10xf32>'}}
+  %0 = nn.embedding %table, %ids : tensor<10x3xf32>, tensor<4xi64> -> tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+func.func @embedding_grad_rows(%grad: tensor<4x3xf32>, %ids: tensor<4xi64>) -> tensor<0x3xf32> {
+  // expected-error @+1 {{'nn.embedding_grad' op expects at least one row, got rows = 0}}
+  %0 = nn.embedding_grad %grad, %ids {rows = 0 : i64} : tensor<4x3xf32>, tensor<4xi64> -> tensor<0x3xf32>
+  return %0 : tensor<0x3xf32>
+}
+
+// -----
+
+func.func @embedding_grad_shape(%grad: tensor<4x3xf32>, %ids: tensor<2x2xi64>) -> tensor<10x3xf32> {
+  // expected-error @+1 {{'nn.embedding_grad' op grad 'tensor<4x3xf32>' does not begin with the shape of the indices 'tensor<2x2xi64>'}}
+  %0 = nn.embedding_grad %grad, %ids {rows = 10 : i64} : tensor<4x3xf32>, tensor<2x2xi64> -> tensor<10x3xf32>
+  return %0 : tensor<10x3xf32>
 }
 
 // -----

@@ -301,6 +301,17 @@ LogicalResult SliceOp::buildGradients(OpBuilder &b,
   return success();
 }
 
+// Each index's slice of the gradient goes back to its row.
+LogicalResult EmbeddingOp::buildGradients(OpBuilder &b,
+                                          ArrayRef<Value> resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(EmbeddingGradOp::create(
+      b, getLoc(), resultGrads[0], getIndices(),
+      getTable().getType().getDimSize(0)));
+  operandGrads.push_back(Value()); // integer indices
+  return success();
+}
+
 LogicalResult BroadcastOp::buildGradients(OpBuilder &b,
                                           ArrayRef<Value> resultGrads,
                                           SmallVectorImpl<Value> &operandGrads) {

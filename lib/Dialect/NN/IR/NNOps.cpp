@@ -361,6 +361,41 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  RankedTensorType tableType = rankedType(adaptor.getTable());
+  if (tableType.getRank() < 1)
+    return reporter<EmbeddingOp>(loc)("expects a table of rank 1 or more");
+  SmallVector<int64_t> shape(rankedType(adaptor.getIndices()).getShape());
+  llvm::append_range(shape, tableType.getShape().drop_front());
+  types.push_back(RankedTensorType::get(shape, tableType.getElementType()));
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  Reporter error = reporter<EmbeddingGradOp>(loc);
+  RankedTensorType gradType = rankedType(adaptor.getGrad());
+  RankedTensorType indicesType = rankedType(adaptor.getIndices());
+  int64_t rows = adaptor.getRows();
+  if (rows < 1)
+    return error("expects at least one row, got rows = ", rows);
+  int64_t rank = indicesType.getRank();
+  if (gradType.getRank() < rank ||
+      failed(verifyCompatibleShape(gradType.getShape().take_front(rank),
+                                   indicesType.getShape())))
+    return error("grad ", gradType, " does not begin with the shape of the "
+                 "indices ", indicesType);
+  SmallVector<int64_t> shape = {rows};
+  llvm::append_range(shape, gradType.getShape().drop_front(rank));
+  types.push_back(RankedTensorType::get(shape, gradType.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
@@ -743,13 +778,15 @@ LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
 // Softmax cross-entropy
 //===----------------------------------------------------------------------===//
 
-/// Shared by the loss and its gradient: logits are N x C, labels are N.
+/// Shared by the loss and its gradient: logits are N... x C (classes
+/// last), labels are N....
 static LogicalResult checkLogitsAndLabels(const Reporter &error,
                                           RankedTensorType logitsType,
                                           RankedTensorType labelsType) {
-  if (logitsType.getRank() != 2)
-    return error("expects logits of shape N x C, got ", logitsType);
-  return checkShape(error, "labels", {logitsType.getDimSize(0)}, labelsType);
+  if (logitsType.getRank() < 2)
+    return error("expects logits of shape N... x C, got ", logitsType);
+  return checkShape(error, "labels", logitsType.getShape().drop_back(),
+                    labelsType);
 }
 
 LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(

@@ -480,6 +480,50 @@ def NN_SliceOp : NN_InferOp<"slice", [Pure, SameOperandsAndResultElementType,
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+def NN_EmbeddingOp : NN_InferOp<"embedding", [Pure, NN_Differentiable]> {
+  let summary = "Rows of a table picked by run-time integer indices";
+  let description = [{
+    For a `table` of `R` rows (its first dimension) and integer `indices`
+    of any shape, the result has the shape of `indices` followed by a row's
+    shape: each index's row. It is ONNX's Gather on axis 0, an embedding
+    lookup of token ids:
+
+    ```mlir
+    %x = nn.embedding %table, %ids : tensor<65x32xf32>, tensor<8x64xi64> -> tensor<8x64x32xf32>
+    ```
+
+    A negative index `j` picks row `j + R`, as in ONNX. An index still
+    outside `[0, R)` is clamped into it, so that no access leaves the table;
+    compiled models check the inputs that are indices for range before a
+    step, and report them. The table's gradient is `nn.embedding_grad`.
+  }];
+  let arguments = (ins NN_FloatTensor:$table, NN_LabelTensor:$indices);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` type($table) `,` type($indices) `->` type($result)
+  }];
+}
+
+def NN_EmbeddingGradOp : NN_InferOp<"embedding_grad", [Pure]> {
+  let summary = "Vector-Jacobian product of nn.embedding: a scatter-add";
+  let description = [{
+    The gradient of an `nn.embedding` table of `rows` rows: each index's
+    slice of `grad` (whose shape is that of `indices` followed by a row's)
+    added to the row that the index picks (with `nn.embedding`'s wrapping
+    and clamping), and zero rows where no index points.
+
+    ```mlir
+    %dtable = nn.embedding_grad %dx, %ids {rows = 65 : i64} : tensor<8x64x32xf32>, tensor<8x64xi64> -> tensor<65x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_LabelTensor:$indices,
+                       I64Attr:$rows);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` type($grad) `,` type($indices) `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
@@ -843,6 +887,11 @@ def NN_SoftmaxCrossEntropyOp : NN_InferOp<"softmax_cross_entropy",
     ```mlir
     %loss = nn.softmax_cross_entropy %logits, %labels : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
     ```
+
+    Logits of more dimensions have the classes last and a label for each
+    of their rows: a language model's `B x T x V` logits take `B x T`
+    labels, and the loss is the mean over all `B * T` positions (PyTorch's
+    loss of the logits and labels flattened to `B * T` rows).
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_LabelTensor:$labels);
   let results = (outs NN_FloatScalarTensor:$loss);
@@ -857,6 +906,7 @@ def NN_CountCorrectOp : NN_InferOp<"count_correct", [Pure]> {
     For `logits` of shape `N x C` and integer `labels` of shape `N`, counts
     the rows `n` where `argmax(logits[n]) == labels[n]`, the first maximum
     winning ties (as `torch.argmax`): the correct predictions of a batch.
+    Logits of more dimensions count every row, as the loss averages them.
 
     ```mlir
     %correct = nn.count_correct %logits, %labels : tensor<32x10xf32>, tensor<32xi64> -> tensor<i64>
