@@ -749,3 +749,68 @@ func.func @batch_matmul(%a: tensor<2x3x4xf32>, %b: tensor<2x3x5xf32>, %c: tensor
   %1 = nn.matmul %c, %d {transpose_lhs} : tensor<2x3x4xbf16>, tensor<2x3x5xbf16> -> tensor<2x4x5xbf16>
   return %0, %1 : tensor<2x4x5xf32>, tensor<2x4x5xbf16>
 }
+
+// -----
+
+// nn.embedding is one loop nest over the result that reads the table where
+// each index points: a negative index wraps, then the row is clamped into
+// the table. i32 indices are widened first.
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[TABLE:.*]]: tensor<10x3xf32>, %[[IDS:.*]]: tensor<2x4xi64>, %[[IDS32:.*]]: tensor<5xi32>)
+// CHECK-DAG: %[[LAST:.*]] = arith.constant 9 : i64
+// CHECK-DAG: %[[ROWS:.*]] = arith.constant 10 : i64
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i64
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[IDS]] : tensor<2x4xi64>)
+// CHECK: ^bb0(%[[ID:.*]]: i64, %{{.*}}: f32):
+// CHECK:   %[[NEG:.*]] = arith.cmpi slt, %[[ID]], %[[ZERO]]
+// CHECK:   %[[WRAP:.*]] = arith.addi %[[ID]], %[[ROWS]]
+// CHECK:   %[[ROW:.*]] = arith.select %[[NEG]], %[[WRAP]], %[[ID]]
+// CHECK:   %[[LOW:.*]] = arith.maxsi %[[ROW]], %[[ZERO]]
+// CHECK:   %[[CLAMPED:.*]] = arith.minsi %[[LOW]], %[[LAST]]
+// CHECK:   %[[I:.*]] = arith.index_cast %[[CLAMPED]] : i64 to index
+// CHECK:   %[[J:.*]] = linalg.index 2
+// CHECK:   tensor.extract %[[TABLE]][%[[I]], %[[J]]] : tensor<10x3xf32>
+// CHECK: ins(%[[IDS32]] : tensor<5xi32>)
+// CHECK:   arith.extsi %{{.*}} : i32 to i64
+func.func @embedding(%table: tensor<10x3xf32>, %ids: tensor<2x4xi64>, %ids32: tensor<5xi32>) -> (tensor<2x4x3xf32>, tensor<5x3xf32>) {
+  %0 = nn.embedding %table, %ids : tensor<10x3xf32>, tensor<2x4xi64> -> tensor<2x4x3xf32>
+  %1 = nn.embedding %table, %ids32 : tensor<10x3xf32>, tensor<5xi32> -> tensor<5x3xf32>
+  return %0, %1 : tensor<2x4x3xf32>, tensor<5x3xf32>
+}
+
+// -----
+
+// Its gradient is the runtime's scatter-add kernel: grad, 64-bit indices
+// (i32 ones widened), the zeroed result, then the count of indices, the
+// rows and a row's width. 16-bit gradients go through the f32 kernel.
+// CHECK-LABEL: func.func @embedding_grad
+// CHECK: call @dtrain_rt_embedding_grad_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c10_i64, %c3_i64)
+// CHECK: arith.extsi %{{.*}} : i32 to i64
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: call @dtrain_rt_embedding_grad_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c5_i64, %c10_i64, %c3_i64)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CUDA-LABEL: func.func @embedding_grad
+// CUDA: call @dtrain_rt_cuda_embedding_grad_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c8_i64, %c10_i64, %c3_i64)
+// CUDA: call @dtrain_rt_cuda_embedding_grad_f32(%{{.*}}, %{{.*}}, %{{.*}}, %c5_i64, %c10_i64, %c3_i64)
+func.func @embedding_grad(%g: tensor<2x4x3xf32>, %ids: tensor<2x4xi64>, %h: tensor<5x3xbf16>, %ids32: tensor<5xi32>) -> (tensor<10x3xf32>, tensor<10x3xbf16>) {
+  %0 = nn.embedding_grad %g, %ids {rows = 10 : i64} : tensor<2x4x3xf32>, tensor<2x4xi64> -> tensor<10x3xf32>
+  %1 = nn.embedding_grad %h, %ids32 {rows = 10 : i64} : tensor<5x3xbf16>, tensor<5xi32> -> tensor<10x3xbf16>
+  return %0, %1 : tensor<10x3xf32>, tensor<10x3xbf16>
+}
+
+// -----
+
+// Logits with positions (B x T x V) are the loss's rows flattened: the loss
+// divides by all B * T of them, and the gradient takes the logits' shape.
+// CHECK-LABEL: func.func @cross_entropy_positions
+// CHECK-DAG: arith.constant 8.000000e+00 : f32
+// CHECK-DAG: arith.constant -1.250000e-01 : f32
+// CHECK: %[[ROWS:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : tensor<2x4x5xf32> into tensor<8x5xf32>
+// CHECK: %[[LABELS:.*]] = tensor.collapse_shape %arg1 {{\[\[}}0, 1]] : tensor<2x4xi64> into tensor<8xi64>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2]] output_shape [2, 4, 5] : tensor<8x5xf32> into tensor<2x4x5xf32>
+func.func @cross_entropy_positions(%logits: tensor<2x4x5xf32>, %labels: tensor<2x4xi64>, %one: tensor<f32>) -> (tensor<f32>, tensor<i64>, tensor<2x4x5xf32>) {
+  %0 = nn.softmax_cross_entropy %logits, %labels : tensor<2x4x5xf32>, tensor<2x4xi64> -> tensor<f32>
+  %1 = nn.count_correct %logits, %labels : tensor<2x4x5xf32>, tensor<2x4xi64> -> tensor<i64>
+  %2 = nn.softmax_cross_entropy_grad %one, %logits, %labels : tensor<f32>, tensor<2x4x5xf32>, tensor<2x4xi64> -> tensor<2x4x5xf32>
+  return %0, %1, %2 : tensor<f32>, tensor<i64>, tensor<2x4x5xf32>
+}

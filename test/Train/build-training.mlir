@@ -240,3 +240,25 @@ func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
   %0 = nn.leaky_relu %w {alpha = -0.5 : f64} : tensor<2x4xf32>
   return %0 : tensor<2x4xf32>
 }
+
+// -----
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training | FileCheck %s --check-prefix=TOKENS
+
+// A language model: token ids pick rows of the embedding table, whose
+// gradient is the scatter-add of the rows' gradients (none flows into the
+// integer ids); B x T x V logits take B x T labels, one per position.
+// TOKENS: func.func @train_step(%[[TABLE:[^:]+]]: tensor<16x8xf32> {train.param = "tok"}, %[[HEAD:[^:]+]]: tensor<8x16xf32> {train.param = "head"}, %[[IDS:[^:]+]]: tensor<2x4xi64> {train.input = "x"}, %[[LABELS:[^:]+]]: tensor<2x4xi64> {train.label = "labels"})
+// TOKENS: %[[X:.*]] = nn.embedding %[[TABLE]], %[[IDS]] : tensor<16x8xf32>, tensor<2x4xi64> -> tensor<2x4x8xf32>
+// TOKENS: nn.matmul
+// TOKENS: %[[LOGITS:.*]] = nn.reshape
+// TOKENS: nn.softmax_cross_entropy %[[LOGITS]], %[[LABELS]] : tensor<2x4x16xf32>, tensor<2x4xi64> -> tensor<f32>
+// TOKENS: nn.softmax_cross_entropy_grad %{{.*}}, %[[LOGITS]], %[[LABELS]] : tensor<f32>, tensor<2x4x16xf32>, tensor<2x4xi64> -> tensor<2x4x16xf32>
+// TOKENS: %[[DTABLE:.*]] = nn.embedding_grad %{{.*}}, %[[IDS]] {rows = 16 : i64} : tensor<2x4x8xf32>, tensor<2x4xi64> -> tensor<16x8xf32>
+// TOKENS: train.sgd_update %[[TABLE]], %[[DTABLE]]
+func.func @forward(%tok: tensor<16x8xf32> {train.param = "tok"}, %head: tensor<8x16xf32> {train.param = "head"}, %ids: tensor<2x4xi64> {train.input = "x"}) -> tensor<2x4x16xf32> {
+  %0 = nn.embedding %tok, %ids : tensor<16x8xf32>, tensor<2x4xi64> -> tensor<2x4x8xf32>
+  %1 = nn.reshape %0 : tensor<2x4x8xf32> -> tensor<8x8xf32>
+  %2 = nn.matmul %1, %head : tensor<8x8xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  %3 = nn.reshape %2 : tensor<8x16xf32> -> tensor<2x4x16xf32>
+  return %3 : tensor<2x4x16xf32>
+}

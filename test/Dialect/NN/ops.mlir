@@ -252,3 +252,19 @@ func.func @cast_round_trips(%x: tensor<4xbf16>, %y: tensor<4xf32>) -> (tensor<4x
   %3 = nn.cast %2 : tensor<4xbf16> to tensor<4xf32>
   return %1, %3 : tensor<4xbf16>, tensor<4xf32>
 }
+
+// CHECK-LABEL: func.func @embedding
+func.func @embedding(%table: tensor<65x32xf32>, %ids: tensor<8x64xi64>) -> (tensor<8x64x32xf32>, tensor<65x32xf32>) {
+  // CHECK: nn.embedding %{{.*}}, %{{.*}} : tensor<65x32xf32>, tensor<8x64xi64> -> tensor<8x64x32xf32>
+  %x = nn.embedding %table, %ids : tensor<65x32xf32>, tensor<8x64xi64> -> tensor<8x64x32xf32>
+  // CHECK: nn.embedding_grad %{{.*}}, %{{.*}} {rows = 65 : i64} : tensor<8x64x32xf32>, tensor<8x64xi64> -> tensor<65x32xf32>
+  %dtable = nn.embedding_grad %x, %ids {rows = 65 : i64} : tensor<8x64x32xf32>, tensor<8x64xi64> -> tensor<65x32xf32>
+  return %x, %dtable : tensor<8x64x32xf32>, tensor<65x32xf32>
+}
+
+// CHECK-LABEL: func.func @sequence_loss
+func.func @sequence_loss(%logits: tensor<4x8x16xf32>, %labels: tensor<4x8xi64>) -> tensor<f32> {
+  // CHECK: nn.softmax_cross_entropy %{{.*}}, %{{.*}} : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<f32>
+  %loss = nn.softmax_cross_entropy %logits, %labels : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<f32>
+  return %loss : tensor<f32>
+}
