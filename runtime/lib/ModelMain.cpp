@@ -722,15 +722,18 @@ void checkIndices(const ModelInfo &info, const Arg &a,
     return;
   const int64_t rows = it->second;
   const int64_t n = dtrain_rt_array_num_elements(&array);
+  const int64_t perSample =
+      array.rank > 0 && array.shape[0] > 0 ? n / array.shape[0] : 1;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t v =
         array.dtype == DTRAIN_RT_I64
             ? static_cast<const int64_t *>(array.data)[i]
             : int64_t(static_cast<const int32_t *>(array.data)[i]);
     if (v < -rows || v >= rows)
-      fail("%s: index %lld (element %lld) of input %s is out of range for "
-           "the %lld rows of the table it looks up",
-           source.c_str(), (long long)v, (long long)i, quoted(a.name).c_str(),
+      fail("%s: index %lld of sample %lld (its element %lld) of input %s is "
+           "out of range for the %lld rows of the table it looks up",
+           source.c_str(), (long long)v, (long long)(i / perSample),
+           (long long)(i % perSample), quoted(a.name).c_str(),
            (long long)rows);
   }
 }

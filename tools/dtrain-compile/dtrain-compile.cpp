@@ -107,7 +107,8 @@ static cl::opt<Mode>
 
 static cl::opt<std::string> lossName(
     "loss",
-    cl::desc("--mode=train|step: the loss, softmax-xent (integer labels, "
+    cl::desc("--mode=train|step: the loss, softmax-xent (integer labels: "
+             "one per sample, or one per position of N x T x V logits; "
              "default) or mse (targets of the output's shape)"),
     cl::init("softmax-xent"), cl::cat(compileCategory));
 static cl::opt<std::string> optimizerName(

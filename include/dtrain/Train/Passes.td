@@ -27,7 +27,9 @@ def BuildTraining : Pass<"dtrain-build-training", "ModuleOp"> {
 
     1. the loss of the model output against the labels:
        `softmax-xent` (logits `N x C` against `N` integer class labels,
-       `nn.softmax_cross_entropy`, mean over the batch) or `mse` (the mean
+       `nn.softmax_cross_entropy`, mean over the batch; a language model's
+       `N x T x V` logits against `N x T` labels, mean over every
+       position) or `mse` (the mean
        of the squared differences from targets of the output's shape);
     2. the gradient of the loss with respect to every parameter, by
        reverse-mode differentiation: each op on a path from a parameter to
