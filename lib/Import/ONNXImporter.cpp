@@ -183,6 +183,14 @@ private:
   /// DIMS.
   FailureOr<SmallVector<int64_t>> getSqueezeTarget(const onnx::NodeProto &node,
                                                    ArrayRef<int64_t> dims);
+  /// The box of a Slice NODE of a tensor of shape DIMS: positive steps,
+  /// bounds clamped, negative ones counted from the end.
+  struct SliceBox {
+    SmallVector<int64_t> starts, sizes, steps;
+  };
+  FailureOr<SliceBox> getSliceBox(const onnx::NodeProto &node,
+                                  ArrayRef<int64_t> dims);
+  LogicalResult importSplit(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
   LogicalResult importPow(const onnx::NodeProto &node);
   LogicalResult importExpand(const onnx::NodeProto &node);
@@ -287,10 +295,11 @@ const llvm::StringSet<> &supportedOps() {
       "Gather",     "Gemm",            "GlobalAveragePool",  "Identity",
       "LeakyRelu",  "Log",             "LogSoftmax",         "MatMul",
       "MaxPool",    "Mul",             "Pad",                "Pow",
-      "ReduceMean", "ReduceSum",       "Relu",               "Reshape",
-      "Shape",      "Sigmoid",         "Slice",              "Softmax",
-      "Sqrt",       "Squeeze",         "Sub",                "Tanh",
-      "Transpose",  "Unsqueeze",       "Where"};
+      "Range",      "ReduceMean",      "ReduceSum",          "Relu",
+      "Reshape",    "Shape",           "Sigmoid",            "Slice",
+      "Softmax",    "Split",           "Sqrt",               "Squeeze",
+      "Sub",        "Tanh",            "Transpose",          "Unsqueeze",
+      "Where"};
   // clang-format on
   return ops;
 }
@@ -1116,8 +1125,20 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return importPad(node);
   if (type == "Slice")
     return importSlice(node);
-  return nodeError(node) << "cannot import this operator on non-constant "
-                            "inputs";
+  if (type == "Split")
+    return importSplit(node);
+  if (type == "Where") {
+    // A mask on run-time values (masked_fill); the condition is a constant.
+    FailureOr<Value> condition = getValue(node, 0), lhs = getValue(node, 1),
+                     rhs = getValue(node, 2);
+    if (failed(condition) || failed(lhs) || failed(rhs))
+      return failure();
+    return emitSingle(node, "nn.select", {*condition, *lhs, *rhs});
+  }
+  return nodeError(node)
+         << "cannot import this operator on non-constant inputs (it is "
+            "evaluated at import; where an input derives from a buffer "
+            "such as a mask, --frozen=NAME makes that initializer constant)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -1267,6 +1288,151 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
     return define(value);
   }
 
+  // Element-wise ops on constants, with NumPy broadcasting: shape
+  // arithmetic, and masks (PyTorch's masked_fill of a buffer == 0).
+  if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div" ||
+      type == "Equal" || type == "Where") {
+    SmallVector<const ConstantValue *> operands;
+    for (int i = 0; i < node.input_size(); ++i)
+      operands.push_back(getConstant(node, i));
+    if (operands.size() != (type == "Where" ? 3u : 2u))
+      return nodeError(node) << "has " << operands.size() << " inputs";
+    SmallVector<int64_t> shape;
+    for (const ConstantValue *operand : operands)
+      if (!OpTrait::util::getBroadcastedShape(SmallVector<int64_t>(shape),
+                                              operand->shape, shape))
+        return nodeError(node) << "operand shapes do not broadcast";
+    std::optional<int64_t> count = getCheckedElementCount(shape);
+    if (!count || *count > kMaxFoldedElements) {
+      if (type == "Equal" || type == "Where")
+        return nodeError(node) << "folds at most " << kMaxFoldedElements
+                               << " elements at import";
+      return success(); // arithmetic on large constants runs as nn ops
+    }
+    // The index in OPERAND of the result's element I: its broadcast
+    // dimensions pinned to 0.
+    auto indexIn = [&](const ConstantValue *operand, int64_t i) {
+      int64_t index = 0, stride = 1;
+      int64_t offset = shape.size() - operand->shape.size();
+      for (int64_t d = shape.size() - 1; d >= offset; --d) {
+        int64_t position = i % shape[d];
+        i /= shape[d];
+        int64_t size = operand->shape[d - offset];
+        index += (size == 1 ? 0 : position) * stride;
+        stride *= size;
+      }
+      return index;
+    };
+    // Integers stay exact (shape values reach INT64_MAX); floats are doubles.
+    auto intAt = [&](const ConstantValue *operand, int64_t i) {
+      int64_t k = indexIn(operand, i);
+      return operand->isInteger() ? operand->ints[k]
+                                  : int64_t(operand->floats[k]);
+    };
+    auto floatAt = [&](const ConstantValue *operand, int64_t i) {
+      int64_t k = indexIn(operand, i);
+      return operand->isInteger() ? double(operand->ints[k])
+                                  : operand->floats[k];
+    };
+    // Where's result has its second and third inputs' type.
+    const ConstantValue &typed = type == "Where" ? *operands[1] : *data;
+    ConstantValue value;
+    value.elemType =
+        type == "Equal" ? int32_t(onnx::TensorProto::BOOL) : typed.elemType;
+    value.shape = shape;
+    for (int64_t i = 0; i < *count; ++i) {
+      if (type == "Where") {
+        const ConstantValue *chosen =
+            intAt(operands[0], i) ? operands[1] : operands[2];
+        if (value.isInteger())
+          value.ints.push_back(intAt(chosen, i));
+        else
+          value.floats.push_back(floatAt(chosen, i));
+      } else if (type == "Equal") {
+        bool integers = operands[0]->isInteger() && operands[1]->isInteger();
+        value.ints.push_back(
+            integers ? intAt(operands[0], i) == intAt(operands[1], i)
+                     : floatAt(operands[0], i) == floatAt(operands[1], i));
+      } else if (value.isInteger()) {
+        int64_t a = intAt(operands[0], i), b = intAt(operands[1], i);
+        if (type == "Div" && b == 0)
+          return nodeError(node) << "divides a shape value by zero";
+        value.ints.push_back(type == "Add"   ? a + b
+                             : type == "Sub" ? a - b
+                             : type == "Mul" ? a * b
+                                             : a / b);
+      } else {
+        double a = floatAt(operands[0], i), b = floatAt(operands[1], i);
+        value.floats.push_back(type == "Add"   ? a + b
+                               : type == "Sub" ? a - b
+                               : type == "Mul" ? a * b
+                                               : a / b);
+      }
+    }
+    return define(value);
+  }
+
+  if (type == "Range") {
+    // torch.arange of the sequence length: positions.
+    SmallVector<const ConstantValue *> bounds;
+    for (int i = 0; i < 3; ++i) {
+      const ConstantValue *bound = getConstant(node, i);
+      if (!bound || bound->numElements() != 1)
+        return nodeError(node) << "input #" << i << " must be a scalar";
+      bounds.push_back(bound);
+    }
+    auto at = [&](int i) {
+      return bounds[i]->isInteger() ? double(bounds[i]->ints[0])
+                                    : bounds[i]->floats[0];
+    };
+    double start = at(0), limit = at(1), delta = at(2);
+    if (delta == 0)
+      return nodeError(node) << "delta 0 makes no range";
+    double count = std::max(std::ceil((limit - start) / delta), 0.0);
+    if (count > double(kMaxFoldedElements))
+      return nodeError(node)
+             << "makes more than " << kMaxFoldedElements << " elements";
+    ConstantValue value;
+    value.elemType = data->elemType;
+    value.shape = {int64_t(count)};
+    for (int64_t i = 0; i < int64_t(count); ++i) {
+      if (value.isInteger())
+        value.ints.push_back(data->ints[0] + i * bounds[2]->ints[0]);
+      else
+        value.floats.push_back(start + double(i) * delta);
+    }
+    return define(value);
+  }
+
+  // A box of a constant of more dimensions, or of floats (a causal mask
+  // cut to the sequence length).
+  if (type == "Slice" && (data->shape.size() > 1 || !data->isInteger())) {
+    FailureOr<SliceBox> box = getSliceBox(node, data->shape);
+    if (failed(box))
+      return failure();
+    std::optional<int64_t> count = getCheckedElementCount(box->sizes);
+    if (!count || *count > kMaxFoldedElements)
+      return success(); // a slice of a large constant runs as nn.slice
+    ConstantValue value;
+    value.elemType = data->elemType;
+    value.shape = box->sizes;
+    int64_t rank = data->shape.size();
+    for (int64_t i = 0; i < *count; ++i) {
+      int64_t source = 0, stride = 1;
+      for (int64_t d = rank - 1, rest = i; d >= 0; --d) {
+        int64_t position = rest % box->sizes[d];
+        rest /= box->sizes[d];
+        source += (box->starts[d] + position * box->steps[d]) * stride;
+        stride *= data->shape[d];
+      }
+      if (data->isInteger())
+        value.ints.push_back(data->ints[source]);
+      else
+        value.floats.push_back(data->floats[source]);
+    }
+    return define(value);
+  }
+
   // Gather, Concat, Slice and arithmetic on shape vectors: rank <= 1.
   if (data->shape.size() > 1 || !data->isInteger())
     return success();
@@ -1337,53 +1503,6 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
     return define(value);
   }
 
-  // Element-wise ops on shape vectors, broadcast: a size-1 operand repeats.
-  if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div" ||
-      type == "Equal" || type == "Where") {
-    SmallVector<const ConstantValue *> operands;
-    for (int i = 0; i < node.input_size(); ++i) {
-      const ConstantValue *operand = getConstant(node, i);
-      if (!operand)
-        return nodeError(node) << "input #" << i << " is missing";
-      if (operand->shape.size() > 1 || !operand->isInteger())
-        return success();
-      operands.push_back(operand);
-    }
-    if (operands.size() != (type == "Where" ? 3u : 2u))
-      return nodeError(node) << "has " << operands.size() << " inputs";
-    int64_t n = 1;
-    for (const ConstantValue *operand : operands)
-      n = std::max(n, operand->numElements());
-    for (const ConstantValue *operand : operands)
-      if (operand->numElements() != n && operand->numElements() != 1)
-        return nodeError(node) << "operand sizes do not broadcast";
-    auto element = [&](int index, int64_t i) {
-      const ConstantValue *operand = operands[index];
-      return operand->ints[operand->numElements() == 1 ? 0 : i];
-    };
-    ConstantValue value;
-    // Where's result has its second and third inputs' type.
-    value.elemType = type == "Equal"   ? int32_t(onnx::TensorProto::BOOL)
-                     : type == "Where" ? operands[1]->elemType
-                                       : data->elemType;
-    for (const ConstantValue *operand : operands)
-      if (operand->numElements() == n &&
-          operand->shape.size() >= value.shape.size())
-        value.shape = operand->shape;
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t a = element(0, i), b = element(1, i);
-      if (type == "Div" && b == 0)
-        return nodeError(node) << "divides a shape value by zero";
-      value.ints.push_back(type == "Add"     ? a + b
-                           : type == "Sub"   ? a - b
-                           : type == "Mul"   ? a * b
-                           : type == "Div"   ? a / b
-                           : type == "Equal" ? int64_t(a == b)
-                           : a               ? b
-                                             : element(2, i));
-    }
-    return define(value);
-  }
   return success();
 }
 
@@ -2087,12 +2206,9 @@ LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
 /// Slice of a run-time tensor, its bounds constants (inputs from opset
 /// 10, attributes before): resolved here as ONNX defines them (negative
 /// indices from the end, clamped to the dimension), for positive steps.
-LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
-  FailureOr<Value> x = getValue(node, 0);
-  if (failed(x))
-    return failure();
-  auto type = cast<RankedTensorType>(x->getType());
-  int64_t rank = type.getRank();
+FailureOr<Importer::SliceBox> Importer::getSliceBox(const onnx::NodeProto &node,
+                                                    ArrayRef<int64_t> dims) {
+  int64_t rank = dims.size();
   auto ints = [&](int index, StringRef attr,
                   std::optional<SmallVector<int64_t>> absent)
       -> FailureOr<SmallVector<int64_t>> {
@@ -2122,8 +2238,10 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
   if (ends->size() != starts->size() || axes->size() != starts->size() ||
       steps->size() != starts->size())
     return nodeError(node) << "starts, ends, axes and steps differ in length";
-  SmallVector<int64_t> first(rank, 0), sizes(type.getShape()),
-      strides(rank, 1);
+  SliceBox box;
+  box.starts.assign(rank, 0);
+  box.sizes.assign(dims.begin(), dims.end());
+  box.steps.assign(rank, 1);
   for (auto [start, end, axis, step] :
        llvm::zip_equal(*starts, *ends, *axes, *steps)) {
     if (axis < 0)
@@ -2133,7 +2251,7 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
     if (step <= 0)
       return nodeError(node) << "step " << step
                              << " is not supported (only positive steps)";
-    int64_t dim = type.getDimSize(axis);
+    int64_t dim = dims[axis];
     if (ShapedType::isDynamic(dim))
       return nodeError(node) << "slices dimension " << axis
                              << ", whose size is not known at import";
@@ -2141,16 +2259,84 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
       return std::clamp(i < 0 ? i + dim : i, int64_t(0), dim);
     };
     int64_t begin = clamp(start), stop = clamp(end);
-    sizes[axis] = stop > begin ? (stop - begin + step - 1) / step : 0;
+    int64_t size = stop > begin ? (stop - begin + step - 1) / step : 0;
+    box.sizes[axis] = size;
     // An empty slice starts at 0: past the end is no offset of the input.
-    first[axis] = sizes[axis] ? begin : 0;
-    strides[axis] = step;
+    box.starts[axis] = size ? begin : 0;
+    box.steps[axis] = step;
   }
+  return box;
+}
+
+LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  FailureOr<SliceBox> box =
+      getSliceBox(node, cast<RankedTensorType>(x->getType()).getShape());
+  if (failed(box))
+    return failure();
   return emitSingle(
       node, "nn.slice", {*x},
-      {builder.getNamedAttr("starts", builder.getDenseI64ArrayAttr(first)),
-       builder.getNamedAttr("sizes", builder.getDenseI64ArrayAttr(sizes)),
-       builder.getNamedAttr("steps", builder.getDenseI64ArrayAttr(strides))});
+      {builder.getNamedAttr("starts",
+                            builder.getDenseI64ArrayAttr(box->starts)),
+       builder.getNamedAttr("sizes", builder.getDenseI64ArrayAttr(box->sizes)),
+       builder.getNamedAttr("steps",
+                            builder.getDenseI64ArrayAttr(box->steps))});
+}
+
+/// Split of a run-time tensor: one nn.slice of the axis per output, the
+/// sizes given (input #1 from opset 13, the `split` attribute before) or
+/// equal.
+LogicalResult Importer::importSplit(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  std::optional<int64_t> axis =
+      normalizeAxis(getIntAttr(node, "axis", 0), type.getRank());
+  if (!axis)
+    return nodeError(node) << "axis " << getIntAttr(node, "axis", 0)
+                           << " is out of range for rank " << type.getRank();
+  int64_t dim = type.getDimSize(*axis);
+  int64_t parts = node.output_size();
+  SmallVector<int64_t> sizes;
+  if (opset >= 13 && hasInput(node, 1)) {
+    const ConstantValue *split = getIntConstant(node, 1);
+    if (!split)
+      return nodeError(node) << "the sizes (input #1) must be an integer "
+                                "constant at import";
+    sizes.assign(split->ints.begin(), split->ints.end());
+  } else if (opset < 13 && findAttr(node, "split")) {
+    sizes = getIntsAttr(node, "split");
+  } else {
+    // Equal parts; the last one smaller where they do not divide (opset 18).
+    int64_t part = (dim + parts - 1) / parts;
+    for (int64_t i = 0; i < parts; ++i)
+      sizes.push_back(std::clamp<int64_t>(dim - i * part, 0, part));
+  }
+  if (int64_t(sizes.size()) != parts ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim ||
+      llvm::any_of(sizes, [](int64_t size) { return size < 0; }))
+    return nodeError(node) << "sizes [" << llvm::interleaved(sizes)
+                           << "] do not split dimension " << *axis << " of "
+                           << type << " into " << parts << " parts";
+  SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+  for (auto [index, size] : llvm::enumerate(sizes)) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[*axis] = size;
+    FailureOr<Operation *> slice = createOp(
+        node, "nn.slice", {*x},
+        {builder.getNamedAttr("starts", builder.getDenseI64ArrayAttr(starts)),
+         builder.getNamedAttr("sizes", builder.getDenseI64ArrayAttr(shape)),
+         builder.getNamedAttr("steps", builder.getDenseI64ArrayAttr(steps))},
+        {type.clone(shape)});
+    if (failed(slice))
+      return failure();
+    values[node.output(index)] = (*slice)->getResult(0);
+    starts[*axis] += size;
+  }
+  return success();
 }
 
 LogicalResult Importer::importPad(const onnx::NodeProto &node) {

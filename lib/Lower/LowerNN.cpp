@@ -1661,6 +1661,13 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
           return arith::DivFOp::create(b, l, x, y);
         })};
       })
+      .Case([&](nn::SelectOp select) {
+        return Values{buildElementwise(
+            b, op->getLoc(), select.getType(), op->getOperands(),
+            [](OpBuilder &b, Location l, ValueRange x) -> Value {
+              return arith::SelectOp::create(b, l, x[0], x[1], x[2]);
+            })};
+      })
       .Case([&](nn::ReluOp) {
         // maximumf propagates NaN, as torch.relu does.
         return Values{unary(op, [&](OpBuilder &b, Location l, Value x) {

@@ -814,3 +814,20 @@ func.func @cross_entropy_positions(%logits: tensor<2x4x5xf32>, %labels: tensor<2
   %2 = nn.softmax_cross_entropy_grad %one, %logits, %labels : tensor<f32>, tensor<2x4x5xf32>, tensor<2x4xi64> -> tensor<2x4x5xf32>
   return %0, %1, %2 : tensor<f32>, tensor<i64>, tensor<2x4x5xf32>
 }
+
+// -----
+
+// nn.select is one element-wise loop nest of arith.select, its operands
+// broadcast.
+// CHECK-DAG: #[[MASK:.*]] = affine_map<(d0, d1) -> (0, d1)>
+// CHECK-DAG: #[[SCALAR:.*]] = affine_map<(d0, d1) -> ()>
+// CHECK-DAG: #[[ALL:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @select
+// CHECK: linalg.generic {indexing_maps = [#[[MASK]], #[[SCALAR]], #[[ALL]], #[[ALL]]], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1, %arg2 : tensor<1x4xi1>, tensor<f32>, tensor<3x4xf32>)
+// CHECK: ^bb0(%[[C:.*]]: i1, %[[A:.*]]: f32, %[[B:.*]]: f32, %{{.*}}: f32):
+// CHECK:   %[[R:.*]] = arith.select %[[C]], %[[A]], %[[B]] : f32
+// CHECK:   linalg.yield %[[R]]
+func.func @select(%mask: tensor<1x4xi1>, %fill: tensor<f32>, %x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %0 = nn.select %mask, %fill, %x : tensor<1x4xi1>, tensor<f32>, tensor<3x4xf32> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}

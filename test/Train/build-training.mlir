@@ -262,3 +262,22 @@ func.func @forward(%tok: tensor<16x8xf32> {train.param = "tok"}, %head: tensor<8
   %3 = nn.reshape %2 : tensor<8x16xf32> -> tensor<2x4x16xf32>
   return %3 : tensor<2x4x16xf32>
 }
+
+// -----
+// RUN: dtrain-opt %s --split-input-file --dtrain-build-training="loss=mse" | FileCheck %s --check-prefix=SELECT
+
+// masked_fill: the gradient flows to the chosen operand only, zero where
+// the mask chose the other (and none into the boolean mask).
+// SELECT: func.func @train_step(%[[W:[^:]+]]: tensor<2x4xf32> {train.param = "w"}
+// SELECT: %[[COND:.*]] = arith.constant dense<{{.*}}> : tensor<1x4xi1>
+// SELECT: nn.select %[[COND]], %{{.*}}, %[[W]]
+// SELECT: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// SELECT-NOT: nn.select
+// SELECT: %[[DW:.*]] = nn.select %[[COND]], %[[ZERO]], %{{.*}} : tensor<1x4xi1>, tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+// SELECT: train.sgd_update %[[W]], %[[DW]]
+func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
+  %mask = arith.constant dense<[[true, false, false, true]]> : tensor<1x4xi1>
+  %fill = arith.constant dense<-1.0e9> : tensor<f32>
+  %0 = nn.select %mask, %fill, %w : tensor<1x4xi1>, tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}

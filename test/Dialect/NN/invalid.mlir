@@ -633,3 +633,19 @@ func.func @slice_step(%x: tensor<2x8xf32>) -> tensor<2x4xf32> {
   %0 = nn.slice %x {sizes = array<i64: 2, 4>, starts = array<i64: 0, 0>, steps = array<i64: 1, 0>} : tensor<2x8xf32> -> tensor<2x4xf32>
   return %0 : tensor<2x4xf32>
 }
+
+// -----
+
+func.func @select_shapes(%mask: tensor<3xi1>, %a: tensor<f32>, %b: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'nn.select' op operands don't have broadcast-compatible shapes: 'tensor<3xi1>', 'tensor<f32>' and 'tensor<2x4xf32>'}}
+  %0 = nn.select %mask, %a, %b : tensor<3xi1>, tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @select_types(%mask: tensor<4xi1>, %a: tensor<f32>, %b: tensor<4xf16>) -> tensor<4xf16> {
+  // expected-error @+1 {{'nn.select' op lhs and rhs element types differ: 'tensor<f32>' and 'tensor<4xf16>'}}
+  %0 = nn.select %mask, %a, %b : tensor<4xi1>, tensor<f32>, tensor<4xf16> -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}

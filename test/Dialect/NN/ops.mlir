@@ -268,3 +268,10 @@ func.func @sequence_loss(%logits: tensor<4x8x16xf32>, %labels: tensor<4x8xi64>) 
   %loss = nn.softmax_cross_entropy %logits, %labels : tensor<4x8x16xf32>, tensor<4x8xi64> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// CHECK-LABEL: func.func @select
+func.func @select(%mask: tensor<1x1x8x8xi1>, %fill: tensor<f32>, %scores: tensor<4x2x8x8xf32>) -> tensor<4x2x8x8xf32> {
+  // CHECK: nn.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<1x1x8x8xi1>, tensor<f32>, tensor<4x2x8x8xf32> -> tensor<4x2x8x8xf32>
+  %0 = nn.select %mask, %fill, %scores : tensor<1x1x8x8xi1>, tensor<f32>, tensor<4x2x8x8xf32> -> tensor<4x2x8x8xf32>
+  return %0 : tensor<4x2x8x8xf32>
+}

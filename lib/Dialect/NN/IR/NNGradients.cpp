@@ -109,6 +109,24 @@ LogicalResult MulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+// The gradient goes where its element came from: to lhs where the
+// condition holds, to rhs elsewhere, each summed over its broadcast.
+LogicalResult SelectOp::buildGradients(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value grad = resultGrads[0];
+  Value zero = scalar(b, loc, tensorType(grad).getElementType(), 0.0);
+  operandGrads.push_back(Value()); // the boolean condition
+  operandGrads.push_back(
+      sumToShape(b, loc, SelectOp::create(b, loc, getCondition(), grad, zero),
+                 getLhs().getType()));
+  operandGrads.push_back(
+      sumToShape(b, loc, SelectOp::create(b, loc, getCondition(), zero, grad),
+                 getRhs().getType()));
+  return success();
+}
+
 // y = l / r: dl = g / r, dr = -g y / r.
 LogicalResult DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {

@@ -195,6 +195,28 @@ NN_BROADCAST_INFERENCE(MulOp)
 NN_BROADCAST_INFERENCE(DivOp)
 #undef NN_BROADCAST_INFERENCE
 
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Reporter error = reporter<SelectOp>(loc);
+  auto conditionType = cast<RankedTensorType>(adaptor.getCondition().getType());
+  RankedTensorType lhsType = rankedType(adaptor.getLhs());
+  RankedTensorType rhsType = rankedType(adaptor.getRhs());
+  if (lhsType.getElementType() != rhsType.getElementType())
+    return error("lhs and rhs element types differ: ", lhsType, " and ",
+                 rhsType);
+  SmallVector<int64_t> values, shape;
+  if (!OpTrait::util::getBroadcastedShape(lhsType.getShape(),
+                                          rhsType.getShape(), values) ||
+      !OpTrait::util::getBroadcastedShape(conditionType.getShape(), values,
+                                          shape))
+    return error("operands don't have broadcast-compatible shapes: ",
+                 conditionType, ", ", lhsType, " and ", rhsType);
+  types.push_back(RankedTensorType::get(shape, lhsType.getElementType()));
+  return success();
+}
+
 LogicalResult ClipOp::verify() {
   std::optional<APFloat> min = getMin(), max = getMax();
   if (min && max && *max < *min)

@@ -102,6 +102,27 @@ def NN_SubOp : NN_BinaryOp<"sub", "lhs - rhs">;
 def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs", [Commutative]>;
 def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs">;
 
+def NN_SelectOp : NN_InferOp<"select", [Pure, NN_Differentiable]> {
+  let summary = "Elementwise choice between two tensors by a boolean mask";
+  let description = [{
+    `result = condition ? lhs : rhs`, with the three operands broadcast
+    against each other by NumPy's rules: ONNX's Where, as PyTorch's
+    `masked_fill` exports it (a causal mask filling attention scores with
+    `-inf`). The gradient goes to `lhs` where the condition holds and to
+    `rhs` elsewhere; the condition has none.
+
+    ```mlir
+    %s = nn.select %causal, %neg_inf, %scores : tensor<1x1x8x8xi1>, tensor<f32>, tensor<4x2x8x8xf32> -> tensor<4x2x8x8xf32>
+    ```
+  }];
+  let arguments = (ins TensorOf<[I1]>:$condition, NN_FloatTensor:$lhs,
+                       NN_FloatTensor:$rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
 class NN_UnaryOp<string mnemonic, list<Trait> traits = []>
     : NN_SameTypeOp<mnemonic, traits # [Pure]> {
   let arguments = (ins NN_FloatTensor:$input);
