@@ -191,6 +191,7 @@ private:
   FailureOr<SliceBox> getSliceBox(const onnx::NodeProto &node,
                                   ArrayRef<int64_t> dims);
   LogicalResult importSplit(const onnx::NodeProto &node);
+  LogicalResult importLayerNorm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
   LogicalResult importPow(const onnx::NodeProto &node);
   LogicalResult importExpand(const onnx::NodeProto &node);
@@ -293,6 +294,7 @@ const llvm::StringSet<> &supportedOps() {
       "Conv",       "Div",             "Dropout",            "Equal",
       "Erf",        "Exp",             "Expand",             "Flatten",
       "Gather",     "Gemm",            "GlobalAveragePool",  "Identity",
+      "LayerNormalization",
       "LeakyRelu",  "Log",             "LogSoftmax",         "MatMul",
       "MaxPool",    "Mul",             "Pad",                "Pow",
       "Range",      "ReduceMean",      "ReduceSum",          "Relu",
@@ -1127,6 +1129,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return importSlice(node);
   if (type == "Split")
     return importSplit(node);
+  if (type == "LayerNormalization")
+    return importLayerNorm(node);
   if (type == "Where") {
     // A mask on run-time values (masked_fill); the condition is a constant.
     FailureOr<Value> condition = getValue(node, 0), lhs = getValue(node, 1),
@@ -2336,6 +2340,76 @@ LogicalResult Importer::importSplit(const onnx::NodeProto &node) {
     values[node.output(index)] = (*slice)->getResult(0);
     starts[*axis] += size;
   }
+  return success();
+}
+
+/// LayerNormalization (opset 17) as the nn ops that earlier opsets export
+/// it as: the mean and the biased variance over the axes from `axis` on,
+/// (x - mean) / sqrt(var + epsilon), times the scale, plus the bias; the
+/// optional outputs are the mean and 1 / sqrt(var + epsilon).
+LogicalResult Importer::importLayerNorm(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0), scale = getValue(node, 1);
+  if (failed(x) || failed(scale))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  std::optional<int64_t> axis =
+      normalizeAxis(getIntAttr(node, "axis", -1), rank);
+  if (!axis)
+    return nodeError(node) << "axis " << getIntAttr(node, "axis", -1)
+                           << " is out of range for rank " << rank;
+  // The scale and bias apply to the normalized elements: they broadcast to
+  // the input (checked first, as the builders below infer their types).
+  for (int i = 1; i < std::min(node.input_size(), 3); ++i) {
+    FailureOr<Value> operand = getValue(node, i);
+    if (failed(operand))
+      return failure();
+    auto operandType = cast<RankedTensorType>(operand->getType());
+    SmallVector<int64_t> shape;
+    if (operandType.getElementType() != type.getElementType() ||
+        !OpTrait::util::getBroadcastedShape(type.getShape(),
+                                            operandType.getShape(), shape) ||
+        ArrayRef<int64_t>(shape) != type.getShape())
+      return nodeError(node) << "input #" << i << " of type " << operandType
+                             << " does not apply to " << type;
+  }
+  Location loc = nodeLoc(node);
+  Type element = type.getElementType();
+  SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(*axis, rank));
+  auto mean = [&](Value value) -> Value {
+    return nn::ReduceMeanOp::create(builder, loc, value, dims,
+                                    /*keep_dims=*/true);
+  };
+  auto constant = [&](double value) -> Value {
+    auto scalarType = RankedTensorType::get({}, element);
+    return arith::ConstantOp::create(
+        builder, loc,
+        DenseElementsAttr::get(scalarType,
+                               builder.getFloatAttr(element, value)));
+  };
+  Value average = mean(*x);
+  Value centered = nn::SubOp::create(builder, loc, *x, average);
+  Value variance =
+      mean(nn::MulOp::create(builder, loc, centered, centered).getResult());
+  Value deviation = nn::SqrtOp::create(
+      builder, loc,
+      nn::AddOp::create(builder, loc, variance,
+                        constant(getFloatAttr(node, "epsilon", 1e-5))));
+  Value y = nn::MulOp::create(
+      builder, loc, nn::DivOp::create(builder, loc, centered, deviation),
+      *scale);
+  if (hasInput(node, 2)) {
+    FailureOr<Value> bias = getValue(node, 2);
+    if (failed(bias))
+      return failure();
+    y = nn::AddOp::create(builder, loc, y, *bias);
+  }
+  values[node.output(0)] = y;
+  if (node.output_size() > 1 && !node.output(1).empty())
+    values[node.output(1)] = average;
+  if (node.output_size() > 2 && !node.output(2).empty())
+    values[node.output(2)] =
+        nn::DivOp::create(builder, loc, constant(1.0), deviation);
   return success();
 }
 
