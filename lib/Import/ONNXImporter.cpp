@@ -190,6 +190,10 @@ private:
   };
   FailureOr<SliceBox> getSliceBox(const onnx::NodeProto &node,
                                   ArrayRef<int64_t> dims);
+  /// The node's `axis` attribute (DEFAULT_AXIS when absent) in [0, rank);
+  /// an error at the node when out of range.
+  FailureOr<int64_t> getAxisAttr(const onnx::NodeProto &node,
+                                 int64_t defaultAxis, int64_t rank);
   LogicalResult importSplit(const onnx::NodeProto &node);
   LogicalResult importLayerNorm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
@@ -1156,6 +1160,15 @@ static std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+FailureOr<int64_t> Importer::getAxisAttr(const onnx::NodeProto &node,
+                                         int64_t defaultAxis, int64_t rank) {
+  int64_t axis = getIntAttr(node, "axis", defaultAxis);
+  if (std::optional<int64_t> normalized = normalizeAxis(axis, rank))
+    return *normalized;
+  return nodeError(node) << "axis " << axis << " is out of range for rank "
+                         << rank;
+}
+
 LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
   StringRef type = node.op_type();
   Location loc = nodeLoc(node);
@@ -1855,11 +1868,9 @@ LogicalResult Importer::importGather(const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
-  std::optional<int64_t> axis =
-      normalizeAxis(getIntAttr(node, "axis", 0), type.getRank());
-  if (!axis)
-    return nodeError(node) << "axis " << getIntAttr(node, "axis", 0)
-                           << " is out of range for rank " << type.getRank();
+  FailureOr<int64_t> axis = getAxisAttr(node, 0, type.getRank());
+  if (failed(axis))
+    return failure();
   const ConstantValue *indices = getIntConstant(node, 1);
   if (!indices) {
     // Run-time indices: rows of a table, as an embedding looks up tokens.
@@ -1962,15 +1973,13 @@ LogicalResult Importer::importSoftmax(const onnx::NodeProto &node,
   if (failed(x))
     return failure();
   int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
-  int64_t axis = getIntAttr(node, "axis", opset < 13 ? 1 : -1);
-  std::optional<int64_t> normalized = normalizeAxis(axis, rank);
-  if (!normalized)
-    return nodeError(node) << "axis " << axis << " is out of range for rank "
-                           << rank;
+  FailureOr<int64_t> normalized = getAxisAttr(node, opset < 13 ? 1 : -1, rank);
+  if (failed(normalized))
+    return failure();
   // Before opset 13 the input is coerced to 2-d at `axis`; that is the
   // same as a softmax over one axis only when it is the last one.
   if (opset < 13 && *normalized != rank - 1)
-    return nodeError(node) << "axis " << axis
+    return nodeError(node) << "axis " << getIntAttr(node, "axis", 1)
                            << " with opset < 13 normalizes over all "
                               "trailing dimensions, which dtrain does not "
                               "support; re-export with opset >= 13";
@@ -2297,11 +2306,9 @@ LogicalResult Importer::importSplit(const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
-  std::optional<int64_t> axis =
-      normalizeAxis(getIntAttr(node, "axis", 0), type.getRank());
-  if (!axis)
-    return nodeError(node) << "axis " << getIntAttr(node, "axis", 0)
-                           << " is out of range for rank " << type.getRank();
+  FailureOr<int64_t> axis = getAxisAttr(node, 0, type.getRank());
+  if (failed(axis))
+    return failure();
   int64_t dim = type.getDimSize(*axis);
   int64_t parts = node.output_size();
   SmallVector<int64_t> sizes;
@@ -2353,11 +2360,9 @@ LogicalResult Importer::importLayerNorm(const onnx::NodeProto &node) {
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
   int64_t rank = type.getRank();
-  std::optional<int64_t> axis =
-      normalizeAxis(getIntAttr(node, "axis", -1), rank);
-  if (!axis)
-    return nodeError(node) << "axis " << getIntAttr(node, "axis", -1)
-                           << " is out of range for rank " << rank;
+  FailureOr<int64_t> axis = getAxisAttr(node, -1, rank);
+  if (failed(axis))
+    return failure();
   // The scale and bias apply to the normalized elements: they broadcast to
   // the input (checked first, as the builders below infer their types).
   for (int i = 1; i < std::min(node.input_size(), 3); ++i) {
