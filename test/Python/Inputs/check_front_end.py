@@ -2,16 +2,23 @@
 PyTorch: a perceptron exported with dtrain.export, compiled with
 dtrain.compile and trained with Trainer.train, as one process and on 2
 ranks under mpirun, prints the losses and accuracies of PyTorch's own SGD
-steps on the same batches (rtol 1e-5); a CNN compiled for inference
-through it gives PyTorch's eval() logits; then the front end's errors, its
-timeout, its progress parsing on hand-written lines, and its plot.
+steps on the same batches (rtol 1e-5); a model with a float buffer and a
+batch norm exported with dtrain.export lists the buffer, and not the
+running statistics, as dtrain.frozen, and its trainer keeps the buffer
+constant (PyTorch's losses again; the running statistics move);
+save_data keeps integer samples (token ids) as int64; a CNN compiled for
+inference through it gives PyTorch's eval() logits; then the front end's
+errors, its timeout, its progress parsing on hand-written lines, and its
+plot.
 
 usage: check_front_end.py MPIRUN WORKDIR
 """
 import copy
 import os
+import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -74,6 +81,85 @@ def compare(what, run, model, x, y, batch):
         sys.exit("%s: final line %s" % (what, run.final))
 
 
+class Gained(nn.Module):
+    """A perceptron with a batch norm and a constant float buffer, GAIN,
+    that scales its hidden units: a buffer such as a causal mask, which
+    dtrain must not train."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 32)
+        self.bn = nn.BatchNorm1d(32)
+        self.fc2 = nn.Linear(32, 10)
+        self.register_buffer("gain", torch.linspace(0.5, 2.0, 32))
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.bn(self.fc1(x.flatten(1))) *
+                                   self.gain))
+
+
+def initializers(path):
+    import onnx
+    from onnx import numpy_helper
+    return {t.name: numpy_helper.to_array(t)
+            for t in onnx.load(path).graph.initializer}
+
+
+def check_frozen(x, y):
+    """dtrain.export lists a module's float buffers in dtrain.frozen, but
+    not a batch norm's running statistics; the trainer does not train the
+    buffer (PyTorch's losses, which never change it) and writes it back
+    as it was, while the running statistics and the weights move."""
+    import onnx
+    torch.manual_seed(0)
+    model = Gained()
+    with warnings.catch_warnings():  # about bn.num_batches_tracked
+        warnings.simplefilter("ignore")
+        dtrain.export(model, torch.randn(2, 1, 8, 8), "gained.onnx")
+    metadata = {p.key: p.value
+                for p in onnx.load("gained.onnx").metadata_props}
+    print("dtrain.frozen: %s" % metadata.get("dtrain.frozen"))
+    if metadata.get("dtrain.frozen") != "gain":
+        sys.exit("gained.onnx: dtrain.frozen is %r, expected 'gain'" %
+                 metadata.get("dtrain.frozen"))
+    trainer = dtrain.compile("gained.onnx", "gained.bin", batch_size=BATCH,
+                             lr=LR, data_parallel=False)
+    info = subprocess.run([trainer.path, "--print-info"], check=True,
+                          capture_output=True, text=True).stdout
+    names = {line.split()[-1] for line in info.splitlines()[3:]}
+    if "gain" in names or "fc1.weight" not in names:
+        sys.exit("gained.bin --print-info: gain trained?\n" + info)
+    run = trainer.train("train.npz", steps=STEPS, log_every=1,
+                        no_shuffle=True, save_onnx="gained-trained.onnx")
+    compare("a frozen buffer", run, model, x, y, BATCH)
+    before = initializers("gained.onnx")
+    after = initializers("gained-trained.onnx")
+    moved = sorted(name for name in before
+                   if not np.array_equal(before[name], after[name]))
+    print("a frozen buffer: initializers moved: %s" % " ".join(moved))
+    if "gain" in moved or not {"fc1.weight", "bn.running_mean",
+                               "bn.running_var"} <= set(moved):
+        sys.exit("gained-trained.onnx: the wrong initializers moved")
+
+
+def check_integer_samples():
+    """save_data keeps integer samples (token ids, from numpy or torch, of
+    any width) as int64, float ones as float32, and the labels, one per
+    sample or per position, as int64."""
+    tokens = np.arange(32, dtype=np.int32).reshape(4, 8) % 16
+    for what, x in (("int32 numpy", tokens),
+                    ("int16 torch", torch.from_numpy(tokens).short()),
+                    ("float64 numpy", tokens.astype(np.float64))):
+        dtrain.save_data("tokens.npz", x, tokens.astype(np.int32))
+        with np.load("tokens.npz") as saved:
+            print("save_data of %s samples: x %s %s, y %s %s" %
+                  (what, saved["x"].dtype, saved["x"].shape,
+                   saved["y"].dtype, saved["y"].shape))
+            if not np.array_equal(saved["x"], tokens) or \
+                    not np.array_equal(saved["y"], tokens):
+                sys.exit("save_data of %s samples changed them" % what)
+
+
 def running(program):
     """The processes whose command line names PROGRAM (from /proc)."""
     found = []
@@ -115,6 +201,9 @@ def main():
     with open("log.txt", "w") as f:  # for python3 -m dtrain plot
         f.write(run.output)
 
+    check_frozen(x, y)
+    check_integer_samples()
+
     # An inference executable: a CNN with batch norm (its running
     # statistics) and dropout (off), exported in evaluation mode, against
     # PyTorch's eval().
@@ -141,6 +230,10 @@ def main():
                  lambda: dtrain.compile("mlp.onnx", "bad.bin", batch_size=BATCH,
                                        optimizer="sgdd"),
                  "dtrain-compile failed (exit 1)", "sgdd")
+    expect_error("a --frozen name that is no initializer",
+                 lambda: dtrain.compile("mlp.onnx", "bad.bin", batch_size=BATCH,
+                                        frozen="gain"),
+                 "dtrain-compile failed (exit 1)", "'gain'")
     expect_error("a missing model",
                  lambda: dtrain.compile("none.onnx", "bad.bin"),
                  "none.onnx: no such model file")
