@@ -2452,19 +2452,25 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node) {
 //===----------------------------------------------------------------------===//
 
 /// The initializers to keep constant: --frozen's and those the model's
-/// `dtrain.frozen` metadata names; a name that is no initializer is an
-/// error (a misspelt --frozen would otherwise train the tensor).
-FailureOr<llvm::StringSet<>>
-Importer::getFrozenInitializers(const onnx::ModelProto &model) {
+/// `dtrain.frozen` metadata names, in that order.
+static SmallVector<StringRef> getFrozenNames(const onnx::ModelProto &model,
+                                             const ONNXImportOptions &options) {
   SmallVector<StringRef> names(options.frozen.begin(), options.frozen.end());
   for (const onnx::StringStringEntryProto &entry : model.metadata_props())
     if (entry.key() == "dtrain.frozen")
       StringRef(entry.value()).split(names, ',', -1, /*KeepEmpty=*/false);
+  return names;
+}
+
+/// getFrozenNames, each of which must be an initializer (a misspelt
+/// --frozen would otherwise train the tensor).
+FailureOr<llvm::StringSet<>>
+Importer::getFrozenInitializers(const onnx::ModelProto &model) {
   llvm::StringSet<> initializerNames;
   for (const onnx::TensorProto &tensor : model.graph().initializer())
     initializerNames.insert(tensor.name());
   llvm::StringSet<> frozen;
-  for (StringRef name : names) {
+  for (StringRef name : getFrozenNames(model, options)) {
     if (!initializerNames.contains(name))
       return emitError(fileLoc)
              << "--frozen names '" << name
@@ -2631,6 +2637,7 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
 // Field numbers of onnx.proto that lead to the weights.
 constexpr uint32_t kModelGraphField = 7;
 constexpr uint32_t kGraphInitializerField = 5;
+constexpr uint32_t kTensorNameField = 8;
 constexpr uint32_t kTensorRawDataField = 9;
 /// Raw data up to this size is kept: shape tensors and other small
 /// constants that the importer folds.
@@ -2691,11 +2698,26 @@ static bool rewriteMessage(
   return true;
 }
 
-/// The model without the raw data of its large initializers: the importer
-/// needs their names, types and shapes only, so a model of any size is read
-/// with memory for its graph, not its weights (the trainer maps the weights
-/// from the file itself).
-static bool stripWeights(StringRef model, std::string &slim) {
+/// The name of the TensorProto message TENSOR, read without copying its
+/// data.
+static std::string getTensorName(StringRef tensor) {
+  std::string name, rest;
+  rewriteMessage(tensor, rest,
+                 [&](uint32_t field, StringRef payload, std::string &) {
+                   if (field == kTensorNameField)
+                     name = payload.str();
+                   return true; // no length-delimited field is copied
+                 });
+  return name;
+}
+
+/// The model without the raw data of its large initializers but those
+/// named in KEEP (frozen ones, which become constants): the importer needs
+/// their names, types and shapes only, so a model of any size is read with
+/// memory for its graph, not its weights (the trainer maps the weights from
+/// the file itself).
+static bool stripWeights(StringRef model, const llvm::StringSet<> &keep,
+                         std::string &slim) {
   auto appendField = [](std::string &out, uint32_t field,
                         StringRef payload) {
     appendVarint(out, (field << 3) | 2);
@@ -2712,6 +2734,8 @@ static bool stripWeights(StringRef model, std::string &slim) {
         graph, slimGraph,
         [&](uint32_t field, StringRef tensor, std::string &out) {
           if (field != kGraphInitializerField)
+            return false;
+          if (!keep.empty() && keep.contains(getTensorName(tensor)))
             return false;
           std::string slimTensor;
           wellFormed &= rewriteMessage(
@@ -2765,12 +2789,23 @@ mlir::dtrain::importONNX(const llvm::MemoryBuffer &buffer, MLIRContext *context,
                             "limit; store its weights as external data";
       return nullptr;
     }
-    std::string slim;
-    if (!stripWeights(data, slim) || !model.ParseFromString(slim)) {
-      emitError(fileLoc) << "not an ONNX model: the file does not parse as "
-                            "an ONNX ModelProto (truncated, or another "
-                            "format?)";
-      return nullptr;
+    // Frozen initializers become constants, so their data is read; the
+    // metadata naming some of them is known once the model is parsed.
+    llvm::StringSet<> keep;
+    for (const std::string &name : options.frozen)
+      keep.insert(name);
+    for (bool again = true; again;) {
+      std::string slim;
+      if (!stripWeights(data, keep, slim) || !model.ParseFromString(slim)) {
+        emitError(fileLoc) << "not an ONNX model: the file does not parse "
+                              "as an ONNX ModelProto (truncated, or another "
+                              "format?)";
+        return nullptr;
+      }
+      size_t kept = keep.size();
+      for (StringRef name : getFrozenNames(model, options))
+        keep.insert(name);
+      again = keep.size() > kept;
     }
   }
   if (!model.has_graph()) {
