@@ -12,14 +12,21 @@ weights, batch-norm statistics of random inputs): 8 x 3x224x224; vit (a
 vision transformer of PyTorch's TransformerEncoderLayer: 7x7 patches, 16
 tokens and a class token, width 64, 4 heads, 4 layers): 64 x 1x28x28;
 vit_long (the same at 4x4 patches of 64x64 images, 257 tokens, 2 layers):
-16 x 1x64x64. Each is
+16 x 1x64x64; and two language models, their inputs token ids (int64 in
+[0, 65)), their outputs next-token logits (B x 64 x 65), each with a causal
+mask that is a PyTorch buffer: gpt (test/Examples/gpt.py's TinyGPT:
+vocabulary 65, width 128, 4 heads, 4 of PyTorch's TransformerEncoderLayer,
+block 64) and nanogpt (test/Examples/nanogpt.py's NanoGPT, attention by
+hand, the same sizes): 16 x 64. Each is
 exported to ONNX in EVAL mode (opset 13, symbolic batch), compiled with
-`BUILD_DIR/bin/dtrain-compile --mode=infer --batch-size B` (timed), run as
-`model.bin --repeat N --warmup 2`, and its output compared with PyTorch's
-(rtol 1e-4, atol 1e-5). PyTorch runs under torch.no_grad() in eval mode
-with torch.set_num_threads(T), 2 warm-up runs, then N timed runs
-(time.perf_counter). N is chosen per model and side so that the timed runs
-take about S seconds (at least 5, at most 2000 runs).
+`BUILD_DIR/bin/dtrain-compile --mode=infer --batch-size B` (timed; with
+--frozen=NAME,... naming the model's float buffers that remain
+initializers, the masks, so that dtrain keeps them constant), run as
+`model.bin --repeat N --warmup 2`, and its output (the logits) compared
+with PyTorch's (rtol 1e-4, atol 1e-5). PyTorch runs under torch.no_grad()
+in eval mode with torch.set_num_threads(T), 2 warm-up runs, then N timed
+runs (time.perf_counter). N is chosen per model and side so that the timed
+runs take about S seconds (at least 5, at most 2000 runs).
 
 Both sides report the MINIMUM over the N runs (the executable prints mean
 and min; the minimum is the steadiest figure on a shared machine); the
@@ -46,7 +53,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "test", "Integration", "Inputs"))
 sys.path.insert(0, os.path.join(ROOT, "test", "Examples"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
 from check_torchvision_forward import build, calibrate  # noqa: E402
+from dtrain.model import frozen_initializers  # noqa: E402
+from gpt import TinyGPT  # noqa: E402
+from nanogpt import NanoGPT  # noqa: E402
 from vit import TinyViT  # noqa: E402
 
 # name -> (batch, input shape without the batch)
@@ -58,7 +69,32 @@ MODELS = {
     "resnet50": (8, (3, 224, 224)),
     "vit": (64, (1, 28, 28)),
     "vit_long": (16, (1, 64, 64)),
+    "gpt": (16, (64,)),
+    "nanogpt": (16, (64,)),
 }
+
+# The language models: name -> vocabulary V. Their inputs are token ids
+# (int64 in [0, V), MODELS' shape), their outputs logits (batch x T x V);
+# the other models take float inputs.
+VOCAB = {"gpt": 65, "nanogpt": 65}
+
+
+def make_input(name, batch):
+    """A random input of model NAME at BATCH, from torch's global RNG:
+    token ids in [0, V) for a language model, standard normal floats for
+    the others."""
+    shape = MODELS[name][1]
+    if name in VOCAB:
+        return torch.randint(0, VOCAB[name], (batch, *shape))
+    return torch.randn(batch, *shape)
+
+
+def frozen_flags(model, onnx_path):
+    """dtrain-compile's --frozen for ONNX_PATH, MODEL's export: the masks
+    of the language models (python/dtrain's frozen_initializers, which
+    dtrain.export lists in its metadata); none for the other models."""
+    frozen = frozen_initializers(model, onnx_path)
+    return ["--frozen=" + ",".join(frozen)] if frozen else []
 
 
 def make_model(name, work):
@@ -87,24 +123,33 @@ def make_model(name, work):
     elif name == "vit_long":
         model = TinyViT("gelu", True, dim=64, heads=4, depth=2, image=64,
                         patch=4).eval()
+    elif name == "gpt":
+        model = TinyGPT(vocab=VOCAB[name], dim=128, heads=4, depth=4,
+                        block=shape[0]).eval()
+    elif name == "nanogpt":
+        model = NanoGPT(vocab=VOCAB[name], dim=128, heads=4, depth=4,
+                        block=shape[0]).eval()
     else:
         model = calibrate(build(name), shape[-1])
-    # Not under no_grad for the vits: PyTorch's transformer layers then take
-    # their fused inference kernel, which has no ONNX export.
-    with torch.enable_grad() if name.startswith("vit") else torch.no_grad():
-        torch.onnx.export(model, torch.randn(batch, *shape), path,
+    # Not under no_grad for the vits and gpt: PyTorch's transformer layers
+    # then take their fused inference kernel, which has no ONNX export.
+    fused = any(isinstance(module, nn.TransformerEncoderLayer)
+                for module in model.modules())
+    with torch.enable_grad() if fused else torch.no_grad():
+        torch.onnx.export(model, make_input(name, batch), path,
                           opset_version=13, input_names=["x"],
                           output_names=["y"],
                           dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
     return model, path
 
 
-def compile_model(build_dir, onnx_path, batch):
+def compile_model(build_dir, model, onnx_path, batch):
     exe = onnx_path[:-len(".onnx")] + ".bin"
     start = time.perf_counter()
     result = subprocess.run(
         [os.path.join(build_dir, "bin", "dtrain-compile"), onnx_path,
-         "--mode=infer", "--batch-size", str(batch), "-o", exe],
+         "--mode=infer", "--batch-size", str(batch), "-o", exe]
+        + frozen_flags(model, onnx_path),
         capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if result.returncode != 0:
@@ -155,10 +200,11 @@ def main():
     parser.add_argument("build", help="the build directory (bin/dtrain-compile)")
     parser.add_argument("--models", nargs="+",
                         default=["mlp", "lenet", "resnet18", "mobilenet_v2",
-                                 "vit", "vit_long"],
+                                 "vit", "vit_long", "gpt", "nanogpt"],
                         choices=sorted(MODELS), metavar="MODEL",
                         help="models to compile, run and time (default: "
-                        "mlp lenet resnet18 mobilenet_v2 vit vit_long)")
+                        "mlp lenet resnet18 mobilenet_v2 vit vit_long gpt "
+                        "nanogpt)")
     parser.add_argument("--compile-only", nargs="*", default=["resnet50"],
                         choices=sorted(MODELS), metavar="MODEL",
                         help="models only compiled (default: resnet50)")
@@ -175,11 +221,12 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for name in args.models:
-            batch, shape = MODELS[name]
+            batch, _ = MODELS[name]
             model, onnx_path = make_model(name, work)
-            exe, compile_s = compile_model(args.build, onnx_path, batch)
+            exe, compile_s = compile_model(args.build, model, onnx_path,
+                                           batch)
             torch.manual_seed(1)
-            x = torch.randn(batch, *shape)
+            x = make_input(name, batch)
             x_path = os.path.join(work, name + "-x.npy")
             y_path = os.path.join(work, name + "-y.npy")
             np.save(x_path, x.numpy())
@@ -204,8 +251,8 @@ def main():
         compiled = []
         for name in args.compile_only:
             batch, _ = MODELS[name]
-            _, onnx_path = make_model(name, work)
-            _, compile_s = compile_model(args.build, onnx_path, batch)
+            model, onnx_path = make_model(name, work)
+            _, compile_s = compile_model(args.build, model, onnx_path, batch)
             compiled.append((name, batch, compile_s))
             print("%s: compile %.2f s (batch %d)" % (name, compile_s, batch),
                   flush=True)

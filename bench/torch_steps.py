@@ -1,6 +1,8 @@
 """PyTorch's eager training step as dtrain's compiled steps run it: momentum
 SGD (lr 0.01, momentum 0.9, weight decay 5e-4 on the weights of rank > 1
-only), softmax cross-entropy, under torch.autocast(bfloat16) for bf16; and
+only), softmax cross-entropy (with N x T labels, one per position of N x T
+x V logits, their mean over all N T positions: F.cross_entropy of the
+flattened logits and labels), under torch.autocast(bfloat16) for bf16; and
 its timing; and a model's export for dtrain-compile --mode=step. Shared by bench/train_bench.py and the GPU bundle's
 scripts/gpu_bundle_steps.py, which runs where nothing but PyTorch is.
 """
@@ -42,7 +44,12 @@ def make_step(model, x, y, device, precision):
         optimizer.zero_grad()
         with torch.autocast(device.type, dtype=torch.bfloat16,
                             enabled=precision == "bf16"):
-            loss = criterion(model(x), y)
+            out = model(x)
+            if y.dim() > 1:  # a language model's: one label per position
+                out, labels = out.reshape(-1, out.shape[-1]), y.reshape(-1)
+            else:
+                labels = y
+            loss = criterion(out, labels)
         loss.backward()
         optimizer.step()
         if device.type == "cuda":

@@ -8,12 +8,17 @@ usage: train_bench.py [--threads T] [--seconds S] [--models M ...]
 
 Models and batches as in bench/forward_bench.py (mlp 64 x 784, lenet 64 x
 1x28x28, resnet18 and mobilenet_v2 8 x 3x224x224, vit 64 x 1x28x28,
-vit_long 16 x 1x64x64),
+vit_long 16 x 1x64x64; the language models gpt and nanogpt 16 x 64 token
+ids of a vocabulary of 65),
 exported in TRAINING mode (dropout ratio 0) with a fixed batch, trained
-with softmax cross-entropy on random labels and momentum SGD (lr 0.01,
-momentum 0.9, weight decay 5e-4). dtrain: `step.bin --repeat N --warmup
-2` (each run one step: forward, loss, backward, update); PyTorch:
-zero_grad, forward, loss, backward, step, in a child process. Both
+with softmax cross-entropy on random labels (one per sample; one per
+position, B x T, for the language models, the loss their mean over all
+positions as F.cross_entropy of the flattened B T x V logits) and
+momentum SGD (lr 0.01, momentum 0.9, weight decay 5e-4), the language
+models' causal masks (PyTorch buffers) kept constant (dtrain-compile
+--frozen=NAME,...). dtrain: `step.bin --repeat N --warmup 2` (each run
+one step: forward, loss, backward, update); PyTorch: zero_grad, forward,
+loss, backward, step, in a child process. Both
 report the MINIMUM step time over N runs (N chosen so that the runs take
 about S seconds) and their peak resident memory (the child's ru_maxrss:
 the executable, and the Python process with PyTorch loaded). Prints a table:
@@ -57,9 +62,8 @@ def make_step_model(name, work, batch):
         if isinstance(module, nn.Dropout):
             module.p = 0.0
     model.train()
-    shape = forward_bench.MODELS[name][1]
     path = os.path.join(work, name + "-train.onnx")
-    export_for_training(model, torch.randn(batch, *shape), path)
+    export_for_training(model, forward_bench.make_input(name, batch), path)
     return model, path
 
 
@@ -100,7 +104,7 @@ def main():
     parser.add_argument("build", help="the build directory (bin/dtrain-compile)")
     parser.add_argument("--models", nargs="+",
                         default=["mlp", "lenet", "resnet18", "mobilenet_v2",
-                                 "vit", "vit_long"],
+                                 "vit", "vit_long", "gpt", "nanogpt"],
                         metavar="MODEL")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -132,20 +136,28 @@ def main():
         for name in args.models:
             batch, shape = forward_bench.MODELS[name]
             batch = args.batch or batch
-            _, onnx_path = make_step_model(name, work, batch)
+            model, onnx_path = make_step_model(name, work, batch)
             torch.manual_seed(1)
             x_path = os.path.join(work, name + "-x.npy")
             labels_path = os.path.join(work, name + "-labels.npy")
-            np.save(x_path, torch.randn(batch, *shape).numpy())
-            classes = 1000 if name in ("resnet18", "mobilenet_v2") else 10
-            np.save(labels_path, torch.randint(0, classes, (batch,)).numpy())
+            np.save(x_path, forward_bench.make_input(name, batch).numpy())
+            if name in forward_bench.VOCAB:
+                # The next token at each position: B x T labels.
+                labels = torch.randint(0, forward_bench.VOCAB[name],
+                                       (batch, *shape))
+            else:
+                classes = (1000 if name in ("resnet18", "mobilenet_v2")
+                           else 10)
+                labels = torch.randint(0, classes, (batch,))
+            np.save(labels_path, labels.numpy())
             exe = os.path.join(work, name + "-step.bin")
             start = time.perf_counter()
             result = subprocess.run(
                 [os.path.join(args.build, "bin", "dtrain-compile"),
                  onnx_path, "--mode=step", "--optimizer", "momentum",
                  "--lr", str(LR), "--momentum", str(MOMENTUM),
-                 "--weight-decay", str(DECAY), "-o", exe] + flags,
+                 "--weight-decay", str(DECAY), "-o", exe] + flags
+                + forward_bench.frozen_flags(model, onnx_path),
                 capture_output=True, text=True)
             compile_s = time.perf_counter() - start
             if result.returncode != 0:

@@ -45,10 +45,10 @@ def export(module, example_input, path, input_name="x", output_name="logits",
     return path
 
 
-def _mark_frozen(module, path):
-    """Lists in the ONNX file PATH's `dtrain.frozen` metadata the float
-    buffers of MODULE that the importer must keep constant (an attention
-    mask): ONNX has initializers only, which dtrain would otherwise train.
+def frozen_initializers(module, path):
+    """The initializers of PATH, MODULE's ONNX export, that dtrain must keep
+    constant (dtrain-compile --frozen): MODULE's float buffers (an
+    attention mask), which ONNX stores as initializers like the weights.
     Batch norms' running statistics are left out: the trainer updates
     them."""
     import onnx
@@ -62,12 +62,22 @@ def _mark_frozen(module, path):
         if buffer.is_floating_point()
     ]
     if not names:
-        return
-    model = onnx.load(path)
-    initializers = {tensor.name for tensor in model.graph.initializer}
-    frozen = [name for name in names if name in initializers]
+        return []
+    initializers = {tensor.name for tensor in
+                    onnx.load(path, load_external_data=False)
+                    .graph.initializer}
+    return [name for name in names if name in initializers]
+
+
+def _mark_frozen(module, path):
+    """Lists frozen_initializers in the ONNX file PATH's `dtrain.frozen`
+    metadata, which dtrain's importer reads."""
+    import onnx
+
+    frozen = frozen_initializers(module, path)
     if not frozen:
         return
+    model = onnx.load(path)
     entry = model.metadata_props.add()
     entry.key, entry.value = "dtrain.frozen", ",".join(frozen)
     onnx.save(model, path)
