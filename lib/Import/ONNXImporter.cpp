@@ -194,6 +194,10 @@ private:
   /// an error at the node when out of range.
   FailureOr<int64_t> getAxisAttr(const onnx::NodeProto &node,
                                  int64_t defaultAxis, int64_t rank);
+  /// nn.slice of COUNT elements of X from START along AXIS, all of the
+  /// other dimensions.
+  FailureOr<Value> createAxisSlice(const onnx::NodeProto &node, Value x,
+                                   int64_t axis, int64_t start, int64_t count);
   LogicalResult importSplit(const onnx::NodeProto &node);
   LogicalResult importLayerNorm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
@@ -1889,19 +1893,10 @@ LogicalResult Importer::importGather(const onnx::NodeProto &node) {
   // One slice of the axis for each run of consecutive indices, joined.
   SmallVector<Value> pieces;
   auto addSlice = [&](int64_t start, int64_t count) -> LogicalResult {
-    SmallVector<int64_t> starts(type.getRank(), 0), sizes(type.getShape()),
-        steps(type.getRank(), 1);
-    starts[*axis] = start;
-    sizes[*axis] = count;
-    FailureOr<Operation *> slice = createOp(
-        node, "nn.slice", {*x},
-        {builder.getNamedAttr("starts", builder.getDenseI64ArrayAttr(starts)),
-         builder.getNamedAttr("sizes", builder.getDenseI64ArrayAttr(sizes)),
-         builder.getNamedAttr("steps", builder.getDenseI64ArrayAttr(steps))},
-        {type.clone(sizes)});
+    FailureOr<Value> slice = createAxisSlice(node, *x, *axis, start, count);
     if (failed(slice))
       return failure();
-    pieces.push_back((*slice)->getResult(0));
+    pieces.push_back(*slice);
     return success();
   };
   int64_t runStart = -1, runLength = 0;
@@ -2298,6 +2293,25 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
                             builder.getDenseI64ArrayAttr(box->steps))});
 }
 
+FailureOr<Value> Importer::createAxisSlice(const onnx::NodeProto &node, Value x,
+                                           int64_t axis, int64_t start,
+                                           int64_t count) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> starts(type.getRank(), 0), sizes(type.getShape()),
+      steps(type.getRank(), 1);
+  starts[axis] = start;
+  sizes[axis] = count;
+  FailureOr<Operation *> slice = createOp(
+      node, "nn.slice", {x},
+      {builder.getNamedAttr("starts", builder.getDenseI64ArrayAttr(starts)),
+       builder.getNamedAttr("sizes", builder.getDenseI64ArrayAttr(sizes)),
+       builder.getNamedAttr("steps", builder.getDenseI64ArrayAttr(steps))},
+      {type.clone(sizes)});
+  if (failed(slice))
+    return failure();
+  return (*slice)->getResult(0);
+}
+
 /// Split of a run-time tensor: one nn.slice of the axis per output, the
 /// sizes given (input #1 from opset 13, the `split` attribute before) or
 /// equal.
@@ -2332,20 +2346,13 @@ LogicalResult Importer::importSplit(const onnx::NodeProto &node) {
     return nodeError(node) << "sizes [" << llvm::interleaved(sizes)
                            << "] do not split dimension " << *axis << " of "
                            << type << " into " << parts << " parts";
-  SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+  int64_t start = 0;
   for (auto [index, size] : llvm::enumerate(sizes)) {
-    SmallVector<int64_t> shape(type.getShape());
-    shape[*axis] = size;
-    FailureOr<Operation *> slice = createOp(
-        node, "nn.slice", {*x},
-        {builder.getNamedAttr("starts", builder.getDenseI64ArrayAttr(starts)),
-         builder.getNamedAttr("sizes", builder.getDenseI64ArrayAttr(shape)),
-         builder.getNamedAttr("steps", builder.getDenseI64ArrayAttr(steps))},
-        {type.clone(shape)});
+    FailureOr<Value> slice = createAxisSlice(node, *x, *axis, start, size);
     if (failed(slice))
       return failure();
-    values[node.output(index)] = (*slice)->getResult(0);
-    starts[*axis] += size;
+    values[node.output(index)] = *slice;
+    start += size;
   }
   return success();
 }
