@@ -6,13 +6,17 @@ usage: check_gradients_fd.py COMPILE WORKDIR [FLAG...]
 FLAGs go to COMPILE too (--cuda-loops: the CUDA target's loop nests and
 heavy-op calls, run on the CPU).
 
-Each case is a one- or two-node ONNX graph in float64 whose initializers
-are the parameters (seeded random values, away from kinks) and whose graph
-input x is fixed. dtrain's gradient of the MSE loss against fixed targets
-comes from one compiled SGD step with lr 1 (`--mode=step`: w' = w - g); the
-reference is (L(w + h e) - L(w - h e)) / 2h for every element of every
-parameter (h = 1e-6), with L evaluated by the compiled forward pass
-(`--mode=infer --model` on the perturbed weights) and numpy. They must
+Each case is a small ONNX graph in float64 whose initializers are the
+parameters (seeded random values, away from kinks) and whose graph input x
+is fixed, as are the int64 run-time inputs that some cases add (an
+embedding's token ids). dtrain's gradient of the MSE loss against fixed
+targets (or, for the cases with labels, of softmax cross-entropy against
+those int64 labels: over B x T x V logits, the mean over the B * T
+positions) comes from one compiled SGD step with lr 1 (`--mode=step`:
+w' = w - g); the reference is (L(w + h e) - L(w - h e)) / 2h for every
+element of every parameter (h = 1e-6), with L evaluated by the compiled
+forward pass (`--mode=infer --model` on the perturbed weights) and numpy.
+They must
 agree to rtol 1e-5 / atol 1e-8. Prints one line per case and exits
 non-zero on any mismatch. Matmul, convolution, pooling and batch norm run
 on the runtime's f64 reference kernels here (f32 steps are checked against
@@ -40,7 +44,10 @@ def node(op, inputs, outputs, **attrs):
     return helper.make_node(op, inputs, outputs, **attrs)
 
 
-# name -> (nodes (output "y"), parameters, x, y shape)
+# name -> (nodes (output "y"), parameters, x, y shape[, options]); options:
+# "inputs", int64 run-time graph inputs besides x (name -> value), and
+# "labels", int64 labels for softmax cross-entropy (the loss then, instead
+# of MSE).
 CASES = {
     "Add (broadcast)": ([node("Add", ["x", "w"], ["y"])],
                         {"w": away_from_zero((3,))}, away_from_zero((2, 3)),
@@ -178,10 +185,49 @@ CASES = {
         [node("Gather", ["w", "gather_indices"], ["t"], axis=1),
          node("Mul", ["t", "x"], ["y"])],
         {"w": away_from_zero((2, 4))}, away_from_zero((2, 3)), (2, 3)),
+    # Language models' ops: Gather of a parameter table by run-time int64
+    # indices on axis 0 (nn.embedding; its gradient nn.embedding_grad, a
+    # scatter-add on the runtime's kernel), with repeated indices (whose
+    # rows' gradients sum), negative ones (counted from the end, so that
+    # -1 and 4 pick the same row of 5) and rows that no index picks (a
+    # zero gradient); and softmax cross-entropy over rank-3 logits.
+    "Gather (run-time indices: repeated, negative)": (
+        [node("Gather", ["w", "ids"], ["t"], axis=0),
+         node("Mul", ["t", "x"], ["y"])],
+        {"w": away_from_zero((5, 3))}, away_from_zero((2, 3, 3)), (2, 3, 3),
+        {"inputs": {"ids": np.array([[1, -1, 3], [4, 1, -4]], np.int64)}}),
+    "Gather (run-time indices, rank-3 table)": (
+        [node("Gather", ["w", "ids"], ["t"], axis=0),
+         node("Mul", ["t", "x"], ["y"])],
+        {"w": away_from_zero((4, 2, 3))}, away_from_zero((2, 2, 2, 3)),
+        (2, 2, 2, 3),
+        {"inputs": {"ids": np.array([[2, -4], [-2, 0]], np.int64)}}),
+    "softmax-xent (B x T x V logits, B x T labels)": (
+        [node("Mul", ["w", "x"], ["t"]), node("Add", ["t", "b"], ["y"])],
+        {"w": away_from_zero((2, 3, 4)), "b": away_from_zero((4,))},
+        away_from_zero((2, 3, 4)), (2, 3, 4),
+        {"labels": np.array([[0, 3, 3], [1, 0, 2]], np.int64)}),
+    # masked_fill: Where of a constant mask (nn.select) on run-time values;
+    # the broadcast lhs's gradient sums over the rows where it is chosen.
+    "Where (a constant mask)": (
+        [node("Constant", [], ["c"],
+              value=helper.make_tensor("c", TensorProto.BOOL, [1, 3],
+                                       [True, False, True])),
+         node("Mul", ["v", "x"], ["t"]),
+         node("Where", ["c", "w", "t"], ["y"])],
+        {"w": away_from_zero((3,)), "v": away_from_zero((2, 3))},
+        away_from_zero((2, 3)), (2, 3)),
+    "Gather (run-time indices) and softmax-xent (a bigram model)": (
+        [node("Gather", ["w", "ids"], ["t"], axis=0),
+         node("Mul", ["t", "x"], ["y"])],
+        {"w": away_from_zero((5, 5))}, away_from_zero((2, 4, 5)), (2, 4, 5),
+        {"inputs": {"ids": np.array([[0, 3, 3, -1], [2, 3, 0, 3]],
+                                    np.int64)},
+         "labels": np.array([[3, 3, 4, 1], [3, 0, 3, 3]], np.int64)}),
 }
 
 
-def make_model(path, nodes, params, x, y_shape):
+def make_model(path, nodes, params, x, y_shape, inputs=None):
     initializers = [numpy_helper.from_array(v, k) for k, v in params.items()]
     # Constant operands: ReduceSum's axes, Clip's bounds (away from the
     # parameters' values), Pad's pads, batch norm's running statistics,
@@ -203,7 +249,9 @@ def make_model(path, nodes, params, x, y_shape):
             initializers.append(numpy_helper.from_array(value, name))
     graph = helper.make_graph(
         nodes, "g",
-        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, x.shape)],
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, x.shape)] +
+        [helper.make_tensor_value_info(name, TensorProto.INT64, value.shape)
+         for name, value in (inputs or {}).items()],
         [helper.make_tensor_value_info("y", TensorProto.DOUBLE, y_shape)],
         initializers)
     model = helper.make_model(graph,
@@ -218,30 +266,57 @@ def run(command):
         raise RuntimeError("%s:\n%s" % (" ".join(command), result.stderr))
 
 
-def check(compile_tool, flags, work, name, nodes, params, x, y_shape):
+def softmax_xent(logits, labels):
+    """The mean over the rows of the last axis of -log softmax at the
+    label, as dtrain's softmax-xent and PyTorch's cross_entropy of the
+    flattened logits compute it."""
+    logits = logits.reshape(-1, logits.shape[-1])
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return float(-np.mean(log_probs[np.arange(len(logits)),
+                                    labels.reshape(-1)]))
+
+
+def check(compile_tool, flags, work, name, nodes, params, x, y_shape,
+          options=None):
+    options = options or {}
+    inputs, labels = options.get("inputs", {}), options.get("labels")
     os.makedirs(work, exist_ok=True)
     model = os.path.join(work, "model.onnx")
-    make_model(model, nodes, params, x, y_shape)
-    targets = rng.randn(*y_shape)
+    make_model(model, nodes, params, x, y_shape, inputs)
     x_path, t_path = (os.path.join(work, f) for f in ("x.npy", "t.npy"))
     np.save(x_path, x)
-    np.save(t_path, targets)
+    feeds = ["--input", "x=" + x_path]
+    for input_name, value in inputs.items():
+        path = os.path.join(work, input_name + ".npy")
+        np.save(path, value)
+        feeds += ["--input", "%s=%s" % (input_name, path)]
+    if labels is None:
+        loss_name, target_name = "mse", "targets"
+        targets = rng.randn(*y_shape)
+        np.save(t_path, targets)
+    else:
+        loss_name, target_name = "softmax-xent", "labels"
+        np.save(t_path, labels)
     step, forward = (os.path.join(work, f) for f in ("step.bin", "fwd.bin"))
-    run([compile_tool, model, "--mode=step", "--loss", "mse", "--optimizer",
-         "sgd", "--lr", "1", "-o", step] + flags)
+    run([compile_tool, model, "--mode=step", "--loss", loss_name,
+         "--optimizer", "sgd", "--lr", "1", "-o", step] + flags)
     run([compile_tool, model, "--mode=infer", "-o", forward] + flags)
     out = os.path.join(work, "out.npz")
-    run([step, "--input", "x=" + x_path, "--input", "targets=" + t_path,
-         "--output", out])
+    run([step] + feeds + ["--input", "%s=%s" % (target_name, t_path),
+                          "--output", out])
     updated = np.load(out)
 
     def loss(values):
         perturbed = os.path.join(work, "perturbed.onnx")
-        make_model(perturbed, nodes, values, x, y_shape)
+        make_model(perturbed, nodes, values, x, y_shape, inputs)
         y_path = os.path.join(work, "y.npy")
-        run([forward, "--model", perturbed, "--input", "x=" + x_path,
-             "--output", "y=" + y_path])
-        return float(np.mean((np.load(y_path) - targets) ** 2))
+        run([forward, "--model", perturbed] + feeds +
+            ["--output", "y=" + y_path])
+        y = np.load(y_path)
+        if labels is not None:
+            return softmax_xent(y, labels)
+        return float(np.mean((y - targets) ** 2))
 
     worst = 0.0
     ok = True

@@ -16,9 +16,13 @@ parameter and every batch-norm running statistic after it with
 PyTorch's (torch.optim, weight decay on parameters of more than one
 dimension only, as dtrain does by default) at rtol 1e-4 and atol 1e-5 for
 float32 models, 1e-6 and 1e-7 for float64 ones (model, batch and outputs
-all float64). Prints one line per case with the largest differences, and
-exits non-zero on any mismatch or failure. --target is dtrain-compile's
-(cuda: the step on the GPU), and each --compile-flag is passed to it too
+all float64). Language models take int64 token ids (B x T) and B x T
+labels, their loss PyTorch's cross-entropy of the B x T x V logits
+flattened to B * T rows; a model's float buffers other than batch norms'
+statistics (a causal mask: python/dtrain's frozen_initializers) go to
+`--frozen`, and must not be outputs of the step (not trained). Prints one line per case with the largest
+differences, and exits non-zero on any mismatch or failure. --target is
+dtrain-compile's (cuda: the step on the GPU), and each --compile-flag is passed to it too
 (--cuda-loops: the CUDA target's loop nests, run on the CPU); --torch-device runs PyTorch's steps there (auto: on CUDA where this
 torch has it).
 """
@@ -37,6 +41,11 @@ from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "Examples"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "python"))
+from dtrain.model import frozen_initializers  # noqa: E402
+from gpt import TinyGPT  # noqa: E402
+from nanogpt import NanoGPT  # noqa: E402
 from vit import TinyViT  # noqa: E402
 
 # (rtol, atol) by the batch's float type. float64 rounding is small enough
@@ -180,6 +189,19 @@ def vit(activation="gelu", norm_first=True):
     return TinyViT(activation, norm_first)
 
 
+def gpt():
+    """test/Examples/gpt.py's, without dropout."""
+    torch.manual_seed(18)
+    return TinyGPT()
+
+
+def nanogpt():
+    """test/Examples/nanogpt.py's: attention by hand (a split projection, a
+    masked_fill of a frozen buffer), positions from arange, a tied head."""
+    torch.manual_seed(20)
+    return NanoGPT()
+
+
 def lenet():
     """The demo's LeNet-5 (test/Examples/lenet.py), seeded there."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
@@ -303,6 +325,20 @@ def cases():
            "softmax-xent", "sgd", 0.1, 0.0, 1, x, labels)
     yield ("vit f64 softmax-xent adam", vit().double(), "softmax-xent",
            "adam", 0.01, 5e-4, 3, x.double(), labels)
+    # A language model: B x T token ids, each sequence's next tokens as the
+    # labels, the loss over all B * T positions. Tokens repeat within and
+    # across the sequences (32 of a vocabulary of 16, token 3 at every third
+    # position), so that the embedding's gradient sums several positions'
+    # into a row.
+    torch.manual_seed(19)
+    tokens = torch.randint(0, 16, (4, 9))
+    tokens[:, 2::3] = 3
+    x, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    assert len(torch.unique(x)) < x.numel()
+    yield ("nanogpt softmax-xent momentum", nanogpt(), "softmax-xent",
+           "momentum", 0.05, 5e-4, 3, x, labels)
+    yield ("gpt f64 softmax-xent adam", gpt().double(), "softmax-xent",
+           "adam", 0.01, 5e-4, 3, x, labels)
     torch.manual_seed(14)
     x, labels = torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,))
     for optimizer, lr in (("momentum", 0.05), ("adam", 0.001)):
@@ -318,9 +354,17 @@ def train(model, x, target, loss_name, optimizer_name, lr, decay, steps,
     WIRE (a 16-bit torch dtype): each gradient is rounded to it before the
     update, as a one-rank exchange in that type does."""
     # CrossEntropyLoss after LogSoftmax is what dtrain's softmax-xent of
-    # log-probabilities computes too.
-    criterion = (nn.CrossEntropyLoss() if loss_name == "softmax-xent"
-                 else nn.MSELoss())
+    # log-probabilities computes too. Logits of more than 2 dimensions (a
+    # language model's B x T x V) have the classes last: the loss of every
+    # position, the rows flattened.
+    if loss_name == "softmax-xent":
+        cross_entropy = nn.CrossEntropyLoss()
+
+        def criterion(output, target):
+            return cross_entropy(output.reshape(-1, output.shape[-1]),
+                                 target.reshape(-1))
+    else:
+        criterion = nn.MSELoss()
     params = list(model.parameters())
     groups = [{"params": [p for p in params if p.dim() > 1],
                "weight_decay": decay},
@@ -342,7 +386,7 @@ def train(model, x, target, loss_name, optimizer_name, lr, decay, steps,
             schedule.step()
     correct = None
     if loss_name == "softmax-xent":
-        correct = (output.argmax(1) == target).sum().cpu().numpy()
+        correct = (output.argmax(-1) == target).sum().cpu().numpy()
     return loss.detach().cpu().numpy(), correct
 
 
@@ -373,7 +417,9 @@ def check(options, work, name, model, loss_name,
     if options.target:
         flags = tuple(flags) + ("--target", options.target)
     flags = tuple(flags) + tuple(options.compile_flag)
-    rtol, atol = TOLERANCES[x.dtype]
+    # The model's float type (a language model's batch is int64 token ids).
+    dtype = next(model.parameters()).dtype
+    rtol, atol = TOLERANCES[dtype]
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, "model.onnx")
     exe = os.path.join(work, "step.bin")
@@ -382,6 +428,11 @@ def check(options, work, name, model, loss_name,
                           input_names=["x"], output_names=["y"],
                           training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False)
+    # Float buffers other than batch norms' statistics (a causal mask) stay
+    # constant, as dtrain.export marks them; else dtrain would train them.
+    frozen = frozen_initializers(model, onnx_path)
+    if frozen:
+        flags = tuple(flags) + ("--frozen=" + ",".join(frozen),)
     use_dtrain_dropout(model)
     names = [n for n, _ in model.named_parameters()]
     before = {n: p.detach().cpu().numpy().copy()
@@ -450,6 +501,12 @@ def check(options, work, name, model, loss_name,
         if not np.allclose(value, expected, rtol=rtol, atol=atol):
             print("%s: MISMATCH in %s: max |dtrain - PyTorch| = %.3g" % (
                 name, key, diff))
+            ok = False
+    # A frozen buffer is no parameter of the step: not an output.
+    for n in frozen:
+        if any(k == n or k.startswith(n + ".") for k in got):
+            print("%s: MISMATCH: the frozen buffer %s is an output of the "
+                  "step (trained)" % (name, n))
             ok = False
     # The step must have moved every parameter (a zero gradient would pass
     # a comparison of parameters that hardly change).

@@ -19,9 +19,13 @@ Node tests pass shapes, axes, pads, Clip bounds and Dropout ratios as graph
 inputs, which dtrain needs constant at import. For each such test, a
 "<name>+const" variant turns those inputs (INT64/BOOL tensors and float
 scalars after the first input) into initializers holding the data set's
-values, so that the op itself is still checked. Likewise, a test of an
-opset older than 7 (which dtrain does not import) whose ops are defined
-alike in opset 13 gets a "<name>+opset13" variant that imports opset 13.
+values, so that the op itself is still checked. Gather's indices are such
+an input too: the test itself passes them at run time (on axis 0, an
+embedding lookup, which dtrain computes; on another axis it rejects them),
+and its +const variant bakes them (constant indices, imported otherwise).
+Likewise, a test of an opset older than 7 (which dtrain does not import)
+whose ops are defined alike in opset 13 gets a "<name>+opset13" variant
+that imports opset 13.
 
 A test may be rejected with a clear error by dtrain-compile ("error:" on
 stderr, exit status 1) only if EXPECTED_UNSUPPORTED lists it, with the
@@ -62,10 +66,11 @@ SUPPORTED_OPS = {
     "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
     "Reshape", "Flatten", "Transpose", "Concat", "Pad", "ReduceSum",
     "ReduceMean", "Identity", "Slice", "Sqrt", "Exp", "Log", "Erf", "Pow",
-    "Expand", "Gather", "Unsqueeze", "Squeeze",
+    "Expand", "Gather", "Unsqueeze", "Squeeze", "Split", "Where",
+    "LayerNormalization",
 }
 SHAPE_OPS = {"Shape", "Cast", "Constant",
-             "ConstantOfShape", "Equal", "Where"}
+             "ConstantOfShape", "Equal", "Range"}
 SUPPORTED_OPS |= SHAPE_OPS
 
 # The ONNX backend test runner's defaults (onnx/backend/test/loader and
@@ -87,7 +92,8 @@ RUNTIME_SHAPE = "Reshape target shape given as a run-time input (+const passes)"
 RUNTIME_BOUNDS = "Clip bounds given as run-time inputs (+const passes)"
 RUNTIME_SLICE = "Slice bounds given as run-time inputs (+const passes)"
 RUNTIME_RATIO = "Dropout ratio given as a run-time input"
-RUNTIME_INDICES = "Gather indices given as a run-time input (+const passes)"
+RUNTIME_INDICES = ("Gather on axis 1 of run-time indices (only axis 0, an "
+                   "embedding lookup; +const passes)")
 POOL_RANK = "1-d and 3-d pooling (only 2-d, rank-4 inputs)"
 MASK = "the mask output of Dropout"
 INDICES = "the Indices output of MaxPool"
@@ -96,6 +102,9 @@ RUNTIME_EXPONENT = ("Pow with a run-time exponent (only a constant scalar "
                     "one)")
 TENSOR_EXPONENT = "Pow with an exponent of several elements (only a scalar)"
 RUNTIME_EXPAND = "Expand shape given as a run-time input (+const passes)"
+RUNTIME_SPLIT = "Split sizes given as a run-time input (+const passes)"
+RUNTIME_RANGE = ("Range of run-time bounds: only evaluated at import "
+                 "(positions of torch.arange)")
 
 # Node tests that dtrain rejects with a clear error from dtrain-compile,
 # and why. A listed test that passes, or fails in another way, fails the run.
@@ -128,10 +137,8 @@ EXPECTED_UNSUPPORTED = {
     "test_castlike_FLOAT_to_BFLOAT16_expanded": RUNTIME_CAST,
     "test_castlike_FLOAT_to_DOUBLE_expanded": RUNTIME_CAST,
     "test_castlike_FLOAT_to_FLOAT16_expanded": RUNTIME_CAST,
-    "test_gather_0": RUNTIME_INDICES,
     "test_gather_1": RUNTIME_INDICES,
     "test_gather_2d_indices": RUNTIME_INDICES,
-    "test_gather_negative_indices": RUNTIME_INDICES,
     "test_slice": RUNTIME_SLICE,
     "test_slice_default_axes": RUNTIME_SLICE,
     "test_slice_default_steps": RUNTIME_SLICE,
@@ -208,8 +215,18 @@ EXPECTED_UNSUPPORTED = {
     "test_constantofshape_int_zeros": RUNTIME_SHAPE_OP % "ConstantOfShape",
     "test_equal": RUNTIME_SHAPE_OP % "Equal",
     "test_equal_bcast": RUNTIME_SHAPE_OP % "Equal",
-    "test_where_example": RUNTIME_SHAPE_OP % "Where",
-    "test_where_long_example": RUNTIME_SHAPE_OP % "Where",
+    "test_where_example": ("a run-time boolean condition (a model's inputs "
+                           "are float or integer tensors; constant "
+                           "conditions, masks, are imported)"),
+    "test_where_long_example": "Where of run-time integer tensors",
+    "test_where_long_example+const": "Where of run-time integer tensors",
+    "test_range_float_type_positive_delta": RUNTIME_RANGE,
+    "test_range_int32_type_negative_delta": RUNTIME_RANGE,
+    "test_split_variable_parts_1d": RUNTIME_SPLIT,
+    "test_split_variable_parts_2d": RUNTIME_SPLIT,
+    "test_split_variable_parts_default_axis": RUNTIME_SPLIT,
+    "test_split_zero_size_splits": RUNTIME_SPLIT,
+    "test_split_zero_size_splits+const": "zero-size tensors",
     "test_expand_dim_changed": RUNTIME_EXPAND,
     "test_expand_dim_unchanged": RUNTIME_EXPAND,
     "test_pow": RUNTIME_EXPONENT,
