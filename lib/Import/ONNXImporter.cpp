@@ -1314,8 +1314,12 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
   if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div" ||
       type == "Equal" || type == "Where") {
     SmallVector<const ConstantValue *> operands;
-    for (int i = 0; i < node.input_size(); ++i)
-      operands.push_back(getConstant(node, i));
+    for (int i = 0; i < node.input_size(); ++i) {
+      const ConstantValue *operand = getConstant(node, i);
+      if (!operand)
+        return nodeError(node) << "input #" << i << " is missing";
+      operands.push_back(operand);
+    }
     if (operands.size() != (type == "Where" ? 3u : 2u))
       return nodeError(node) << "has " << operands.size() << " inputs";
     SmallVector<int64_t> shape;
@@ -1410,15 +1414,15 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
     if (delta == 0)
       return nodeError(node) << "delta 0 makes no range";
     double count = std::max(std::ceil((limit - start) / delta), 0.0);
-    if (count > double(kMaxFoldedElements))
-      return nodeError(node)
-             << "makes more than " << kMaxFoldedElements << " elements";
+    if (!(count <= double(kMaxFoldedElements))) // NaN bounds too
+      return nodeError(node) << "makes more than " << kMaxFoldedElements
+                             << " elements, or has a NaN bound";
     ConstantValue value;
     value.elemType = data->elemType;
     value.shape = {int64_t(count)};
     for (int64_t i = 0; i < int64_t(count); ++i) {
       if (value.isInteger())
-        value.ints.push_back(data->ints[0] + i * bounds[2]->ints[0]);
+        value.ints.push_back(int64_t(start) + i * int64_t(delta));
       else
         value.floats.push_back(start + double(i) * delta);
     }
