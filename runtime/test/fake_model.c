@@ -7,7 +7,8 @@
  *   weights  fc.weight f32[4] and shift f32 (scalar), from the ONNX file
  *            DTRAIN_FAKE_MODEL_ONNX (model_main_test.py puts there the
  *            fake_model.onnx of onnx_weights_fixtures.py)
- *   inputs   x f32[2,4], k i32[2]
+ *   inputs   x f32[2,4], k i32[2] (declared the indices of a table of 3
+ *            rows, as an embedding's token ids: the runtime checks them)
  *   outputs  y[i][j] = x[i][j] * fc.weight[j] * k[i]   (f32[2,4])
  *            total = sum(y) + shift                     (f64 scalar)
  *
@@ -47,7 +48,8 @@ const char dtrain_model_info[] =
 #endif
     "arg input i32 2 k\n"
     "arg output f32 2x4 y\n"
-    "arg output f64 - total\n";
+    "arg output f64 - total\n"
+    "indices 3 k\n";
 
 static int runs;
 

@@ -118,6 +118,8 @@ def main():
     np.save(work("x25.npy"), np.zeros((2, 5), np.float32))
     np.save(work("x_f64.npy"), X.astype(np.float64))
     np.save(work("k_i64.npy"), K.astype(np.int64))
+    np.save(work("k_big.npy"), np.array([2, 3], np.int32))
+    np.save(work("k_neg.npy"), np.array([-4, 0], np.int32))
     np.savez(work("xk.npz"), k=K, x=X)
     np.savez(work("x_only.npz"), x=X, unused=K)
     with open(work("garbage.onnx"), "w") as f:
@@ -271,6 +273,15 @@ def main():
          r"\.astype\(np\.float32\)\)"),
         ("wrong integer dtype", ["--input", "x.npy", "--input", "k_i64.npy"],
          r"input 'k': k_i64.npy has dtype i64, expected i32 .*"),
+        # k indexes a table of 3 rows ("indices 3 k"): [-3, 3).
+        ("index past the table", ["--input", "x.npy", "--input",
+                                  "k_big.npy"],
+         r"k_big.npy: index 3 of sample 1 \(its element 0\) of input 'k' is "
+         r"out of range for the 3 rows of the table it looks up"),
+        ("negative index before the table",
+         ["--input", "x.npy", "--input", "k_neg.npy"],
+         r"k_neg.npy: index -4 of sample 0 \(its element 0\) of input 'k' "
+         r"is out of range for the 3 rows of the table it looks up"),
         ("missing .npy", ["--input", "nope.npy", "--input", "k.npy"],
          r"input 'x': nope.npy: cannot open: No such file or directory"),
         ("not a .npy", ["--input", "garbage.onnx", "--input", "k.npy"],
