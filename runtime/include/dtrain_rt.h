@@ -641,6 +641,29 @@ void dtrain_rt_batch_norm_backward_f64(const double *x, const double *dy,
                                        int64_t c, int64_t spatial,
                                        double epsilon);
 
+/*===--- Parallel loops of generated code -------------------------------===*
+ *
+ * dtrain-compile's CPU code runs each large loop nest of its own
+ * (element-wise chains, reductions, copies) through
+ * dtrain_rt_parallel_for, on the threads of the OpenMP runtime that the
+ * heavy-op kernels use (oneDNN's libgomp): one pool of threads, already
+ * awake after a kernel, never two competing for the cores.
+ *===----------------------------------------------------------------------===*/
+
+/* Runs BODY(CONTEXT, BEGIN, END) over contiguous chunks of the iterations
+ * [0, COUNT) that together cover each iteration once, concurrently, and
+ * returns when all have finished. COST_PER_ITERATION estimates the
+ * operations of one iteration: the chunks are fewer than the
+ * OMP_NUM_THREADS threads (default: the cores the process may run on)
+ * where each would do less than 32768 operations, and one chunk runs
+ * BODY on the calling thread, as does a call from within a parallel
+ * chunk. COUNT <= 0 does nothing. BODY must not throw, nor depend on the
+ * order of the iterations. */
+void dtrain_rt_parallel_for(void (*body)(void *context, int64_t begin,
+                                         int64_t end),
+                            void *context, int64_t count,
+                            int64_t cost_per_iteration);
+
 /*===--- Top-k selection --------------------------------------------------===*
  *
  * Which entries of a gradient (plus its residual) to send when it is

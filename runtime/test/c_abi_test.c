@@ -4,6 +4,7 @@
 #include "dtrain_rt.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static int differ(float actual, float expected) {
   return actual - expected > 1e-5f || expected - actual > 1e-5f;
@@ -17,6 +18,12 @@ static void *countFence(void *context) {
 }
 static void countFenceWait(void *context, void *fence) {
   *(int *)context += fence == context;
+}
+
+/* A parallel loop's body: the squares of its range. */
+static void squareRange(void *context, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i)
+    ((int64_t *)context)[i] = i * i;
 }
 
 int main(int argc, char **argv) {
@@ -151,6 +158,13 @@ int main(int argc, char **argv) {
     failures += differ(table[i], tableExpected[i]);
     failures += table64[i] != (double)tableExpected[i];
   }
+
+  /* A parallel loop of generated code's kind: every iteration once. */
+  int64_t squares[4096];
+  memset(squares, 0xff, sizeof squares);
+  dtrain_rt_parallel_for(squareRange, squares, 4096, 1000);
+  for (int64_t i = 0; i < 4096; ++i)
+    failures += squares[i] != i * i;
 
   if (failures)
     fprintf(stderr, "rank %d: %d C ABI checks failed\n", (int)rank, failures);

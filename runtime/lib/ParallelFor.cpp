@@ -1,0 +1,74 @@
+//===- ParallelFor.cpp - parallel loops of generated code -----------------===//
+//
+// dtrain_rt_parallel_for: the loop nests that dtrain-compile generates for
+// the CPU run their chunks in GOMP_parallel, the entry point of the libgomp
+// ABI (GCC's OpenMP runtime), which oneDNN's kernels run on too: one pool of
+// threads serves both, and the threads that a kernel has just woken are
+// still spinning when the next loop starts. clang's -fopenmp targets LLVM's
+// libomp instead, so the calls are declared here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+extern "C" {
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned numThreads,
+                   unsigned flags);
+int omp_get_thread_num(void);
+int omp_get_num_threads(void);
+int omp_in_parallel(void);
+}
+
+namespace {
+
+/// The fewest operations worth a chunk of its own: below this, waking a
+/// thread costs about as much as the chunk's work.
+constexpr int64_t kMinChunkCost = 32768;
+
+struct ParallelLoop {
+  void (*body)(void *, int64_t, int64_t);
+  void *context;
+  int64_t count;
+  int64_t chunks;
+};
+
+/// The chunks of the calling thread of the team: all of them, one after
+/// another, where the team is smaller than asked for (OMP_THREAD_LIMIT).
+void runChunks(void *data) {
+  const auto &loop = *static_cast<const ParallelLoop *>(data);
+  const int64_t threads = omp_get_num_threads();
+  for (int64_t chunk = omp_get_thread_num(); chunk < loop.chunks;
+       chunk += threads)
+    loop.body(loop.context, loop.count * chunk / loop.chunks,
+              loop.count * (chunk + 1) / loop.chunks);
+}
+
+/// The chunks for COUNT iterations of COST operations each on THREADS.
+int64_t getChunkCount(int64_t count, int64_t cost, int64_t threads) {
+  cost = std::max<int64_t>(cost, 1);
+  const int64_t work = cost > std::numeric_limits<int64_t>::max() / count
+                           ? std::numeric_limits<int64_t>::max()
+                           : count * cost;
+  return std::min({threads, count, std::max<int64_t>(work / kMinChunkCost, 1)});
+}
+
+} // namespace
+
+void dtrain_rt_parallel_for(void (*body)(void *, int64_t, int64_t),
+                            void *context, int64_t count,
+                            int64_t cost_per_iteration) {
+  if (count <= 0)
+    return;
+  static const int threads = dtrain::rt::computeThreads();
+  const int64_t chunks = getChunkCount(count, cost_per_iteration, threads);
+  if (chunks <= 1 || omp_in_parallel()) {
+    body(context, 0, count);
+    return;
+  }
+  ParallelLoop loop{body, context, count, chunks};
+  GOMP_parallel(runChunks, &loop, static_cast<unsigned>(chunks), 0);
+}
