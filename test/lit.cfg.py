@@ -22,7 +22,8 @@ config.substitutions.append(("%llvm_lib_dir", config.llvm_lib_dir))
 config.substitutions.append(
     ("%dtrain_runtime_include", os.path.join(config.dtrain_src_root, "runtime", "include")))
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                     "OMP_NUM_THREADS", "OMP_WAIT_POLICY"])
 llvm_config.use_default_substitutions()
 
 # dtrain's tools come first on PATH; FileCheck, not and the stock mlir-opt

@@ -33,13 +33,19 @@ mlir::dtrain::lower::getKernelTripCount(scf::ParallelOp loop) {
 }
 
 std::optional<int64_t>
-mlir::dtrain::lower::getStaticTripCount(scf::ParallelOp loop, unsigned dim) {
-  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound()[dim]);
-  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound()[dim]);
-  std::optional<int64_t> step = getConstantIntValue(loop.getStep()[dim]);
-  if (!lower || !upper || !step || *step <= 0)
+mlir::dtrain::lower::getStaticTripCount(Value lower, Value upper, Value step) {
+  std::optional<int64_t> from = getConstantIntValue(lower);
+  std::optional<int64_t> to = getConstantIntValue(upper);
+  std::optional<int64_t> by = getConstantIntValue(step);
+  if (!from || !to || !by || *by <= 0)
     return std::nullopt;
-  return *upper > *lower ? llvm::divideCeil(*upper - *lower, *step) : 0;
+  return *to > *from ? llvm::divideCeil(*to - *from, *by) : 0;
+}
+
+std::optional<int64_t>
+mlir::dtrain::lower::getStaticTripCount(scf::ParallelOp loop, unsigned dim) {
+  return getStaticTripCount(loop.getLowerBound()[dim],
+                            loop.getUpperBound()[dim], loop.getStep()[dim]);
 }
 
 Value mlir::dtrain::lower::getViewedBuffer(Value memref) {

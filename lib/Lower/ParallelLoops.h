@@ -28,6 +28,10 @@ std::optional<SmallVector<int64_t>> getKernelTripCounts(scf::ParallelOp loop);
 /// of getKernelTripCounts.
 std::optional<int64_t> getKernelTripCount(scf::ParallelOp loop);
 
+/// The trip count of a loop from LOWER to UPPER by STEP where all three are
+/// constants and STEP is positive.
+std::optional<int64_t> getStaticTripCount(Value lower, Value upper, Value step);
+
 /// The trip count of LOOP's dimension DIM where its bounds and step are
 /// constants.
 std::optional<int64_t> getStaticTripCount(scf::ParallelOp loop, unsigned dim);

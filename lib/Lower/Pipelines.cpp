@@ -45,10 +45,14 @@ static constexpr llvm::StringLiteral kLowerBuffers =
     "convert-bufferization-to-memref,dtrain-lower-comm-to-runtime,"
     "dtrain-lower-strided-copies%s,dtrain-flatten-elementwise,";
 
-/// The CPU: the buffers in one static arena where possible; loops, LLVM.
+/// The CPU: the buffers in one static arena where possible; loops, the
+/// large ones run on the runtime's threads (their stores checked first for
+/// a race between iterations); LLVM.
 static constexpr llvm::StringLiteral kCPUPlacement = "dtrain-plan-buffers,";
 static constexpr llvm::StringLiteral kCPULoops =
-    "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+    "convert-linalg-to-parallel-loops,func.func(dtrain-check-parallel-stores),"
+    "dtrain-outline-parallel-loops,"
+    "expand-strided-metadata,lower-affine,"
     "convert-scf-to-cf,canonicalize,cse,finalize-memref-to-llvm,"
     "convert-math-to-llvm,convert-math-to-libm,convert-to-llvm,"
     "reconcile-unrealized-casts,canonicalize,cse";

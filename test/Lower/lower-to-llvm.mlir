@@ -29,6 +29,29 @@ func.func @forward(%w: tensor<4x3xf32> {train.param = "w"}, %b: tensor<3xf32> {t
 
 // -----
 
+// A loop nest of 131072 elements runs on the runtime's threads: the run
+// function passes the address of its outlined body, internal to the object
+// file, and a stack context holding the buffers' descriptors to
+// dtrain_rt_parallel_for, which calls it for chunks of the iterations.
+// BUFFERS-LABEL: IR Dump After OneShotBufferizePass
+// CHECK-DAG: llvm.func @dtrain_rt_parallel_for(!llvm.ptr, !llvm.ptr, i64, i64)
+// CHECK-LABEL: llvm.func @dtrain_model_run(
+// CHECK-DAG: %[[BODY:.*]] = llvm.mlir.addressof @dtrain_model_run_parallel : !llvm.ptr
+// CHECK-DAG: %[[N:.*]] = llvm.mlir.constant(131072 : i64) : i64
+// CHECK-DAG: %[[CONTEXT:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>)>
+// CHECK: llvm.call @dtrain_rt_parallel_for(%[[BODY]], %[[CONTEXT]], %[[N]], %{{.*}})
+// CHECK-NOT: llvm.intr.maximum
+// CHECK: llvm.return
+// CHECK-LABEL: llvm.func internal @dtrain_model_run_parallel(%{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64)
+// CHECK: llvm.intr.maximum
+// CHECK: llvm.return
+func.func @forward(%x: tensor<256x512xf32> {train.input = "x"}) -> (tensor<256x512xf32> {train.output = "y"}) {
+  %0 = nn.relu %x : tensor<256x512xf32>
+  return %0 : tensor<256x512xf32>
+}
+
+// -----
+
 // A training step's fused update reads and writes the parameter's and the
 // momentum's own buffers (the copies onto themselves that remain are
 // removed by canonicalization).

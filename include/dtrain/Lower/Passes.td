@@ -606,6 +606,60 @@ def FuseSiblingParallelLoops : Pass<"dtrain-fuse-sibling-parallel-loops",
                            "::mlir::scf::SCFDialect"];
 }
 
+def OutlineParallelLoops : Pass<"dtrain-outline-parallel-loops", "ModuleOp"> {
+  let summary = "Run large scf.parallel loops on the runtime's threads";
+  let description = [{
+    For the CPU target, after `convert-linalg-to-parallel-loops`: the loop
+    nests of element-wise chains, reductions and copies that dtrain
+    generates would otherwise run on one thread while the heavy-op kernels
+    use them all. Each `scf.parallel` that no other encloses, that has no
+    results and calls no function, and whose estimated work is at least
+    `min-cost` operations (each operation of its body once per iteration of
+    the loops around it; a loop of unknown trip count counts 16), becomes a
+    call of `dtrain_rt_parallel_for` (dtrain_rt.h), which runs chunks of
+    its iterations on the threads of the heavy-op kernels' OpenMP runtime.
+
+    The loop's body moves into a new private function
+    `@<function>_parallel_<N>(%context: !llvm.ptr, %begin: i64, %end: i64)`
+    that runs iterations `[%begin, %end)` of its leading dimensions, taken
+    as one: the first, and the next ones until they reach 64 iterations
+    (never the innermost of several, so that it stays one contiguous loop
+    that LLVM vectorizes). The other dimensions stay an `scf.parallel`
+    inside. Values the body uses from above are stored, in their LLVM
+    types (a memref as its descriptor), into a stack context that the
+    function loads; constants are cloned into it instead.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c512, %c128) step (%c1, %c1) {
+      %x = memref.load %in[%i, %j] : memref<512x128xf32>
+      ...
+    }
+    ```
+
+    becomes, in the function, a store of `%in`'s descriptor into the
+    context and
+
+    ```mlir
+    %body = func.constant @step_parallel_0 : (!llvm.ptr, i64, i64) -> ()
+    call @dtrain_rt_parallel_for(%body, %context, %c512_i64, %cost)
+    ```
+
+    Results do not depend on the number of threads: each iteration runs
+    whole on one thread, and iterations of an `scf.parallel` are independent
+    (`--dtrain-lower-to-llvm` runs `dtrain-check-parallel-stores` first,
+    which reports an iteration's store that another would repeat).
+  }];
+  let options = [
+    Option<"minCost", "min-cost", "int64_t", "32768",
+           "the fewest estimated operations of a loop worth several "
+           "threads (default 32768)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def VectorizeParallelLoops : Pass<"dtrain-vectorize-parallel-loops",
                                    "func::FuncOp"> {
   let summary = "Give each iteration of a 1-D element-wise scf.parallel "
@@ -704,7 +758,9 @@ def CheckParallelStores : Pass<"dtrain-check-parallel-stores",
     runs it on the CUDA target's loop nests as
     `convert-linalg-to-parallel-loops` makes them, one dimension a
     generic's: running them on the CPU, in order or reversed, cannot show
-    a lost update, since both orders sum the same. It runs before the
+    a lost update, since both orders sum the same. `--dtrain-lower-to-llvm`
+    runs it on the CPU's nests too, before
+    `dtrain-outline-parallel-loops` spreads them over threads. It runs before the
     nests are merged, vectorized and tiled, whose index arithmetic
     (divisions of a collapsed dimension included) reaches every dimension
     and would hide a missing one from this check.
