@@ -380,7 +380,9 @@ int dtrain_rt_npz_write(const char *path, int32_t count,
  * paddings >= 0, none above INT32_MAX. Invalid or inconsistent geometry
  * (e.g. an OH that the window, stride and padding cannot produce) aborts
  * with a message naming the kernel and the values. The kernels run on
- * OMP_NUM_THREADS threads (default: all cores, for each process).
+ * OMP_NUM_THREADS threads (default: the cores the process may run on, no
+ * more than its share of the node's where several ranks of the job run
+ * there).
  *===----------------------------------------------------------------------===*/
 
 /* C[M,N] = op(A) * op(B) + BETA * C, where op(A) is M x K (A is stored
@@ -654,8 +656,8 @@ void dtrain_rt_batch_norm_backward_f64(const double *x, const double *dy,
  * [0, COUNT) that together cover each iteration once, concurrently, and
  * returns when all have finished. COST_PER_ITERATION estimates the
  * operations of one iteration: the chunks are fewer than the
- * OMP_NUM_THREADS threads (default: the cores the process may run on)
- * where each would do less than 32768 operations, and one chunk runs
+ * kernels' threads (OMP_NUM_THREADS, by default as above) where each
+ * would do less than 32768 operations, and one chunk runs
  * BODY on the calling thread, as does a call from within a parallel
  * chunk. COUNT <= 0 does nothing. BODY must not throw, nor depend on the
  * order of the iterations. */

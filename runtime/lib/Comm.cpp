@@ -101,6 +101,14 @@ void initialize(int *argc, char ***argv) {
   DTRAIN_MPI_CALL(&worldComm, MPI_Comm_rank, MPI_COMM_WORLD, &worldComm.rank);
   DTRAIN_MPI_CALL(&worldComm, MPI_Comm_size, MPI_COMM_WORLD, &worldComm.size);
   createReductionOps(&worldComm);
+  // The ranks on this node share its CPUs (computeThreads).
+  MPI_Comm node;
+  DTRAIN_MPI_CALL(&worldComm, MPI_Comm_split_type, MPI_COMM_WORLD,
+                  MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int nodeRanks = 1;
+  DTRAIN_MPI_CALL(&worldComm, MPI_Comm_size, node, &nodeRanks);
+  DTRAIN_MPI_CALL(&worldComm, MPI_Comm_free, &node);
+  setNodeRanks(nodeRanks);
   if (ownsMPI)
     std::atexit(finalizeAtExit);
   initialized.store(true, std::memory_order_release);

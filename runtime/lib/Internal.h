@@ -314,10 +314,18 @@ DTRAIN_RT_TEST_API double clockSeconds();
 /// that submit them and wait for them: the computation's, on all its
 /// threads.
 DTRAIN_RT_TEST_API double computeCpuSeconds();
-/// The threads a process computes on: OMP_NUM_THREADS (oneDNN's OpenMP
-/// and the runtime's own parallel passes), else, as OpenMP does, the CPUs
-/// of the calling thread's affinity mask.
+/// The threads a process computes on (oneDNN's OpenMP, the generated
+/// code's parallel loops and the runtime's own parallel passes):
+/// OMP_NUM_THREADS, else, as OpenMP does, the CPUs of the calling thread's
+/// affinity mask, but no more than its share of the node's CPUs where
+/// several ranks run on the node (setNodeRanks): mpirun binds the ranks of
+/// a job of more than 2 to a whole socket, or none, each of which would
+/// otherwise start a thread on every CPU of it.
 DTRAIN_RT_TEST_API int computeThreads();
+/// Records that RANKS processes of the job run on this node (dtrain_rt_init)
+/// and, where OMP_NUM_THREADS is not set, gives the OpenMP runtime of the
+/// kernels computeThreads() threads; returns the ranks recorded before.
+DTRAIN_RT_TEST_API int setNodeRanks(int ranks);
 /// Whether a device computes the step (a buffer fence is installed,
 /// dtrain_rt_set_buffer_fence): the host's threads then only queue its
 /// work.

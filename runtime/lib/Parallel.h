@@ -22,8 +22,7 @@ namespace dtrain::rt {
 inline int passThreads(int64_t n) {
   if (n < (int64_t(1) << 18))
     return 1;
-  static const int threads = computeThreads();
-  return threads;
+  return computeThreads();
 }
 
 /// FN(chunk, begin, end) over CHUNKS contiguous chunks of [0, N), each on a

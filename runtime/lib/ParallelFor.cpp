@@ -5,15 +5,21 @@
 // ABI (GCC's OpenMP runtime), which oneDNN's kernels run on too: one pool of
 // threads serves both, and the threads that a kernel has just woken are
 // still spinning when the next loop starts. clang's -fopenmp targets LLVM's
-// libomp instead, so the calls are declared here.
+// libomp instead, so the calls are declared here. Also the number of
+// threads the process computes on, which the node's ranks share.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <thread>
+
+#include <sched.h>
 
 extern "C" {
 void GOMP_parallel(void (*fn)(void *), void *data, unsigned numThreads,
@@ -21,9 +27,20 @@ void GOMP_parallel(void (*fn)(void *), void *data, unsigned numThreads,
 int omp_get_thread_num(void);
 int omp_get_num_threads(void);
 int omp_in_parallel(void);
+void omp_set_num_threads(int threads);
 }
 
 namespace {
+
+/// The ranks of the job on this node (setNodeRanks).
+std::atomic<int> nodeRanks{1};
+
+/// OMP_NUM_THREADS when it is a positive number, else 0.
+int getThreadsFromEnvironment() {
+  const char *value = std::getenv("OMP_NUM_THREADS");
+  const int threads = value ? std::atoi(value) : 0;
+  return std::max(threads, 0);
+}
 
 /// The fewest operations worth a chunk of its own: below this, waking a
 /// thread costs about as much as the chunk's work.
@@ -58,11 +75,29 @@ int64_t getChunkCount(int64_t count, int64_t cost, int64_t threads) {
 
 } // namespace
 
+int dtrain::rt::computeThreads() {
+  if (int threads = getThreadsFromEnvironment())
+    return threads;
+  const int node = std::max(1, int(std::thread::hardware_concurrency()));
+  cpu_set_t mask;
+  const int mine =
+      sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : node;
+  return std::max(1, std::min(mine, node / nodeRanks.load()));
+}
+
+int dtrain::rt::setNodeRanks(int ranks) {
+  const int previous = nodeRanks.exchange(std::max(ranks, 1));
+  if (getThreadsFromEnvironment() == 0)
+    omp_set_num_threads(computeThreads());
+  return previous;
+}
+
 void dtrain_rt_parallel_for(void (*body)(void *, int64_t, int64_t),
                             void *context, int64_t count,
                             int64_t cost_per_iteration) {
   if (count <= 0)
     return;
+  // Known once the runtime is initialized, where the generated code runs.
   static const int threads = dtrain::rt::computeThreads();
   const int64_t chunks = getChunkCount(count, cost_per_iteration, threads);
   if (chunks <= 1 || omp_in_parallel()) {

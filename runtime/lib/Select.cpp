@@ -28,23 +28,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <thread>
 #include <vector>
 
-#include <sched.h>
-
 using namespace dtrain::rt;
-
-int dtrain::rt::computeThreads() {
-  const char *value = std::getenv("OMP_NUM_THREADS");
-  const int fromEnv = value ? std::atoi(value) : 0;
-  if (fromEnv > 0)
-    return fromEnv;
-  cpu_set_t mask;
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
-    return std::max(1, CPU_COUNT(&mask));
-  return std::max(1, int(std::thread::hardware_concurrency()));
-}
 
 namespace {
 

@@ -19,12 +19,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <sched.h>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -297,20 +299,33 @@ TEST(ComputationSeconds, CpuTimeWhereTheComputingThreadsFillTheCores) {
   EXPECT_EQ(computationSeconds({2, 2, 2}, wall, -1e-6), 0);
 }
 
-TEST(ComputeThreads, OmpNumThreadsElseTheAffinityMask) {
+TEST(ComputeThreads, OmpNumThreadsElseTheAffinityMaskShared) {
   const char *saved = std::getenv("OMP_NUM_THREADS");
   const std::string savedValue = saved ? saved : "";
   setenv("OMP_NUM_THREADS", "3", 1);
   EXPECT_EQ(computeThreads(), 3);
+  // Whatever the node's ranks.
+  const int jobNodeRanks = setNodeRanks(64);
+  EXPECT_EQ(computeThreads(), 3);
   unsetenv("OMP_NUM_THREADS");
   cpu_set_t mask;
   ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  const int node = int(std::thread::hardware_concurrency());
+  setNodeRanks(1);
   EXPECT_EQ(computeThreads(), CPU_COUNT(&mask));
+  // The ranks of a node share its CPUs, each no more than its mask.
+  setNodeRanks(2);
+  EXPECT_EQ(computeThreads(),
+            std::max(1, std::min(CPU_COUNT(&mask), node / 2)));
+  setNodeRanks(node + 1);
+  EXPECT_EQ(computeThreads(), 1);
+  setNodeRanks(1);
   {
     const PinnedTo pinned(0, 0);
     if (pinned.pinned())
       EXPECT_EQ(computeThreads(), 1);
   }
+  setNodeRanks(jobNodeRanks);
   if (saved)
     setenv("OMP_NUM_THREADS", savedValue.c_str(), 1);
 }
