@@ -322,9 +322,10 @@ DTRAIN_RT_TEST_API double computeCpuSeconds();
 /// a job of more than 2 to a whole socket, or none, each of which would
 /// otherwise start a thread on every CPU of it.
 DTRAIN_RT_TEST_API int computeThreads();
-/// Records that RANKS processes of the job run on this node (dtrain_rt_init)
-/// and, where OMP_NUM_THREADS is not set, gives the OpenMP runtime of the
-/// kernels computeThreads() threads; returns the ranks recorded before.
+/// Records that RANKS processes of the job run on this node (dtrain_rt_init;
+/// 0: as the MPI launcher says, as before MPI is initialized) and, where
+/// OMP_NUM_THREADS is not set, gives the OpenMP runtime of the kernels
+/// computeThreads() threads; returns the ranks recorded before.
 DTRAIN_RT_TEST_API int setNodeRanks(int ranks);
 /// Whether a device computes the step (a buffer fence is installed,
 /// dtrain_rt_set_buffer_fence): the host's threads then only queue its

@@ -32,8 +32,9 @@ void omp_set_num_threads(int threads);
 
 namespace {
 
-/// The ranks of the job on this node (setNodeRanks).
-std::atomic<int> nodeRanks{1};
+/// The ranks of the job on this node (setNodeRanks); 0 before MPI is
+/// initialized, or without it.
+std::atomic<int> nodeRanks{0};
 
 /// OMP_NUM_THREADS when it is a positive number, else 0.
 int getThreadsFromEnvironment() {
@@ -41,6 +42,30 @@ int getThreadsFromEnvironment() {
   const int threads = value ? std::atoi(value) : 0;
   return std::max(threads, 0);
 }
+
+/// The ranks of this node: those MPI counted, else those the launcher
+/// says it started (Open MPI, then MPICH and Intel MPI), else 1. A
+/// `--mode=step` or `--mode=infer` program run under mpirun does not
+/// initialize MPI.
+int getNodeRanks() {
+  if (int ranks = nodeRanks.load())
+    return ranks;
+  for (const char *variable : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char *value = std::getenv(variable))
+      if (int ranks = std::atoi(value); ranks > 0)
+        return ranks;
+  return 1;
+}
+
+/// Where the node's ranks share its CPUs, the kernels' OpenMP runtime
+/// takes this process's share from the start (the library's constructor
+/// runs before main, on the thread that calls the kernels).
+struct ShareOfNodeAtLoad {
+  ShareOfNodeAtLoad() {
+    if (getThreadsFromEnvironment() == 0 && getNodeRanks() > 1)
+      omp_set_num_threads(dtrain::rt::computeThreads());
+  }
+} shareOfNodeAtLoad;
 
 /// The fewest operations worth a chunk of its own: below this, waking a
 /// thread costs about as much as the chunk's work.
@@ -82,11 +107,11 @@ int dtrain::rt::computeThreads() {
   cpu_set_t mask;
   const int mine =
       sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : node;
-  return std::max(1, std::min(mine, node / nodeRanks.load()));
+  return std::max(1, std::min(mine, node / getNodeRanks()));
 }
 
 int dtrain::rt::setNodeRanks(int ranks) {
-  const int previous = nodeRanks.exchange(std::max(ranks, 1));
+  const int previous = nodeRanks.exchange(std::max(ranks, 0));
   if (getThreadsFromEnvironment() == 0)
     omp_set_num_threads(computeThreads());
   return previous;
