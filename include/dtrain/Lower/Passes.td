@@ -619,9 +619,9 @@ def OutlineParallelLoops : Pass<"dtrain-outline-parallel-loops", "ModuleOp"> {
     call of `dtrain_rt_parallel_for` (dtrain_rt.h), which runs chunks of
     its iterations on the threads of the heavy-op kernels' OpenMP runtime.
 
-    The loop's body moves into a new private function
-    `@<function>_parallel_<N>(%context: !llvm.ptr, %begin: i64, %end: i64)`
-    that runs iterations `[%begin, %end)` of its leading dimensions, taken
+    The loop's body moves into a new private function (internal to the
+    object file) `@<function>_parallel(%context: !llvm.ptr, %begin: i64,
+    %end: i64)`, numbered from the second on, that runs iterations `[%begin, %end)` of its leading dimensions, taken
     as one: the first, and the next ones until they reach 64 iterations
     (never the innermost of several, so that it stays one contiguous loop
     that LLVM vectorizes). The other dimensions stay an `scf.parallel`
