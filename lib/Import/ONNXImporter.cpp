@@ -362,15 +362,23 @@ static bool isWindowOp(StringRef type) {
          type == "ConvTranspose" || type == "LpPool";
 }
 
+/// True for the operators whose ONNX shape inference indexes their input's
+/// dimensions by an unchecked attribute: the window ops, and
+/// LayerNormalization's axis (a scalar input crashes it).
+static bool isRankTrustingOp(StringRef type) {
+  return isWindowOp(type) || type == "LayerNormalization";
+}
+
 LogicalResult Importer::checkWindowOps(const onnx::ModelProto &model) {
   // ONNX's shape inference of convolutions and pools divides by strides
   // and indexes by ranks unchecked: a zero stride or a rank-2 input crashes
-  // it. Its preconditions are checked here, with the ranks from a first,
-  // lenient inference in which every window op is replaced by an Identity
-  // (which keeps the rank).
+  // it, as a scalar input or an axis out of range crashes
+  // LayerNormalization's. Their preconditions are checked here, with the
+  // ranks from a first, lenient inference in which each such op is replaced
+  // by an Identity (which keeps the rank).
   onnx::ModelProto probe = model;
   for (onnx::NodeProto &node : *probe.mutable_graph()->mutable_node()) {
-    if (!isWindowOp(node.op_type()) || node.input_size() == 0 ||
+    if (!isRankTrustingOp(node.op_type()) || node.input_size() == 0 ||
         node.output_size() == 0)
       continue;
     node.set_op_type("Identity");
@@ -399,7 +407,7 @@ LogicalResult Importer::checkWindowOps(const onnx::ModelProto &model) {
   for (int index = 0; index < model.graph().node_size(); ++index) {
     const onnx::NodeProto &node = model.graph().node(index);
     nodeIndex = index;
-    if (!isWindowOp(node.op_type()))
+    if (!isRankTrustingOp(node.op_type()))
       continue;
     bool isConv = node.op_type().find("Conv") != std::string::npos;
     int minInputs = isConv ? 2 : 1;
@@ -414,6 +422,14 @@ LogicalResult Importer::checkWindowOps(const onnx::ModelProto &model) {
       ok = false;
       return nodeError(node);
     };
+    if (!isWindowOp(node.op_type())) {
+      // LayerNormalization: the axis must name a dimension of the input.
+      int64_t axis = getIntAttr(node, "axis", -1);
+      if (rank && (axis < -*rank || axis >= *rank))
+        fail() << "axis " << axis << " is out of range for input '"
+               << node.input(0) << "' of rank " << *rank;
+      continue;
+    }
     if (node.input_size() < minInputs) {
       fail() << "needs " << minInputs << " inputs, got " << node.input_size();
       continue;
