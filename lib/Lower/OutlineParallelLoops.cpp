@@ -151,12 +151,12 @@ static void cloneBody(OpBuilder &b, scf::ParallelOp loop, ValueRange indices,
     b.clone(op, mapping);
 }
 
-/// Replaces LOOP in FUNC by a call of dtrain_rt_parallel_for on a new
-/// function; false (and nothing changed) where a value the body uses has
-/// no LLVM type.
-static bool outlineLoop(scf::ParallelOp loop, func::FuncOp func,
-                        const LoopSplit &split, SymbolTable &symbols,
+/// Replaces LOOP by a call of dtrain_rt_parallel_for on a new function;
+/// leaves it where a value the body uses has no LLVM type.
+static void outlineLoop(scf::ParallelOp loop, const LoopSplit &split,
+                        SymbolTable &symbols,
                         const LLVMTypeConverter &converter) {
+  auto func = loop->getParentOfType<func::FuncOp>();
   MLIRContext *context = loop.getContext();
   Location loc = loop.getLoc();
 
@@ -172,7 +172,7 @@ static bool outlineLoop(scf::ParallelOp loop, func::FuncOp func,
     }
     Type fieldType = converter.convertType(value.getType());
     if (!fieldType || !LLVM::isCompatibleType(fieldType))
-      return false;
+      return;
     passed.push_back(value);
     fieldTypes.push_back(fieldType);
   }
@@ -212,16 +212,14 @@ static bool outlineLoop(scf::ParallelOp loop, func::FuncOp func,
   auto toIndex = [&](Value value) {
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), value);
   };
-  auto bounds = [&](OperandRange range, unsigned from, unsigned to) {
-    SmallVector<Value> values;
-    for (Value value : range.slice(from, to - from))
-      values.push_back(mapping.lookup(value));
-    return values;
+  auto mapped = [&](OperandRange range) {
+    return llvm::to_vector(llvm::map_range(
+        range, [&](Value value) { return mapping.lookup(value); }));
   };
   const unsigned dims = loop.getNumLoops();
-  SmallVector<Value> lower = bounds(loop.getLowerBound(), 0, dims);
-  SmallVector<Value> upper = bounds(loop.getUpperBound(), 0, dims);
-  SmallVector<Value> steps = bounds(loop.getStep(), 0, dims);
+  SmallVector<Value> lower = mapped(loop.getLowerBound());
+  SmallVector<Value> upper = mapped(loop.getUpperBound());
+  SmallVector<Value> steps = mapped(loop.getStep());
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   auto chunk = scf::ForOp::create(b, loc, toIndex(entry->getArgument(1)),
                                   toIndex(entry->getArgument(2)), one);
@@ -292,7 +290,6 @@ static bool outlineLoop(scf::ParallelOp loop, func::FuncOp func,
       {bodyAddress, contextAddress,
        arith::IndexCastOp::create(b, loc, i64, iterations), cost});
   loop.erase();
-  return true;
 }
 
 void OutlineParallelLoopsPass::runOnOperation() {
@@ -310,7 +307,6 @@ void OutlineParallelLoopsPass::runOnOperation() {
         llvm::SaturatingMultiply(uint64_t(*split.leadingIterations),
                                  split.costPerIteration) < uint64_t(minCost))
       continue;
-    outlineLoop(loop, loop->getParentOfType<func::FuncOp>(), split, symbols,
-                converter);
+    outlineLoop(loop, split, symbols, converter);
   }
 }
