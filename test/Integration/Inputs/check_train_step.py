@@ -3,7 +3,7 @@
 against PyTorch's on the same model, weights and batch.
 
 usage: check_train_step.py [--torchvision] [--target cuda]
-                           [--compile-flag FLAG ...]
+                           [--compile-flag FLAG ...] [--models M,...]
                            [--torch-device cuda] COMPILE WORKDIR
 
 For each case below: builds the PyTorch model (seeded), exports it to ONNX
@@ -537,6 +537,10 @@ def main():
     parser.add_argument("--compile-flag", action="append", default=[],
                         help="one more dtrain-compile flag, e.g. "
                         "--cuda-loops (repeatable)")
+    parser.add_argument("--models",
+                        help="only the cases of these models, comma-"
+                        "separated (a case name's first word), e.g. "
+                        "cnn,lenet for flags that change only convolutions")
     parser.add_argument("--torch-device", default="cpu",
                         help="where PyTorch's steps run: cpu, cuda, or auto "
                         "(cuda when this torch has it, else cpu)")
@@ -550,8 +554,17 @@ def main():
     torch.set_num_threads(2)
     ok = True
     chosen = torchvision_cases() if args.torchvision else cases()
+    models = set(args.models.split(",")) if args.models else None
+    seen = set()
     for i, case in enumerate(chosen):
-        ok &= check(args, os.path.join(args.workdir, str(i)), *case)
+        model = case[0].split()[0]
+        seen.add(model)
+        if models is None or model in models:
+            ok &= check(args, os.path.join(args.workdir, str(i)), *case)
+    if models is not None and models - seen:
+        print("no cases of --models %s (models: %s)" % (
+            ",".join(sorted(models - seen)), ",".join(sorted(seen))))
+        ok = False
     return 0 if ok else 1
 
 
