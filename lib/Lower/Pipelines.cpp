@@ -47,11 +47,12 @@ static constexpr llvm::StringLiteral kLowerBuffers =
 
 /// The CPU: the buffers in one static arena where possible; loops, the
 /// large ones run on the runtime's threads (their stores checked first for
-/// a race between iterations); LLVM.
+/// a race between iterations); f32 math functions approximated unless %s
+/// is empty (exact-math); LLVM.
 static constexpr llvm::StringLiteral kCPUPlacement = "dtrain-plan-buffers,";
 static constexpr llvm::StringLiteral kCPULoops =
     "convert-linalg-to-parallel-loops,func.func(dtrain-check-parallel-stores),"
-    "dtrain-outline-parallel-loops,"
+    "dtrain-outline-parallel-loops,%s"
     "expand-strided-metadata,lower-affine,"
     "convert-scf-to-cf,canonicalize,cse,finalize-memref-to-llvm,"
     "convert-math-to-llvm,convert-math-to-libm,convert-to-llvm,"
@@ -202,7 +203,8 @@ mlir::dtrain::lower::getLowerToLLVMPipeline(const LowerToLLVMOptions &options) {
          (options.cudaLoopsReversed
               ? "func.func(dtrain-reverse-parallel-loops),"
               : "") +
-         kCPULoops.str();
+         format(kCPULoops,
+                {options.exactMath ? "" : "dtrain-approximate-math,"});
 }
 
 /// The toolkit for ptxas: the option, else $CUDA_HOME, else the one CMake

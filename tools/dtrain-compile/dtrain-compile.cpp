@@ -273,6 +273,15 @@ static cl::opt<std::string> cudaLoopsOrder(
     cl::ValueOptional, cl::value_desc("forward|reverse"),
     cl::cat(compileCategory));
 
+static cl::opt<bool> exactMath(
+    "exact-math",
+    cl::desc("--target=cpu: call libm for f32 erf, exp and tanh, one "
+             "element at a time, rather than computing them with "
+             "polynomials that vectorize (--dtrain-approximate-math: within "
+             "a few units in the last place; exp's subnormal results "
+             "flushed to 0)"),
+    cl::init(false), cl::cat(compileCategory));
+
 enum class CUDALoops { None, Forward, Reverse };
 /// --cuda-loops as given (without a value: forward), set by compile().
 static CUDALoops cudaLoops = CUDALoops::None;
@@ -584,6 +593,7 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
     dtrain::lower::LowerToLLVMOptions options;
     options.cudaLoops = cudaLoops == CUDALoops::Forward;
     options.cudaLoopsReversed = cudaLoops == CUDALoops::Reverse;
+    options.exactMath = exactMath;
     dtrain::lower::buildLowerToLLVMPipeline(pm, options);
   }
   if (verbose) {

@@ -660,6 +660,46 @@ def OutlineParallelLoops : Pass<"dtrain-outline-parallel-loops", "ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def ApproximateMath : Pass<"dtrain-approximate-math"> {
+  let summary = "Compute f32 math functions with vectorizable polynomials";
+  let description = [{
+    Rewrites the f32 `math` ops named by `ops` (default `erf`, `exp` and
+    `tanh`) into MLIR's polynomial approximations: range reduction, a
+    polynomial or rational function evaluated with `math.fma`, and bit
+    manipulation of the exponent, all ops that LLVM vectorizes with the
+    loop around them. Lowered as they are (`convert-math-to-libm`), these
+    functions are calls of libm's `erff`, `expf` and `tanhf`, one element
+    at a time: LLVM 22 has no vector library entry for `erff` on x86, and
+    GELU's erf and softmax's exp took 12% of a GPT training step.
+
+    `--dtrain-lower-to-llvm` runs it on the CPU unless `exact-math` is set
+    (`dtrain-compile --exact-math`). Measured against float64 over 2^20
+    arguments and the special values (approximate-math-accuracy.test), the
+    default functions stay within 6 units in the last place: erf 4.3, tanh
+    4.4, exp 0.9 but 5.5 above 88.38, next to its overflow at 88.72 (libm:
+    0.8, 2.0, 0.5). inf and NaN come out as from libm, and `exp` flushes
+    results below 2^-126 (subnormals) to 0. `log` is not a default:
+    its approximation is off by millions of units on subnormal arguments.
+    f16, bf16 and f64 ops are left alone.
+
+    ```mlir
+    %y = math.erf %x : f32
+    ```
+
+    becomes `arith.cmpf`s and `arith.select`s of the coefficients of three
+    intervals, two `math.fma` chains and an `arith.divf`.
+  }];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "the math functions to approximate, by name (default: erf, "
+               "exp, tanh; also acos, asin, atan, atan2, cbrt, cos, erfc, "
+               "expm1, log, log1p, log2, sin)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def VectorizeParallelLoops : Pass<"dtrain-vectorize-parallel-loops",
                                    "func::FuncOp"> {
   let summary = "Give each iteration of a 1-D element-wise scf.parallel "

@@ -35,6 +35,12 @@ struct LowerToLLVMOptions : public PassPipelineOptions<LowerToLLVMOptions> {
                      "depends on the order in which a kernel's threads run "
                      "differs from the run in order"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> exactMath{
+      *this, "exact-math",
+      llvm::cl::desc("Call libm for f32 erf, exp and tanh, one element "
+                     "at a time, rather than computing them with "
+                     "vectorizable polynomials (--dtrain-approximate-math)"),
+      llvm::cl::init(false)};
 };
 
 /// The options of --dtrain-lower-to-nvvm.
