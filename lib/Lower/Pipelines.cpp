@@ -47,8 +47,8 @@ static constexpr llvm::StringLiteral kLowerBuffers =
 
 /// The CPU: the buffers in one static arena where possible; loops, the
 /// large ones run on the runtime's threads (their stores checked first for
-/// a race between iterations); f32 math functions approximated unless %s
-/// is empty (exact-math); LLVM.
+/// a race between iterations); f32 math functions approximated (%s:
+/// dtrain-approximate-math, left out with exact-math); LLVM.
 static constexpr llvm::StringLiteral kCPUPlacement = "dtrain-plan-buffers,";
 static constexpr llvm::StringLiteral kCPULoops =
     "convert-linalg-to-parallel-loops,func.func(dtrain-check-parallel-stores),"
