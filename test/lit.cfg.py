@@ -7,10 +7,6 @@ import lit.formats
 from lit.llvm import llvm_config
 from lit.llvm.subst import ToolSubst
 
-# test/.lit_test_times.txt holds the tests' times in a CI run: lit reads it
-# where the build has no times of its own yet (a fresh clone), to start the
-# longest tests first instead of in name order, which left train-step.test
-# running alone at the end. Each run then records its own times in the build.
 config.name = "DTRAIN"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
