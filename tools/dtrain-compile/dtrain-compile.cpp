@@ -755,6 +755,9 @@ static LogicalResult compile(const char *argv0) {
   if (target == Target::CUDA && cudaLoops != CUDALoops::None)
     return error("--cuda-loops is for --target=cpu: --target=cuda runs these "
                  "loops as GPU kernels");
+  if (target == Target::CUDA && exactMath)
+    return error("--exact-math is for --target=cpu: --target=cuda's kernels "
+                 "call libdevice's functions");
   if (isDataParallel() && mode == Mode::Infer)
     return error("--data-parallel needs --mode=train or --mode=step (a "
                  "forward pass has no gradients to average)");
