@@ -42,12 +42,10 @@ struct ApproximateMathPass
   using ApproximateMathBase::ApproximateMathBase;
 
   LogicalResult initialize(MLIRContext *context) override {
-    ArrayRef<std::string> requested = ops;
-    SmallVector<std::string> defaults(std::begin(kDefaultOps),
-                                      std::end(kDefaultOps));
+    SmallVector<StringRef> requested(ops.begin(), ops.end());
     if (requested.empty())
-      requested = defaults;
-    for (const std::string &name : requested) {
+      requested.assign(std::begin(kDefaultOps), std::end(kDefaultOps));
+    for (StringRef name : requested) {
       if (!llvm::is_contained(kApproximableOps, name))
         return emitError(UnknownLoc::get(context))
                << "dtrain-approximate-math: '" << name
@@ -55,7 +53,7 @@ struct ApproximateMathPass
                << llvm::join(std::begin(kApproximableOps),
                              std::end(kApproximableOps), ", ")
                << ")";
-      opNames.insert("math." + name);
+      opNames.insert(("math." + name).str());
     }
     return success();
   }
