@@ -202,6 +202,7 @@ private:
   LogicalResult importLayerNorm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
   LogicalResult importPow(const onnx::NodeProto &node);
+  LogicalResult importCast(const onnx::NodeProto &node);
   LogicalResult importExpand(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
@@ -1072,6 +1073,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return unary("nn.erf");
   if (type == "Pow")
     return importPow(node);
+  if (type == "Cast")
+    return importCast(node);
   if (type == "Expand")
     return importExpand(node);
   if (type == "Unsqueeze" || type == "Squeeze")
@@ -1837,6 +1840,32 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
   if (failed(product))
     return failure();
   return emitReshape(node, (*product)->getResult(0), shape);
+}
+
+/// A Cast of a run-time tensor between float types (mixed-precision models
+/// exported with explicit casts): nn.cast, whose gradient casts back. Casts
+/// of constants, which shape arithmetic uses, are folded at import.
+LogicalResult Importer::importCast(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  FailureOr<TensorType> resultType =
+      getResultType(node.output(0), nodeLoc(node));
+  if (failed(resultType))
+    return failure();
+  Type from = cast<TensorType>(x->getType()).getElementType();
+  Type to = resultType->getElementType();
+  if (!isa<FloatType>(from) || !isa<FloatType>(to))
+    return nodeError(node) << "a Cast of a run-time tensor from " << from
+                           << " to " << to
+                           << " (only between float types: f16, bf16, f32 "
+                              "and f64; integer casts are evaluated at "
+                              "import, on constants)";
+  if (from == to) {
+    values[node.output(0)] = *x;
+    return success();
+  }
+  return emitSingle(node, "nn.cast", {*x}, {}, *resultType);
 }
 
 LogicalResult Importer::importPow(const onnx::NodeProto &node) {

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Float16.h"
 #include "OnnxWeights.h"
 
 #include <algorithm>
@@ -601,8 +602,10 @@ void printHelp(const char *program, const ModelInfo &info) {
       "      input NAME). The dtype and shape must be the compiled ones "
       "(bool,\n"
       "      int8, int16, uint8 and uint16 arrays read as i32, uint32 as i64; "
-      "nothing\n"
-      "      else is converted).\n"
+      "a bf16\n"
+      "      input, which NumPy lacks, from float32 values that bf16 holds, as "
+      "bf16\n"
+      "      outputs are written; nothing else is converted).\n"
       "  --output [NAME=]FILE\n"
       "      Writes an output (NAME, or else the next one in order) to "
       "FILE.npy,\n"
@@ -707,7 +710,7 @@ std::string dtypeHint(int32_t expected) {
   static const char *const numpyNames[] = {"float32", "float64", "float16",
                                            nullptr,   "int64",   "int32"};
   if (expected == DTRAIN_RT_BF16)
-    return " (.npy files cannot hold bf16)";
+    return " (.npy files cannot hold bf16: save it as float32)";
   return std::string(" (save it with .astype(np.") + numpyNames[expected] +
          "))";
 }
@@ -755,6 +758,34 @@ void widenIntegers(dtrain_rt_array_t &array, int32_t wanted) {
   std::swap(array, wide.array);
 }
 
+/// ARRAY narrowed to bf16 where it holds f32 and the model takes bf16
+/// (WANTED), which NumPy lacks: as bf16 outputs are written as f32, exactly,
+/// a bf16 input is read from f32 values that bf16 holds exactly (NaNs
+/// quieted); any other value is an error, not rounded silently. SOURCE names
+/// the file in it.
+void narrowToBF16(dtrain_rt_array_t &array, int32_t wanted,
+                  const std::string &name, const std::string &source) {
+  if (wanted != DTRAIN_RT_BF16 || array.dtype != DTRAIN_RT_F32)
+    return;
+  ArrayGuard narrow;
+  char error[1024];
+  if (dtrain_rt_array_alloc(&narrow.array, DTRAIN_RT_BF16, array.rank,
+                            array.shape, error, sizeof error))
+    fail("%s", error);
+  const int64_t n = dtrain_rt_array_num_elements(&array);
+  const auto *from = static_cast<const float *>(array.data);
+  auto *to = static_cast<uint16_t *>(narrow.array.data);
+  for (int64_t i = 0; i < n; ++i) {
+    to[i] = f32ToBF16(from[i]);
+    if (!std::isnan(from[i]) && bf16ToF32(to[i]) != from[i])
+      fail("input %s: element %lld of %s, %.9g, is no bf16 value (the model "
+           "takes bf16; round the data to bf16 first, e.g. with "
+           "torch.Tensor.bfloat16().float())",
+           quoted(name).c_str(), (long long)i, source.c_str(), double(from[i]));
+  }
+  std::swap(array, narrow.array);
+}
+
 void loadInput(const ModelInfo &info, const Arg &a, const std::string &file,
                void *buffer) {
   ArrayGuard in;
@@ -769,6 +800,7 @@ void loadInput(const ModelInfo &info, const Arg &a, const std::string &file,
   const std::string source =
       archive ? file + " member " + quoted(a.name) : file;
   widenIntegers(in.array, a.dtype);
+  narrowToBF16(in.array, a.dtype, a.name, source);
   if (in.array.dtype != a.dtype)
     fail("input %s: %s has dtype %s, expected %s%s", quoted(a.name).c_str(),
          source.c_str(), dtypeName(in.array.dtype), dtypeName(a.dtype),
