@@ -170,6 +170,22 @@ def smooth_mlp():
                          nn.Sigmoid())
 
 
+class CastMLP(nn.Module):
+    """Explicit casts, as a model exported with .bfloat16() and .double()
+    has: ONNX Casts of run-time tensors (f32 to bf16 to f64 to f32), whose
+    gradients cast back. Without the bf16 rounding, PyTorch's parameters
+    after 3 steps differ from these beyond the tolerance."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(3)
+        self.first, self.second = nn.Linear(6, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        hidden = torch.relu(self.first(x)).bfloat16().double()
+        return self.second(hidden.float())
+
+
 def small_cnn():
     torch.manual_seed(2)
     return nn.Sequential(
@@ -306,6 +322,8 @@ def cases():
            0.2, 0.01, 3, x, targets)
     yield ("tanh-sigmoid-mlp mse adamw", smooth_mlp(), "mse", "adamw", 0.02,
            0.1, 3, x, targets)
+    yield ("cast-mlp softmax-xent momentum", CastMLP(), "softmax-xent",
+           "momentum", 0.1, 0.0, 3, x, torch.tensor([2, 0, 1, 1, 2]))
     torch.manual_seed(12)
     x, labels = torch.randn(4, 3, 8, 8), torch.tensor([1, 0, 3, 2])
     yield ("cnn softmax-xent momentum", small_cnn(), "softmax-xent",
