@@ -1843,8 +1843,10 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
 }
 
 /// A Cast of a run-time tensor between float types (mixed-precision models
-/// exported with explicit casts): nn.cast, whose gradient casts back. Casts
-/// of constants, which shape arithmetic uses, are folded at import.
+/// exported with explicit casts): nn.cast, whose gradient casts back; from
+/// integers or booleans to a float type (a mask given as token flags):
+/// nn.to_float. Casts of constants, which shape arithmetic uses, are folded
+/// at import.
 LogicalResult Importer::importCast(const onnx::NodeProto &node) {
   FailureOr<Value> x = getValue(node, 0);
   if (failed(x))
@@ -1855,12 +1857,14 @@ LogicalResult Importer::importCast(const onnx::NodeProto &node) {
     return failure();
   Type from = cast<TensorType>(x->getType()).getElementType();
   Type to = resultType->getElementType();
-  if (!isa<FloatType>(from) || !isa<FloatType>(to))
+  if (!isa<FloatType>(to))
     return nodeError(node) << "a Cast of a run-time tensor from " << from
                            << " to " << to
-                           << " (only between float types: f16, bf16, f32 "
-                              "and f64; integer casts are evaluated at "
+                           << " (only to float types: f16, bf16, f32 and "
+                              "f64; casts to integers are evaluated at "
                               "import, on constants)";
+  if (!isa<FloatType>(from))
+    return emitSingle(node, "nn.to_float", {*x}, {}, *resultType);
   if (from == to) {
     values[node.output(0)] = *x;
     return success();

@@ -1808,6 +1808,20 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
             b, op->getLoc(), castOp.getInput(),
             getTensorType(castOp.getResult()).getElementType())};
       })
+      .Case([&](nn::ToFloatOp toFloat) {
+        RankedTensorType type = getTensorType(toFloat.getResult());
+        Type element = type.getElementType();
+        // A boolean is 0 or 1, not 0 or -1 as a signed i1 would be.
+        const bool boolean =
+            getTensorType(toFloat.getInput()).getElementType().isInteger(1);
+        return Values{buildElementwise(
+            b, op->getLoc(), type, toFloat.getInput(),
+            [&](OpBuilder &b, Location l, ValueRange x) -> Value {
+              if (boolean)
+                return arith::UIToFPOp::create(b, l, element, x[0]);
+              return arith::SIToFPOp::create(b, l, element, x[0]);
+            })};
+      })
 
       .Case([&](train::LossSeedOp seed) {
         RankedTensorType type = getTensorType(seed.getResult());

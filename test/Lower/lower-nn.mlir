@@ -255,6 +255,22 @@ func.func @bf16_matmul(%x: tensor<2x4xbf16>, %w: tensor<4x3xbf16>) -> tensor<2x3
 
 // -----
 
+// nn.to_float: signed integers through sitofp, booleans (0 or 1) through
+// uitofp; an integer reshape is the same expand (or collapse) as a float one.
+// CHECK-LABEL: func.func @integer_masks
+// CHECK: tensor.expand_shape %{{.*}} : tensor<2x3xi64> into tensor<2x1x3xi64>
+// CHECK: arith.sitofp %{{.*}} : i64 to f32
+// CHECK: arith.uitofp %{{.*}} : i1 to bf16
+func.func @integer_masks(%ids: tensor<2x3xi64>, %flags: tensor<2x3xi1>)
+    -> (tensor<2x1x3xf32>, tensor<2x3xbf16>) {
+  %r = nn.reshape %ids : tensor<2x3xi64> -> tensor<2x1x3xi64>
+  %f = nn.to_float %r : tensor<2x1x3xi64> to tensor<2x1x3xf32>
+  %b = nn.to_float %flags : tensor<2x3xi1> to tensor<2x3xbf16>
+  return %f, %b : tensor<2x1x3xf32>, tensor<2x3xbf16>
+}
+
+// -----
+
 // For target=cuda, 16-bit matrix products, convolutions and pooling run in
 // their 16-bit kernels (tensor cores for the products), on the 16-bit
 // buffers themselves, with a fused bias gradient in the same type; BETA

@@ -265,6 +265,22 @@ func.func @softmax_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+func.func @to_float_of_float(%x: tensor<2x3xf32>) -> tensor<2x3xf16> {
+  // expected-error @+1 {{'nn.to_float' op operand #0 must be ranked tensor of 1-bit signless integer or 32-bit signless integer or 64-bit signless integer values}}
+  %0 = nn.to_float %x : tensor<2x3xf32> to tensor<2x3xf16>
+  return %0 : tensor<2x3xf16>
+}
+
+// -----
+
+func.func @to_float_shape(%x: tensor<2x3xi64>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{'nn.to_float' op requires the same shape for all operands and results}}
+  %0 = nn.to_float %x : tensor<2x3xi64> to tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
 func.func @reshape_count(%x: tensor<2x3xf32>) -> tensor<5xf32> {
   // expected-error @+1 {{'nn.reshape' op input has 6 elements but the result type 'tensor<5xf32>' has 5}}
   %0 = nn.reshape %x : tensor<2x3xf32> -> tensor<5xf32>

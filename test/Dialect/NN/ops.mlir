@@ -109,6 +109,19 @@ func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32
   return %17 : tensor<4x8xf32>
 }
 
+// Integer masks: reshaped as integers, converted to a float type.
+// CHECK-LABEL: func.func @integer_masks
+func.func @integer_masks(%ids: tensor<2x3xi64>, %flags: tensor<2x3xi1>)
+    -> (tensor<2x1x3xf32>, tensor<2x3xbf16>) {
+  // CHECK: nn.reshape %{{.*}} : tensor<2x3xi64> -> tensor<2x1x3xi64>
+  %r = nn.reshape %ids : tensor<2x3xi64> -> tensor<2x1x3xi64>
+  // CHECK: nn.to_float %{{.*}} : tensor<2x1x3xi64> to tensor<2x1x3xf32>
+  %f = nn.to_float %r : tensor<2x1x3xi64> to tensor<2x1x3xf32>
+  // CHECK: nn.to_float %{{.*}} : tensor<2x3xi1> to tensor<2x3xbf16>
+  %b = nn.to_float %flags : tensor<2x3xi1> to tensor<2x3xbf16>
+  return %f, %b : tensor<2x1x3xf32>, tensor<2x3xbf16>
+}
+
 // CHECK-LABEL: func.func @shapes
 func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %d: tensor<?x3x4xf32>)
     -> (tensor<6x4xf32>, tensor<4x3x2xf32>, tensor<2x8x4xf32>, tensor<?x6x4xf32>, tensor<2x5x7xf32>) {

@@ -217,6 +217,15 @@ CASES = {
          node("Where", ["c", "w", "t"], ["y"])],
         {"w": away_from_zero((3,)), "v": away_from_zero((2, 3))},
         away_from_zero((2, 3)), (2, 3)),
+    # A mask of run-time int64 flags, reshaped as integers and cast to the
+    # float type (nn.to_float: the mask has no gradient, w has).
+    "Cast of a run-time int64 mask (Unsqueeze, nn.to_float)": (
+        [node("Unsqueeze", ["mask", "axes"], ["u"]),
+         node("Cast", ["u"], ["m"], to=TensorProto.DOUBLE),
+         node("Mul", ["w", "m"], ["t"]),
+         node("Mul", ["t", "x"], ["y"])],
+        {"w": away_from_zero((3,))}, away_from_zero((2, 2, 3)), (2, 2, 3),
+        {"inputs": {"mask": np.array([[1, 0, 2], [0, 1, 1]], np.int64)}}),
     "Gather (run-time indices) and softmax-xent (a bigram model)": (
         [node("Gather", ["w", "ids"], ["t"], axis=0),
          node("Mul", ["t", "x"], ["y"])],

@@ -392,6 +392,24 @@ def NN_CastOp : NN_Op<"cast", [Pure, SameOperandsAndResultShape,
   let hasFolder = 1;
 }
 
+def NN_ToFloatOp : NN_Op<"to_float", [Pure, SameOperandsAndResultShape]> {
+  let summary = "Converts an integer or boolean tensor to a float type";
+  let description = [{
+    Each element converted to the nearest value of the result's float type
+    (signed integers; a boolean is 0 or 1): ONNX's Cast of run-time integer
+    data, as PyTorch exports `mask.float()` of an attention mask given as
+    token flags. Integer data has no gradient, so neither has this op: the
+    parameters never reach it.
+
+    ```mlir
+    %m = nn.to_float %mask : tensor<8x128xi64> to tensor<8x128xf32>
+    ```
+  }];
+  let arguments = (ins NN_IntegerTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+}
+
 def NN_ReshapeOp : NN_Op<"reshape", [Pure, SameOperandsAndResultElementType,
                                      NN_Differentiable]> {
   let summary = "Same elements, new shape";
@@ -399,14 +417,15 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure, SameOperandsAndResultElementType,
     Reinterprets `input` in row-major order with the shape of the result
     type, which is the only place the target shape is written (the importer
     resolves ONNX's `0` and `-1` entries). The element counts must match
-    when both shapes are static.
+    when both shapes are static. Integer tensors (masks) reshape too; only
+    float ones carry gradients.
 
     ```mlir
     %f = nn.reshape %x : tensor<32x64x7x7xf32> -> tensor<32x3136xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input);
-  let results = (outs NN_FloatTensor:$result);
+  let arguments = (ins RankedTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>:$input);
+  let results = (outs RankedTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
