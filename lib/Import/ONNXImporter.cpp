@@ -203,6 +203,7 @@ private:
   LogicalResult importMatMul(const onnx::NodeProto &node);
   LogicalResult importPow(const onnx::NodeProto &node);
   LogicalResult importCast(const onnx::NodeProto &node);
+  LogicalResult importEqual(const onnx::NodeProto &node);
   LogicalResult importExpand(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
@@ -1158,12 +1159,21 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return importSplit(node);
   if (type == "LayerNormalization")
     return importLayerNorm(node);
+  if (type == "Equal")
+    return importEqual(node);
   if (type == "Where") {
-    // A mask on run-time values (masked_fill); the condition is a constant.
+    // A mask on run-time values (masked_fill): a constant condition, or one
+    // computed from run-time data (nn.equal of a mask of token flags).
     FailureOr<Value> condition = getValue(node, 0), lhs = getValue(node, 1),
                      rhs = getValue(node, 2);
     if (failed(condition) || failed(lhs) || failed(rhs))
       return failure();
+    for (Value choice : {*lhs, *rhs})
+      if (Type element = cast<TensorType>(choice.getType()).getElementType();
+          !isa<FloatType>(element))
+        return nodeError(node) << "chooses between run-time " << element
+                               << " tensors (only float ones; Where of "
+                                  "integer constants is evaluated at import)";
     return emitSingle(node, "nn.select", {*condition, *lhs, *rhs});
   }
   return nodeError(node)
@@ -1870,6 +1880,47 @@ LogicalResult Importer::importCast(const onnx::NodeProto &node) {
     return success();
   }
   return emitSingle(node, "nn.cast", {*x}, {}, *resultType);
+}
+
+/// The trainable initializer (an argument marked train.param) that VALUE is
+/// computed from, if any.
+static std::optional<StringRef> getTrainedSource(Value value) {
+  SmallVector<Value> worklist{value};
+  DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    if (!seen.insert(current).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(current)) {
+      auto function = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      if (auto name = function ? function.getArgAttrOfType<StringAttr>(
+                                     arg.getArgNumber(),
+                                     train::TrainDialect::kParamAttrName)
+                               : StringAttr())
+        return name.getValue();
+      continue;
+    }
+    llvm::append_range(worklist, current.getDefiningOp()->getOperands());
+  }
+  return std::nullopt;
+}
+
+/// Equal of run-time data (the `mask == 0` of a mask of token flags):
+/// nn.equal, whose booleans have no gradient. Comparing what a trainable
+/// initializer computes is an error: it is a mask kept in a buffer, which
+/// training would change, so it must be frozen (then Equal folds).
+LogicalResult Importer::importEqual(const onnx::NodeProto &node) {
+  FailureOr<Value> lhs = getValue(node, 0), rhs = getValue(node, 1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  for (Value operand : {*lhs, *rhs})
+    if (std::optional<StringRef> param = getTrainedSource(operand))
+      return nodeError(node)
+             << "compares values computed from the trainable initializer '"
+             << *param
+             << "': a mask kept in a buffer would be trained (--frozen="
+             << *param << " keeps it constant)";
+  return emitSingle(node, "nn.equal", {*lhs, *rhs});
 }
 
 LogicalResult Importer::importPow(const onnx::NodeProto &node) {

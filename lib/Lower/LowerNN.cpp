@@ -1661,6 +1661,18 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
           return arith::DivFOp::create(b, l, x, y);
         })};
       })
+      .Case([&](nn::EqualOp equal) {
+        return Values{buildElementwise(
+            b, op->getLoc(), getTensorType(equal.getResult()),
+            op->getOperands(),
+            [](OpBuilder &b, Location l, ValueRange x) -> Value {
+              if (isa<FloatType>(x[0].getType()))
+                return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
+                                             x[0], x[1]);
+              return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x[0],
+                                           x[1]);
+            })};
+      })
       .Case([&](nn::SelectOp select) {
         return Values{buildElementwise(
             b, op->getLoc(), select.getType(), op->getOperands(),

@@ -271,6 +271,21 @@ func.func @integer_masks(%ids: tensor<2x3xi64>, %flags: tensor<2x3xi1>)
 
 // -----
 
+// nn.equal: cmpi eq on integers, ordered cmpf oeq on floats (NaN equals
+// nothing), the operands broadcast.
+// CHECK-LABEL: func.func @equal
+// CHECK: arith.cmpi eq, %{{.*}}, %{{.*}} : i64
+// CHECK: arith.cmpf oeq, %{{.*}}, %{{.*}} : f32
+func.func @equal(%ids: tensor<2x1x3xi64>, %x: tensor<2x1x3xf32>, %y: tensor<4x3xf32>)
+    -> (tensor<2x1x3xi1>, tensor<2x4x3xi1>) {
+  %zero = arith.constant dense<0> : tensor<i64>
+  %pad = nn.equal %ids, %zero : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
+  %same = nn.equal %x, %y : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
+  return %pad, %same : tensor<2x1x3xi1>, tensor<2x4x3xi1>
+}
+
+// -----
+
 // For target=cuda, 16-bit matrix products, convolutions and pooling run in
 // their 16-bit kernels (tensor cores for the products), on the 16-bit
 // buffers themselves, with a fused bias gradient in the same type; BETA

@@ -122,6 +122,18 @@ func.func @integer_masks(%ids: tensor<2x3xi64>, %flags: tensor<2x3xi1>)
   return %f, %b : tensor<2x1x3xf32>, tensor<2x3xbf16>
 }
 
+// CHECK-LABEL: func.func @equal
+func.func @equal(%ids: tensor<2x1x3xi64>, %x: tensor<4x3xf32>)
+    -> (tensor<2x1x3xi1>, tensor<2x4x3xi1>) {
+  %zero = arith.constant dense<0> : tensor<i64>
+  // CHECK: nn.equal %{{.*}}, %{{.*}} : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
+  %pad = nn.equal %ids, %zero : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
+  %f = nn.to_float %ids : tensor<2x1x3xi64> to tensor<2x1x3xf32>
+  // CHECK: nn.equal %{{.*}}, %{{.*}} : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
+  %same = nn.equal %f, %x : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
+  return %pad, %same : tensor<2x1x3xi1>, tensor<2x4x3xi1>
+}
+
 // CHECK-LABEL: func.func @shapes
 func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %d: tensor<?x3x4xf32>)
     -> (tensor<6x4xf32>, tensor<4x3x2xf32>, tensor<2x8x4xf32>, tensor<?x6x4xf32>, tensor<2x5x7xf32>) {

@@ -226,6 +226,16 @@ CASES = {
          node("Mul", ["t", "x"], ["y"])],
         {"w": away_from_zero((3,))}, away_from_zero((2, 2, 3)), (2, 2, 3),
         {"inputs": {"mask": np.array([[1, 0, 2], [0, 1, 1]], np.int64)}}),
+    # The same flags as a condition: Equal of run-time data (nn.equal),
+    # Where choosing v where a flag is 0 (masked_fill(mask == 0, v)).
+    "Where (a run-time mask: Equal of int64 flags)": (
+        [node("Unsqueeze", ["mask", "axes"], ["u"]),
+         node("Equal", ["u", "int_zero"], ["pad"]),
+         node("Mul", ["w", "x"], ["t"]),
+         node("Where", ["pad", "v", "t"], ["y"])],
+        {"w": away_from_zero((3,)), "v": away_from_zero((3,))},
+        away_from_zero((2, 2, 3)), (2, 2, 3),
+        {"inputs": {"mask": np.array([[1, 0, 2], [0, 1, 1]], np.int64)}}),
     "Gather (run-time indices) and softmax-xent (a bigram model)": (
         [node("Gather", ["w", "ids"], ["t"], axis=0),
          node("Mul", ["t", "x"], ["y"])],
@@ -240,7 +250,8 @@ def make_model(path, nodes, params, x, y_shape, inputs=None):
     initializers = [numpy_helper.from_array(v, k) for k, v in params.items()]
     # Constant operands: ReduceSum's axes, Clip's bounds (away from the
     # parameters' values), Pad's pads, batch norm's running statistics,
-    # Slice's bounds, Pow's exponents, Expand's shape, Gather's indices.
+    # Slice's bounds, Pow's exponents, Expand's shape, Gather's indices, the
+    # 0 that a mask's flags are compared with.
     constants = {"axes": np.array([1], np.int64),
                  "lo": np.array(-0.9), "hi": np.array(1.1),
                  "pads": np.array([0, 1, 1, 1], np.int64),
@@ -252,7 +263,8 @@ def make_model(path, nodes, params, x, y_shape, inputs=None):
                  "two": np.array(2.0), "three": np.array(3.0),
                  "two_and_half": np.array(2.5),
                  "expand_shape": np.array([2, 1], np.int64),
-                 "gather_indices": np.array([3, 0, 1], np.int64)}
+                 "gather_indices": np.array([3, 0, 1], np.int64),
+                 "int_zero": np.array(0, np.int64)}
     for name, value in constants.items():
         if any(name in n.input for n in nodes):
             initializers.append(numpy_helper.from_array(value, name))

@@ -82,6 +82,9 @@ ATOL = 1e-7
 UINT8 = "8-bit integer tensors (dtrain computes in f32)"
 INT8 = "int8 tensors (dtrain computes in f32)"
 STRING = "string tensors"
+BOOL_IO = ("a boolean graph input or output (a compiled model passes f32, "
+           "f64, f16, bf16, i64 and i32 tensors; booleans computed inside, "
+           "as Equal's of a mask, are imported)")
 RUNTIME_SHAPE_OP = ("%s of a run-time tensor: only evaluated at import, on "
                     "shape arithmetic")
 RUNTIME_AXES = "ReduceSum axes given as a run-time input (+const passes)"
@@ -195,11 +198,9 @@ EXPECTED_UNSUPPORTED = {
     "test_constantofshape_int_shape_zero":
         RUNTIME_SHAPE_OP % "ConstantOfShape",
     "test_constantofshape_int_zeros": RUNTIME_SHAPE_OP % "ConstantOfShape",
-    "test_equal": RUNTIME_SHAPE_OP % "Equal",
-    "test_equal_bcast": RUNTIME_SHAPE_OP % "Equal",
-    "test_where_example": ("a run-time boolean condition (a model's inputs "
-                           "are float or integer tensors; constant "
-                           "conditions, masks, are imported)"),
+    "test_equal": BOOL_IO,
+    "test_equal_bcast": BOOL_IO,
+    "test_where_example": BOOL_IO,
     "test_where_long_example": "Where of run-time integer tensors",
     "test_where_long_example+const": "Where of run-time integer tensors",
     "test_range_float_type_positive_delta": RUNTIME_RANGE,

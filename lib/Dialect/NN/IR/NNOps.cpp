@@ -195,6 +195,23 @@ NN_BROADCAST_INFERENCE(MulOp)
 NN_BROADCAST_INFERENCE(DivOp)
 #undef NN_BROADCAST_INFERENCE
 
+LogicalResult EqualOp::inferReturnTypes(MLIRContext *context,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  RankedTensorType lhsType = rankedType(adaptor.getLhs());
+  RankedTensorType rhsType = rankedType(adaptor.getRhs());
+  if (lhsType.getElementType() != rhsType.getElementType())
+    return reporter<EqualOp>(loc)("operand element types differ: ", lhsType,
+                                  " and ", rhsType);
+  SmallVector<Type> broadcast;
+  if (failed(inferBroadcast<EqualOp>(loc, adaptor, broadcast)))
+    return failure();
+  types.push_back(cast<RankedTensorType>(broadcast.front())
+                      .clone(IntegerType::get(context, 1)));
+  return success();
+}
+
 LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

@@ -40,5 +40,7 @@ def NN_FloatScalarTensor : 0DTensorOf<[F16, BF16, F32, F64]>;
 def NN_LabelTensor : RankedTensorOf<[I32, I64]>;
 // Run-time integer data besides labels and indices: masks, as ids or booleans.
 def NN_IntegerTensor : RankedTensorOf<[I1, I32, I64]>;
+def NN_FloatOrIntegerTensor
+    : RankedTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>;
 
 #endif // DTRAIN_DIALECT_NN_IR_NNDIALECT_TD

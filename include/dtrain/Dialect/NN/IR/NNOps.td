@@ -123,6 +123,27 @@ def NN_SelectOp : NN_InferOp<"select", [Pure, NN_Differentiable]> {
   }];
 }
 
+def NN_EqualOp : NN_InferOp<"equal", [Pure, Commutative]> {
+  let summary = "Elementwise lhs == rhs with NumPy broadcasting, as booleans";
+  let description = [{
+    `result = lhs == rhs` (IEEE equality for floats: NaN equals nothing),
+    with the operands, of one element type, broadcast against each other:
+    ONNX's Equal of run-time data, as PyTorch exports the `mask == 0` of a
+    mask given as token flags, which `nn.select` then applies. Booleans
+    carry no gradient.
+
+    ```mlir
+    %pad = nn.equal %mask, %zero : tensor<8x1x128xi64>, tensor<i64> -> tensor<8x1x128xi1>
+    ```
+  }];
+  let arguments = (ins NN_FloatOrIntegerTensor:$lhs,
+                       NN_FloatOrIntegerTensor:$rhs);
+  let results = (outs TensorOf<[I1]>:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
 class NN_UnaryOp<string mnemonic, list<Trait> traits = []>
     : NN_SameTypeOp<mnemonic, traits # [Pure]> {
   let arguments = (ins NN_FloatTensor:$input);
@@ -424,8 +445,8 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure, SameOperandsAndResultElementType,
     %f = nn.reshape %x : tensor<32x64x7x7xf32> -> tensor<32x3136xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>:$input);
-  let results = (outs RankedTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>:$result);
+  let arguments = (ins NN_FloatOrIntegerTensor:$input);
+  let results = (outs NN_FloatOrIntegerTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
