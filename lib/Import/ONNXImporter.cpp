@@ -204,6 +204,7 @@ private:
   LogicalResult importPow(const onnx::NodeProto &node);
   LogicalResult importCast(const onnx::NodeProto &node);
   LogicalResult importEqual(const onnx::NodeProto &node);
+  LogicalResult checkNotTrained(const onnx::NodeProto &node, Value operand);
   LogicalResult importExpand(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
@@ -306,12 +307,12 @@ const llvm::StringSet<> &supportedOps() {
       "Gather",     "Gemm",            "GlobalAveragePool",  "Identity",
       "LayerNormalization",
       "LeakyRelu",  "Log",             "LogSoftmax",         "MatMul",
-      "MaxPool",    "Mul",             "Pad",                "Pow",
-      "Range",      "ReduceMean",      "ReduceSum",          "Relu",
-      "Reshape",    "Shape",           "Sigmoid",            "Slice",
-      "Softmax",    "Split",           "Sqrt",               "Squeeze",
-      "Sub",        "Tanh",            "Transpose",          "Unsqueeze",
-      "Where"};
+      "MaxPool",    "Mul",             "Not",                "Pad",
+      "Pow",        "Range",           "ReduceMean",         "ReduceSum",
+      "Relu",       "Reshape",         "Shape",              "Sigmoid",
+      "Slice",      "Softmax",         "Split",              "Sqrt",
+      "Squeeze",    "Sub",             "Tanh",               "Transpose",
+      "Unsqueeze",  "Where"};
   // clang-format on
   return ops;
 }
@@ -1161,6 +1162,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return importLayerNorm(node);
   if (type == "Equal")
     return importEqual(node);
+  if (type == "Not")
+    return unary("nn.not");
   if (type == "Where") {
     // A mask on run-time values (masked_fill): a constant condition, or one
     // computed from run-time data (nn.equal of a mask of token flags).
@@ -1855,8 +1858,8 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
 /// A Cast of a run-time tensor between float types (mixed-precision models
 /// exported with explicit casts): nn.cast, whose gradient casts back; from
 /// integers or booleans to a float type (a mask given as token flags):
-/// nn.to_float. Casts of constants, which shape arithmetic uses, are folded
-/// at import.
+/// nn.to_float; to bool (`mask.bool()`): x != 0, as nn.not of nn.equal.
+/// Casts of constants, which shape arithmetic uses, are folded at import.
 LogicalResult Importer::importCast(const onnx::NodeProto &node) {
   FailureOr<Value> x = getValue(node, 0);
   if (failed(x))
@@ -1867,18 +1870,33 @@ LogicalResult Importer::importCast(const onnx::NodeProto &node) {
     return failure();
   Type from = cast<TensorType>(x->getType()).getElementType();
   Type to = resultType->getElementType();
-  if (!isa<FloatType>(to))
-    return nodeError(node) << "a Cast of a run-time tensor from " << from
-                           << " to " << to
-                           << " (only to float types: f16, bf16, f32 and "
-                              "f64; casts to integers are evaluated at "
-                              "import, on constants)";
-  if (!isa<FloatType>(from))
-    return emitSingle(node, "nn.to_float", {*x}, {}, *resultType);
   if (from == to) {
     values[node.output(0)] = *x;
     return success();
   }
+  if (to.isInteger(1)) {
+    if (failed(checkNotTrained(node, *x)))
+      return failure();
+    Location loc = nodeLoc(node);
+    auto scalar = RankedTensorType::get({}, from);
+    Attribute zero = isa<FloatType>(from)
+                         ? Attribute(builder.getFloatAttr(from, 0.0))
+                         : builder.getIntegerAttr(from, 0);
+    Value isZero = nn::EqualOp::create(
+        builder, loc, *x,
+        arith::ConstantOp::create(builder, loc,
+                                  DenseElementsAttr::get(scalar, zero)));
+    values[node.output(0)] = nn::NotOp::create(builder, loc, isZero);
+    return success();
+  }
+  if (!isa<FloatType>(to))
+    return nodeError(node) << "a Cast of a run-time tensor from " << from
+                           << " to " << to
+                           << " (only to float types and bool; casts to "
+                              "integers are evaluated at import, on "
+                              "constants)";
+  if (!isa<FloatType>(from))
+    return emitSingle(node, "nn.to_float", {*x}, {}, *resultType);
   return emitSingle(node, "nn.cast", {*x}, {}, *resultType);
 }
 
@@ -1905,21 +1923,28 @@ static std::optional<StringRef> getTrainedSource(Value value) {
   return std::nullopt;
 }
 
+/// Booleans made of what a trainable initializer computes are an error: that
+/// initializer is a mask kept in a buffer, which training would change, so
+/// it must be frozen (then what NODE computes folds at import).
+LogicalResult Importer::checkNotTrained(const onnx::NodeProto &node,
+                                        Value operand) {
+  if (std::optional<StringRef> param = getTrainedSource(operand))
+    return nodeError(node)
+           << "makes booleans of values computed from the trainable "
+              "initializer '"
+           << *param
+           << "': a mask kept in a buffer would be trained (--frozen=" << *param
+           << " keeps it constant)";
+  return success();
+}
+
 /// Equal of run-time data (the `mask == 0` of a mask of token flags):
-/// nn.equal, whose booleans have no gradient. Comparing what a trainable
-/// initializer computes is an error: it is a mask kept in a buffer, which
-/// training would change, so it must be frozen (then Equal folds).
+/// nn.equal, whose booleans have no gradient.
 LogicalResult Importer::importEqual(const onnx::NodeProto &node) {
   FailureOr<Value> lhs = getValue(node, 0), rhs = getValue(node, 1);
-  if (failed(lhs) || failed(rhs))
+  if (failed(lhs) || failed(rhs) || failed(checkNotTrained(node, *lhs)) ||
+      failed(checkNotTrained(node, *rhs)))
     return failure();
-  for (Value operand : {*lhs, *rhs})
-    if (std::optional<StringRef> param = getTrainedSource(operand))
-      return nodeError(node)
-             << "compares values computed from the trainable initializer '"
-             << *param
-             << "': a mask kept in a buffer would be trained (--frozen="
-             << *param << " keeps it constant)";
   return emitSingle(node, "nn.equal", {*lhs, *rhs});
 }
 

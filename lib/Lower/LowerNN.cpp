@@ -1673,6 +1673,14 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
                                            x[1]);
             })};
       })
+      .Case([&](nn::NotOp negation) {
+        return Values{buildElementwise(
+            b, op->getLoc(), negation.getType(), negation.getInput(),
+            [](OpBuilder &b, Location l, ValueRange x) -> Value {
+              Value one = arith::ConstantIntOp::create(b, l, 1, 1);
+              return arith::XOrIOp::create(b, l, x[0], one);
+            })};
+      })
       .Case([&](nn::SelectOp select) {
         return Values{buildElementwise(
             b, op->getLoc(), select.getType(), op->getOperands(),

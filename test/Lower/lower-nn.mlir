@@ -286,6 +286,17 @@ func.func @equal(%ids: tensor<2x1x3xi64>, %x: tensor<2x1x3xf32>, %y: tensor<4x3x
 
 // -----
 
+// nn.not: xori with true.
+// CHECK-LABEL: func.func @not
+// CHECK: %[[TRUE:.*]] = arith.constant true
+// CHECK: arith.xori %{{.*}}, %[[TRUE]] : i1
+func.func @not(%pad: tensor<2x1x3xi1>) -> tensor<2x1x3xi1> {
+  %keep = nn.not %pad : tensor<2x1x3xi1>
+  return %keep : tensor<2x1x3xi1>
+}
+
+// -----
+
 // For target=cuda, 16-bit matrix products, convolutions and pooling run in
 // their 16-bit kernels (tensor cores for the products), on the 16-bit
 // buffers themselves, with a fused bias gradient in the same type; BETA

@@ -134,6 +134,13 @@ func.func @equal(%ids: tensor<2x1x3xi64>, %x: tensor<4x3xf32>)
   return %pad, %same : tensor<2x1x3xi1>, tensor<2x4x3xi1>
 }
 
+// CHECK-LABEL: func.func @not
+func.func @not(%pad: tensor<2x1x3xi1>) -> tensor<2x1x3xi1> {
+  // CHECK: nn.not %{{.*}} : tensor<2x1x3xi1>
+  %keep = nn.not %pad : tensor<2x1x3xi1>
+  return %keep : tensor<2x1x3xi1>
+}
+
 // CHECK-LABEL: func.func @shapes
 func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %d: tensor<?x3x4xf32>)
     -> (tensor<6x4xf32>, tensor<4x3x2xf32>, tensor<2x8x4xf32>, tensor<?x6x4xf32>, tensor<2x5x7xf32>) {

@@ -67,7 +67,7 @@ SUPPORTED_OPS = {
     "Reshape", "Flatten", "Transpose", "Concat", "Pad", "ReduceSum",
     "ReduceMean", "Identity", "Slice", "Sqrt", "Exp", "Log", "Erf", "Pow",
     "Expand", "Gather", "Unsqueeze", "Squeeze", "Split", "Where",
-    "LayerNormalization",
+    "LayerNormalization", "Not",
 }
 SHAPE_OPS = {"Shape", "Cast", "Constant",
              "ConstantOfShape", "Equal", "Range"}
@@ -201,6 +201,12 @@ EXPECTED_UNSUPPORTED = {
     "test_equal": BOOL_IO,
     "test_equal_bcast": BOOL_IO,
     "test_where_example": BOOL_IO,
+    "test_not_2d": OPSET1,
+    "test_not_3d": OPSET1,
+    "test_not_4d": OPSET1,
+    "test_not_2d+opset13": BOOL_IO,
+    "test_not_3d+opset13": BOOL_IO,
+    "test_not_4d+opset13": BOOL_IO,
     "test_where_long_example": "Where of run-time integer tensors",
     "test_where_long_example+const": "Where of run-time integer tensors",
     "test_range_float_type_positive_delta": RUNTIME_RANGE,

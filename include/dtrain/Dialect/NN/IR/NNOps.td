@@ -144,6 +144,22 @@ def NN_EqualOp : NN_InferOp<"equal", [Pure, Commutative]> {
   }];
 }
 
+def NN_NotOp : NN_Op<"not", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise logical negation of booleans";
+  let description = [{
+    `result = !input`: ONNX's Not of run-time booleans, as PyTorch exports
+    the `~` of a mask (`masked_fill(~mask.bool(), ...)`; the importer makes
+    that Cast to bool `!(x == 0)`).
+
+    ```mlir
+    %keep = nn.not %pad : tensor<8x1x128xi1>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I1]>:$input);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 class NN_UnaryOp<string mnemonic, list<Trait> traits = []>
     : NN_SameTypeOp<mnemonic, traits # [Pure]> {
   let arguments = (ins NN_FloatTensor:$input);
