@@ -186,6 +186,27 @@ class CastMLP(nn.Module):
         return self.second(hidden.float())
 
 
+class MaskedAttention(nn.Module):
+    """Attention over a batch whose padding a run-time int64 mask of token
+    flags marks, in the three ways PyTorch code applies one: masked_fill of
+    mask == 0 (ONNX Equal), of ~mask.bool() (Cast to bool, Not), and an
+    additive bias (1 - mask.float()) * -10000 (Cast to float); the mask is
+    unsqueezed as integers first."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(6)
+        self.query, self.out = nn.Linear(4, 4), nn.Linear(4, 3)
+
+    def forward(self, x, mask):
+        scores = self.query(x) @ x.transpose(1, 2)
+        flags = mask[:, None, :]
+        equal = scores.masked_fill(flags == 0, -1e9).softmax(-1)
+        negated = scores.masked_fill(~flags.bool(), -1e9).softmax(-1)
+        bias = (scores + (1.0 - flags.float()) * -10000.0).softmax(-1)
+        return self.out(((equal + negated + bias) @ x).mean(1))
+
+
 def small_cnn():
     torch.manual_seed(2)
     return nn.Sequential(
@@ -324,6 +345,11 @@ def cases():
            0.1, 3, x, targets)
     yield ("cast-mlp softmax-xent momentum", CastMLP(), "softmax-xent",
            "momentum", 0.1, 0.0, 3, x, torch.tensor([2, 0, 1, 1, 2]))
+    torch.manual_seed(13)
+    batch = {"x": torch.randn(2, 5, 4),
+             "mask": torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]])}
+    yield ("masked-attention softmax-xent adam", MaskedAttention(),
+           "softmax-xent", "adam", 0.01, 0.0, 3, batch, torch.tensor([0, 2]))
     torch.manual_seed(12)
     x, labels = torch.randn(4, 3, 8, 8), torch.tensor([1, 0, 3, 2])
     yield ("cnn softmax-xent momentum", small_cnn(), "softmax-xent",
@@ -364,11 +390,12 @@ def cases():
                optimizer, lr, 5e-4, 3, x, labels)
 
 
-def train(model, x, target, loss_name, optimizer_name, lr, decay, steps,
+def train(model, inputs, target, loss_name, optimizer_name, lr, decay, steps,
           scheduler=None, wire=None):
-    """PyTorch's STEPS steps on MODEL (in place), with weight decay on the
-    parameters of more than one dimension only; returns the loss and the
-    correct-prediction count (softmax-xent, else None) of the last step.
+    """PyTorch's STEPS steps on MODEL (in place) of the tuple of its INPUTS,
+    with weight decay on the parameters of more than one dimension only;
+    returns the loss and the correct-prediction count (softmax-xent, else
+    None) of the last step.
     WIRE (a 16-bit torch dtype): each gradient is rounded to it before the
     update, as a one-rank exchange in that type does."""
     # CrossEntropyLoss after LogSoftmax is what dtrain's softmax-xent of
@@ -393,7 +420,7 @@ def train(model, x, target, loss_name, optimizer_name, lr, decay, steps,
     model.train()
     for _ in range(steps):
         optimizer.zero_grad()
-        output = model(x)
+        output = model(*inputs)
         loss = criterion(output, target)
         loss.backward()
         if wire is not None:
@@ -426,8 +453,9 @@ def state(model, loss, correct):
 def check(options, work, name, model, loss_name,
           optimizer_name, lr, decay, steps, x, target, schedule=((), None),
           wire=None):
-    """SCHEDULE: dtrain-compile's schedule flags and the PyTorch scheduler
-    (a function of the optimizer) that they stand for. WIRE: dtrain-compile
+    """X: the batch, or a dict of the model's inputs by name (a mask beside
+    the batch). SCHEDULE: dtrain-compile's schedule flags and the PyTorch
+    scheduler (a function of the optimizer) that they stand for. WIRE: dtrain-compile
     --wire's type name, for one-rank data-parallel steps whose gradients
     travel in it; PyTorch's must then differ from the steps without
     rounding by more than the tolerance, or the case could not fail."""
@@ -441,9 +469,11 @@ def check(options, work, name, model, loss_name,
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, "model.onnx")
     exe = os.path.join(work, "step.bin")
+    inputs = x if isinstance(x, dict) else {"x": x}
     with torch.no_grad():
-        torch.onnx.export(model, x, onnx_path, opset_version=13,
-                          input_names=["x"], output_names=["y"],
+        torch.onnx.export(model, tuple(inputs.values()), onnx_path,
+                          opset_version=13, input_names=list(inputs),
+                          output_names=["y"],
                           training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False)
     # Float buffers other than batch norms' statistics (a causal mask) stay
@@ -458,7 +488,8 @@ def check(options, work, name, model, loss_name,
     # PyTorch's steps on --torch-device; the batch files stay on the host.
     device = torch.device(options.torch_device)
     model.to(device)
-    x_on, target_on = x.to(device), target.to(device)
+    x_on = tuple(value.to(device) for value in inputs.values())
+    target_on = target.to(device)
     if wire is not None:
         unrounded = copy.deepcopy(model)
         plain = state(unrounded, *train(unrounded, x_on, target_on, loss_name,
@@ -484,11 +515,14 @@ def check(options, work, name, model, loss_name,
     if result.returncode != 0:
         print("%s: COMPILE FAILED:\n%s" % (name, result.stderr))
         return False
-    np.save(os.path.join(work, "x.npy"), x.numpy())
+    command = [exe]
+    for input_name, value in inputs.items():
+        np.save(os.path.join(work, input_name + ".npy"), value.numpy())
+        command += ["--input", "%s=%s" % (input_name, os.path.join(
+            work, input_name + ".npy"))]
     label = "labels" if loss_name == "softmax-xent" else "targets"
     np.save(os.path.join(work, "label.npy"), target.numpy())
-    command = [exe, "--input", "x=" + os.path.join(work, "x.npy"),
-               "--input", label + "=" + os.path.join(work, "label.npy"),
+    command += ["--input", label + "=" + os.path.join(work, "label.npy"),
                "--output", os.path.join(work, "out.npz"), "--repeat",
                str(steps)]
     result = subprocess.run(command, capture_output=True, text=True)
