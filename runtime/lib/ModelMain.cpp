@@ -741,16 +741,22 @@ void checkIndices(const ModelInfo &info, const Arg &a,
   }
 }
 
+/// Allocates OUT with the shape of LIKE and elements of DTYPE.
+void allocateLike(ArrayGuard &out, const dtrain_rt_array_t &like,
+                  int32_t dtype) {
+  char error[1024];
+  if (dtrain_rt_array_alloc(&out.array, dtype, like.rank, like.shape, error,
+                            sizeof error))
+    fail("%s", error);
+}
+
 /// ARRAY widened to i64 where it holds i32 and the model takes i64
 /// (WANTED): integer data of any width, as NumPy writes token ids and labels.
 void widenIntegers(dtrain_rt_array_t &array, int32_t wanted) {
   if (wanted != DTRAIN_RT_I64 || array.dtype != DTRAIN_RT_I32)
     return;
   ArrayGuard wide;
-  char error[1024];
-  if (dtrain_rt_array_alloc(&wide.array, DTRAIN_RT_I64, array.rank,
-                            array.shape, error, sizeof error))
-    fail("%s", error);
+  allocateLike(wide, array, DTRAIN_RT_I64);
   const int64_t n = dtrain_rt_array_num_elements(&array);
   for (int64_t i = 0; i < n; ++i)
     static_cast<int64_t *>(wide.array.data)[i] =
@@ -768,10 +774,7 @@ void narrowToBF16(dtrain_rt_array_t &array, int32_t wanted,
   if (wanted != DTRAIN_RT_BF16 || array.dtype != DTRAIN_RT_F32)
     return;
   ArrayGuard narrow;
-  char error[1024];
-  if (dtrain_rt_array_alloc(&narrow.array, DTRAIN_RT_BF16, array.rank,
-                            array.shape, error, sizeof error))
-    fail("%s", error);
+  allocateLike(narrow, array, DTRAIN_RT_BF16);
   const int64_t n = dtrain_rt_array_num_elements(&array);
   const auto *from = static_cast<const float *>(array.data);
   auto *to = static_cast<uint16_t *>(narrow.array.data);
