@@ -1733,10 +1733,12 @@ Importer::getSqueezeTarget(const onnx::NodeProto &node,
              << "axis " << axis << " is out of range for rank " << rank;
     axis = *normalized;
   }
+  llvm::sort(axes);
+  if (auto repeated = llvm::adjacent_find(axes); repeated != axes.end())
+    return nodeError(node) << "axis " << *repeated << " is given twice";
   SmallVector<int64_t> shape;
   if (unsqueeze) {
     shape.assign(dims.begin(), dims.end());
-    llvm::sort(axes);
     for (int64_t axis : axes)
       shape.insert(shape.begin() + axis, 1);
     return shape;
