@@ -789,6 +789,15 @@ void narrowToBF16(dtrain_rt_array_t &array, int32_t wanted,
   std::swap(array, narrow.array);
 }
 
+/// ARRAY, read from SOURCE for arg A, converted to A's dtype where NumPy
+/// cannot write it or writes a narrower integer: the exact conversions
+/// above; any other mismatch stays for the caller to report.
+void convertToArgDType(dtrain_rt_array_t &array, const Arg &a,
+                       const std::string &source) {
+  widenIntegers(array, a.dtype);
+  narrowToBF16(array, a.dtype, a.name, source);
+}
+
 void loadInput(const ModelInfo &info, const Arg &a, const std::string &file,
                void *buffer) {
   ArrayGuard in;
@@ -802,8 +811,7 @@ void loadInput(const ModelInfo &info, const Arg &a, const std::string &file,
   // "x.npy", or "in.npz member 'x'".
   const std::string source =
       archive ? file + " member " + quoted(a.name) : file;
-  widenIntegers(in.array, a.dtype);
-  narrowToBF16(in.array, a.dtype, a.name, source);
+  convertToArgDType(in.array, a, source);
   if (in.array.dtype != a.dtype)
     fail("input %s: %s has dtype %s, expected %s%s", quoted(a.name).c_str(),
          source.c_str(), dtypeName(in.array.dtype), dtypeName(a.dtype),
@@ -1277,8 +1285,8 @@ struct Samples {
         dtrain_rt_npz_read(path.c_str(), o.yKey.c_str(), &y.array, error,
                            sizeof error))
       fail("%s", error);
-    widenIntegers(x.array, input.dtype);
-    widenIntegers(y.array, label.dtype);
+    convertToArgDType(x.array, input, path + " " + o.xKey);
+    convertToArgDType(y.array, label, path + " " + o.yKey);
     check(path, o.xKey, x.array, input);
     check(path, o.yKey, y.array, label);
     checkIndices(info, input, x.array, path + " " + o.xKey);
