@@ -45,6 +45,8 @@ static StringRef getDTypeName(Type type) {
     return "i64";
   if (type.isSignlessInteger(32))
     return "i32";
+  if (type.isSignlessInteger(1))
+    return "bool";
   return "";
 }
 
@@ -63,7 +65,7 @@ static LogicalResult appendArgLine(llvm::raw_ostream &os, Location loc,
     return emitError(loc) << "'" << name << "' has element type "
                           << tensorType.getElementType()
                           << ", which a compiled model cannot pass (f32, "
-                             "f64, f16, bf16, i64 or i32)";
+                             "f64, f16, bf16, i64, i32 or i1)";
   if (name.contains('\n'))
     return emitError(loc) << "the name of '" << role
                           << "' contains a newline";

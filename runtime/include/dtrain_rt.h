@@ -28,8 +28,10 @@ extern "C" {
 
 /* Element types. The 16-bit float types are stored as their raw 16-bit
  * patterns (IEEE binary16, bfloat16); reductions on them compute in f32 and
- * round to nearest even. Collectives accept the float types only (0..3);
- * the integer types are for array files (labels). */
+ * round to nearest even. BOOL is one byte an element, 0 or 1 (as NumPy's
+ * bool and an i1 memref store it). Collectives accept the float types only
+ * (0..3); the integer and bool types are for array files (labels, token
+ * ids, masks). */
 enum {
   DTRAIN_RT_F32 = 0,
   DTRAIN_RT_F64 = 1,
@@ -37,6 +39,7 @@ enum {
   DTRAIN_RT_BF16 = 3,
   DTRAIN_RT_I64 = 4,
   DTRAIN_RT_I32 = 5,
+  DTRAIN_RT_BOOL = 6,
 };
 
 /* Reduction of a collective. MEAN is SUM divided by the communicator size
@@ -275,8 +278,9 @@ void dtrain_rt_set_buffer_fence(const dtrain_rt_buffer_fence_t *fence);
  * errors, never read out of bounds. Thread-safe (no shared state).
  *
  * Reading converts to a DTRAIN_RT_* type:
- *   '<f4' F32, '<f8' F64, '<f2' F16, '<i8' I64, '<i4' I32 (as stored);
- *   '|b1', '|i1', '|u1', '<i2', '<u2' widened to I32, '<u4' to I64;
+ *   '<f4' F32, '<f8' F64, '<f2' F16, '<i8' I64, '<i4' I32 (as stored),
+ *   '|b1' BOOL (a nonzero byte reads as 1);
+ *   '|i1', '|u1', '<i2', '<u2' widened to I32, '<u4' to I64;
  *   big-endian ('>') variants are byte-swapped; fortran_order True arrays
  *   are transposed to row-major (C) order.
  * Rejected: '<u8', complex, strings, object and structured dtypes, and
@@ -323,7 +327,7 @@ int dtrain_rt_npy_read(const char *path, dtrain_rt_array_t *out, char *error,
 
 /* Writes ARRAY to the .npy file PATH (format 1.0, C order), replacing it;
  * numpy reads it with np.load. Types are written as
- * stored ('<f4', '<f8', '<f2', '<i8', '<i4'), except BF16, which numpy
+ * stored ('<f4', '<f8', '<f2', '<i8', '<i4', '|b1'), except BF16, which numpy
  * lacks: it is written as '<f4' (exactly), so it reads back as F32. On
  * failure no partial file is left at PATH. */
 int dtrain_rt_npy_write(const char *path, const dtrain_rt_array_t *array,
@@ -870,7 +874,7 @@ const dtrain_rt_sparse_kernels_t *dtrain_rt_cpu_sparse_kernels(void);
  * exchanges), input (a graph input or labels) or output (a graph output,
  * or the new value of the param, buffer, state or rankstate of the same
  * name, dtype and shape, written by the call); <dtype> is f32,
- * f64, f16, bf16, i64 or i32; <shape> is the dimensions joined by 'x'
+ * f64, f16, bf16, i64, i32 or bool; <shape> is the dimensions joined by 'x'
  * ("16x3x32x32"), or '-' for a scalar; <name> is the ONNX name, the rest
  * of the line. Paths and names contain no newline. Mode infer runs a model's forward
  * pass; mode step runs one training step of --dtrain-build-training, whose

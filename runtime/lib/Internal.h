@@ -96,9 +96,10 @@ void setCollectiveChecks(bool enabled);
 inline bool isValidDType(int32_t dtype) {
   return dtype >= DTRAIN_RT_F32 && dtype <= DTRAIN_RT_BF16;
 }
-/// Any DTRAIN_RT_* element type (array files also take the integer types).
+/// Any DTRAIN_RT_* element type (array files also take the integer and
+/// bool types).
 inline bool isKnownDType(int64_t dtype) {
-  return dtype >= DTRAIN_RT_F32 && dtype <= DTRAIN_RT_I32;
+  return dtype >= DTRAIN_RT_F32 && dtype <= DTRAIN_RT_BOOL;
 }
 inline bool isValidReduction(int32_t reduction) {
   return reduction >= DTRAIN_RT_SUM && reduction <= DTRAIN_RT_MAX;
@@ -125,6 +126,8 @@ inline int64_t dtypeSize(int32_t dtype) {
   case DTRAIN_RT_F16:
   case DTRAIN_RT_BF16:
     return 2;
+  case DTRAIN_RT_BOOL:
+    return 1;
   default:
     return 0;
   }

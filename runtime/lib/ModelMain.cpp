@@ -152,11 +152,11 @@ Arg parseArg(std::string_view line) {
   a.role = Role(role - std::begin(roleNames));
 
   a.dtype = -1;
-  for (int32_t d = DTRAIN_RT_F32; d <= DTRAIN_RT_I32; ++d)
+  for (int32_t d = DTRAIN_RT_F32; d <= DTRAIN_RT_BOOL; ++d)
     if (fields[1] == dtypeName(d))
       a.dtype = d;
   if (a.dtype < 0)
-    fail("unknown dtype %s (accepted: f32, f64, f16, bf16, i64, i32)",
+    fail("unknown dtype %s (accepted: f32, f64, f16, bf16, i64, i32, bool)",
          quoted(fields[1]).c_str());
 
   if (fields[2] != "-") {
@@ -600,12 +600,15 @@ void printHelp(const char *program, const ModelInfo &info) {
       "      input left that it has a member of that name for (NAME=FILE.npz: "
       "only\n"
       "      input NAME). The dtype and shape must be the compiled ones "
-      "(bool,\n"
-      "      int8, int16, uint8 and uint16 arrays read as i32, uint32 as i64; "
-      "a bf16\n"
-      "      input, which NumPy lacks, from float32 values that bf16 holds, as "
-      "bf16\n"
-      "      outputs are written; nothing else is converted).\n"
+      "(int8,\n"
+      "      int16, uint8 and uint16 arrays read as i32, uint32 as i64, bool "
+      "as i32\n"
+      "      or i64 where the model takes integers; a bf16 input, which NumPy "
+      "lacks,\n"
+      "      from float32 values that bf16 holds, as bf16 outputs are written; "
+      "nothing\n"
+      "      else is converted). A bool input or output is NumPy's bool "
+      "('|b1').\n"
       "  --output [NAME=]FILE\n"
       "      Writes an output (NAME, or else the next one in order) to "
       "FILE.npy,\n"
@@ -707,8 +710,8 @@ struct ArrayGuard {
 
 /// A hint for a .npy file of the wrong dtype.
 std::string dtypeHint(int32_t expected) {
-  static const char *const numpyNames[] = {"float32", "float64", "float16",
-                                           nullptr,   "int64",   "int32"};
+  static const char *const numpyNames[] = {
+      "float32", "float64", "float16", nullptr, "int64", "int32", "bool_"};
   if (expected == DTRAIN_RT_BF16)
     return " (.npy files cannot hold bf16: save it as float32)";
   return std::string(" (save it with .astype(np.") + numpyNames[expected] +
@@ -750,17 +753,30 @@ void allocateLike(ArrayGuard &out, const dtrain_rt_array_t &like,
     fail("%s", error);
 }
 
-/// ARRAY widened to i64 where it holds i32 and the model takes i64
-/// (WANTED): integer data of any width, as NumPy writes token ids and labels.
+/// ARRAY widened where the model takes i64 or i32 (WANTED) and it holds a
+/// narrower integer type: i32 to i64 (integer data of any width, as NumPy
+/// writes token ids and labels), bool to either (0 and 1, labels saved as
+/// booleans).
 void widenIntegers(dtrain_rt_array_t &array, int32_t wanted) {
-  if (wanted != DTRAIN_RT_I64 || array.dtype != DTRAIN_RT_I32)
+  const bool widens =
+      (wanted == DTRAIN_RT_I64 && array.dtype == DTRAIN_RT_I32) ||
+      ((wanted == DTRAIN_RT_I64 || wanted == DTRAIN_RT_I32) &&
+       array.dtype == DTRAIN_RT_BOOL);
+  if (!widens)
     return;
   ArrayGuard wide;
-  allocateLike(wide, array, DTRAIN_RT_I64);
+  allocateLike(wide, array, wanted);
   const int64_t n = dtrain_rt_array_num_elements(&array);
-  for (int64_t i = 0; i < n; ++i)
-    static_cast<int64_t *>(wide.array.data)[i] =
-        static_cast<const int32_t *>(array.data)[i];
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v =
+        array.dtype == DTRAIN_RT_BOOL
+            ? int64_t(static_cast<const uint8_t *>(array.data)[i])
+            : int64_t(static_cast<const int32_t *>(array.data)[i]);
+    if (wanted == DTRAIN_RT_I64)
+      static_cast<int64_t *>(wide.array.data)[i] = v;
+    else
+      static_cast<int32_t *>(wide.array.data)[i] = int32_t(v);
+  }
   std::swap(array, wide.array);
 }
 

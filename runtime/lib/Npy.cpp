@@ -253,8 +253,8 @@ constexpr FileType fileTypes[] = {
     {'f', 2, DTRAIN_RT_F16},
     {'i', 8, DTRAIN_RT_I64},
     {'i', 4, DTRAIN_RT_I32},
+    {'b', 1, DTRAIN_RT_BOOL},
     // Widened on read (lossless).
-    {'b', 1, DTRAIN_RT_I32},
     {'i', 1, DTRAIN_RT_I32},
     {'u', 1, DTRAIN_RT_I32},
     {'i', 2, DTRAIN_RT_I32},
@@ -377,9 +377,9 @@ size_t checkArray(int32_t dtype, int32_t rank, const int64_t *shape,
                   int64_t elementSize) {
   if (!isKnownDType(dtype))
     fail("unknown dtype %d (accepted: %d = f32, %d = f64, %d = f16, %d = "
-         "bf16, %d = i64, %d = i32)",
+         "bf16, %d = i64, %d = i32, %d = bool)",
          dtype, DTRAIN_RT_F32, DTRAIN_RT_F64, DTRAIN_RT_F16, DTRAIN_RT_BF16,
-         DTRAIN_RT_I64, DTRAIN_RT_I32);
+         DTRAIN_RT_I64, DTRAIN_RT_I32, DTRAIN_RT_BOOL);
   if (rank < 0 || rank > DTRAIN_RT_MAX_RANK)
     fail("rank %d (accepted: 0..%d)", rank, DTRAIN_RT_MAX_RANK);
   if (rank > 0 && !shape)
@@ -639,6 +639,11 @@ void dtrain::rt::readNpy(ByteSource &source, dtrain_rt_array_t *out) {
     source.read(data.get(), fileBytes);
     if (type.bigEndian && outSize > 1)
       byteSwap(data.get(), size_t(elements), int(outSize));
+    // Code compiled for i1 reads a byte as 0 or 1 only; NumPy writes no
+    // other, but a file may hold any byte.
+    if (type.type->dtype == DTRAIN_RT_BOOL)
+      for (size_t i = 0; i < size_t(elements); ++i)
+        data.get()[i] = data.get()[i] != 0;
   } else {
     // Widening integer conversion, a chunk at a time.
     std::vector<unsigned char> chunk;

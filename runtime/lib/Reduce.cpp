@@ -159,6 +159,8 @@ const char *dtrain::rt::dtypeName(int64_t dtype) {
     return "i64";
   case DTRAIN_RT_I32:
     return "i32";
+  case DTRAIN_RT_BOOL:
+    return "bool";
   default:
     return "?";
   }

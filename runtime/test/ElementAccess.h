@@ -41,6 +41,8 @@ inline double loadElement(const void *base, int32_t dtype, int64_t i) {
     return bf16ToF32(loadAs<uint16_t>(p));
   case DTRAIN_RT_I64:
     return double(loadAs<int64_t>(p));
+  case DTRAIN_RT_BOOL:
+    return loadAs<uint8_t>(p);
   default:
     return loadAs<int32_t>(p);
   }
@@ -60,6 +62,8 @@ inline void storeElement(void *base, int32_t dtype, int64_t i, double v) {
     return storeAs(p, f32ToBF16(float(v)));
   case DTRAIN_RT_I64:
     return storeAs(p, int64_t(v));
+  case DTRAIN_RT_BOOL:
+    return storeAs(p, uint8_t(v != 0));
   default:
     return storeAs(p, int32_t(v));
   }

@@ -182,7 +182,7 @@ const TypeCase typeCases[] = {
     {"f4", DTRAIN_RT_F32}, {"f8", DTRAIN_RT_F64}, {"f2", DTRAIN_RT_F16},
     {"i8", DTRAIN_RT_I64}, {"i4", DTRAIN_RT_I32}, {"i2", DTRAIN_RT_I32},
     {"i1", DTRAIN_RT_I32}, {"u1", DTRAIN_RT_I32}, {"u2", DTRAIN_RT_I32},
-    {"u4", DTRAIN_RT_I64}, {"b1", DTRAIN_RT_I32},
+    {"u4", DTRAIN_RT_I64}, {"b1", DTRAIN_RT_BOOL},
 };
 
 TEST_F(NpyTest, ReadsEveryType) {
@@ -192,6 +192,19 @@ TEST_F(NpyTest, ReadsEveryType) {
     readNpyFile(in(std::string(c.t) + ".npy"), a);
     expectArray(a, c.dtype, {3, 5}, c.t);
   }
+}
+
+TEST_F(NpyTest, ReadsNonzeroBoolBytesAsOne) {
+  // Compiled code loads a bool as an i1, which must be 0 or 1.
+  Array a;
+  readNpyFile(in("b1_bytes.npy"), a);
+  ASSERT_EQ(a.dtype, DTRAIN_RT_BOOL);
+  ASSERT_EQ(dtrain_rt_array_num_elements(&a), 4);
+  const auto *bytes = static_cast<const uint8_t *>(a.data);
+  EXPECT_EQ(bytes[0], 0);
+  EXPECT_EQ(bytes[1], 1);
+  EXPECT_EQ(bytes[2], 1);
+  EXPECT_EQ(bytes[3], 1);
 }
 
 TEST_F(NpyTest, ReadsBigEndian) {
@@ -555,7 +568,7 @@ TEST_F(NpyTest, WritesFilesNumpyReads) {
   // npy_fixtures.py check loads these with numpy.
   const std::pair<const char *, int32_t> types[] = {
       {"f4", DTRAIN_RT_F32}, {"f8", DTRAIN_RT_F64}, {"f2", DTRAIN_RT_F16},
-      {"i8", DTRAIN_RT_I64}, {"i4", DTRAIN_RT_I32},
+      {"i8", DTRAIN_RT_I64}, {"i4", DTRAIN_RT_I32}, {"b1", DTRAIN_RT_BOOL},
   };
   char error[512] = "";
   for (const auto &[t, dtype] : types) {
@@ -760,7 +773,8 @@ TEST(NpyArray, AllocNumElementsAndFree) {
   EXPECT_EQ(dtrain_rt_dtype_size(DTRAIN_RT_I64), 8);
   EXPECT_EQ(dtrain_rt_dtype_size(DTRAIN_RT_I32), 4);
   EXPECT_EQ(dtrain_rt_dtype_size(DTRAIN_RT_BF16), 2);
-  EXPECT_EQ(dtrain_rt_dtype_size(6), 0);
+  EXPECT_EQ(dtrain_rt_dtype_size(DTRAIN_RT_BOOL), 1);
+  EXPECT_EQ(dtrain_rt_dtype_size(7), 0);
 }
 
 } // namespace

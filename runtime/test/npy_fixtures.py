@@ -142,6 +142,11 @@ def generate(root):
     # Format versions.
     write("v2.npy", npy_bytes(make("f4", (3, 5)), (2, 0)))
     write("v3.npy", npy_bytes(make("i8", (3, 5)), (3, 0)))
+    # Bool bytes other than 0 and 1, which numpy never writes but reads as
+    # True.
+    write("b1_bytes.npy", raw_npy(
+        "{'descr': '|b1', 'fortran_order': False, 'shape': (4,), }\n",
+        bytes([0, 1, 2, 255])))
 
     # Archives.
     np.savez(path("savez.npz"), x=make("f4", (4, 3)), y=make("i8", (4,)))
@@ -244,7 +249,7 @@ def check(root):
         assert (array == want).all(), (array, want)
 
     checked = 0
-    for t in ("f4", "f8", "f2", "i8", "i4"):
+    for t in ("f4", "f8", "f2", "i8", "i4", "b1"):
         expect(load("out_%s.npy" % t), t, (3, 5))
         checked += 1
     # bf16 is written as f4: the values of make("f2") are exact in bf16.

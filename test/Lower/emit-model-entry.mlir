@@ -47,6 +47,16 @@ func.func @forward(%x: tensor<3xf32> {train.input = "x"}) -> tensor<3xf32> {
 
 // -----
 
+// Booleans cross as bool, one byte an element (an i1 memref's layout).
+// CHECK: @dtrain_model_info("dtrain-model 1\0Aonnx -\0Amode infer\0Aarg input bool 3 m\0Aarg input f32 3 x\0Aarg output bool 3 output0\0A\00")
+func.func @forward(%m: tensor<3xi1> {train.input = "m"}, %x: tensor<3xf32> {train.input = "x"}) -> tensor<3xi1> {
+  %0 = nn.equal %x, %x : tensor<3xf32>, tensor<3xf32> -> tensor<3xi1>
+  %1 = nn.equal %0, %m : tensor<3xi1>, tensor<3xi1> -> tensor<3xi1>
+  return %1 : tensor<3xi1>
+}
+
+// -----
+
 // expected-error @+1 {{a compiled model needs a func.func @forward (or the @train_step of --dtrain-build-training) with a body}}
 module {
   func.func @model(%x: tensor<3xf32>) -> tensor<3xf32> {
@@ -70,7 +80,7 @@ func.func @forward(%x: tensor<?xf32> {train.input = "x"}) -> tensor<?xf32> {
 
 // -----
 
-// expected-error @+1 {{'x' has element type 'i8', which a compiled model cannot pass (f32, f64, f16, bf16, i64 or i32)}}
+// expected-error @+1 {{'x' has element type 'i8', which a compiled model cannot pass (f32, f64, f16, bf16, i64, i32 or i1)}}
 func.func @forward(%x: tensor<3xi8> {train.input = "x"}) -> tensor<3xi8> {
   return %x : tensor<3xi8>
 }

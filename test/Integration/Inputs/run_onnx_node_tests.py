@@ -82,9 +82,6 @@ ATOL = 1e-7
 UINT8 = "8-bit integer tensors (dtrain computes in f32)"
 INT8 = "int8 tensors (dtrain computes in f32)"
 STRING = "string tensors"
-BOOL_IO = ("a boolean graph input or output (a compiled model passes f32, "
-           "f64, f16, bf16, i64 and i32 tensors; booleans computed inside, "
-           "as Equal's of a mask, are imported)")
 RUNTIME_SHAPE_OP = ("%s of a run-time tensor: only evaluated at import, on "
                     "shape arithmetic")
 RUNTIME_AXES = "ReduceSum axes given as a run-time input (+const passes)"
@@ -198,15 +195,9 @@ EXPECTED_UNSUPPORTED = {
     "test_constantofshape_int_shape_zero":
         RUNTIME_SHAPE_OP % "ConstantOfShape",
     "test_constantofshape_int_zeros": RUNTIME_SHAPE_OP % "ConstantOfShape",
-    "test_equal": BOOL_IO,
-    "test_equal_bcast": BOOL_IO,
-    "test_where_example": BOOL_IO,
     "test_not_2d": OPSET1,
     "test_not_3d": OPSET1,
     "test_not_4d": OPSET1,
-    "test_not_2d+opset13": BOOL_IO,
-    "test_not_3d+opset13": BOOL_IO,
-    "test_not_4d+opset13": BOOL_IO,
     "test_where_long_example": "Where of run-time integer tensors",
     "test_where_long_example+const": "Where of run-time integer tensors",
     "test_range_float_type_positive_delta": RUNTIME_RANGE,
@@ -455,10 +446,14 @@ def run_test(compile_tool, flags, test, work):
                     output_name, tag, got.shape, want.shape)
             diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
             try:
-                np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+                if want.dtype.kind in "biu":  # exact
+                    np.testing.assert_array_equal(got, want)
+                else:
+                    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
             except AssertionError:
-                bad = ~np.isclose(got, want, rtol=RTOL, atol=ATOL,
-                                  equal_nan=True)
+                bad = (got != want if want.dtype.kind in "biu" else
+                       ~np.isclose(got, want, rtol=RTOL, atol=ATOL,
+                                   equal_nan=True))
                 worst = int(np.argmax(np.where(bad, diff, -1)))
                 return "mismatch", (
                     "output '%s' (%s): %d of %d elements differ, max abs diff "
