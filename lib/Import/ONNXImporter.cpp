@@ -208,6 +208,9 @@ private:
   LogicalResult importExpand(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
+  LogicalResult importHardSigmoid(const onnx::NodeProto &node);
+  LogicalResult importScaled(const onnx::NodeProto &node, StringRef opName,
+                             double constant, bool constantFirst);
   LogicalResult importSoftmax(const onnx::NodeProto &node, StringRef opName);
   LogicalResult importReduce(const onnx::NodeProto &node, StringRef opName);
   LogicalResult importConv(const onnx::NodeProto &node);
@@ -304,15 +307,15 @@ const llvm::StringSet<> &supportedOps() {
       "Clip",       "Concat",          "Constant",           "ConstantOfShape",
       "Conv",       "Div",             "Dropout",            "Equal",
       "Erf",        "Exp",             "Expand",             "Flatten",
-      "Gather",     "Gemm",            "GlobalAveragePool",  "Identity",
-      "LayerNormalization",
-      "LeakyRelu",  "Log",             "LogSoftmax",         "MatMul",
-      "MaxPool",    "Mul",             "Not",                "Pad",
-      "Pow",        "Range",           "ReduceMean",         "ReduceSum",
-      "Relu",       "Reshape",         "Shape",              "Sigmoid",
-      "Slice",      "Softmax",         "Split",              "Sqrt",
-      "Squeeze",    "Sub",             "Tanh",               "Transpose",
-      "Unsqueeze",  "Where"};
+      "Gather",     "Gemm",            "GlobalAveragePool",  "HardSigmoid",
+      "HardSwish",  "Identity",        "LayerNormalization", "LeakyRelu",
+      "Log",        "LogSoftmax",      "MatMul",             "MaxPool",
+      "Mul",        "Neg",             "Not",                "Pad",
+      "Pow",        "Range",           "Reciprocal",         "ReduceMean",
+      "ReduceSum",  "Relu",            "Reshape",            "Shape",
+      "Sigmoid",    "Slice",           "Softmax",            "Split",
+      "Sqrt",       "Squeeze",         "Sub",                "Tanh",
+      "Transpose",  "Unsqueeze",       "Where"};
   // clang-format on
   return ops;
 }
@@ -1136,6 +1139,12 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return importReshape(node);
   if (type == "Clip")
     return importClip(node);
+  if (type == "HardSigmoid" || type == "HardSwish")
+    return importHardSigmoid(node);
+  if (type == "Neg")
+    return importScaled(node, "nn.mul", -1.0, /*constantFirst=*/false);
+  if (type == "Reciprocal")
+    return importScaled(node, "nn.div", 1.0, /*constantFirst=*/true);
   if (type == "Softmax")
     return importSoftmax(node, "nn.softmax");
   if (type == "LogSoftmax")
@@ -2091,6 +2100,56 @@ LogicalResult Importer::importClip(const onnx::NodeProto &node) {
   if (failed(bound(1, "min")) || failed(bound(2, "max")))
     return failure();
   return emitSingle(node, "nn.clip", {*x}, attrs);
+}
+
+/// HardSigmoid, clip(alpha * x + beta, 0, 1), and HardSwish, x times
+/// HardSigmoid with alpha = 1/6 and beta = 1/2 (MobileNetV3's activations),
+/// as the nn ops they are made of: the clip's gradient is PyTorch's (zero
+/// outside the linear part).
+LogicalResult Importer::importHardSigmoid(const onnx::NodeProto &node) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  const bool swish = node.op_type() == "HardSwish";
+  const double alpha = swish ? 1.0 / 6 : getFloatAttr(node, "alpha", 0.2);
+  const double beta = swish ? 0.5 : getFloatAttr(node, "beta", 0.5);
+  Type type = x->getType();
+  Type elementType = cast<ShapedType>(type).getElementType();
+  Value result = *x;
+  auto apply = [&](StringRef opName, ValueRange operands,
+                   ArrayRef<NamedAttribute> attrs = {}) -> LogicalResult {
+    FailureOr<Operation *> op = createOp(node, opName, operands, attrs, {type});
+    if (failed(op))
+      return failure();
+    result = (*op)->getResult(0);
+    return success();
+  };
+  if (failed(apply("nn.mul", {result, scalarConstant(alpha, elementType)})) ||
+      failed(apply("nn.add", {result, scalarConstant(beta, elementType)})) ||
+      failed(apply("nn.clip", {result},
+                   {builder.getNamedAttr("min", builder.getF64FloatAttr(0)),
+                    builder.getNamedAttr("max", builder.getF64FloatAttr(1))})))
+    return failure();
+  if (swish && failed(apply("nn.mul", {*x, result})))
+    return failure();
+  values[node.output(0)] = result;
+  return success();
+}
+
+/// An elementwise op with a scalar constant: Neg as x * -1, Reciprocal as
+/// 1 / x (CONSTANT first).
+LogicalResult Importer::importScaled(const onnx::NodeProto &node,
+                                     StringRef opName, double constant,
+                                     bool constantFirst) {
+  FailureOr<Value> x = getValue(node, 0);
+  if (failed(x))
+    return failure();
+  Value c =
+      scalarConstant(constant, cast<ShapedType>(x->getType()).getElementType());
+  if (constantFirst)
+    return emitSingle(node, opName, {c, *x}, {},
+                      cast<TensorType>(x->getType()));
+  return emitSingle(node, opName, {*x, c}, {}, cast<TensorType>(x->getType()));
 }
 
 LogicalResult Importer::importSoftmax(const onnx::NodeProto &node,

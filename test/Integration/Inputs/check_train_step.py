@@ -186,6 +186,24 @@ class CastMLP(nn.Module):
         return self.second(hidden.float())
 
 
+class HardMLP(nn.Module):
+    """MobileNetV3's activations: hardswish and a squeeze-and-excitation
+    style gate by hardsigmoid (ONNX HardSigmoid, which the importer makes a
+    clip), and a negation and a reciprocal (Neg, Reciprocal)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(5)
+        self.first, self.gate = nn.Linear(6, 8), nn.Linear(8, 8)
+        self.second = nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = nn.functional.hardswish(self.first(x) * 3)
+        h = h * nn.functional.hardsigmoid(self.gate(h) * 3)
+        y = self.second(h)
+        return -y * torch.reciprocal(1.5 + torch.sigmoid(y))
+
+
 class MaskedAttention(nn.Module):
     """Attention over a batch whose padding a run-time int64 mask of token
     flags marks, in the three ways PyTorch code applies one: masked_fill of
@@ -344,6 +362,8 @@ def cases():
     yield ("tanh-sigmoid-mlp mse adamw", smooth_mlp(), "mse", "adamw", 0.02,
            0.1, 3, x, targets)
     yield ("cast-mlp softmax-xent momentum", CastMLP(), "softmax-xent",
+           "momentum", 0.1, 0.0, 3, x, torch.tensor([2, 0, 1, 1, 2]))
+    yield ("hard-mlp softmax-xent momentum", HardMLP(), "softmax-xent",
            "momentum", 0.1, 0.0, 3, x, torch.tensor([2, 0, 1, 1, 2]))
     torch.manual_seed(13)
     batch = {"x": torch.randn(2, 5, 4),

@@ -67,7 +67,8 @@ SUPPORTED_OPS = {
     "Reshape", "Flatten", "Transpose", "Concat", "Pad", "ReduceSum",
     "ReduceMean", "Identity", "Slice", "Sqrt", "Exp", "Log", "Erf", "Pow",
     "Expand", "Gather", "Unsqueeze", "Squeeze", "Split", "Where",
-    "LayerNormalization", "Not",
+    "LayerNormalization", "Not", "HardSigmoid", "HardSwish", "Neg",
+    "Reciprocal",
 }
 SHAPE_OPS = {"Shape", "Cast", "Constant",
              "ConstantOfShape", "Equal", "Range"}
@@ -96,6 +97,7 @@ POOL_RANK = "1-d and 3-d pooling (only 2-d, rank-4 inputs)"
 MASK = "the mask output of Dropout"
 INDICES = "the Indices output of MaxPool"
 OPSET1 = "opset 1 (dtrain imports opsets 7 to 17)"
+OPSET6 = "opset 6 (dtrain imports opsets 7 to 17)"
 RUNTIME_EXPONENT = ("Pow with a run-time exponent (only a constant scalar "
                     "one)")
 TENSOR_EXPONENT = "Pow with an exponent of several elements (only a scalar)"
@@ -195,6 +197,9 @@ EXPECTED_UNSUPPORTED = {
     "test_constantofshape_int_shape_zero":
         RUNTIME_SHAPE_OP % "ConstantOfShape",
     "test_constantofshape_int_zeros": RUNTIME_SHAPE_OP % "ConstantOfShape",
+    "test_hardsigmoid": OPSET6,
+    "test_hardsigmoid_default": OPSET6,
+    "test_hardsigmoid_example": OPSET6,
     "test_not_2d": OPSET1,
     "test_not_3d": OPSET1,
     "test_not_4d": OPSET1,
