@@ -75,6 +75,31 @@ struct ConstantValue {
   }
 };
 
+/// Whether ONNX data type TYPE is a float type (initializers of which are
+/// parameters).
+bool isFloatDataType(int64_t type) {
+  return type == onnx::TensorProto::FLOAT ||
+         type == onnx::TensorProto::DOUBLE ||
+         type == onnx::TensorProto::FLOAT16 ||
+         type == onnx::TensorProto::BFLOAT16;
+}
+
+/// The index in a tensor of shape OPERAND of element I of its NumPy
+/// broadcast to RESULT: the broadcast dimensions pinned to 0.
+int64_t getBroadcastSource(ArrayRef<int64_t> result, ArrayRef<int64_t> operand,
+                           int64_t i) {
+  int64_t index = 0, stride = 1;
+  int64_t offset = result.size() - operand.size();
+  for (int64_t d = result.size() - 1; d >= offset; --d) {
+    int64_t position = i % result[d];
+    i /= result[d];
+    int64_t size = operand[d - offset];
+    index += (size == 1 ? 0 : position) * stride;
+    stride *= size;
+  }
+  return index;
+}
+
 /// The element count of a tensor with dimensions `dims` as read from a
 /// file: none when a dimension is negative or the count overflows.
 template <typename Range>
@@ -169,6 +194,8 @@ private:
                            TensorType resultType = {});
   LogicalResult importNode(const onnx::NodeProto &node);
   LogicalResult foldNode(const onnx::NodeProto &node, bool &folded);
+  FailureOr<ConstantValue> foldScatterND(const onnx::NodeProto &node,
+                                         const ConstantValue &data);
 
   LogicalResult importGemm(const onnx::NodeProto &node);
   LogicalResult emitReshape(const onnx::NodeProto &node, Value x,
@@ -183,13 +210,14 @@ private:
   /// DIMS.
   FailureOr<SmallVector<int64_t>> getSqueezeTarget(const onnx::NodeProto &node,
                                                    ArrayRef<int64_t> dims);
-  /// The box of a Slice NODE of a tensor of shape DIMS: positive steps,
-  /// bounds clamped, negative ones counted from the end.
+  /// The box of a Slice NODE of a tensor of shape DIMS: bounds clamped,
+  /// negative ones counted from the end; negative steps (a reversal, from
+  /// STARTS backwards) only where NEGATIVE_STEPS allows them.
   struct SliceBox {
     SmallVector<int64_t> starts, sizes, steps;
   };
   FailureOr<SliceBox> getSliceBox(const onnx::NodeProto &node,
-                                  ArrayRef<int64_t> dims);
+                                  ArrayRef<int64_t> dims, bool negativeSteps);
   /// The node's `axis` attribute (DEFAULT_AXIS when absent) in [0, rank);
   /// an error at the node when out of range.
   FailureOr<int64_t> getAxisAttr(const onnx::NodeProto &node,
@@ -310,12 +338,13 @@ const llvm::StringSet<> &supportedOps() {
       "Gather",     "Gemm",            "GlobalAveragePool",  "HardSigmoid",
       "HardSwish",  "Identity",        "LayerNormalization", "LeakyRelu",
       "Log",        "LogSoftmax",      "MatMul",             "MaxPool",
-      "Mul",        "Neg",             "Not",                "Pad",
-      "Pow",        "Range",           "Reciprocal",         "ReduceMean",
-      "ReduceSum",  "Relu",            "Reshape",            "Shape",
-      "Sigmoid",    "Slice",           "Softmax",            "Split",
-      "Sqrt",       "Squeeze",         "Sub",                "Tanh",
-      "Transpose",  "Unsqueeze",       "Where"};
+      "Mod",        "Mul",             "Neg",                "Not",
+      "Pad",        "Pow",             "Range",              "Reciprocal",
+      "ReduceMean", "ReduceSum",       "Relu",               "Reshape",
+      "ScatterND",  "Shape",           "Sigmoid",            "Slice",
+      "Softmax",    "Split",           "Sqrt",               "Squeeze",
+      "Sub",        "Tanh",            "Transpose",          "Unsqueeze",
+      "Where"};
   // clang-format on
   return ops;
 }
@@ -1214,6 +1243,69 @@ FailureOr<int64_t> Importer::getAxisAttr(const onnx::NodeProto &node,
                          << rank;
 }
 
+/// ScatterND of constants: DATA with the slices that the last dimension of
+/// the indices addresses replaced by (or, with reduction add or mul,
+/// combined with) the updates. PyTorch exports a slice assignment such as
+/// Swin's `mask[h0:h1, w0:w1] = count` this way.
+FailureOr<ConstantValue> Importer::foldScatterND(const onnx::NodeProto &node,
+                                                 const ConstantValue &data) {
+  const ConstantValue *indices = getIntConstant(node, 1);
+  const ConstantValue *updates = getConstant(node, 2);
+  if (!indices || !updates)
+    return nodeError(node) << "needs integer indices and updates";
+  if (updates->isInteger() != data.isInteger())
+    return nodeError(node) << "the updates' element type differs from the "
+                              "data's";
+  std::string reduction = getStringAttr(node, "reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return nodeError(node) << "reduction '" << reduction
+                           << "' (accepted: none, add, mul)";
+  ArrayRef<int64_t> dataShape = data.shape, indexShape = indices->shape;
+  if (indexShape.empty() || indexShape.back() > int64_t(dataShape.size()))
+    return nodeError(node) << "the indices' last dimension must index at "
+                              "most the data's "
+                           << dataShape.size() << " dimensions";
+  const int64_t depth = indexShape.back();
+  SmallVector<int64_t> updateShape(indexShape.drop_back());
+  llvm::append_range(updateShape, dataShape.drop_front(depth));
+  if (ArrayRef<int64_t>(updates->shape) != ArrayRef<int64_t>(updateShape))
+    return nodeError(node) << "the updates have shape ["
+                           << llvm::interleaved(updates->shape) << "], not ["
+                           << llvm::interleaved(updateShape) << "]";
+  int64_t sliceSize = 1;
+  for (int64_t dim : dataShape.drop_front(depth))
+    sliceSize *= dim;
+  ConstantValue value = data;
+  const int64_t slices = depth ? indices->numElements() / depth : 0;
+  for (int64_t n = 0; n < slices; ++n) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < depth; ++d) {
+      int64_t index = indices->ints[n * depth + d];
+      std::optional<int64_t> normalized = normalizeAxis(index, dataShape[d]);
+      if (!normalized)
+        return nodeError(node)
+               << "index " << index << " is out of range for "
+               << "dimension " << d << " of size " << dataShape[d];
+      offset = offset * dataShape[d] + *normalized;
+    }
+    offset *= sliceSize;
+    for (int64_t e = 0; e < sliceSize; ++e) {
+      auto combine = [&](auto &to, const auto &from) {
+        auto &element = to[offset + e];
+        auto update = from[n * sliceSize + e];
+        element = reduction == "add"   ? element + update
+                  : reduction == "mul" ? element * update
+                                       : update;
+      };
+      if (value.isInteger())
+        combine(value.ints, updates->ints);
+      else
+        combine(value.floats, updates->floats);
+    }
+  }
+  return value;
+}
+
 LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
   StringRef type = node.op_type();
   Location loc = nodeLoc(node);
@@ -1350,10 +1442,16 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
     return define(value);
   }
 
+  if (type == "ScatterND") {
+    FailureOr<ConstantValue> value = foldScatterND(node, *data);
+    return failed(value) ? failure() : define(std::move(*value));
+  }
+
   // Element-wise ops on constants, with NumPy broadcasting: shape
-  // arithmetic, and masks (PyTorch's masked_fill of a buffer == 0).
+  // arithmetic, Mod of it (Swin's window padding), and masks (PyTorch's
+  // masked_fill of a buffer == 0).
   if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div" ||
-      type == "Equal" || type == "Where") {
+      type == "Mod" || type == "Equal" || type == "Where") {
     SmallVector<const ConstantValue *> operands;
     for (int i = 0; i < node.input_size(); ++i) {
       const ConstantValue *operand = getConstant(node, i);
@@ -1375,19 +1473,8 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
                                << " elements at import";
       return success(); // arithmetic on large constants runs as nn ops
     }
-    // The index in OPERAND of the result's element I: its broadcast
-    // dimensions pinned to 0.
     auto indexIn = [&](const ConstantValue *operand, int64_t i) {
-      int64_t index = 0, stride = 1;
-      int64_t offset = shape.size() - operand->shape.size();
-      for (int64_t d = shape.size() - 1; d >= offset; --d) {
-        int64_t position = i % shape[d];
-        i /= shape[d];
-        int64_t size = operand->shape[d - offset];
-        index += (size == 1 ? 0 : position) * stride;
-        stride *= size;
-      }
-      return index;
+      return getBroadcastSource(shape, operand->shape, i);
     };
     // Integers stay exact (shape values reach INT64_MAX); floats are doubles.
     auto intAt = [&](const ConstantValue *operand, int64_t i) {
@@ -1402,6 +1489,9 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
     };
     // Where's result has its second and third inputs' type.
     const ConstantValue &typed = type == "Where" ? *operands[1] : *data;
+    const bool fmod = getIntAttr(node, "fmod", 0);
+    if (type == "Mod" && !typed.isInteger() && !fmod)
+      return nodeError(node) << "Mod of floats needs fmod = 1";
     ConstantValue value;
     value.elemType =
         type == "Equal" ? int32_t(onnx::TensorProto::BOOL) : typed.elemType;
@@ -1421,18 +1511,32 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
                      : floatAt(operands[0], i) == floatAt(operands[1], i));
       } else if (value.isInteger()) {
         int64_t a = intAt(operands[0], i), b = intAt(operands[1], i);
-        if (type == "Div" && b == 0)
+        if ((type == "Div" || type == "Mod") && b == 0)
           return nodeError(node) << "divides a shape value by zero";
-        value.ints.push_back(type == "Add"   ? a + b
-                             : type == "Sub" ? a - b
-                             : type == "Mul" ? a * b
-                                             : a / b);
+        if (type == "Mod") {
+          // fmod = 0: the remainder takes the divisor's sign (Python's %).
+          int64_t r = b == -1 ? 0 : a % b;
+          if (!fmod && r != 0 && (r < 0) != (b < 0))
+            r += b;
+          value.ints.push_back(r);
+          continue;
+        }
+        int64_t result = 0;
+        bool overflow = type == "Add"   ? llvm::AddOverflow(a, b, result)
+                        : type == "Sub" ? llvm::SubOverflow(a, b, result)
+                        : type == "Mul" ? llvm::MulOverflow(a, b, result)
+                                        : (a == INT64_MIN && b == -1);
+        if (overflow)
+          return nodeError(node)
+                 << "overflows int64 (" << a << " and " << b << ")";
+        value.ints.push_back(type == "Div" ? a / b : result);
       } else {
         double a = floatAt(operands[0], i), b = floatAt(operands[1], i);
         value.floats.push_back(type == "Add"   ? a + b
                                : type == "Sub" ? a - b
                                : type == "Mul" ? a * b
-                                               : a / b);
+                               : type == "Div" ? a / b
+                                               : std::fmod(a, b));
       }
     }
     return define(value);
@@ -1473,7 +1577,8 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
   // A box of a constant of more dimensions, or of floats (a causal mask
   // cut to the sequence length).
   if (type == "Slice" && (data->shape.size() > 1 || !data->isInteger())) {
-    FailureOr<SliceBox> box = getSliceBox(node, data->shape);
+    FailureOr<SliceBox> box =
+        getSliceBox(node, data->shape, /*negativeSteps=*/true);
     if (failed(box))
       return failure();
     std::optional<int64_t> count = getCheckedElementCount(box->sizes);
@@ -1490,6 +1595,119 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
         rest /= box->sizes[d];
         source += (box->starts[d] + position * box->steps[d]) * stride;
         stride *= data->shape[d];
+      }
+      if (data->isInteger())
+        value.ints.push_back(data->ints[source]);
+      else
+        value.floats.push_back(data->floats[source]);
+    }
+    return define(value);
+  }
+
+  // Expand of a constant (Swin's attention mask, a difference of window
+  // ids broadcast to pairs).
+  if (type == "Expand") {
+    const ConstantValue *target = getIntConstant(node, 1);
+    if (!target || target->shape.size() != 1)
+      return nodeError(node) << "the shape input must be a 1-d integer "
+                                "constant";
+    SmallVector<int64_t> shape;
+    if (!OpTrait::util::getBroadcastedShape(data->shape, target->ints, shape))
+      return nodeError(node) << "shape [" << llvm::interleaved(target->ints)
+                             << "] does not broadcast with the input's ["
+                             << llvm::interleaved(data->shape) << "]";
+    std::optional<int64_t> count = getCheckedElementCount(shape);
+    if (!count || *count > kMaxFoldedElements)
+      return success(); // a large broadcast runs as nn.broadcast
+    ConstantValue value;
+    value.elemType = data->elemType;
+    value.shape = shape;
+    for (int64_t i = 0; i < *count; ++i) {
+      int64_t source = getBroadcastSource(shape, data->shape, i);
+      if (data->isInteger())
+        value.ints.push_back(data->ints[source]);
+      else
+        value.floats.push_back(data->floats[source]);
+    }
+    return define(value);
+  }
+
+  // Concat of constants of any rank (Swin's relative coordinates).
+  if (type == "Concat" && (data->shape.size() > 1 || !data->isInteger())) {
+    const int64_t rank = data->shape.size();
+    FailureOr<int64_t> axis = getAxisAttr(node, 0, rank);
+    if (failed(axis))
+      return failure();
+    ConstantValue value;
+    value.elemType = data->elemType;
+    value.shape = data->shape;
+    value.shape[*axis] = 0;
+    SmallVector<const ConstantValue *> parts;
+    for (int i = 0; i < node.input_size(); ++i) {
+      const ConstantValue *part = getConstant(node, i);
+      if (!part || part->shape.size() != data->shape.size() ||
+          part->isInteger() != data->isInteger())
+        return nodeError(node)
+               << "input #" << i << " differs from input #0 in rank or type";
+      for (int64_t d = 0; d < rank; ++d)
+        if (d != *axis && part->shape[d] != data->shape[d])
+          return nodeError(node)
+                 << "input #" << i << " has shape ["
+                 << llvm::interleaved(part->shape)
+                 << "], which does not match input #0's ["
+                 << llvm::interleaved(data->shape) << "] off axis " << *axis;
+      value.shape[*axis] += part->shape[*axis];
+      parts.push_back(part);
+    }
+    std::optional<int64_t> count = getCheckedElementCount(value.shape);
+    if (!count || *count > kMaxFoldedElements)
+      return success(); // a large concatenation runs as nn.concat
+    // Row-major: each part contributes a block of its inner size per outer
+    // index.
+    int64_t outer = 1;
+    for (int64_t d = 0; d < *axis; ++d)
+      outer *= data->shape[d];
+    for (int64_t o = 0; o < outer; ++o)
+      for (const ConstantValue *part : parts) {
+        const int64_t block = outer ? part->numElements() / outer : 0;
+        if (value.isInteger())
+          value.ints.append(part->ints.begin() + o * block,
+                            part->ints.begin() + (o + 1) * block);
+        else
+          value.floats.append(part->floats.begin() + o * block,
+                              part->floats.begin() + (o + 1) * block);
+      }
+    return define(value);
+  }
+
+  // Transpose of a constant: PyTorch's F.pad with pads computed from shapes
+  // (Swin's window padding) reverses and transposes them as a 2-d tensor.
+  if (type == "Transpose" && data->numElements() <= kMaxFoldedElements) {
+    const int64_t rank = data->shape.size();
+    SmallVector<int64_t> permutation = getIntsAttr(
+        node, "perm",
+        llvm::to_vector(llvm::reverse(llvm::seq<int64_t>(0, rank))));
+    SmallVector<int64_t> sorted(permutation);
+    llvm::sort(sorted);
+    if (sorted != llvm::to_vector(llvm::seq<int64_t>(0, rank)))
+      return nodeError(node)
+             << "perm [" << llvm::interleaved(permutation)
+             << "] is no permutation of the " << rank << " dimensions";
+    ConstantValue value;
+    value.elemType = data->elemType;
+    for (int64_t d : permutation)
+      value.shape.push_back(data->shape[d]);
+    // The strides of the input, in the result's dimension order.
+    SmallVector<int64_t> strides(rank, 1), permuted(rank);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * data->shape[d + 1];
+    for (int64_t d = 0; d < rank; ++d)
+      permuted[d] = strides[permutation[d]];
+    for (int64_t i = 0, n = data->numElements(); i < n; ++i) {
+      int64_t source = 0;
+      for (int64_t d = rank - 1, rest = i; d >= 0; --d) {
+        source += (rest % value.shape[d]) * permuted[d];
+        rest /= value.shape[d];
       }
       if (data->isInteger())
         value.ints.push_back(data->ints[source]);
@@ -2401,11 +2619,13 @@ LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
                                           builder.getF64FloatAttr(ratio))});
 }
 
-/// Slice of a run-time tensor, its bounds constants (inputs from opset
-/// 10, attributes before): resolved here as ONNX defines them (negative
-/// indices from the end, clamped to the dimension), for positive steps.
+/// Slice of a tensor, its bounds constants (inputs from opset 10,
+/// attributes before): resolved here as ONNX defines them (negative indices
+/// from the end, clamped to the dimension: to [0, dim] for positive steps,
+/// to [-1, dim - 1] for negative ones).
 FailureOr<Importer::SliceBox> Importer::getSliceBox(const onnx::NodeProto &node,
-                                                    ArrayRef<int64_t> dims) {
+                                                    ArrayRef<int64_t> dims,
+                                                    bool negativeSteps) {
   int64_t rank = dims.size();
   auto ints = [&](int index, StringRef attr,
                   std::optional<SmallVector<int64_t>> absent)
@@ -2446,18 +2666,26 @@ FailureOr<Importer::SliceBox> Importer::getSliceBox(const onnx::NodeProto &node,
       axis += rank;
     if (axis < 0 || axis >= rank)
       return nodeError(node) << "axis " << axis << " is out of range";
-    if (step <= 0)
+    if (step == 0)
+      return nodeError(node) << "step 0 is not allowed";
+    if (step < 0 && !negativeSteps)
       return nodeError(node) << "step " << step
-                             << " is not supported (only positive steps)";
+                             << " of a run-time tensor is not supported (only "
+                                "positive steps; constants are reversed at "
+                                "import)";
     int64_t dim = dims[axis];
     if (ShapedType::isDynamic(dim))
       return nodeError(node) << "slices dimension " << axis
                              << ", whose size is not known at import";
     auto clamp = [&](int64_t i) {
-      return std::clamp(i < 0 ? i + dim : i, int64_t(0), dim);
+      const int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
+      return std::clamp(i < 0 ? i + dim : i, lo, hi);
     };
     int64_t begin = clamp(start), stop = clamp(end);
-    int64_t size = stop > begin ? (stop - begin + step - 1) / step : 0;
+    // |step| without overflow: beyond the dimension any stride takes one.
+    const int64_t stride = step > 0 ? step : -std::max(step, -dim - 1);
+    const int64_t span = step > 0 ? stop - begin : begin - stop;
+    const int64_t size = span > 0 ? (span - 1) / stride + 1 : 0;
     box.sizes[axis] = size;
     // An empty slice starts at 0: past the end is no offset of the input.
     box.starts[axis] = size ? begin : 0;
@@ -2471,7 +2699,8 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   FailureOr<SliceBox> box =
-      getSliceBox(node, cast<RankedTensorType>(x->getType()).getShape());
+      getSliceBox(node, cast<RankedTensorType>(x->getType()).getShape(),
+                  /*negativeSteps=*/false);
   if (failed(box))
     return failure();
   return emitSingle(
@@ -2724,11 +2953,8 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
   for (const onnx::TensorProto &tensor : graph.initializer()) {
     if (!used.contains(tensor.name()))
       continue;
-    bool isFloat = tensor.data_type() == onnx::TensorProto::FLOAT ||
-                   tensor.data_type() == onnx::TensorProto::DOUBLE ||
-                   tensor.data_type() == onnx::TensorProto::FLOAT16 ||
-                   tensor.data_type() == onnx::TensorProto::BFLOAT16;
-    if (isFloat && tensor.dims_size() > 0 && !frozen->contains(tensor.name())) {
+    if (isFloatDataType(tensor.data_type()) && tensor.dims_size() > 0 &&
+        !frozen->contains(tensor.name())) {
       params.push_back(&tensor);
       continue;
     }
@@ -2834,10 +3060,12 @@ OwningOpRef<ModuleOp> Importer::run(onnx::ModelProto &model) {
 // Field numbers of onnx.proto that lead to the weights.
 constexpr uint32_t kModelGraphField = 7;
 constexpr uint32_t kGraphInitializerField = 5;
+constexpr uint32_t kTensorDataTypeField = 2;
 constexpr uint32_t kTensorNameField = 8;
 constexpr uint32_t kTensorRawDataField = 9;
-/// Raw data up to this size is kept: shape tensors and other small
-/// constants that the importer folds.
+/// Raw data of float initializers up to this size is kept: the small
+/// constants that the importer folds. Other initializers (integer index
+/// buffers, such as Swin's relative positions) are constants and kept whole.
 constexpr size_t kMaxKeptRawData = 4096;
 
 static void appendVarint(std::string &out, uint64_t value) {
@@ -2908,6 +3136,43 @@ static std::string getTensorName(StringRef tensor) {
   return name;
 }
 
+/// The data_type of the TensorProto message TENSOR (0, UNDEFINED, when it
+/// has none or is malformed), read without copying its data.
+static int64_t getTensorDataType(StringRef tensor) {
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(tensor.data()),
+      static_cast<int>(tensor.size()));
+  int64_t dataType = 0;
+  while (uint32_t tag = stream.ReadTag()) {
+    bool ok = true;
+    switch (tag & 7) {
+    case 0: {
+      uint64_t value;
+      ok = stream.ReadVarint64(&value);
+      if (ok && tag >> 3 == kTensorDataTypeField)
+        dataType = int64_t(value);
+      break;
+    }
+    case 1:
+      ok = stream.Skip(8);
+      break;
+    case 5:
+      ok = stream.Skip(4);
+      break;
+    case 2: {
+      uint32_t length;
+      ok = stream.ReadVarint32(&length) && stream.Skip(length);
+      break;
+    }
+    default:
+      ok = false;
+    }
+    if (!ok)
+      return 0;
+  }
+  return dataType;
+}
+
 /// The model without the raw data of its large initializers but those
 /// named in KEEP (frozen ones, which become constants): the importer needs
 /// their names, types and shapes only, so a model of any size is read with
@@ -2933,6 +3198,9 @@ static bool stripWeights(StringRef model, const llvm::StringSet<> &keep,
           if (field != kGraphInitializerField)
             return false;
           if (!keep.empty() && keep.contains(getTensorName(tensor)))
+            return false;
+          const int64_t dataType = getTensorDataType(tensor);
+          if (dataType != 0 && !isFloatDataType(dataType))
             return false;
           std::string slimTensor;
           wellFormed &= rewriteMessage(

@@ -71,7 +71,7 @@ SUPPORTED_OPS = {
     "Reciprocal",
 }
 SHAPE_OPS = {"Shape", "Cast", "Constant",
-             "ConstantOfShape", "Equal", "Range"}
+             "ConstantOfShape", "Equal", "Range", "Mod", "ScatterND"}
 SUPPORTED_OPS |= SHAPE_OPS
 
 # The ONNX backend test runner's defaults (onnx/backend/test/loader and
@@ -197,6 +197,27 @@ EXPECTED_UNSUPPORTED = {
     "test_constantofshape_int_shape_zero":
         RUNTIME_SHAPE_OP % "ConstantOfShape",
     "test_constantofshape_int_zeros": RUNTIME_SHAPE_OP % "ConstantOfShape",
+    "test_mod_broadcast": RUNTIME_SHAPE_OP % "Mod",
+    "test_mod_int64_fmod": RUNTIME_SHAPE_OP % "Mod",
+    "test_mod_int64_fmod+const": RUNTIME_SHAPE_OP % "Mod",
+    "test_mod_mixed_sign_float16": RUNTIME_SHAPE_OP % "Mod",
+    "test_mod_mixed_sign_float32": RUNTIME_SHAPE_OP % "Mod",
+    "test_mod_mixed_sign_float64": RUNTIME_SHAPE_OP % "Mod",
+    "test_mod_mixed_sign_int32": RUNTIME_SHAPE_OP % "Mod",
+    "test_mod_mixed_sign_int64": RUNTIME_SHAPE_OP % "Mod",
+    "test_mod_mixed_sign_int64+const": RUNTIME_SHAPE_OP % "Mod",
+    "test_mod_mixed_sign_int16": "int16 tensors",
+    "test_mod_mixed_sign_int8": INT8,
+    "test_mod_uint16": "uint16 tensors",
+    "test_mod_uint32": "uint32 tensors",
+    "test_mod_uint64": "uint64 tensors",
+    "test_mod_uint8": UINT8,
+    "test_scatternd": RUNTIME_SHAPE_OP % "ScatterND",
+    "test_scatternd+const": RUNTIME_SHAPE_OP % "ScatterND",
+    "test_scatternd_add": RUNTIME_SHAPE_OP % "ScatterND",
+    "test_scatternd_add+const": RUNTIME_SHAPE_OP % "ScatterND",
+    "test_scatternd_multiply": RUNTIME_SHAPE_OP % "ScatterND",
+    "test_scatternd_multiply+const": RUNTIME_SHAPE_OP % "ScatterND",
     "test_hardsigmoid": OPSET6,
     "test_hardsigmoid_default": OPSET6,
     "test_hardsigmoid_example": OPSET6,
