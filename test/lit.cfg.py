@@ -2,13 +2,17 @@
 # lit configuration of dtrain's regression tests.
 
 import os
+import sys
 
-import lit.formats
 from lit.llvm import llvm_config
 from lit.llvm.subst import ToolSubst
 
+# The test format lives in a module of its own: lit's workers unpickle it.
+sys.path.insert(0, os.path.dirname(__file__))
+from lit_formats import ShTestWithOwnTmpdir  # noqa: E402
+
 config.name = "DTRAIN"
-config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.test_format = ShTestWithOwnTmpdir(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dtrain_obj_root, "test")

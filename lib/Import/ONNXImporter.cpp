@@ -1209,12 +1209,6 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
                      rhs = getValue(node, 2);
     if (failed(condition) || failed(lhs) || failed(rhs))
       return failure();
-    for (Value choice : {*lhs, *rhs})
-      if (Type element = cast<TensorType>(choice.getType()).getElementType();
-          !isa<FloatType>(element))
-        return nodeError(node) << "chooses between run-time " << element
-                               << " tensors (only float ones; Where of "
-                                  "integer constants is evaluated at import)";
     return emitSingle(node, "nn.select", {*condition, *lhs, *rhs});
   }
   return nodeError(node)

@@ -5,6 +5,9 @@
 // into those of its operands (nn::DifferentiableOpInterface). Everything
 // else is a constant of the backward pass and is never asked for a
 // gradient, so integer code, shape arithmetic and the labels need none.
+// Integer and boolean values carry no gradient even where computed from a
+// WRT value (a comparison of activations, `(h == 0).float()`), as in
+// PyTorch: the path stops at them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,12 +35,14 @@ mlir::dtrain::train::buildGradients(OpBuilder &b, Value objective,
   Block *block = objective.getParentBlock();
   Location loc = objective.getLoc();
 
-  // Values that depend on WRT (forward), in block order.
+  // Float values that depend on WRT (forward), in block order.
   DenseSet<Value> varied(wrt.begin(), wrt.end());
   for (Operation &op : *block)
     if (llvm::any_of(op.getOperands(),
                      [&](Value v) { return varied.contains(v); }))
-      varied.insert(op.getResults().begin(), op.getResults().end());
+      for (Value result : op.getResults())
+        if (isa<FloatType>(getElementTypeOrSelf(result.getType())))
+          varied.insert(result);
 
   // Values the objective depends on (backward) that also depend on WRT:
   // the values that carry a gradient.

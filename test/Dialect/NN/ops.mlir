@@ -141,6 +141,14 @@ func.func @not(%pad: tensor<2x1x3xi1>) -> tensor<2x1x3xi1> {
   return %keep : tensor<2x1x3xi1>
 }
 
+// CHECK-LABEL: func.func @select_integers
+func.func @select_integers(%pad: tensor<2x3xi1>, %ids: tensor<2x3xi64>) -> tensor<2x3xi64> {
+  %zero = arith.constant dense<0> : tensor<i64>
+  // CHECK: nn.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x3xi1>, tensor<i64>, tensor<2x3xi64> -> tensor<2x3xi64>
+  %picked = nn.select %pad, %zero, %ids : tensor<2x3xi1>, tensor<i64>, tensor<2x3xi64> -> tensor<2x3xi64>
+  return %picked : tensor<2x3xi64>
+}
+
 // CHECK-LABEL: func.func @shapes
 func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %d: tensor<?x3x4xf32>)
     -> (tensor<6x4xf32>, tensor<4x3x2xf32>, tensor<2x8x4xf32>, tensor<?x6x4xf32>, tensor<2x5x7xf32>) {

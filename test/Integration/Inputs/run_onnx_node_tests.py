@@ -219,8 +219,6 @@ EXPECTED_UNSUPPORTED = {
     "test_not_2d": OPSET1,
     "test_not_3d": OPSET1,
     "test_not_4d": OPSET1,
-    "test_where_long_example": "Where of run-time integer tensors",
-    "test_where_long_example+const": "Where of run-time integer tensors",
     "test_range_float_type_positive_delta": RUNTIME_RANGE,
     "test_range_int32_type_negative_delta": RUNTIME_RANGE,
     "test_split_variable_parts_1d": RUNTIME_SPLIT,

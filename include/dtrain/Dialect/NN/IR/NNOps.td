@@ -109,15 +109,18 @@ def NN_SelectOp : NN_InferOp<"select", [Pure, NN_Differentiable]> {
     against each other by NumPy's rules: ONNX's Where, as PyTorch's
     `masked_fill` exports it (a causal mask filling attention scores with
     `-inf`). The gradient goes to `lhs` where the condition holds and to
-    `rhs` elsewhere; the condition has none.
+    `rhs` elsewhere; the condition has none. `lhs` and `rhs` may also be
+    integer or boolean tensors (token ids chosen by a mask), which carry no
+    gradient.
 
     ```mlir
     %s = nn.select %causal, %neg_inf, %scores : tensor<1x1x8x8xi1>, tensor<f32>, tensor<4x2x8x8xf32> -> tensor<4x2x8x8xf32>
     ```
   }];
-  let arguments = (ins TensorOf<[I1]>:$condition, NN_FloatTensor:$lhs,
-                       NN_FloatTensor:$rhs);
-  let results = (outs NN_FloatTensor:$result);
+  let arguments = (ins TensorOf<[I1]>:$condition,
+                       NN_FloatOrIntegerTensor:$lhs,
+                       NN_FloatOrIntegerTensor:$rhs);
+  let results = (outs NN_FloatOrIntegerTensor:$result);
   let assemblyFormat = [{
     $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` type($rhs) `->` type($result)
   }];
