@@ -66,12 +66,16 @@ MODELS = {
     "lenet": (64, (1, 28, 28)),
     "resnet18": (8, (3, 224, 224)),
     "mobilenet_v2": (8, (3, 224, 224)),
+    "mobilenet_v3_small": (8, (3, 224, 224)),
     "resnet50": (8, (3, 224, 224)),
     "vit": (64, (1, 28, 28)),
     "vit_long": (16, (1, 64, 64)),
     "gpt": (16, (64,)),
     "nanogpt": (16, (64,)),
 }
+
+# The torchvision classifiers (1000 classes).
+TORCHVISION = {"resnet18", "mobilenet_v2", "mobilenet_v3_small", "resnet50"}
 
 # The language models: name -> vocabulary V. Their inputs are token ids
 # (int64 in [0, V), MODELS' shape), their outputs logits (batch x T x V);

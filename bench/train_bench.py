@@ -7,7 +7,8 @@ usage: train_bench.py [--threads T] [--seconds S] [--models M ...]
                       [--channels-last] BUILD_DIR
 
 Models and batches as in bench/forward_bench.py (mlp 64 x 784, lenet 64 x
-1x28x28, resnet18 and mobilenet_v2 8 x 3x224x224, vit 64 x 1x28x28,
+1x28x28, resnet18, mobilenet_v2 and mobilenet_v3_small 8 x 3x224x224, vit
+64 x 1x28x28,
 vit_long 16 x 1x64x64; the language models gpt and nanogpt 16 x 64 token
 ids of a vocabulary of 65),
 exported in TRAINING mode (dropout ratio 0) with a fixed batch, trained
@@ -146,8 +147,7 @@ def main():
                 labels = torch.randint(0, forward_bench.VOCAB[name],
                                        (batch, *shape))
             else:
-                classes = (1000 if name in ("resnet18", "mobilenet_v2")
-                           else 10)
+                classes = 1000 if name in forward_bench.TORCHVISION else 10
                 labels = torch.randint(0, classes, (batch,))
             np.save(labels_path, labels.numpy())
             exe = os.path.join(work, name + "-step.bin")
