@@ -100,6 +100,35 @@ int64_t getBroadcastSource(ArrayRef<int64_t> result, ArrayRef<int64_t> operand,
   return index;
 }
 
+/// The nn.compare predicate of ONNX comparison TYPE (Equal, Less, ...).
+std::optional<nn::ComparePredicate> getComparePredicate(StringRef type) {
+  return llvm::StringSwitch<std::optional<nn::ComparePredicate>>(type)
+      .Case("Equal", nn::ComparePredicate::eq)
+      .Case("Less", nn::ComparePredicate::lt)
+      .Case("LessOrEqual", nn::ComparePredicate::le)
+      .Case("Greater", nn::ComparePredicate::gt)
+      .Case("GreaterOrEqual", nn::ComparePredicate::ge)
+      .Default(std::nullopt);
+}
+
+/// Whether A PREDICATE B holds.
+template <typename T>
+bool compareValues(nn::ComparePredicate predicate, T a, T b) {
+  switch (predicate) {
+  case nn::ComparePredicate::eq:
+    return a == b;
+  case nn::ComparePredicate::lt:
+    return a < b;
+  case nn::ComparePredicate::le:
+    return a <= b;
+  case nn::ComparePredicate::gt:
+    return a > b;
+  case nn::ComparePredicate::ge:
+    return a >= b;
+  }
+  llvm_unreachable("unknown comparison");
+}
+
 /// The element count of a tensor with dimensions `dims` as read from a
 /// file: none when a dimension is negative or the count overflows.
 template <typename Range>
@@ -231,7 +260,8 @@ private:
   LogicalResult importMatMul(const onnx::NodeProto &node);
   LogicalResult importPow(const onnx::NodeProto &node);
   LogicalResult importCast(const onnx::NodeProto &node);
-  LogicalResult importEqual(const onnx::NodeProto &node);
+  LogicalResult importCompare(const onnx::NodeProto &node,
+                              nn::ComparePredicate predicate);
   LogicalResult checkNotTrained(const onnx::NodeProto &node, Value operand);
   LogicalResult importExpand(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
@@ -335,8 +365,9 @@ const llvm::StringSet<> &supportedOps() {
       "Clip",       "Concat",          "Constant",           "ConstantOfShape",
       "Conv",       "Div",             "Dropout",            "Equal",
       "Erf",        "Exp",             "Expand",             "Flatten",
-      "Gather",     "Gemm",            "GlobalAveragePool",  "HardSigmoid",
-      "HardSwish",  "Identity",        "LayerNormalization", "LeakyRelu",
+      "Gather",     "Gemm",            "GlobalAveragePool",  "Greater",
+      "GreaterOrEqual","HardSigmoid",     "HardSwish",          "Identity",
+      "LayerNormalization","LeakyRelu",       "Less",               "LessOrEqual",
       "Log",        "LogSoftmax",      "MatMul",             "MaxPool",
       "Mod",        "Mul",             "Neg",                "Not",
       "Pad",        "Pow",             "Range",              "Reciprocal",
@@ -1198,13 +1229,13 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return importSplit(node);
   if (type == "LayerNormalization")
     return importLayerNorm(node);
-  if (type == "Equal")
-    return importEqual(node);
+  if (std::optional<nn::ComparePredicate> predicate = getComparePredicate(type))
+    return importCompare(node, *predicate);
   if (type == "Not")
     return unary("nn.not");
   if (type == "Where") {
     // A mask on run-time values (masked_fill): a constant condition, or one
-    // computed from run-time data (nn.equal of a mask of token flags).
+    // computed from run-time data (nn.compare eq of a mask of token flags).
     FailureOr<Value> condition = getValue(node, 0), lhs = getValue(node, 1),
                      rhs = getValue(node, 2);
     if (failed(condition) || failed(lhs) || failed(rhs))
@@ -1444,8 +1475,10 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
   // Element-wise ops on constants, with NumPy broadcasting: shape
   // arithmetic, Mod of it (Swin's window padding), and masks (PyTorch's
   // masked_fill of a buffer == 0).
+  const std::optional<nn::ComparePredicate> comparison =
+      getComparePredicate(type);
   if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div" ||
-      type == "Mod" || type == "Equal" || type == "Where") {
+      type == "Mod" || comparison || type == "Where") {
     SmallVector<const ConstantValue *> operands;
     for (int i = 0; i < node.input_size(); ++i) {
       const ConstantValue *operand = getConstant(node, i);
@@ -1462,7 +1495,7 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
         return nodeError(node) << "operand shapes do not broadcast";
     std::optional<int64_t> count = getCheckedElementCount(shape);
     if (!count || *count > kMaxFoldedElements) {
-      if (type == "Equal" || type == "Where")
+      if (comparison || type == "Where")
         return nodeError(node) << "folds at most " << kMaxFoldedElements
                                << " elements at import";
       return success(); // arithmetic on large constants runs as nn ops
@@ -1488,7 +1521,7 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
       return nodeError(node) << "Mod of floats needs fmod = 1";
     ConstantValue value;
     value.elemType =
-        type == "Equal" ? int32_t(onnx::TensorProto::BOOL) : typed.elemType;
+        comparison ? int32_t(onnx::TensorProto::BOOL) : typed.elemType;
     value.shape = shape;
     for (int64_t i = 0; i < *count; ++i) {
       if (type == "Where") {
@@ -1498,11 +1531,13 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
           value.ints.push_back(intAt(chosen, i));
         else
           value.floats.push_back(floatAt(chosen, i));
-      } else if (type == "Equal") {
+      } else if (comparison) {
         bool integers = operands[0]->isInteger() && operands[1]->isInteger();
         value.ints.push_back(
-            integers ? intAt(operands[0], i) == intAt(operands[1], i)
-                     : floatAt(operands[0], i) == floatAt(operands[1], i));
+            integers ? compareValues(*comparison, intAt(operands[0], i),
+                                     intAt(operands[1], i))
+                     : compareValues(*comparison, floatAt(operands[0], i),
+                                     floatAt(operands[1], i)));
       } else if (value.isInteger()) {
         int64_t a = intAt(operands[0], i), b = intAt(operands[1], i);
         if ((type == "Div" || type == "Mod") && b == 0)
@@ -2081,7 +2116,7 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
 /// A Cast of a run-time tensor between float types (mixed-precision models
 /// exported with explicit casts): nn.cast, whose gradient casts back; from
 /// integers or booleans to a float type (a mask given as token flags):
-/// nn.to_float; to bool (`mask.bool()`): x != 0, as nn.not of nn.equal.
+/// nn.to_float; to bool (`mask.bool()`): x != 0, as nn.not of nn.compare eq.
 /// Casts of constants, which shape arithmetic uses, are folded at import.
 LogicalResult Importer::importCast(const onnx::NodeProto &node) {
   FailureOr<Value> x = getValue(node, 0);
@@ -2105,8 +2140,8 @@ LogicalResult Importer::importCast(const onnx::NodeProto &node) {
     Attribute zero = isa<FloatType>(from)
                          ? Attribute(builder.getFloatAttr(from, 0.0))
                          : builder.getIntegerAttr(from, 0);
-    Value isZero = nn::EqualOp::create(
-        builder, loc, *x,
+    Value isZero = nn::CompareOp::create(
+        builder, loc, nn::ComparePredicate::eq, *x,
         arith::ConstantOp::create(builder, loc,
                                   DenseElementsAttr::get(scalar, zero)));
     values[node.output(0)] = nn::NotOp::create(builder, loc, isZero);
@@ -2161,14 +2196,19 @@ LogicalResult Importer::checkNotTrained(const onnx::NodeProto &node,
   return success();
 }
 
-/// Equal of run-time data (the `mask == 0` of a mask of token flags):
-/// nn.equal, whose booleans have no gradient.
-LogicalResult Importer::importEqual(const onnx::NodeProto &node) {
+/// Equal, Less, LessOrEqual, Greater and GreaterOrEqual of run-time data
+/// (the `mask == 0` of a mask of token flags, `x > 0`): nn.compare, whose
+/// booleans have no gradient.
+LogicalResult Importer::importCompare(const onnx::NodeProto &node,
+                                      nn::ComparePredicate predicate) {
   FailureOr<Value> lhs = getValue(node, 0), rhs = getValue(node, 1);
   if (failed(lhs) || failed(rhs) || failed(checkNotTrained(node, *lhs)) ||
       failed(checkNotTrained(node, *rhs)))
     return failure();
-  return emitSingle(node, "nn.equal", {*lhs, *rhs});
+  return emitSingle(node, "nn.compare", {*lhs, *rhs},
+                    {builder.getNamedAttr(
+                        "predicate", nn::ComparePredicateAttr::get(
+                                         builder.getContext(), predicate))});
 }
 
 LogicalResult Importer::importPow(const onnx::NodeProto &node) {

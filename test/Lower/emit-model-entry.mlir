@@ -50,8 +50,8 @@ func.func @forward(%x: tensor<3xf32> {train.input = "x"}) -> tensor<3xf32> {
 // Booleans cross as bool, one byte an element (an i1 memref's layout).
 // CHECK: @dtrain_model_info("dtrain-model 1\0Aonnx -\0Amode infer\0Aarg input bool 3 m\0Aarg input f32 3 x\0Aarg output bool 3 output0\0A\00")
 func.func @forward(%m: tensor<3xi1> {train.input = "m"}, %x: tensor<3xf32> {train.input = "x"}) -> tensor<3xi1> {
-  %0 = nn.equal %x, %x : tensor<3xf32>, tensor<3xf32> -> tensor<3xi1>
-  %1 = nn.equal %0, %m : tensor<3xi1>, tensor<3xi1> -> tensor<3xi1>
+  %0 = nn.compare eq %x, %x : tensor<3xf32>, tensor<3xf32> -> tensor<3xi1>
+  %1 = nn.compare eq %0, %m : tensor<3xi1>, tensor<3xi1> -> tensor<3xi1>
   return %1 : tensor<3xi1>
 }
 

@@ -271,17 +271,25 @@ func.func @integer_masks(%ids: tensor<2x3xi64>, %flags: tensor<2x3xi1>)
 
 // -----
 
-// nn.equal: cmpi eq on integers, ordered cmpf oeq on floats (NaN equals
-// nothing), the operands broadcast.
-// CHECK-LABEL: func.func @equal
+// nn.compare: signed cmpi on integers, ordered cmpf on floats (false with
+// NaN), the operands broadcast.
+// CHECK-LABEL: func.func @compare
 // CHECK: arith.cmpi eq, %{{.*}}, %{{.*}} : i64
 // CHECK: arith.cmpf oeq, %{{.*}}, %{{.*}} : f32
-func.func @equal(%ids: tensor<2x1x3xi64>, %x: tensor<2x1x3xf32>, %y: tensor<4x3xf32>)
-    -> (tensor<2x1x3xi1>, tensor<2x4x3xi1>) {
+// CHECK: arith.cmpi slt, %{{.*}}, %{{.*}} : i64
+// CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : i64
+// CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
+// CHECK: arith.cmpf oge, %{{.*}}, %{{.*}} : f32
+func.func @compare(%ids: tensor<2x1x3xi64>, %x: tensor<2x1x3xf32>, %y: tensor<4x3xf32>)
+    -> (tensor<2x1x3xi1>, tensor<2x4x3xi1>, tensor<2x1x3xi1>, tensor<2x1x3xi1>, tensor<2x4x3xi1>, tensor<2x4x3xi1>) {
   %zero = arith.constant dense<0> : tensor<i64>
-  %pad = nn.equal %ids, %zero : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
-  %same = nn.equal %x, %y : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
-  return %pad, %same : tensor<2x1x3xi1>, tensor<2x4x3xi1>
+  %pad = nn.compare eq %ids, %zero : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
+  %same = nn.compare eq %x, %y : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
+  %lt = nn.compare lt %ids, %zero : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
+  %le = nn.compare le %ids, %zero : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
+  %gt = nn.compare gt %x, %y : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
+  %ge = nn.compare ge %x, %y : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
+  return %pad, %same, %lt, %le, %gt, %ge : tensor<2x1x3xi1>, tensor<2x4x3xi1>, tensor<2x1x3xi1>, tensor<2x1x3xi1>, tensor<2x4x3xi1>, tensor<2x4x3xi1>
 }
 
 // -----

@@ -289,19 +289,19 @@ func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}) -> tensor<2x4xf32> {
 // PyTorch: `h * (h == 0).float()`, and ids picked by a mask of h, stop the
 // path at the comparison; only the product's own operand h gets one.
 // BOOLEAN: func.func @train_step(%[[W:[^:]+]]: tensor<2x4xf32> {train.param = "w"}
-// BOOLEAN: %[[EQ:.*]] = nn.equal %[[W]], %{{.*}} : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xi1>
+// BOOLEAN: %[[EQ:.*]] = nn.compare eq %[[W]], %{{.*}} : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xi1>
 // BOOLEAN: %[[FLAGS:.*]] = nn.to_float %[[EQ]] : tensor<2x4xi1> to tensor<2x4xf32>
 // BOOLEAN: %[[IDS:.*]] = nn.select %[[EQ]], %{{.*}}, %{{.*}} : tensor<2x4xi1>, tensor<i64>, tensor<2x4xi64> -> tensor<2x4xi64>
 // BOOLEAN: nn.to_float %[[IDS]]
 // BOOLEAN: train.loss_seed
 // BOOLEAN-NOT: nn.to_float
-// BOOLEAN-NOT: nn.equal
+// BOOLEAN-NOT: nn.compare eq
 // BOOLEAN: %[[DW:.*]] = nn.mul %{{.*}}, %[[FLAGS]]
 // BOOLEAN: train.sgd_update %[[W]], %[[DW]]
 func.func @forward(%w: tensor<2x4xf32> {train.param = "w"}, %ids: tensor<2x4xi64> {train.input = "ids"}) -> tensor<2x4xf32> {
   %zero = arith.constant dense<0.0> : tensor<f32>
   %pad = arith.constant dense<0> : tensor<i64>
-  %eq = nn.equal %w, %zero : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xi1>
+  %eq = nn.compare eq %w, %zero : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xi1>
   %mask = nn.to_float %eq : tensor<2x4xi1> to tensor<2x4xf32>
   %picked = nn.select %eq, %pad, %ids : tensor<2x4xi1>, tensor<i64>, tensor<2x4xi64> -> tensor<2x4xi64>
   %offset = nn.to_float %picked : tensor<2x4xi64> to tensor<2x4xf32>

@@ -282,16 +282,16 @@ func.func @to_float_shape(%x: tensor<2x3xi64>) -> tensor<3x2xf32> {
 // -----
 
 func.func @equal_types(%x: tensor<3xi64>, %y: tensor<3xi32>) -> tensor<3xi1> {
-  // expected-error @+1 {{'nn.equal' op operand element types differ: 'tensor<3xi64>' and 'tensor<3xi32>'}}
-  %0 = nn.equal %x, %y : tensor<3xi64>, tensor<3xi32> -> tensor<3xi1>
+  // expected-error @+1 {{'nn.compare' op operand element types differ: 'tensor<3xi64>' and 'tensor<3xi32>'}}
+  %0 = nn.compare eq %x, %y : tensor<3xi64>, tensor<3xi32> -> tensor<3xi1>
   return %0 : tensor<3xi1>
 }
 
 // -----
 
 func.func @equal_shapes(%x: tensor<3xi64>, %y: tensor<4xi64>) -> tensor<3xi1> {
-  // expected-error @+1 {{'nn.equal' op operands don't have broadcast-compatible shapes: 'tensor<3xi64>' and 'tensor<4xi64>'}}
-  %0 = nn.equal %x, %y : tensor<3xi64>, tensor<4xi64> -> tensor<3xi1>
+  // expected-error @+1 {{'nn.compare' op operands don't have broadcast-compatible shapes: 'tensor<3xi64>' and 'tensor<4xi64>'}}
+  %0 = nn.compare eq %x, %y : tensor<3xi64>, tensor<4xi64> -> tensor<3xi1>
   return %0 : tensor<3xi1>
 }
 

@@ -126,11 +126,11 @@ func.func @integer_masks(%ids: tensor<2x3xi64>, %flags: tensor<2x3xi1>)
 func.func @equal(%ids: tensor<2x1x3xi64>, %x: tensor<4x3xf32>)
     -> (tensor<2x1x3xi1>, tensor<2x4x3xi1>) {
   %zero = arith.constant dense<0> : tensor<i64>
-  // CHECK: nn.equal %{{.*}}, %{{.*}} : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
-  %pad = nn.equal %ids, %zero : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
+  // CHECK: nn.compare eq %{{.*}}, %{{.*}} : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
+  %pad = nn.compare eq %ids, %zero : tensor<2x1x3xi64>, tensor<i64> -> tensor<2x1x3xi1>
   %f = nn.to_float %ids : tensor<2x1x3xi64> to tensor<2x1x3xf32>
-  // CHECK: nn.equal %{{.*}}, %{{.*}} : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
-  %same = nn.equal %f, %x : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
+  // CHECK: nn.compare eq %{{.*}}, %{{.*}} : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
+  %same = nn.compare eq %f, %x : tensor<2x1x3xf32>, tensor<4x3xf32> -> tensor<2x4x3xi1>
   return %pad, %same : tensor<2x1x3xi1>, tensor<2x4x3xi1>
 }
 

@@ -226,7 +226,7 @@ CASES = {
          node("Mul", ["t", "x"], ["y"])],
         {"w": away_from_zero((3,))}, away_from_zero((2, 2, 3)), (2, 2, 3),
         {"inputs": {"mask": np.array([[1, 0, 2], [0, 1, 1]], np.int64)}}),
-    # The same flags as a condition: Equal of run-time data (nn.equal),
+    # The same flags as a condition: Equal of run-time data (nn.compare eq),
     # Where choosing v where a flag is 0 (masked_fill(mask == 0, v)).
     "Where (a run-time mask: Equal of int64 flags)": (
         [node("Unsqueeze", ["mask", "axes"], ["u"]),

@@ -68,7 +68,7 @@ SUPPORTED_OPS = {
     "ReduceMean", "Identity", "Slice", "Sqrt", "Exp", "Log", "Erf", "Pow",
     "Expand", "Gather", "Unsqueeze", "Squeeze", "Split", "Where",
     "LayerNormalization", "Not", "HardSigmoid", "HardSwish", "Neg",
-    "Reciprocal",
+    "Reciprocal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
 }
 SHAPE_OPS = {"Shape", "Cast", "Constant",
              "ConstantOfShape", "Equal", "Range", "Mod", "ScatterND"}

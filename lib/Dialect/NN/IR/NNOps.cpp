@@ -195,17 +195,17 @@ NN_BROADCAST_INFERENCE(MulOp)
 NN_BROADCAST_INFERENCE(DivOp)
 #undef NN_BROADCAST_INFERENCE
 
-LogicalResult EqualOp::inferReturnTypes(MLIRContext *context,
-                                        std::optional<Location> loc,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &types) {
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
   RankedTensorType lhsType = rankedType(adaptor.getLhs());
   RankedTensorType rhsType = rankedType(adaptor.getRhs());
   if (lhsType.getElementType() != rhsType.getElementType())
-    return reporter<EqualOp>(loc)("operand element types differ: ", lhsType,
-                                  " and ", rhsType);
+    return reporter<CompareOp>(loc)("operand element types differ: ", lhsType,
+                                    " and ", rhsType);
   SmallVector<Type> broadcast;
-  if (failed(inferBroadcast<EqualOp>(loc, adaptor, broadcast)))
+  if (failed(inferBroadcast<CompareOp>(loc, adaptor, broadcast)))
     return failure();
   types.push_back(cast<RankedTensorType>(broadcast.front())
                       .clone(IntegerType::get(context, 1)));
@@ -885,4 +885,5 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 #include "dtrain/Dialect/NN/IR/NNInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
+#include "dtrain/Dialect/NN/IR/NNEnums.cpp.inc"
 #include "dtrain/Dialect/NN/IR/NNOps.cpp.inc"

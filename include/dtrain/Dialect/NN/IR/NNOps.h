@@ -50,6 +50,7 @@ int64_t getBatchNormChannelDim(ShapedType input, bool channelsLast);
 
 } // namespace mlir::dtrain::nn
 
+#include "dtrain/Dialect/NN/IR/NNEnums.h.inc"
 #include "dtrain/Dialect/NN/IR/NNInterfaces.h.inc"
 
 #define GET_OP_CLASSES

@@ -5,6 +5,7 @@
 
 include "dtrain/Dialect/NN/IR/NNDialect.td"
 include "dtrain/Dialect/NN/IR/NNInterfaces.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -126,24 +127,37 @@ def NN_SelectOp : NN_InferOp<"select", [Pure, NN_Differentiable]> {
   }];
 }
 
-def NN_EqualOp : NN_InferOp<"equal", [Pure, Commutative]> {
-  let summary = "Elementwise lhs == rhs with NumPy broadcasting, as booleans";
+def NN_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "the relation nn.compare tests", [
+      I32EnumAttrCase<"eq", 0>,
+      I32EnumAttrCase<"lt", 1>,
+      I32EnumAttrCase<"le", 2>,
+      I32EnumAttrCase<"gt", 3>,
+      I32EnumAttrCase<"ge", 4>]> {
+  let cppNamespace = "::mlir::dtrain::nn";
+}
+
+def NN_CompareOp : NN_InferOp<"compare", [Pure]> {
+  let summary = "Elementwise comparison with NumPy broadcasting, as booleans";
   let description = [{
-    `result = lhs == rhs` (IEEE equality for floats: NaN equals nothing),
-    with the operands, of one element type, broadcast against each other:
-    ONNX's Equal of run-time data, as PyTorch exports the `mask == 0` of a
-    mask given as token flags, which `nn.select` then applies. Booleans
-    carry no gradient.
+    `result = lhs <predicate> rhs`, the predicate one of `eq` (==), `lt`
+    (<), `le` (<=), `gt` (>) and `ge` (>=); signed for integers, ordered
+    for floats (a comparison with NaN is false). The operands, of one
+    element type, are broadcast against each other. ONNX's Equal, Less,
+    LessOrEqual, Greater and GreaterOrEqual of run-time data: the
+    `mask == 0` of a mask given as token flags, which `nn.select` then
+    applies, or `x > 0`. Booleans carry no gradient.
 
     ```mlir
-    %pad = nn.equal %mask, %zero : tensor<8x1x128xi64>, tensor<i64> -> tensor<8x1x128xi1>
+    %pad = nn.compare eq %mask, %zero : tensor<8x1x128xi64>, tensor<i64> -> tensor<8x1x128xi1>
     ```
   }];
-  let arguments = (ins NN_FloatOrIntegerTensor:$lhs,
+  let arguments = (ins NN_ComparePredicate:$predicate,
+                       NN_FloatOrIntegerTensor:$lhs,
                        NN_FloatOrIntegerTensor:$rhs);
   let results = (outs TensorOf<[I1]>:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+    $predicate $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
 }
 
