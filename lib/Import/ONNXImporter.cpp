@@ -262,6 +262,7 @@ private:
   LogicalResult importCast(const onnx::NodeProto &node);
   LogicalResult importCompare(const onnx::NodeProto &node,
                               nn::ComparePredicate predicate);
+  LogicalResult importLogical(const onnx::NodeProto &node);
   LogicalResult checkNotTrained(const onnx::NodeProto &node, Value operand);
   LogicalResult importExpand(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
@@ -361,21 +362,26 @@ SmallVector<int64_t> getIntsAttr(const onnx::NodeProto &node, StringRef name,
 const llvm::StringSet<> &supportedOps() {
   // clang-format off
   static const llvm::StringSet<> ops = {
-      "Add",        "AveragePool",     "BatchNormalization", "Cast",
-      "Clip",       "Concat",          "Constant",           "ConstantOfShape",
-      "Conv",       "Div",             "Dropout",            "Equal",
-      "Erf",        "Exp",             "Expand",             "Flatten",
-      "Gather",     "Gemm",            "GlobalAveragePool",  "Greater",
-      "GreaterOrEqual","HardSigmoid",     "HardSwish",          "Identity",
-      "LayerNormalization","LeakyRelu",       "Less",               "LessOrEqual",
-      "Log",        "LogSoftmax",      "MatMul",             "MaxPool",
-      "Mod",        "Mul",             "Neg",                "Not",
-      "Pad",        "Pow",             "Range",              "Reciprocal",
-      "ReduceMean", "ReduceSum",       "Relu",               "Reshape",
-      "ScatterND",  "Shape",           "Sigmoid",            "Slice",
-      "Softmax",    "Split",           "Sqrt",               "Squeeze",
-      "Sub",        "Tanh",            "Transpose",          "Unsqueeze",
-      "Where"};
+      "Add",                 "And",                 "AveragePool",
+      "BatchNormalization",  "Cast",                "Clip",
+      "Concat",              "Constant",            "ConstantOfShape",
+      "Conv",                "Div",                 "Dropout",
+      "Equal",               "Erf",                 "Exp",
+      "Expand",              "Flatten",             "Gather",
+      "Gemm",                "GlobalAveragePool",   "Greater",
+      "GreaterOrEqual",      "HardSigmoid",         "HardSwish",
+      "Identity",            "LayerNormalization",  "LeakyRelu",
+      "Less",                "LessOrEqual",         "Log",
+      "LogSoftmax",          "MatMul",              "MaxPool",
+      "Mod",                 "Mul",                 "Neg",
+      "Not",                 "Or",                  "Pad",
+      "Pow",                 "Range",               "Reciprocal",
+      "ReduceMean",          "ReduceSum",           "Relu",
+      "Reshape",             "ScatterND",           "Shape",
+      "Sigmoid",             "Slice",               "Softmax",
+      "Split",               "Sqrt",                "Squeeze",
+      "Sub",                 "Tanh",                "Transpose",
+      "Unsqueeze",           "Where",               "Xor"};
   // clang-format on
   return ops;
 }
@@ -987,9 +993,12 @@ Value Importer::materialize(const ConstantValue &constant, Type elementType) {
     attr = DenseElementsAttr::get(type, elements);
   } else {
     SmallVector<APInt> elements;
+    // Booleans are 0 or 1, which a signed 1-bit APInt cannot hold.
     for (int64_t v : constant.ints)
-      elements.push_back(APInt(elementType.getIntOrFloatBitWidth(), v,
-                               /*isSigned=*/true));
+      elements.push_back(elementType.isInteger(1)
+                             ? APInt(1, v != 0)
+                             : APInt(elementType.getIntOrFloatBitWidth(), v,
+                                     /*isSigned=*/true));
     attr = DenseElementsAttr::get(type, elements);
   }
   return arith::ConstantOp::create(builder, fileLoc, attr);
@@ -1233,6 +1242,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return importCompare(node, *predicate);
   if (type == "Not")
     return unary("nn.not");
+  if (type == "And" || type == "Or" || type == "Xor")
+    return importLogical(node);
   if (type == "Where") {
     // A mask on run-time values (masked_fill): a constant condition, or one
     // computed from run-time data (nn.compare eq of a mask of token flags).
@@ -1477,8 +1488,9 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
   // masked_fill of a buffer == 0).
   const std::optional<nn::ComparePredicate> comparison =
       getComparePredicate(type);
+  const bool logical = type == "And" || type == "Or" || type == "Xor";
   if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div" ||
-      type == "Mod" || comparison || type == "Where") {
+      type == "Mod" || comparison || logical || type == "Where") {
     SmallVector<const ConstantValue *> operands;
     for (int i = 0; i < node.input_size(); ++i) {
       const ConstantValue *operand = getConstant(node, i);
@@ -1495,7 +1507,7 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
         return nodeError(node) << "operand shapes do not broadcast";
     std::optional<int64_t> count = getCheckedElementCount(shape);
     if (!count || *count > kMaxFoldedElements) {
-      if (comparison || type == "Where")
+      if (comparison || logical || type == "Where")
         return nodeError(node) << "folds at most " << kMaxFoldedElements
                                << " elements at import";
       return success(); // arithmetic on large constants runs as nn ops
@@ -1531,6 +1543,11 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
           value.ints.push_back(intAt(chosen, i));
         else
           value.floats.push_back(floatAt(chosen, i));
+      } else if (logical) {
+        bool a = intAt(operands[0], i), b = intAt(operands[1], i);
+        value.ints.push_back(type == "And"  ? a && b
+                             : type == "Or" ? a || b
+                                            : a != b);
       } else if (comparison) {
         bool integers = operands[0]->isInteger() && operands[1]->isInteger();
         value.ints.push_back(
@@ -2199,6 +2216,37 @@ LogicalResult Importer::checkNotTrained(const onnx::NodeProto &node,
 /// Equal, Less, LessOrEqual, Greater and GreaterOrEqual of run-time data
 /// (the `mask == 0` of a mask of token flags, `x > 0`): nn.compare, whose
 /// booleans have no gradient.
+/// And, Or and Xor of run-time booleans (a causal mask combined with a
+/// padding mask), as the nn ops they are made of: a and b is
+/// select(a, b, false), a or b select(a, true, b), a xor b not(a == b).
+LogicalResult Importer::importLogical(const onnx::NodeProto &node) {
+  FailureOr<Value> lhs = getValue(node, 0), rhs = getValue(node, 1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  StringRef type = node.op_type();
+  if (type == "Xor") {
+    FailureOr<TensorType> resultType =
+        getResultType(node.output(0), nodeLoc(node));
+    if (failed(resultType))
+      return failure();
+    FailureOr<Operation *> same = createOp(
+        node, "nn.compare", {*lhs, *rhs},
+        {builder.getNamedAttr(
+            "predicate", nn::ComparePredicateAttr::get(
+                             builder.getContext(), nn::ComparePredicate::eq))},
+        {*resultType});
+    if (failed(same))
+      return failure();
+    return emitSingle(node, "nn.not", {(*same)->getResult(0)});
+  }
+  Value constant = materialize(
+      ConstantValue{{}, {type == "Or" ? 1 : 0}, {}, onnx::TensorProto::BOOL},
+      builder.getI1Type());
+  if (type == "And")
+    return emitSingle(node, "nn.select", {*lhs, *rhs, constant});
+  return emitSingle(node, "nn.select", {*lhs, constant, *rhs});
+}
+
 LogicalResult Importer::importCompare(const onnx::NodeProto &node,
                                       nn::ComparePredicate predicate) {
   FailureOr<Value> lhs = getValue(node, 0), rhs = getValue(node, 1);

@@ -68,7 +68,8 @@ SUPPORTED_OPS = {
     "ReduceMean", "Identity", "Slice", "Sqrt", "Exp", "Log", "Erf", "Pow",
     "Expand", "Gather", "Unsqueeze", "Squeeze", "Split", "Where",
     "LayerNormalization", "Not", "HardSigmoid", "HardSwish", "Neg",
-    "Reciprocal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+    "Reciprocal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And",
+    "Or", "Xor",
 }
 SHAPE_OPS = {"Shape", "Cast", "Constant",
              "ConstantOfShape", "Equal", "Range", "Mod", "ScatterND"}
