@@ -1662,48 +1662,24 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
         })};
       })
       .Case([&](nn::CompareOp compare) {
-        // Ordered for floats (false with NaN), signed for integers.
-        using nn::ComparePredicate;
-        auto floatPredicate = [](ComparePredicate p) {
-          switch (p) {
-          case ComparePredicate::eq:
-            return arith::CmpFPredicate::OEQ;
-          case ComparePredicate::lt:
-            return arith::CmpFPredicate::OLT;
-          case ComparePredicate::le:
-            return arith::CmpFPredicate::OLE;
-          case ComparePredicate::gt:
-            return arith::CmpFPredicate::OGT;
-          case ComparePredicate::ge:
-            return arith::CmpFPredicate::OGE;
-          }
-          llvm_unreachable("unknown comparison");
-        };
-        auto integerPredicate = [](ComparePredicate p) {
-          switch (p) {
-          case ComparePredicate::eq:
-            return arith::CmpIPredicate::eq;
-          case ComparePredicate::lt:
-            return arith::CmpIPredicate::slt;
-          case ComparePredicate::le:
-            return arith::CmpIPredicate::sle;
-          case ComparePredicate::gt:
-            return arith::CmpIPredicate::sgt;
-          case ComparePredicate::ge:
-            return arith::CmpIPredicate::sge;
-          }
-          llvm_unreachable("unknown comparison");
-        };
-        ComparePredicate predicate = compare.getPredicate();
+        // Ordered for floats (false with NaN), signed for integers; in the
+        // order of nn::ComparePredicate's cases.
+        static constexpr std::pair<arith::CmpFPredicate, arith::CmpIPredicate>
+            kPredicates[] = {
+                {arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq},
+                {arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt},
+                {arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle},
+                {arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt},
+                {arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge}};
+        auto [floatPredicate, integerPredicate] =
+            kPredicates[static_cast<uint32_t>(compare.getPredicate())];
         return Values{buildElementwise(
             b, op->getLoc(), getTensorType(compare.getResult()),
             op->getOperands(),
             [&](OpBuilder &b, Location l, ValueRange x) -> Value {
               if (isa<FloatType>(x[0].getType()))
-                return arith::CmpFOp::create(b, l, floatPredicate(predicate),
-                                             x[0], x[1]);
-              return arith::CmpIOp::create(b, l, integerPredicate(predicate),
-                                           x[0], x[1]);
+                return arith::CmpFOp::create(b, l, floatPredicate, x[0], x[1]);
+              return arith::CmpIOp::create(b, l, integerPredicate, x[0], x[1]);
             })};
       })
       .Case([&](nn::NotOp negation) {
