@@ -263,6 +263,7 @@ private:
   LogicalResult importCompare(const onnx::NodeProto &node,
                               nn::ComparePredicate predicate);
   LogicalResult importLogical(const onnx::NodeProto &node);
+  LogicalResult importExtremum(const onnx::NodeProto &node);
   LogicalResult checkNotTrained(const onnx::NodeProto &node, Value operand);
   LogicalResult importExpand(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
@@ -372,16 +373,17 @@ const llvm::StringSet<> &supportedOps() {
       "GreaterOrEqual",      "HardSigmoid",         "HardSwish",
       "Identity",            "LayerNormalization",  "LeakyRelu",
       "Less",                "LessOrEqual",         "Log",
-      "LogSoftmax",          "MatMul",              "MaxPool",
-      "Mod",                 "Mul",                 "Neg",
-      "Not",                 "Or",                  "Pad",
-      "Pow",                 "Range",               "Reciprocal",
-      "ReduceMean",          "ReduceSum",           "Relu",
-      "Reshape",             "ScatterND",           "Shape",
-      "Sigmoid",             "Slice",               "Softmax",
-      "Split",               "Sqrt",                "Squeeze",
-      "Sub",                 "Tanh",                "Transpose",
-      "Unsqueeze",           "Where",               "Xor"};
+      "LogSoftmax",          "MatMul",              "Max",
+      "MaxPool",             "Min",                 "Mod",
+      "Mul",                 "Neg",                 "Not",
+      "Or",                  "Pad",                 "Pow",
+      "Range",               "Reciprocal",          "ReduceMean",
+      "ReduceSum",           "Relu",                "Reshape",
+      "ScatterND",           "Shape",               "Sigmoid",
+      "Slice",               "Softmax",             "Split",
+      "Sqrt",                "Squeeze",             "Sub",
+      "Tanh",                "Transpose",           "Unsqueeze",
+      "Where",               "Xor"};
   // clang-format on
   return ops;
 }
@@ -1244,6 +1246,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return unary("nn.not");
   if (type == "And" || type == "Or" || type == "Xor")
     return importLogical(node);
+  if (type == "Max" || type == "Min")
+    return importExtremum(node);
   if (type == "Where") {
     // A mask on run-time values (masked_fill): a constant condition, or one
     // computed from run-time data (nn.compare eq of a mask of token flags).
@@ -1489,8 +1493,11 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
   const std::optional<nn::ComparePredicate> comparison =
       getComparePredicate(type);
   const bool logical = type == "And" || type == "Or" || type == "Xor";
+  // Max and Min of two constants (of more: nn ops).
+  const bool extremum =
+      (type == "Max" || type == "Min") && node.input_size() == 2;
   if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div" ||
-      type == "Mod" || comparison || logical || type == "Where") {
+      type == "Mod" || comparison || logical || extremum || type == "Where") {
     SmallVector<const ConstantValue *> operands;
     for (int i = 0; i < node.input_size(); ++i) {
       const ConstantValue *operand = getConstant(node, i);
@@ -1559,6 +1566,10 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
         int64_t a = intAt(operands[0], i), b = intAt(operands[1], i);
         if ((type == "Div" || type == "Mod") && b == 0)
           return nodeError(node) << "divides a shape value by zero";
+        if (extremum) {
+          value.ints.push_back(type == "Max" ? std::max(a, b) : std::min(a, b));
+          continue;
+        }
         if (type == "Mod") {
           // fmod = 0: the remainder takes the divisor's sign (Python's %).
           int64_t r = b == -1 ? 0 : a % b;
@@ -1578,6 +1589,13 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
         value.ints.push_back(type == "Div" ? a / b : result);
       } else {
         double a = floatAt(operands[0], i), b = floatAt(operands[1], i);
+        if (extremum) {
+          // NaN if either is, as at run time.
+          value.floats.push_back(std::isnan(a) || std::isnan(b) ? a + b
+                                 : type == "Max"                ? std::max(a, b)
+                                                 : std::min(a, b));
+          continue;
+        }
         value.floats.push_back(type == "Add"   ? a + b
                                : type == "Sub" ? a - b
                                : type == "Mul" ? a * b
@@ -2213,9 +2231,34 @@ LogicalResult Importer::checkNotTrained(const onnx::NodeProto &node,
   return success();
 }
 
-/// Equal, Less, LessOrEqual, Greater and GreaterOrEqual of run-time data
-/// (the `mask == 0` of a mask of token flags, `x > 0`): nn.compare, whose
-/// booleans have no gradient.
+/// Max and Min of any number of run-time tensors: nn.maximum or nn.minimum
+/// of the first two, then of that and the next.
+LogicalResult Importer::importExtremum(const onnx::NodeProto &node) {
+  StringRef opName = node.op_type() == "Max" ? "nn.maximum" : "nn.minimum";
+  FailureOr<Value> result = getValue(node, 0);
+  if (failed(result))
+    return failure();
+  for (int i = 1; i < node.input_size(); ++i) {
+    FailureOr<Value> next = getValue(node, i);
+    if (failed(next))
+      return failure();
+    SmallVector<int64_t> shape;
+    if (!OpTrait::util::getBroadcastedShape(
+            cast<RankedTensorType>(result->getType()).getShape(),
+            cast<RankedTensorType>(next->getType()).getShape(), shape))
+      return nodeError(node) << "operand shapes do not broadcast";
+    FailureOr<Operation *> op = createOp(
+        node, opName, {*result, *next}, {},
+        {RankedTensorType::get(
+            shape, cast<TensorType>(next->getType()).getElementType())});
+    if (failed(op))
+      return failure();
+    result = (*op)->getResult(0);
+  }
+  values[node.output(0)] = *result;
+  return success();
+}
+
 /// And, Or and Xor of run-time booleans (a causal mask combined with a
 /// padding mask), as the nn ops they are made of: a and b is
 /// select(a, b, false), a or b select(a, true, b), a xor b not(a == b).
@@ -2247,6 +2290,9 @@ LogicalResult Importer::importLogical(const onnx::NodeProto &node) {
   return emitSingle(node, "nn.select", {*lhs, constant, *rhs});
 }
 
+/// Equal, Less, LessOrEqual, Greater and GreaterOrEqual of run-time data
+/// (the `mask == 0` of a mask of token flags, `x > 0`): nn.compare, whose
+/// booleans have no gradient.
 LogicalResult Importer::importCompare(const onnx::NodeProto &node,
                                       nn::ComparePredicate predicate) {
   FailureOr<Value> lhs = getValue(node, 0), rhs = getValue(node, 1);

@@ -135,10 +135,10 @@ struct ComposeTransposes : OpRewritePattern<nn::TransposeOp> {
 /// as a transpose below it would move wider elements
 /// (TransposeBeforeWidening moves those to NHWC above it).
 static bool isSinkableElementwise(Operation *op) {
-  return isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::ReluOp,
-             nn::SigmoidOp, nn::TanhOp, nn::SqrtOp, nn::ExpOp, nn::LogOp,
-             nn::ErfOp, nn::PowOp, nn::LeakyReluOp, nn::ClipOp, nn::ClipGradOp,
-             nn::ReluGradOp, nn::CastOp>(op) &&
+  return isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::MaximumOp,
+             nn::MinimumOp, nn::ReluOp, nn::SigmoidOp, nn::TanhOp, nn::SqrtOp,
+             nn::ExpOp, nn::LogOp, nn::ErfOp, nn::PowOp, nn::LeakyReluOp,
+             nn::ClipOp, nn::ClipGradOp, nn::ReluGradOp, nn::CastOp>(op) &&
          !isWideningCast(op);
 }
 

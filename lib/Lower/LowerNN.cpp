@@ -1661,6 +1661,23 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
           return arith::DivFOp::create(b, l, x, y);
         })};
       })
+      .Case([&](nn::MaximumOp) {
+        // maximumf and minimumf propagate NaN, as torch.maximum does.
+        return Values{
+            binary(op, [](OpBuilder &b, Location l, Value x, Value y) {
+              if (isa<FloatType>(x.getType()))
+                return arith::MaximumFOp::create(b, l, x, y).getResult();
+              return arith::MaxSIOp::create(b, l, x, y).getResult();
+            })};
+      })
+      .Case([&](nn::MinimumOp) {
+        return Values{
+            binary(op, [](OpBuilder &b, Location l, Value x, Value y) {
+              if (isa<FloatType>(x.getType()))
+                return arith::MinimumFOp::create(b, l, x, y).getResult();
+              return arith::MinSIOp::create(b, l, x, y).getResult();
+            })};
+      })
       .Case([&](nn::CompareOp compare) {
         // Ordered for floats (false with NaN), signed for integers; in the
         // order of nn::ComparePredicate's cases.

@@ -271,6 +271,19 @@ func.func @integer_masks(%ids: tensor<2x3xi64>, %flags: tensor<2x3xi1>)
 
 // -----
 
+// nn.maximum and nn.minimum: maximumf and minimumf (NaN-propagating) on
+// floats, maxsi and minsi on integers.
+// CHECK-LABEL: func.func @extremum
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.minsi %{{.*}}, %{{.*}} : i64
+func.func @extremum(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: tensor<4xi64>, %j: tensor<i64>) -> (tensor<2x3xf32>, tensor<4xi64>) {
+  %0 = nn.maximum %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  %1 = nn.minimum %i, %j : tensor<4xi64>, tensor<i64> -> tensor<4xi64>
+  return %0, %1 : tensor<2x3xf32>, tensor<4xi64>
+}
+
+// -----
+
 // nn.compare: signed cmpi on integers, ordered cmpf on floats (false with
 // NaN), the operands broadcast.
 // CHECK-LABEL: func.func @compare

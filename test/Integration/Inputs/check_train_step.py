@@ -204,6 +204,23 @@ class HardMLP(nn.Module):
         return -y * torch.reciprocal(1.5 + torch.sigmoid(y))
 
 
+class MaxMinMLP(nn.Module):
+    """torch.maximum and torch.minimum (ONNX Max and Min): a leaky ReLU
+    written as max(h, h / 4) and a trained per-feature cap, min(h, cap),
+    whose gradient sums over the batch it is broadcast to."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(6)
+        self.first, self.second = nn.Linear(6, 8), nn.Linear(8, 3)
+        self.cap = nn.Parameter(torch.full((8,), 0.3))
+
+    def forward(self, x):
+        h = self.first(x)
+        h = torch.maximum(h, 0.25 * h)
+        return self.second(torch.minimum(h, self.cap))
+
+
 class MaskedAttention(nn.Module):
     """Attention over a batch whose padding a run-time int64 mask of token
     flags marks, in the three ways PyTorch code applies one: masked_fill of
@@ -364,6 +381,8 @@ def cases():
     yield ("cast-mlp softmax-xent momentum", CastMLP(), "softmax-xent",
            "momentum", 0.1, 0.0, 3, x, torch.tensor([2, 0, 1, 1, 2]))
     yield ("hard-mlp softmax-xent momentum", HardMLP(), "softmax-xent",
+           "momentum", 0.1, 0.0, 3, x, torch.tensor([2, 0, 1, 1, 2]))
+    yield ("maxmin-mlp softmax-xent momentum", MaxMinMLP(), "softmax-xent",
            "momentum", 0.1, 0.0, 3, x, torch.tensor([2, 0, 1, 1, 2]))
     torch.manual_seed(13)
     batch = {"x": torch.randn(2, 5, 4),

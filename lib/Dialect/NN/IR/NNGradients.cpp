@@ -127,6 +127,47 @@ LogicalResult SelectOp::buildGradients(OpBuilder &b,
   return success();
 }
 
+/// The gradients of max(l, r) (MAXIMUM) or min(l, r): g to the operand
+/// that is larger (smaller), half of g to each where they are equal, as
+/// PyTorch's.
+static void buildExtremumGradients(OpBuilder &b, Location loc, Value grad,
+                                   Value lhs, Value rhs, bool maximum,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  Type element = tensorType(grad).getElementType();
+  Value zero = scalar(b, loc, element, 0.0);
+  Value half = MulOp::create(b, loc, grad, scalar(b, loc, element, 0.5));
+  Value tie = SelectOp::create(
+      b, loc, CompareOp::create(b, loc, ComparePredicate::eq, lhs, rhs), half,
+      zero);
+  auto chosen = [&](Value operand, ComparePredicate wins) {
+    Value beats = CompareOp::create(b, loc, wins, lhs, rhs);
+    return sumToShape(b, loc, SelectOp::create(b, loc, beats, grad, tie),
+                      tensorType(operand));
+  };
+  ComparePredicate lhsWins =
+      maximum ? ComparePredicate::gt : ComparePredicate::lt;
+  ComparePredicate rhsWins =
+      maximum ? ComparePredicate::lt : ComparePredicate::gt;
+  operandGrads.push_back(chosen(lhs, lhsWins));
+  operandGrads.push_back(chosen(rhs, rhsWins));
+}
+
+LogicalResult MaximumOp::buildGradients(OpBuilder &b,
+                                        ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  buildExtremumGradients(b, getLoc(), resultGrads[0], getLhs(), getRhs(),
+                         /*maximum=*/true, operandGrads);
+  return success();
+}
+
+LogicalResult MinimumOp::buildGradients(OpBuilder &b,
+                                        ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  buildExtremumGradients(b, getLoc(), resultGrads[0], getLhs(), getRhs(),
+                         /*maximum=*/false, operandGrads);
+  return success();
+}
+
 // y = l / r: dl = g / r, dr = -g y / r.
 LogicalResult DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {

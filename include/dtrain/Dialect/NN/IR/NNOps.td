@@ -103,6 +103,28 @@ def NN_SubOp : NN_BinaryOp<"sub", "lhs - rhs">;
 def NN_MulOp : NN_BinaryOp<"mul", "lhs * rhs", [Commutative]>;
 def NN_DivOp : NN_BinaryOp<"div", "lhs / rhs">;
 
+class NN_ExtremumOp<string mnemonic, string expr, string relation>
+    : NN_BinaryOp<mnemonic, expr, [Commutative]> {
+  let description = [{
+    `result = }] # expr # [{`, with the operands broadcast against each
+    other; NaN if either is NaN (as `torch.}] # mnemonic # [{` and ONNX's
+    }] # !if(!eq(mnemonic, "maximum"), "Max", "Min") # [{). The gradient
+    goes to the operand that is }] # relation # [{, and half of it to each
+    where they are equal, as PyTorch's. Integer operands (signed) carry no
+    gradient.
+
+    ```mlir
+    %y = nn.}] # mnemonic # [{ %x, %floor : tensor<32x128xf32>, tensor<f32> -> tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatOrIntegerTensor:$lhs,
+                       NN_FloatOrIntegerTensor:$rhs);
+  let results = (outs NN_FloatOrIntegerTensor:$result);
+}
+
+def NN_MaximumOp : NN_ExtremumOp<"maximum", "max(lhs, rhs)", "larger">;
+def NN_MinimumOp : NN_ExtremumOp<"minimum", "min(lhs, rhs)", "smaller">;
+
 def NN_SelectOp : NN_InferOp<"select", [Pure, NN_Differentiable]> {
   let summary = "Elementwise choice between two tensors by a boolean mask";
   let description = [{
