@@ -1661,21 +1661,19 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
           return arith::DivFOp::create(b, l, x, y);
         })};
       })
-      .Case([&](nn::MaximumOp) {
+      .Case<nn::MaximumOp, nn::MinimumOp>([&](Operation *) {
         // maximumf and minimumf propagate NaN, as torch.maximum does.
-        return Values{
-            binary(op, [](OpBuilder &b, Location l, Value x, Value y) {
-              if (isa<FloatType>(x.getType()))
-                return arith::MaximumFOp::create(b, l, x, y).getResult();
-              return arith::MaxSIOp::create(b, l, x, y).getResult();
-            })};
-      })
-      .Case([&](nn::MinimumOp) {
-        return Values{
-            binary(op, [](OpBuilder &b, Location l, Value x, Value y) {
-              if (isa<FloatType>(x.getType()))
-                return arith::MinimumFOp::create(b, l, x, y).getResult();
-              return arith::MinSIOp::create(b, l, x, y).getResult();
+        bool maximum = isa<nn::MaximumOp>(op);
+        return Values{binary(
+            op, [maximum](OpBuilder &b, Location l, Value x, Value y) -> Value {
+              if (isa<FloatType>(x.getType())) {
+                if (maximum)
+                  return arith::MaximumFOp::create(b, l, x, y);
+                return arith::MinimumFOp::create(b, l, x, y);
+              }
+              if (maximum)
+                return arith::MaxSIOp::create(b, l, x, y);
+              return arith::MinSIOp::create(b, l, x, y);
             })};
       })
       .Case([&](nn::CompareOp compare) {
@@ -1688,15 +1686,16 @@ FailureOr<SmallVector<Value>> NNLowering::lower(Operation *op) {
                 {arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle},
                 {arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt},
                 {arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge}};
-        auto [floatPredicate, integerPredicate] =
+        const auto predicates =
             kPredicates[static_cast<uint32_t>(compare.getPredicate())];
         return Values{buildElementwise(
             b, op->getLoc(), getTensorType(compare.getResult()),
             op->getOperands(),
             [&](OpBuilder &b, Location l, ValueRange x) -> Value {
               if (isa<FloatType>(x[0].getType()))
-                return arith::CmpFOp::create(b, l, floatPredicate, x[0], x[1]);
-              return arith::CmpIOp::create(b, l, integerPredicate, x[0], x[1]);
+                return arith::CmpFOp::create(b, l, predicates.first, x[0],
+                                             x[1]);
+              return arith::CmpIOp::create(b, l, predicates.second, x[0], x[1]);
             })};
       })
       .Case([&](nn::NotOp negation) {
