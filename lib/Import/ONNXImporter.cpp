@@ -2805,8 +2805,8 @@ FailureOr<Importer::SliceBox> Importer::getSliceBox(const onnx::NodeProto &node,
     if (ShapedType::isDynamic(dim))
       return nodeError(node) << "slices dimension " << axis
                              << ", whose size is not known at import";
+    const int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
     auto clamp = [&](int64_t i) {
-      const int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
       return std::clamp(i < 0 ? i + dim : i, lo, hi);
     };
     int64_t begin = clamp(start), stop = clamp(end);
