@@ -268,7 +268,7 @@ private:
   LogicalResult importExpand(const onnx::NodeProto &node);
   LogicalResult importGather(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
-  LogicalResult importHardSigmoid(const onnx::NodeProto &node);
+  LogicalResult importActivation(const onnx::NodeProto &node);
   LogicalResult importScaled(const onnx::NodeProto &node, StringRef opName,
                              double constant, bool constantFirst);
   LogicalResult importSoftmax(const onnx::NodeProto &node, StringRef opName);
@@ -363,10 +363,11 @@ SmallVector<int64_t> getIntsAttr(const onnx::NodeProto &node, StringRef name,
 const llvm::StringSet<> &supportedOps() {
   // clang-format off
   static const llvm::StringSet<> ops = {
-      "Add",                 "And",                 "AveragePool",
-      "BatchNormalization",  "Cast",                "Clip",
-      "Concat",              "Constant",            "ConstantOfShape",
-      "Conv",                "Div",                 "Dropout",
+      "Abs",                 "Add",                 "And",
+      "AveragePool",         "BatchNormalization",  "Cast",
+      "Celu",                "Clip",                "Concat",
+      "Constant",            "ConstantOfShape",     "Conv",
+      "Div",                 "Dropout",             "Elu",
       "Equal",               "Erf",                 "Exp",
       "Expand",              "Flatten",             "Gather",
       "Gemm",                "GlobalAveragePool",   "Greater",
@@ -379,11 +380,12 @@ const llvm::StringSet<> &supportedOps() {
       "Or",                  "Pad",                 "Pow",
       "Range",               "Reciprocal",          "ReduceMean",
       "ReduceSum",           "Relu",                "Reshape",
-      "ScatterND",           "Shape",               "Sigmoid",
-      "Slice",               "Softmax",             "Split",
-      "Sqrt",                "Squeeze",             "Sub",
-      "Tanh",                "Transpose",           "Unsqueeze",
-      "Where",               "Xor"};
+      "ScatterND",           "Selu",                "Shape",
+      "Sigmoid",             "Slice",               "Softmax",
+      "Softplus",            "Split",               "Sqrt",
+      "Squeeze",             "Sub",                 "Tanh",
+      "Transpose",           "Unsqueeze",           "Where",
+      "Xor"};
   // clang-format on
   return ops;
 }
@@ -1210,8 +1212,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     return importReshape(node);
   if (type == "Clip")
     return importClip(node);
-  if (type == "HardSigmoid" || type == "HardSwish")
-    return importHardSigmoid(node);
+  if (type == "HardSigmoid" || type == "HardSwish" || type == "Abs" ||
+      type == "Softplus" || type == "Elu" || type == "Selu" || type == "Celu")
+    return importActivation(node);
   if (type == "Neg")
     return importScaled(node, "nn.mul", -1.0, /*constantFirst=*/false);
   if (type == "Reciprocal")
@@ -2448,35 +2451,104 @@ LogicalResult Importer::importClip(const onnx::NodeProto &node) {
   return emitSingle(node, "nn.clip", {*x}, attrs);
 }
 
-/// HardSigmoid, clip(alpha * x + beta, 0, 1), and HardSwish, x times
-/// HardSigmoid with alpha = 1/6 and beta = 1/2 (MobileNetV3's activations),
-/// as the nn ops they are made of: the clip's gradient is PyTorch's (zero
-/// outside the linear part).
-LogicalResult Importer::importHardSigmoid(const onnx::NodeProto &node) {
-  FailureOr<Value> x = getValue(node, 0);
-  if (failed(x))
+/// Activations made of nn ops, whose gradients give theirs:
+/// - HardSigmoid: clip(alpha * x + beta, 0, 1); HardSwish: x times that
+///   with alpha = 1/6, beta = 1/2 (MobileNetV3's); the clip's gradient is
+///   PyTorch's, zero outside the linear part.
+/// - Abs: max(x, -x) (the gradient 0 at 0, half of each side's).
+/// - Softplus: max(x, 0) + log(1 + exp(-|x|)), which does not overflow.
+/// - Elu: x > 0 ? x : alpha * (exp(min(x, 0)) - 1), exp of at most 0 so
+///   that the branch not taken has no infinite gradient; Selu: gamma times
+///   that; Celu: max(x, 0) + min(alpha * (exp(x / alpha) - 1), 0), with
+///   min(x, 0) in the exp.
+LogicalResult Importer::importActivation(const onnx::NodeProto &node) {
+  FailureOr<Value> input = getValue(node, 0);
+  if (failed(input))
     return failure();
-  const bool swish = node.op_type() == "HardSwish";
-  const double alpha = swish ? 1.0 / 6 : getFloatAttr(node, "alpha", 0.2);
-  const double beta = swish ? 0.5 : getFloatAttr(node, "beta", 0.5);
-  Type type = x->getType();
-  Type elementType = cast<ShapedType>(type).getElementType();
-  Value result = *x;
-  auto apply = [&](StringRef opName, ValueRange operands,
-                   ArrayRef<NamedAttribute> attrs = {}) -> LogicalResult {
-    FailureOr<Operation *> op = createOp(node, opName, operands, attrs, {type});
-    if (failed(op))
-      return failure();
-    result = (*op)->getResult(0);
-    return success();
+  Value x = *input;
+  auto type = cast<RankedTensorType>(x.getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return nodeError(node) << "of a run-time " << type.getElementType()
+                           << " tensor (only float ones)";
+  // Each op has X's type; a failure (reported at NODE) yields X so that
+  // the rest builds, and the import fails at the end.
+  bool failedOp = false;
+  auto op = [&](StringRef name, ValueRange operands,
+                ArrayRef<NamedAttribute> attrs = {}) -> Value {
+    FailureOr<Operation *> created =
+        createOp(node, name, operands, attrs, {type});
+    failedOp |= failed(created);
+    return failed(created) ? x : (*created)->getResult(0);
   };
-  if (failed(apply("nn.mul", {result, scalarConstant(alpha, elementType)})) ||
-      failed(apply("nn.add", {result, scalarConstant(beta, elementType)})) ||
-      failed(apply("nn.clip", {result},
-                   {builder.getNamedAttr("min", builder.getF64FloatAttr(0)),
-                    builder.getNamedAttr("max", builder.getF64FloatAttr(1))})))
-    return failure();
-  if (swish && failed(apply("nn.mul", {*x, result})))
+  auto constant = [&](double value) {
+    return scalarConstant(value, type.getElementType());
+  };
+  auto mul = [&](Value v, double factor) {
+    return op("nn.mul", {v, constant(factor)});
+  };
+  auto bounds = [&](std::optional<double> min, std::optional<double> max) {
+    SmallVector<NamedAttribute> attrs;
+    if (min)
+      attrs.push_back(
+          builder.getNamedAttr("min", builder.getF64FloatAttr(*min)));
+    if (max)
+      attrs.push_back(
+          builder.getNamedAttr("max", builder.getF64FloatAttr(*max)));
+    return attrs;
+  };
+  // alpha * (exp(min(v, 0)) - 1): an ELU's negative side.
+  auto expm1OfNegative = [&](Value v, double alpha) {
+    Value e = op("nn.exp", {op("nn.clip", {v}, bounds(std::nullopt, 0.0))});
+    return mul(op("nn.sub", {e, constant(1.0)}), alpha);
+  };
+  auto elu = [&](double alpha) {
+    FailureOr<Operation *> positive = createOp(
+        node, "nn.compare", {x, constant(0.0)},
+        {builder.getNamedAttr(
+            "predicate", nn::ComparePredicateAttr::get(
+                             builder.getContext(), nn::ComparePredicate::gt))},
+        {type.clone(builder.getI1Type())});
+    if (failed(positive)) {
+      failedOp = true;
+      return x;
+    }
+    return op("nn.select",
+              {(*positive)->getResult(0), x, expm1OfNegative(x, alpha)});
+  };
+
+  StringRef kind = node.op_type();
+  Value result;
+  if (kind == "HardSigmoid" || kind == "HardSwish") {
+    const bool swish = kind == "HardSwish";
+    const double alpha = swish ? 1.0 / 6 : getFloatAttr(node, "alpha", 0.2);
+    const double beta = swish ? 0.5 : getFloatAttr(node, "beta", 0.5);
+    result = op("nn.clip", {op("nn.add", {mul(x, alpha), constant(beta)})},
+                bounds(0.0, 1.0));
+    if (swish)
+      result = op("nn.mul", {x, result});
+  } else if (kind == "Abs") {
+    result = op("nn.maximum", {x, mul(x, -1.0)});
+  } else if (kind == "Softplus") {
+    Value magnitude = op("nn.maximum", {x, mul(x, -1.0)});
+    Value tail = op(
+        "nn.log",
+        {op("nn.add", {constant(1.0), op("nn.exp", {mul(magnitude, -1.0)})})});
+    result =
+        op("nn.add", {op("nn.clip", {x}, bounds(0.0, std::nullopt)), tail});
+  } else if (kind == "Elu") {
+    result = elu(getFloatAttr(node, "alpha", 1.0));
+  } else if (kind == "Selu") {
+    result = mul(elu(getFloatAttr(node, "alpha", 1.67326319217681884765625)),
+                 getFloatAttr(node, "gamma", 1.05070102214813232421875));
+  } else {
+    assert(kind == "Celu" && "unknown activation");
+    const double alpha = getFloatAttr(node, "alpha", 1.0);
+    if (alpha == 0)
+      return nodeError(node) << "alpha must not be 0";
+    result = op("nn.add", {op("nn.clip", {x}, bounds(0.0, std::nullopt)),
+                           expm1OfNegative(mul(x, 1.0 / alpha), alpha)});
+  }
+  if (failedOp)
     return failure();
   values[node.output(0)] = result;
   return success();

@@ -221,6 +221,27 @@ class MaxMinMLP(nn.Module):
         return self.second(torch.minimum(h, self.cap))
 
 
+class ActivationsMLP(nn.Module):
+    """ELU, SELU, CELU, softplus and abs (ONNX Elu, Selu, Celu, Softplus,
+    Abs, which the importer makes of nn ops), with inputs on both sides of
+    0 and large enough that a naive exp would overflow in its branch not
+    taken."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(7)
+        self.first, self.second = nn.Linear(6, 10), nn.Linear(10, 3)
+
+    def forward(self, x):
+        h = self.first(x) * 4
+        h = torch.cat([nn.functional.elu(h[:, :2] * 60, 0.5) / 60,
+                       nn.functional.selu(h[:, 2:4]),
+                       nn.functional.celu(h[:, 4:6], 2.0),
+                       nn.functional.softplus(h[:, 6:8]),
+                       torch.abs(h[:, 8:])], 1)
+        return self.second(h)
+
+
 class MaskedAttention(nn.Module):
     """Attention over a batch whose padding a run-time int64 mask of token
     flags marks, in the three ways PyTorch code applies one: masked_fill of
@@ -384,6 +405,9 @@ def cases():
            "momentum", 0.1, 0.0, 3, x, torch.tensor([2, 0, 1, 1, 2]))
     yield ("maxmin-mlp softmax-xent momentum", MaxMinMLP(), "softmax-xent",
            "momentum", 0.1, 0.0, 3, x, torch.tensor([2, 0, 1, 1, 2]))
+    yield ("activations-mlp softmax-xent momentum", ActivationsMLP(),
+           "softmax-xent", "momentum", 0.05, 0.0, 3, x,
+           torch.tensor([2, 0, 1, 1, 2]))
     torch.manual_seed(13)
     batch = {"x": torch.randn(2, 5, 4),
              "mask": torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]])}

@@ -69,7 +69,7 @@ SUPPORTED_OPS = {
     "Expand", "Gather", "Unsqueeze", "Squeeze", "Split", "Where",
     "LayerNormalization", "Not", "HardSigmoid", "HardSwish", "Neg",
     "Reciprocal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And",
-    "Or", "Xor", "Max", "Min",
+    "Or", "Xor", "Max", "Min", "Abs", "Softplus", "Elu", "Selu", "Celu",
 }
 SHAPE_OPS = {"Shape", "Cast", "Constant",
              "ConstantOfShape", "Equal", "Range", "Mod", "ScatterND"}
@@ -226,6 +226,14 @@ EXPECTED_UNSUPPORTED = {
     "test_scatternd": RUNTIME_SHAPE_OP % "ScatterND",
     "test_scatternd_add": RUNTIME_SHAPE_OP % "ScatterND",
     "test_scatternd_multiply": RUNTIME_SHAPE_OP % "ScatterND",
+    "test_elu": OPSET6,
+    "test_elu_default": OPSET6,
+    "test_elu_example": OPSET6,
+    "test_selu": OPSET6,
+    "test_selu_default": OPSET6,
+    "test_selu_example": OPSET6,
+    "test_softplus": OPSET1,
+    "test_softplus_example": OPSET1,
     "test_hardsigmoid": OPSET6,
     "test_hardsigmoid_default": OPSET6,
     "test_hardsigmoid_example": OPSET6,
