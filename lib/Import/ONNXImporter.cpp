@@ -767,7 +767,8 @@ LogicalResult Importer::checkTensorStorage(const onnx::TensorProto &tensor,
     return emitError(fileLoc) << what << " has unknown data type "
                               << tensor.data_type();
   const auto [bytes, values] = *storage;
-  if (tensor.has_raw_data() && !tensor.raw_data().empty()) {
+  // A raw_data field, even an empty one, is what ONNX reads.
+  if (tensor.has_raw_data()) {
     if (int64_t(tensor.raw_data().size()) != *count * bytes)
       return emitError(fileLoc)
              << what << " holds " << tensor.raw_data().size()
