@@ -73,6 +73,14 @@ struct ConstantValue {
     return std::accumulate(shape.begin(), shape.end(), int64_t(1),
                            std::multiplies<int64_t>());
   }
+  /// Appends element INDEX of FROM, which has this constant's kind of
+  /// elements (a fold that moves data).
+  void appendElement(const ConstantValue &from, int64_t index) {
+    if (from.isInteger())
+      ints.push_back(from.ints[index]);
+    else
+      floats.push_back(from.floats[index]);
+  }
 };
 
 /// Whether ONNX data type TYPE is a float type (initializers of which are
@@ -269,8 +277,6 @@ private:
   LogicalResult importGather(const onnx::NodeProto &node);
   LogicalResult importClip(const onnx::NodeProto &node);
   LogicalResult importActivation(const onnx::NodeProto &node);
-  LogicalResult importScaled(const onnx::NodeProto &node, StringRef opName,
-                             double constant, bool constantFirst);
   LogicalResult importSoftmax(const onnx::NodeProto &node, StringRef opName);
   LogicalResult importReduce(const onnx::NodeProto &node, StringRef opName);
   LogicalResult importConv(const onnx::NodeProto &node);
@@ -1214,12 +1220,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
   if (type == "Clip")
     return importClip(node);
   if (type == "HardSigmoid" || type == "HardSwish" || type == "Abs" ||
-      type == "Softplus" || type == "Elu" || type == "Selu" || type == "Celu")
+      type == "Softplus" || type == "Elu" || type == "Selu" || type == "Celu" ||
+      type == "Neg" || type == "Reciprocal")
     return importActivation(node);
-  if (type == "Neg")
-    return importScaled(node, "nn.mul", -1.0, /*constantFirst=*/false);
-  if (type == "Reciprocal")
-    return importScaled(node, "nn.div", 1.0, /*constantFirst=*/true);
   if (type == "Softmax")
     return importSoftmax(node, "nn.softmax");
   if (type == "LogSoftmax")
@@ -1664,10 +1667,7 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
         source += (box->starts[d] + position * box->steps[d]) * stride;
         stride *= data->shape[d];
       }
-      if (data->isInteger())
-        value.ints.push_back(data->ints[source]);
-      else
-        value.floats.push_back(data->floats[source]);
+      value.appendElement(*data, source);
     }
     return define(value);
   }
@@ -1692,10 +1692,7 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
     value.shape = shape;
     for (int64_t i = 0; i < *count; ++i) {
       int64_t source = getBroadcastSource(shape, data->shape, i);
-      if (data->isInteger())
-        value.ints.push_back(data->ints[source]);
-      else
-        value.floats.push_back(data->floats[source]);
+      value.appendElement(*data, source);
     }
     return define(value);
   }
@@ -1777,10 +1774,7 @@ LogicalResult Importer::foldNode(const onnx::NodeProto &node, bool &folded) {
         source += (rest % value.shape[d]) * permuted[d];
         rest /= value.shape[d];
       }
-      if (data->isInteger())
-        value.ints.push_back(data->ints[source]);
-      else
-        value.floats.push_back(data->floats[source]);
+      value.appendElement(*data, source);
     }
     return define(value);
   }
@@ -2456,6 +2450,7 @@ LogicalResult Importer::importClip(const onnx::NodeProto &node) {
 /// - HardSigmoid: clip(alpha * x + beta, 0, 1); HardSwish: x times that
 ///   with alpha = 1/6, beta = 1/2 (MobileNetV3's); the clip's gradient is
 ///   PyTorch's, zero outside the linear part.
+/// - Neg: x * -1; Reciprocal: 1 / x.
 /// - Abs: max(x, -x) (the gradient 0 at 0, half of each side's).
 /// - Softplus: max(x, 0) + log(1 + exp(-|x|)), which does not overflow.
 /// - Elu: x > 0 ? x : alpha * (exp(min(x, 0)) - 1), exp of at most 0 so
@@ -2497,6 +2492,7 @@ LogicalResult Importer::importActivation(const onnx::NodeProto &node) {
           builder.getNamedAttr("max", builder.getF64FloatAttr(*max)));
     return attrs;
   };
+  auto magnitude = [&] { return op("nn.maximum", {x, mul(x, -1.0)}); };
   // alpha * (exp(min(v, 0)) - 1): an ELU's negative side.
   auto expm1OfNegative = [&](Value v, double alpha) {
     Value e = op("nn.exp", {op("nn.clip", {v}, bounds(std::nullopt, 0.0))});
@@ -2527,13 +2523,16 @@ LogicalResult Importer::importActivation(const onnx::NodeProto &node) {
                 bounds(0.0, 1.0));
     if (swish)
       result = op("nn.mul", {x, result});
+  } else if (kind == "Neg") {
+    result = mul(x, -1.0);
+  } else if (kind == "Reciprocal") {
+    result = op("nn.div", {constant(1.0), x});
   } else if (kind == "Abs") {
-    result = op("nn.maximum", {x, mul(x, -1.0)});
+    result = magnitude();
   } else if (kind == "Softplus") {
-    Value magnitude = op("nn.maximum", {x, mul(x, -1.0)});
-    Value tail = op(
-        "nn.log",
-        {op("nn.add", {constant(1.0), op("nn.exp", {mul(magnitude, -1.0)})})});
+    Value tail =
+        op("nn.log", {op("nn.add", {constant(1.0),
+                                    op("nn.exp", {mul(magnitude(), -1.0)})})});
     result =
         op("nn.add", {op("nn.clip", {x}, bounds(0.0, std::nullopt)), tail});
   } else if (kind == "Elu") {
@@ -2553,22 +2552,6 @@ LogicalResult Importer::importActivation(const onnx::NodeProto &node) {
     return failure();
   values[node.output(0)] = result;
   return success();
-}
-
-/// An elementwise op with a scalar constant: Neg as x * -1, Reciprocal as
-/// 1 / x (CONSTANT first).
-LogicalResult Importer::importScaled(const onnx::NodeProto &node,
-                                     StringRef opName, double constant,
-                                     bool constantFirst) {
-  FailureOr<Value> x = getValue(node, 0);
-  if (failed(x))
-    return failure();
-  Value c =
-      scalarConstant(constant, cast<ShapedType>(x->getType()).getElementType());
-  if (constantFirst)
-    return emitSingle(node, opName, {c, *x}, {},
-                      cast<TensorType>(x->getType()));
-  return emitSingle(node, opName, {*x, c}, {}, cast<TensorType>(x->getType()));
 }
 
 LogicalResult Importer::importSoftmax(const onnx::NodeProto &node,
